@@ -1,0 +1,38 @@
+//! CRC32C checksums for every block and record. Stored checksums are *masked* (rotated and
+//! offset, as LevelDB does) so that a checksum computed over bytes that themselves contain
+//! checksums does not degenerate.
+
+const MASK_DELTA: u32 = 0xa282_ead8;
+
+/// CRC32C of `data`.
+pub fn crc32c(data: &[u8]) -> u32 {
+    crc32c::crc32c(data)
+}
+
+/// CRC32C of `a` followed by `b`, without concatenating them.
+pub fn crc32c_extend(crc: u32, data: &[u8]) -> u32 {
+    crc32c::crc32c_append(crc, data)
+}
+
+/// The value stored on disk for checksum `crc`.
+pub fn mask(crc: u32) -> u32 {
+    crc.rotate_right(15).wrapping_add(MASK_DELTA)
+}
+
+/// Inverse of [`mask`].
+pub fn unmask(masked: u32) -> u32 {
+    masked.wrapping_sub(MASK_DELTA).rotate_left(15)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mask_round_trips_and_changes_value() {
+        let c = crc32c(b"hello");
+        assert_ne!(mask(c), c);
+        assert_eq!(unmask(mask(c)), c);
+        assert_eq!(crc32c_extend(crc32c(b"hel"), b"lo"), c);
+    }
+}

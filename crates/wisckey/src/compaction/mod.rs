@@ -1,0 +1,1 @@
+//! Stub: replaced by the real implementation.

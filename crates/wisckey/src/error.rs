@@ -1,0 +1,113 @@
+//! The engine's one error type.
+//!
+//! Every fallible operation returns [`Result`]. Not-found is `Ok(None)`, never an error.
+//! `Error` is `Clone` (I/O errors are shared behind an `Arc`) so that the first background
+//! failure can be latched and handed to every later caller.
+
+use std::fmt;
+use std::sync::Arc;
+
+/// Result alias used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong inside wisckey.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Error {
+    /// An operating-system I/O call failed. `context` names the operation and file.
+    Io {
+        context: String,
+        source: Arc<std::io::Error>,
+    },
+    /// Stored bytes failed validation: bad checksum, impossible length, wrong key, pointer
+    /// outside the live log, ...
+    Corruption {
+        file: String,
+        offset: u64,
+        reason: String,
+    },
+    /// The caller passed something the engine does not accept (a key over the maximum size,
+    /// a nonsensical option, ...). The message names the limit.
+    InvalidArgument(String),
+    /// The directory holds files that are not a wisckey database.
+    NotADatabase(String),
+    /// The database was written by a newer, unknown format version.
+    UnsupportedVersion {
+        file: String,
+        found: u32,
+        supported: u32,
+    },
+    /// Another `Db` (in this or another process) holds the directory's lock.
+    Locked(String),
+    /// The database has been closed.
+    Closed,
+}
+
+impl Error {
+    /// Wraps an OS error with a description of what was being done.
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Error {
+        Error::Io {
+            context: context.into(),
+            source: Arc::new(source),
+        }
+    }
+
+    /// Builds a `Corruption` error.
+    pub fn corruption(file: impl Into<String>, offset: u64, reason: impl Into<String>) -> Error {
+        Error::Corruption {
+            file: file.into(),
+            offset,
+            reason: reason.into(),
+        }
+    }
+
+    /// True when this is an I/O error caused by a full device (ENOSPC).
+    pub fn is_no_space(&self) -> bool {
+        match self {
+            Error::Io { source, .. } => {
+                source.raw_os_error() == Some(libc::ENOSPC)
+                    || source.kind() == std::io::ErrorKind::StorageFull
+            }
+            _ => false,
+        }
+    }
+
+    /// True for `Corruption`.
+    pub fn is_corruption(&self) -> bool {
+        matches!(self, Error::Corruption { .. })
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Io { context, source } => write!(f, "I/O error: {context}: {source}"),
+            Error::Corruption {
+                file,
+                offset,
+                reason,
+            } => write!(f, "corruption in {file} at offset {offset}: {reason}"),
+            Error::InvalidArgument(msg) => write!(f, "invalid argument: {msg}"),
+            Error::NotADatabase(msg) => write!(f, "not a wisckey database: {msg}"),
+            Error::UnsupportedVersion {
+                file,
+                found,
+                supported,
+            } => write!(
+                f,
+                "{file} has format version {found}, this build supports up to {supported}"
+            ),
+            Error::Locked(msg) => write!(f, "database is locked: {msg}"),
+            Error::Closed => write!(f, "database is closed"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(source.as_ref()),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! Names of the files in a database directory. All numbered files share one counter kept
+//! in the manifest (`next_file_number`) except value-log segments, which have their own
+//! sequence (segments are ordered by number; replay walks them in order).
+//!
+//! | file               | name                |
+//! |--------------------|---------------------|
+//! | sorted table       | `000123.sst`        |
+//! | value-log segment  | `000007.vlog`       |
+//! | manifest           | `MANIFEST-000004`   |
+//! | current pointer    | `CURRENT`           |
+//! | lock               | `LOCK`              |
+//! | temporary          | `000009.tmp`        |
+
+use std::path::{Path, PathBuf};
+
+pub const CURRENT: &str = "CURRENT";
+pub const LOCK: &str = "LOCK";
+
+/// What a file in the database directory is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    Table(u64),
+    ValueLog(u64),
+    Manifest(u64),
+    Temp(u64),
+    Current,
+    Lock,
+}
+
+pub fn table_file_name(dir: &Path, number: u64) -> PathBuf {
+    dir.join(format!("{number:06}.sst"))
+}
+
+pub fn vlog_file_name(dir: &Path, segment: u64) -> PathBuf {
+    dir.join(format!("{segment:06}.vlog"))
+}
+
+pub fn manifest_file_name(dir: &Path, number: u64) -> PathBuf {
+    dir.join(format!("MANIFEST-{number:06}"))
+}
+
+pub fn temp_file_name(dir: &Path, number: u64) -> PathBuf {
+    dir.join(format!("{number:06}.tmp"))
+}
+
+/// Classifies a directory entry; `None` for names wisckey never writes.
+pub fn parse_file_name(name: &str) -> Option<FileKind> {
+    match name {
+        CURRENT => return Some(FileKind::Current),
+        LOCK => return Some(FileKind::Lock),
+        _ => {}
+    }
+    if let Some(num) = name.strip_prefix("MANIFEST-") {
+        return parse_number(num).map(FileKind::Manifest);
+    }
+    let (stem, ext) = name.rsplit_once('.')?;
+    let number = parse_number(stem)?;
+    match ext {
+        "sst" => Some(FileKind::Table(number)),
+        "vlog" => Some(FileKind::ValueLog(number)),
+        "tmp" => Some(FileKind::Temp(number)),
+        _ => None,
+    }
+}
+
+fn parse_number(s: &str) -> Option<u64> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        let dir = Path::new("/db");
+        let cases = [
+            (table_file_name(dir, 12), FileKind::Table(12)),
+            (vlog_file_name(dir, 3), FileKind::ValueLog(3)),
+            (manifest_file_name(dir, 1_000_000), FileKind::Manifest(1_000_000)),
+            (temp_file_name(dir, 5), FileKind::Temp(5)),
+        ];
+        for (path, kind) in cases {
+            let name = path.file_name().and_then(|n| n.to_str()).expect("utf-8 name");
+            assert_eq!(parse_file_name(name), Some(kind));
+        }
+        assert_eq!(parse_file_name("CURRENT"), Some(FileKind::Current));
+        assert_eq!(parse_file_name("LOG"), None);
+        assert_eq!(parse_file_name("x.sst"), None);
+        assert_eq!(parse_file_name("-1.sst"), None);
+    }
+}

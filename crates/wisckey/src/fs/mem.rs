@@ -1,0 +1,3 @@
+//! Stub: replaced by the real implementation.
+#[derive(Debug, Default)]
+pub struct MemFs;

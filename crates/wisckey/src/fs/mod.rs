@@ -1,0 +1,106 @@
+//! The file-system seam. Every byte the engine reads or writes goes through [`FileSystem`].
+//!
+//! Implementations:
+//! - [`PosixFs`]: the real one (pread, fdatasync, directory fsync, `fallocate(PUNCH_HOLE)`,
+//!   `flock` on a LOCK file);
+//! - [`MemFs`]: in memory, for fast tests. It tracks what is *durable* (file bytes covered
+//!   by `sync_data`, directory entries covered by `sync_dir`) so a power loss can be
+//!   simulated;
+//! - [`FaultFs`]: a wrapper over any file system that fails the N-th call with ENOSPC or EIO
+//!   (once, or forever — "forever" after a point is how a crash at that point is modelled).
+//!
+//! Durability contract every implementation follows (it is what `MemFs` simulates):
+//! - bytes appended to a file are durable only after a later `sync_data` on that file;
+//! - a created, renamed or removed directory entry is durable only after `sync_dir` on the
+//!   directory that holds it;
+//! - `rename` replaces the target atomically.
+
+mod fault;
+mod mem;
+mod posix;
+
+use std::path::Path;
+use std::sync::Arc;
+
+pub use fault::{FaultFs, FaultKind, FaultOps};
+pub use mem::MemFs;
+pub use posix::PosixFs;
+
+use crate::error::Result;
+
+/// Abstract file system used by the engine.
+pub trait FileSystem: Send + Sync + std::fmt::Debug {
+    /// Creates `dir` and its parents if missing.
+    fn create_dir_all(&self, dir: &Path) -> Result<()>;
+    /// Creates `path` (truncating any existing file) and opens it for appending.
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Opens an existing file for appending at its current end.
+    fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Opens an existing file for positional reads. The handle may be shared across threads
+    /// and sees bytes appended later through a writable handle of the same file.
+    fn open_read(&self, path: &Path) -> Result<Arc<dyn ReadableFile>>;
+    /// Atomically renames `from` to `to`, replacing `to` if it exists.
+    fn rename(&self, from: &Path, to: &Path) -> Result<()>;
+    /// Removes a file.
+    fn remove(&self, path: &Path) -> Result<()>;
+    /// Names (not paths) of the entries in `dir`, in no particular order.
+    fn list(&self, dir: &Path) -> Result<Vec<String>>;
+    /// Whether `path` exists.
+    fn exists(&self, path: &Path) -> Result<bool>;
+    /// Current length of a file in bytes.
+    fn file_size(&self, path: &Path) -> Result<u64>;
+    /// Makes the directory's entries (creations, renames, removals) durable.
+    fn sync_dir(&self, dir: &Path) -> Result<()>;
+    /// Deallocates `len` bytes at `offset` of `path`; reads of that range then return zeros.
+    /// The file's length does not change.
+    fn punch_hole(&self, path: &Path, offset: u64, len: u64) -> Result<()>;
+    /// Takes an exclusive lock on `path` (creating it). Fails with `Error::Locked` if any
+    /// holder — in this process or another — has it. Released when the guard drops.
+    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>>;
+}
+
+/// A file opened for positional reads. `Send + Sync`: concurrent `read_at` calls are fine.
+pub trait ReadableFile: Send + Sync + std::fmt::Debug {
+    /// Reads up to `buf.len()` bytes at `offset`; returns how many were read. Fewer than
+    /// requested means end of file was reached.
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize>;
+    /// Current length of the file.
+    fn len(&self) -> Result<u64>;
+
+    /// Reads exactly `buf.len()` bytes at `offset`, or fails with `Corruption` naming
+    /// `file_name` if the file is shorter.
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8], file_name: &str) -> Result<()> {
+        let mut done = 0;
+        while done < buf.len() {
+            let n = self.read_at(offset + done as u64, &mut buf[done..])?;
+            if n == 0 {
+                return Err(crate::error::Error::corruption(
+                    file_name,
+                    offset,
+                    format!(
+                        "short read: wanted {} bytes, file ends after {}",
+                        buf.len(),
+                        done
+                    ),
+                ));
+            }
+            done += n;
+        }
+        Ok(())
+    }
+}
+
+/// A file opened for appending. Single owner; not shared between threads.
+pub trait WritableFile: Send + std::fmt::Debug {
+    /// Appends all of `data` at the end of the file.
+    fn append(&mut self, data: &[u8]) -> Result<()>;
+    /// Makes every byte appended so far durable (fdatasync).
+    fn sync_data(&mut self) -> Result<()>;
+    /// Truncates or extends the file to `len` bytes; later appends go to the new end.
+    fn set_len(&mut self, len: u64) -> Result<()>;
+    /// Current length (bytes appended, including those not yet durable).
+    fn len(&self) -> u64;
+}
+
+/// An exclusive lock held until dropped.
+pub trait FileLock: Send + Sync + std::fmt::Debug {}
