@@ -10,6 +10,7 @@ pub mod filename;
 pub mod fs;
 pub mod iter;
 pub mod key;
+pub mod position;
 pub mod sstable;
 pub mod version;
 pub mod compaction;

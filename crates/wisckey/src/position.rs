@@ -1,0 +1,18 @@
+//! A position in the value log: segment number and byte offset inside that segment.
+//!
+//! Positions order by segment, then offset, which is the order the log was written in.
+//! The manifest persists two of them: `head` (replay starts here on open) and `tail` (the
+//! oldest byte GC has not yet freed).
+
+/// Where in the value log a record starts (or where replay begins).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct LogPosition {
+    pub segment: u64,
+    pub offset: u64,
+}
+
+impl LogPosition {
+    pub fn new(segment: u64, offset: u64) -> LogPosition {
+        LogPosition { segment, offset }
+    }
+}
