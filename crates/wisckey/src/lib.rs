@@ -17,3 +17,4 @@ pub mod compaction;
 pub mod vlog;
 
 pub use error::{Error, Result};
+pub mod memtable;

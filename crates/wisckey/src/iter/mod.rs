@@ -4,8 +4,10 @@
 //! style: positioning methods never fail directly; an error makes the iterator invalid and
 //! is reported by [`InternalIterator::status`], so a scan cannot silently end early.
 
+pub mod db_iter;
 pub mod merge;
 
+pub use db_iter::DbIterator;
 pub use merge::MergingIterator;
 
 use crate::error::Result;

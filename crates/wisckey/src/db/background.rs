@@ -1,0 +1,275 @@
+//! Background work: memtable flushes, compactions, obsolete-file removal, and the timed
+//! write-out of the value-log buffer.
+//!
+//! Two threads: `wisckey-bg` flushes immutable memtables (always first: writers may be
+//! stalled on them) and runs compactions; `wisckey-log` writes the value-log buffer out every
+//! `vlog_flush_interval` so a non-sync write reaches the OS within that bound even while a
+//! long compaction runs. Any error is latched in `State::bg_error`; the threads then stop
+//! doing work (reads still work, writes return the error).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use super::{DbInner, ImmutableMemtable};
+use crate::compaction::{self, CompactionPolicy};
+use crate::error::{Error, Result};
+use crate::filename::{parse_file_name, table_file_name, FileKind};
+use crate::iter::InternalIterator;
+use crate::memtable::MemTableIterator;
+use crate::sstable::{TableBuilder, TableOptions};
+use crate::version::{FileMeta, VersionEdit, NUM_LEVELS};
+
+pub(crate) fn spawn(inner: Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
+    let worker = Arc::clone(&inner);
+    let bg = std::thread::Builder::new()
+        .name("wisckey-bg".into())
+        .spawn(move || run_background(&worker))
+        .map_err(|e| Error::io("spawn background thread", e))?;
+    let log = std::thread::Builder::new()
+        .name("wisckey-log".into())
+        .spawn(move || run_log_flusher(&inner))
+        .map_err(|e| Error::io("spawn log flusher thread", e))?;
+    Ok(vec![bg, log])
+}
+
+enum Work {
+    Flush(ImmutableMemtable),
+    Compact,
+}
+
+fn run_background(inner: &DbInner) {
+    loop {
+        let work = {
+            let mut state = inner.state.lock();
+            loop {
+                if inner.shutting_down.load(Ordering::Acquire) {
+                    return;
+                }
+                if state.bg_error.is_none() {
+                    if let Some(imm) = state.imms.front() {
+                        break Work::Flush(imm.clone());
+                    }
+                    let version = state.versions.current();
+                    if compaction::pick_compaction(
+                        &version,
+                        &policy(inner),
+                        &compact_pointers(&state.versions),
+                    )
+                    .is_some()
+                    {
+                        break Work::Compact;
+                    }
+                }
+                inner.bg_cv.wait(&mut state);
+            }
+        };
+        let result = match work {
+            Work::Flush(imm) => flush_memtable(inner, imm),
+            Work::Compact => compact_once(inner),
+        };
+        if let Err(e) = result {
+            let mut state = inner.state.lock();
+            state.bg_error.get_or_insert(e);
+        }
+        inner.bg_cv.notify_all();
+    }
+}
+
+fn run_log_flusher(inner: &DbInner) {
+    let interval = inner.options.vlog_flush_interval;
+    let mut state = inner.state.lock();
+    while !inner.shutting_down.load(Ordering::Acquire) {
+        inner.bg_cv.wait_for(&mut state, interval);
+        if state.bg_error.is_some() || inner.shutting_down.load(Ordering::Acquire) {
+            continue;
+        }
+        drop(state);
+        if inner.last_log_flush.lock().elapsed() >= interval {
+            let mut vlog = inner.vlog.lock();
+            match vlog.flush() {
+                Ok(()) => {
+                    *inner.vlog_flushed_end.lock() = vlog.flushed_end();
+                    *inner.last_log_flush.lock() = std::time::Instant::now();
+                }
+                Err(e) => {
+                    drop(vlog);
+                    inner.state.lock().bg_error.get_or_insert(e);
+                }
+            }
+        }
+        state = inner.state.lock();
+    }
+}
+
+pub(crate) fn policy(inner: &DbInner) -> CompactionPolicy {
+    let o = &inner.options;
+    CompactionPolicy {
+        l0_compaction_trigger: o.l0_compaction_trigger,
+        level1_max_bytes: o.level1_max_bytes,
+        level_size_multiplier: 10,
+        target_file_size: o.target_file_size,
+        max_grandparent_overlap_bytes: o.target_file_size * 10,
+    }
+}
+
+pub(crate) fn compact_pointers(versions: &crate::version::VersionSet) -> Vec<Option<Vec<u8>>> {
+    (0..NUM_LEVELS)
+        .map(|level| versions.compact_pointer(level).map(<[u8]>::to_vec))
+        .collect()
+}
+
+pub(crate) fn table_options(inner: &DbInner) -> TableOptions {
+    TableOptions {
+        block_size: inner.options.block_size,
+        restart_interval: inner.options.block_restart_interval,
+        bloom_bits_per_key: inner.options.bloom_bits_per_key,
+    }
+}
+
+/// Allocates a table number and protects it from obsolete-file removal until released.
+pub(crate) fn allocate_table_number(inner: &DbInner) -> u64 {
+    let mut state = inner.state.lock();
+    let number = state.versions.new_file_number();
+    state.pending_outputs.insert(number);
+    number
+}
+
+/// Writes the oldest immutable memtable to an L0 table and moves the replay head past it.
+fn flush_memtable(inner: &DbInner, imm: ImmutableMemtable) -> Result<()> {
+    let mut edit = VersionEdit::default();
+    let mut number = None;
+    if !imm.table.is_empty() {
+        let n = allocate_table_number(inner);
+        number = Some(n);
+        let meta = write_memtable_table(inner, &imm, n)?;
+        edit.new_files.push((0, meta));
+    }
+    // The head may only pass records whose bytes are durable in the log.
+    {
+        let mut vlog = inner.vlog.lock();
+        if vlog.synced_end() < imm.log_end {
+            vlog.sync()?;
+        }
+    }
+    edit.vlog_head = Some(imm.log_end);
+    let mut state = inner.state.lock();
+    let visible = inner.visible_seq.load(Ordering::Acquire);
+    if visible > state.versions.last_sequence() {
+        state.versions.set_last_sequence(visible);
+    }
+    let applied = state.versions.log_and_apply(edit);
+    if let Some(n) = number {
+        state.pending_outputs.remove(&n);
+    }
+    applied?;
+    let front = state.imms.pop_front();
+    debug_assert!(front.is_some_and(|f| Arc::ptr_eq(&f.table, &imm.table)));
+    drop(state);
+    inner.bg_cv.notify_all();
+    delete_obsolete_files(inner)
+}
+
+fn write_memtable_table(inner: &DbInner, imm: &ImmutableMemtable, number: u64) -> Result<FileMeta> {
+    let path = table_file_name(&inner.dir, number);
+    let file = inner.fs.create(&path)?;
+    let mut builder = TableBuilder::new(file, path.display().to_string(), table_options(inner));
+    let mut it = MemTableIterator::new(Arc::clone(&imm.table));
+    it.seek_to_first();
+    let smallest = it.key().to_vec();
+    let mut largest = Vec::new();
+    while it.valid() {
+        builder.add(it.key(), it.value())?;
+        largest.clear();
+        largest.extend_from_slice(it.key());
+        it.next();
+    }
+    let file_size = builder.finish()?;
+    inner.fs.sync_dir(&inner.dir)?;
+    Ok(FileMeta {
+        number,
+        file_size,
+        smallest,
+        largest,
+    })
+}
+
+/// Runs one compaction if the policy wants one.
+fn compact_once(inner: &DbInner) -> Result<()> {
+    let _only_one = inner.compaction_lock.lock();
+    let task = {
+        let state = inner.state.lock();
+        compaction::pick_compaction(
+            &state.versions.current(),
+            &policy(inner),
+            &compact_pointers(&state.versions),
+        )
+    };
+    match task {
+        Some(task) => compaction::run(inner, &task),
+        None => Ok(()),
+    }
+}
+
+/// Blocks until every immutable memtable is flushed (or a background error is latched).
+pub(crate) fn wait_for_flushes(inner: &DbInner) -> Result<()> {
+    let mut state = inner.state.lock();
+    loop {
+        if let Some(e) = &state.bg_error {
+            return Err(e.clone());
+        }
+        if state.imms.is_empty() {
+            return Ok(());
+        }
+        inner.bg_cv.notify_all();
+        inner.bg_cv.wait(&mut state);
+    }
+}
+
+/// Manual compaction of `[begin, end]` down to the deepest level holding such data.
+pub(crate) fn compact_range(inner: &DbInner, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+    let _only_one = inner.compaction_lock.lock();
+    let deepest = {
+        let version = inner.state.lock().versions.current();
+        (1..NUM_LEVELS)
+            .rev()
+            .find(|&l| !version.overlapping_files(l, begin, end).is_empty())
+            .unwrap_or(1)
+    };
+    for level in 0..deepest {
+        let task = {
+            let state = inner.state.lock();
+            if let Some(e) = &state.bg_error {
+                return Err(e.clone());
+            }
+            compaction::pick_range_compaction(&state.versions.current(), level, begin, end)
+        };
+        if let Some(task) = task {
+            compaction::run(inner, &task)?;
+        }
+    }
+    inner.bg_cv.notify_all();
+    Ok(())
+}
+
+/// Removes table files no live version references and leftover temporary files.
+pub(crate) fn delete_obsolete_files(inner: &DbInner) -> Result<()> {
+    let (live, pending) = {
+        let state = inner.state.lock();
+        (state.versions.live_table_files(), state.pending_outputs.clone())
+    };
+    for name in inner.fs.list(&inner.dir)? {
+        let obsolete = match parse_file_name(&name) {
+            Some(FileKind::Table(n)) => !live.contains(&n) && !pending.contains(&n),
+            Some(FileKind::Temp(_)) => true,
+            _ => false,
+        };
+        if obsolete {
+            if let Some(FileKind::Table(n)) = parse_file_name(&name) {
+                inner.table_cache.evict(n);
+            }
+            inner.fs.remove(&inner.dir.join(&name))?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,291 @@
+//! The database facade: `Db` ties the write path, the LSM-tree of keys and value pointers,
+//! the value log and the background thread together.
+//!
+//! Lock order (never acquire against it): write-queue leadership → `state` → `vlog`.
+//! The background thread never holds `vlog` and `state` at once except in that order.
+//!
+//! Invariants kept here (see docs/DESIGN.md for the full list):
+//! - every write is appended to the value log before it enters a memtable, and is visible to
+//!   readers only after its memtable insert (readers use `visible_seq`);
+//! - immutable memtables are flushed oldest first, and the manifest's value-log `head` only
+//!   moves forward, to the end position of a flushed memtable, after that memtable's table and
+//!   the log bytes before the position are durable;
+//! - the first background error is latched; later writes return it.
+
+mod background;
+mod read;
+mod recovery;
+mod write;
+
+pub(crate) use read::resolve_value;
+
+use std::collections::{HashSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::batch::WriteBatch;
+use crate::error::{Error, Result};
+use crate::fs::{FileLock, FileSystem};
+use crate::iter::DbIterator;
+use crate::key::SequenceNumber;
+use crate::memtable::MemTable;
+use crate::options::{Options, ReadOptions, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE};
+use crate::position::LogPosition;
+use crate::snapshot::{Snapshot, SnapshotRegistry};
+use crate::sstable::{BlockCache, TableCache};
+use crate::version::{TableSource, VersionSet, NUM_LEVELS};
+use crate::vlog::{VlogOptions, VlogReader, VlogWriter};
+
+use write::WriteQueue;
+
+/// A memtable that no longer takes writes, waiting to be flushed to L0.
+#[derive(Debug, Clone)]
+pub(crate) struct ImmutableMemtable {
+    pub table: Arc<MemTable>,
+    /// Value-log position just past the last record in `table`: the new replay head once
+    /// this memtable is durable in an SSTable.
+    pub log_end: LogPosition,
+}
+
+/// State protected by `DbInner::state`.
+#[derive(Debug)]
+pub(crate) struct State {
+    pub mem: Arc<MemTable>,
+    /// Oldest first.
+    pub imms: VecDeque<ImmutableMemtable>,
+    pub versions: VersionSet,
+    pub bg_error: Option<Error>,
+    /// Table numbers being written by a flush or compaction: not yet in any version, and
+    /// not to be deleted as obsolete.
+    pub pending_outputs: HashSet<u64>,
+}
+
+pub(crate) struct DbInner {
+    pub dir: PathBuf,
+    pub options: Options,
+    pub fs: Arc<dyn FileSystem>,
+    pub state: Mutex<State>,
+    /// Signalled whenever background work finishes or is needed.
+    pub bg_cv: Condvar,
+    pub writers: WriteQueue,
+    pub vlog: Mutex<VlogWriter>,
+    pub vlog_reader: VlogReader,
+    /// Everything before this position has reached the OS (readable through `vlog_reader`).
+    pub vlog_flushed_end: Mutex<LogPosition>,
+    pub vlog_options: VlogOptions,
+    pub table_cache: Arc<TableCache>,
+    pub tables: Arc<dyn TableSource>,
+    pub snapshots: Arc<SnapshotRegistry>,
+    /// Highest sequence number whose write is fully applied and may be read.
+    pub visible_seq: AtomicU64,
+    /// Value-log bytes appended since the current memtable was started.
+    pub log_bytes_in_mem: AtomicU64,
+    pub shutting_down: AtomicBool,
+    /// Serializes compactions (background and manual).
+    pub compaction_lock: Mutex<()>,
+    /// When the value-log buffer was last written out.
+    pub last_log_flush: Mutex<std::time::Instant>,
+    _lock: Box<dyn FileLock>,
+}
+
+impl std::fmt::Debug for DbInner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DbInner").field("dir", &self.dir).finish()
+    }
+}
+
+/// An open wisckey database. `Send + Sync`: share it between threads (e.g. in an `Arc`).
+/// Dropping it closes it cleanly; call [`Db::close`] to see errors from closing.
+#[derive(Debug)]
+pub struct Db {
+    inner: Arc<DbInner>,
+    background: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Db {
+    /// Opens (or creates, per `options`) the database in `path`, replaying the value log
+    /// from the persisted head.
+    pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        let inner = recovery::open(path.as_ref(), options)?;
+        let inner = Arc::new(inner);
+        let handles = background::spawn(Arc::clone(&inner))?;
+        Ok(Db {
+            inner,
+            background: Mutex::new(handles),
+        })
+    }
+
+    /// Stores `value` under `key`.
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        self.put_opt(key, value, &WriteOptions::default())
+    }
+
+    pub fn put_opt(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        opts: &WriteOptions,
+    ) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.put(key, value);
+        self.write_opt(batch, opts)
+    }
+
+    /// Removes `key` (a no-op if absent, but still logged).
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
+        self.delete_opt(key, &WriteOptions::default())
+    }
+
+    pub fn delete_opt(&self, key: impl AsRef<[u8]>, opts: &WriteOptions) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.delete(key);
+        self.write_opt(batch, opts)
+    }
+
+    /// Applies a batch atomically.
+    pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        self.write_opt(batch, &WriteOptions::default())
+    }
+
+    pub fn write_opt(&self, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
+        validate_batch(&batch)?;
+        write::write(&self.inner, batch, opts.sync)
+    }
+
+    /// The value stored under `key`, or `None`.
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        self.get_opt(key, &ReadOptions::default())
+    }
+
+    pub fn get_opt(&self, key: impl AsRef<[u8]>, opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
+        read::get(&self.inner, key.as_ref(), opts)
+    }
+
+    /// A consistent view of the current state.
+    pub fn snapshot(&self) -> Snapshot {
+        self.inner
+            .snapshots
+            .register(self.inner.visible_seq.load(Ordering::Acquire))
+    }
+
+    /// An iterator over the keys (and lazily read values) visible at the read options'
+    /// snapshot (or now), within its bounds. It starts unpositioned: call a seek first.
+    pub fn iter(&self, opts: &ReadOptions) -> Result<DbIterator> {
+        read::iter(&self.inner, opts)
+    }
+
+    /// Writes the current memtable to an SSTable and waits until every memtable written
+    /// so far is durable in the LSM-tree (the value-log head then moves past them).
+    pub fn flush(&self) -> Result<()> {
+        write::force_memtable_switch(&self.inner)?;
+        background::wait_for_flushes(&self.inner)
+    }
+
+    /// Flushes, then compacts every level overlapping `[begin, end]` (None = unbounded)
+    /// down to the last level that holds data.
+    pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.flush()?;
+        background::compact_range(&self.inner, begin, end)
+    }
+
+    /// Makes every write acknowledged so far durable.
+    pub fn sync(&self) -> Result<()> {
+        write::sync_log(&self.inner)
+    }
+
+    /// Number of table files in each level.
+    pub fn level_file_counts(&self) -> [usize; NUM_LEVELS] {
+        let state = self.inner.state.lock();
+        let version = state.versions.current();
+        std::array::from_fn(|level| version.num_files(level))
+    }
+
+    /// Value-log replay head persisted in the manifest (None before the first flush).
+    pub fn vlog_head(&self) -> Option<LogPosition> {
+        self.inner.state.lock().versions.vlog_head()
+    }
+
+    /// The latched background error, if any.
+    pub fn background_error(&self) -> Option<Error> {
+        self.inner.state.lock().bg_error.clone()
+    }
+
+    /// Stops background work, writes out and syncs the value-log buffer, and reports the
+    /// first error met while doing so. The database is closed even if this fails.
+    pub fn close(self) -> Result<()> {
+        self.shutdown()
+    }
+
+    fn shutdown(&self) -> Result<()> {
+        if self.inner.shutting_down.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        {
+            let _state = self.inner.state.lock();
+            self.inner.bg_cv.notify_all();
+        }
+        let handles = std::mem::take(&mut *self.background.lock());
+        for handle in handles {
+            // A panicking background thread is a bug; report it instead of propagating.
+            if handle.join().is_err() {
+                return Err(Error::io(
+                    "background thread panicked",
+                    std::io::Error::other("panic"),
+                ));
+            }
+        }
+        let sync_result = self.inner.vlog.lock().sync();
+        sync_result?;
+        match self.inner.state.lock().bg_error.clone() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+    }
+}
+
+fn validate_batch(batch: &WriteBatch) -> Result<()> {
+    for op in &batch.ops {
+        if op.key.len() > MAX_KEY_SIZE {
+            return Err(Error::InvalidArgument(format!(
+                "key of {} bytes exceeds the maximum key size of {MAX_KEY_SIZE} bytes",
+                op.key.len()
+            )));
+        }
+        if op.value.len() > MAX_VALUE_SIZE {
+            return Err(Error::InvalidArgument(format!(
+                "value of {} bytes exceeds the maximum value size of {MAX_VALUE_SIZE} bytes",
+                op.value.len()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The sequence number reads should use for `opts`.
+pub(crate) fn read_sequence(inner: &DbInner, opts: &ReadOptions) -> SequenceNumber {
+    opts.snapshot
+        .as_ref()
+        .map_or_else(|| inner.visible_seq.load(Ordering::Acquire), Snapshot::sequence)
+}
+
+/// Builds the block and table caches.
+pub(crate) fn make_table_cache(dir: &Path, options: &Options) -> Arc<TableCache> {
+    let block_cache =
+        (options.block_cache_size > 0).then(|| Arc::new(BlockCache::new(options.block_cache_size)));
+    Arc::new(TableCache::new(
+        Arc::clone(&options.fs),
+        dir.to_path_buf(),
+        options.max_open_tables,
+        block_cache,
+    ))
+}

@@ -1,0 +1,99 @@
+//! The memtable: recent writes, ordered by internal key, in a concurrent skiplist.
+//!
+//! Owns: the entries written since the last switch, and an approximate byte count used to
+//! decide when to switch. Invariants: an entry, once inserted, is never changed or removed
+//! (an immutable memtable is just one that is no longer inserted into); every entry's
+//! internal key is unique because sequence numbers are. Thread-safety: `add` may be called
+//! concurrently with readers and iterators; the write path serializes `add` calls anyway.
+//!
+//! Entry values are what the LSM stores: the value itself (`ValueKind::Value`), an encoded
+//! value-log pointer (`ValueKind::ValuePointer`), or nothing (`ValueKind::Deletion`).
+
+mod iter;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crossbeam_skiplist::SkipMap;
+
+pub use iter::MemTableIterator;
+
+use crate::key::{
+    make_internal_key, parse_internal_key, seek_key, InternalKey, SequenceNumber, ValueKind,
+};
+
+/// Bytes charged per entry on top of key and value: skiplist node, pointers, allocation.
+const ENTRY_OVERHEAD: usize = 64;
+
+/// An in-memory sorted buffer of writes.
+#[derive(Debug, Default)]
+pub struct MemTable {
+    map: SkipMap<InternalKey, Vec<u8>>,
+    approximate_bytes: AtomicUsize,
+}
+
+impl MemTable {
+    pub fn new() -> MemTable {
+        MemTable::default()
+    }
+
+    /// Inserts one entry.
+    pub fn add(&self, seq: SequenceNumber, kind: ValueKind, user_key: &[u8], value: &[u8]) {
+        let ikey = make_internal_key(user_key, seq, kind);
+        let charge = ikey.len() + value.len() + ENTRY_OVERHEAD;
+        self.map.insert(InternalKey(ikey), value.to_vec());
+        self.approximate_bytes.fetch_add(charge, Ordering::Relaxed);
+    }
+
+    /// The newest entry for `user_key` with sequence `<= seq`: its kind and stored value.
+    pub fn get(&self, user_key: &[u8], seq: SequenceNumber) -> Option<(ValueKind, Vec<u8>)> {
+        let probe = InternalKey(seek_key(user_key, seq));
+        let entry = self.map.lower_bound(std::ops::Bound::Included(&probe))?;
+        let parsed = parse_internal_key(&entry.key().0)?;
+        if parsed.user_key != user_key {
+            return None;
+        }
+        Some((parsed.kind, entry.value().clone()))
+    }
+
+    /// Approximate memory used by the entries.
+    pub fn approximate_bytes(&self) -> usize {
+        self.approximate_bytes.load(Ordering::Relaxed)
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn get_returns_newest_visible_version() {
+        let m = MemTable::new();
+        m.add(1, ValueKind::Value, b"k", b"v1");
+        m.add(5, ValueKind::Value, b"k", b"v5");
+        m.add(7, ValueKind::Deletion, b"k", b"");
+        m.add(3, ValueKind::Value, b"k2", b"other");
+        assert_eq!(m.get(b"k", 0), None);
+        assert_eq!(m.get(b"k", 1), Some((ValueKind::Value, b"v1".to_vec())));
+        assert_eq!(m.get(b"k", 6), Some((ValueKind::Value, b"v5".to_vec())));
+        assert_eq!(m.get(b"k", 7), Some((ValueKind::Deletion, Vec::new())));
+        assert_eq!(m.get(b"j", 100), None);
+        assert_eq!(m.get(b"", 100), None);
+        assert!(m.approximate_bytes() >= 4 * ENTRY_OVERHEAD);
+    }
+
+    #[test]
+    fn empty_key_is_a_valid_key() {
+        let m = MemTable::new();
+        m.add(2, ValueKind::Value, b"", b"empty");
+        assert_eq!(m.get(b"", 2), Some((ValueKind::Value, b"empty".to_vec())));
+        assert_eq!(m.get(b"", 1), None);
+    }
+}

@@ -1,0 +1,194 @@
+//! Options for opening a database, writing and reading. Every knob documents its default and
+//! the trade-off it controls. `Options::validate` runs once at open and rejects nonsense
+//! with `InvalidArgument` naming the knob.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::fs::{FileSystem, PosixFs};
+use crate::snapshot::Snapshot;
+
+/// Largest key accepted: 64 KiB. Keys live in the LSM-tree, whose blocks and compactions
+/// assume small keys; larger "keys" belong in the value.
+pub const MAX_KEY_SIZE: usize = 64 * 1024;
+/// Largest value accepted: 256 MiB (a value is written, read and verified as one unit).
+pub const MAX_VALUE_SIZE: usize = 256 * 1024 * 1024;
+
+/// How the database is opened and tuned.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Create the database if the directory holds none. Default `true`.
+    pub create_if_missing: bool,
+    /// Fail if a database already exists. Default `false`.
+    pub error_if_exists: bool,
+    /// File system all I/O goes through. Default: the real one ([`PosixFs`]).
+    pub fs: Arc<dyn FileSystem>,
+
+    /// Values of at least this many bytes are stored only in the value log and the LSM-tree
+    /// keeps a pointer; smaller values are kept inline in the LSM-tree too (they are still
+    /// appended to the value log, which is the recovery log). Default 512 B. Smaller: more
+    /// values separated, less LSM compaction traffic, but an extra read per lookup and more
+    /// GC work; larger: faster small-value reads, higher write amplification.
+    pub value_threshold: usize,
+    /// Target size of a value-log segment file. Default 256 MiB. Larger segments mean fewer
+    /// files; smaller ones let GC reclaim space at a finer grain.
+    pub vlog_segment_size: u64,
+    /// User-space write buffer of the value log (§3.4.1). Default 1 MiB. Appends are written
+    /// to the OS when it fills, on a sync write, or after `vlog_flush_interval`. This, with the
+    /// interval, bounds what a non-sync write can lose in a process crash.
+    pub vlog_buffer_size: usize,
+    /// Longest time an appended record may sit in the write buffer. Default 10 ms.
+    pub vlog_flush_interval: Duration,
+    /// When true, every write (not only sync writes) reaches the operating system before it is
+    /// acknowledged, so it survives the process being killed (not a power loss), as LevelDB
+    /// writes do. Default `false`: faster small writes, up to one buffer / interval lost on a
+    /// process crash.
+    pub write_through_to_os: bool,
+
+    /// Memtable size that triggers a switch and background flush. Default 64 MiB.
+    pub memtable_size: usize,
+    /// A memtable is also switched once this many value-log bytes were written since it
+    /// started, which bounds how much log must be replayed on open. Default 512 MiB.
+    pub memtable_max_log_bytes: u64,
+    /// Immutable memtables waiting for flush before writers stall. Default 2.
+    pub max_immutable_memtables: usize,
+
+    /// SSTable data block size. Default 4 KiB.
+    pub block_size: usize,
+    /// Keys between restart points in a block. Default 16.
+    pub block_restart_interval: usize,
+    /// Bloom filter bits per key (0 disables). Default 10 (~1% false positives).
+    pub bloom_bits_per_key: usize,
+    /// Block cache capacity in bytes. Default 64 MiB.
+    pub block_cache_size: usize,
+    /// Open tables kept in the table cache. Default 1000.
+    pub max_open_tables: usize,
+    /// Target size of an SSTable written by compaction. Default 8 MiB.
+    pub target_file_size: u64,
+    /// Size limit of level 1; each deeper level may be 10× larger. Default 64 MiB.
+    pub level1_max_bytes: u64,
+    /// L0 files that trigger a compaction. Default 4.
+    pub l0_compaction_trigger: usize,
+    /// L0 files at which each write is delayed ~1 ms. Default 8.
+    pub l0_slowdown_trigger: usize,
+    /// L0 files at which writes wait for compaction. Default 12.
+    pub l0_stop_trigger: usize,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            create_if_missing: true,
+            error_if_exists: false,
+            fs: Arc::new(PosixFs::new()),
+            value_threshold: 512,
+            vlog_segment_size: 256 << 20,
+            vlog_buffer_size: 1 << 20,
+            vlog_flush_interval: Duration::from_millis(10),
+            write_through_to_os: false,
+            memtable_size: 64 << 20,
+            memtable_max_log_bytes: 512 << 20,
+            max_immutable_memtables: 2,
+            block_size: 4096,
+            block_restart_interval: 16,
+            bloom_bits_per_key: 10,
+            block_cache_size: 64 << 20,
+            max_open_tables: 1000,
+            target_file_size: 8 << 20,
+            level1_max_bytes: 64 << 20,
+            l0_compaction_trigger: 4,
+            l0_slowdown_trigger: 8,
+            l0_stop_trigger: 12,
+        }
+    }
+}
+
+impl Options {
+    /// Tiny memtables, tables and segments so that tests exercise flushes, compactions and
+    /// segment rollover with little data. Uses the given file system.
+    pub fn small_for_tests(fs: Arc<dyn FileSystem>) -> Options {
+        Options {
+            fs,
+            value_threshold: 64,
+            vlog_segment_size: 64 << 10,
+            vlog_buffer_size: 4 << 10,
+            memtable_size: 32 << 10,
+            memtable_max_log_bytes: 256 << 10,
+            block_size: 512,
+            block_cache_size: 256 << 10,
+            max_open_tables: 16,
+            target_file_size: 16 << 10,
+            level1_max_bytes: 64 << 10,
+            ..Options::default()
+        }
+    }
+
+    /// Sets the file system.
+    #[must_use]
+    pub fn with_fs(mut self, fs: Arc<dyn FileSystem>) -> Options {
+        self.fs = fs;
+        self
+    }
+
+    /// Checks every knob; called by `Db::open`.
+    pub fn validate(&self) -> Result<()> {
+        let check = |ok: bool, msg: &str| {
+            if ok {
+                Ok(())
+            } else {
+                Err(Error::InvalidArgument(msg.to_string()))
+            }
+        };
+        check(
+            self.vlog_segment_size >= 4096,
+            "vlog_segment_size must be at least 4096 bytes",
+        )?;
+        check(self.vlog_buffer_size > 0, "vlog_buffer_size must be > 0")?;
+        check(
+            self.memtable_size >= 1024,
+            "memtable_size must be at least 1024 bytes",
+        )?;
+        check(
+            self.max_immutable_memtables >= 1,
+            "max_immutable_memtables must be at least 1",
+        )?;
+        check(self.block_size >= 64, "block_size must be at least 64 bytes")?;
+        check(
+            self.block_restart_interval >= 1,
+            "block_restart_interval must be at least 1",
+        )?;
+        check(self.max_open_tables >= 1, "max_open_tables must be at least 1")?;
+        check(
+            self.target_file_size >= 1024,
+            "target_file_size must be at least 1024 bytes",
+        )?;
+        check(self.level1_max_bytes > 0, "level1_max_bytes must be > 0")?;
+        check(
+            self.l0_compaction_trigger >= 1
+                && self.l0_slowdown_trigger >= self.l0_compaction_trigger
+                && self.l0_stop_trigger > self.l0_slowdown_trigger,
+            "need 1 <= l0_compaction_trigger <= l0_slowdown_trigger < l0_stop_trigger",
+        )?;
+        Ok(())
+    }
+}
+
+/// Options for one write.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WriteOptions {
+    /// Make the write durable (fdatasync of the value log) before it is acknowledged. A
+    /// sync write also makes every earlier write durable. Default `false`.
+    pub sync: bool,
+}
+
+/// Options for one read or iterator.
+#[derive(Debug, Clone, Default)]
+pub struct ReadOptions {
+    /// Read as of this snapshot instead of the latest state.
+    pub snapshot: Option<Snapshot>,
+    /// Iterators: only keys `>= lower_bound`.
+    pub lower_bound: Option<Vec<u8>>,
+    /// Iterators: only keys `< upper_bound`.
+    pub upper_bound: Option<Vec<u8>>,
+}
