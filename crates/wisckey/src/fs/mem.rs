@@ -1,3 +1,406 @@
-//! Stub: replaced by the real implementation.
+//! [`MemFs`]: an in-memory [`FileSystem`] that tracks durability, so tests can simulate a
+//! power loss with [`MemFs::power_loss_image`].
+//!
+//! Model:
+//! - a file is an [`Inode`] shared (`Arc`) by the directory entries naming it and by every
+//!   open handle, so appends are visible to readers at once and a removed file stays
+//!   readable through handles opened before;
+//! - each inode has live `data` and `durable` bytes. `dirty_from` is the lowest offset whose
+//!   live byte may differ from the durable one (or `data.len()` when none does);
+//!   `sync_data` copies `data[dirty_from..]` over `durable` — cost proportional to what
+//!   changed, not to the file;
+//! - the namespace has a `live` map path -> inode and a `durable` map path -> inode.
+//!   `sync_dir(dir)` replaces the durable entries directly in `dir` by the live ones;
+//! - directories are implicit (any ancestor of a file exists) or explicit (recorded by
+//!   `create_dir_all`). Files may be created in any directory. Directories themselves are
+//!   treated as durable as soon as they exist (the engine creates its directory once, at
+//!   open; this is a deliberate simplification).
+//!
+//! Thread-safety: `MemFs` is `Clone`; clones share the same state behind an `Arc`. The
+//! namespace and each inode have their own mutex; the namespace lock is always taken
+//! before an inode lock, never the reverse.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::{FileLock, FileSystem, ReadableFile, WritableFile};
+use crate::error::{Error, Result};
+
+mod power_loss;
+
+pub use power_loss::PowerLoss;
+
+/// In-memory file system with durability tracking. Cheap to clone; clones share state.
+#[derive(Debug, Clone, Default)]
+pub struct MemFs {
+    state: Arc<Mutex<Namespace>>,
+}
+
+type InodeRef = Arc<Mutex<Inode>>;
+
 #[derive(Debug, Default)]
-pub struct MemFs;
+struct Namespace {
+    live: BTreeMap<PathBuf, InodeRef>,
+    durable: BTreeMap<PathBuf, InodeRef>,
+    dirs: BTreeSet<PathBuf>,
+    locks: HashSet<PathBuf>,
+}
+
+#[derive(Default)]
+struct Inode {
+    data: Vec<u8>,
+    durable: Vec<u8>,
+    dirty_from: usize,
+}
+
+impl std::fmt::Debug for Inode {
+    // Lengths only: printing whole file contents would drown any log.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inode")
+            .field("len", &self.data.len())
+            .field("durable_len", &self.durable.len())
+            .field("dirty_from", &self.dirty_from)
+            .finish()
+    }
+}
+
+impl Inode {
+    fn with_durable(bytes: Vec<u8>) -> Inode {
+        Inode {
+            dirty_from: bytes.len(),
+            data: bytes.clone(),
+            durable: bytes,
+        }
+    }
+
+    fn mark_dirty(&mut self, offset: usize) {
+        self.dirty_from = self.dirty_from.min(offset);
+    }
+
+    fn resize(&mut self, len: usize) {
+        self.mark_dirty(len.min(self.data.len()));
+        self.data.resize(len, 0);
+    }
+
+    fn sync(&mut self) {
+        let from = self.dirty_from.min(self.data.len());
+        self.durable.truncate(from);
+        self.durable.extend_from_slice(&self.data[from..]);
+        self.dirty_from = self.data.len();
+    }
+}
+
+fn os_err(op: &str, path: &Path, errno: i32) -> Error {
+    Error::io(
+        format!("{op} {}", path.display()),
+        io::Error::from_raw_os_error(errno),
+    )
+}
+
+fn to_usize(value: u64, op: &str, path: &Path) -> Result<usize> {
+    usize::try_from(value).map_err(|_| os_err(op, path, libc::EFBIG))
+}
+
+fn parent_of(path: &Path) -> &Path {
+    path.parent().unwrap_or(Path::new(""))
+}
+
+impl Namespace {
+    fn file(&self, op: &str, path: &Path) -> Result<InodeRef> {
+        self.live
+            .get(path)
+            .cloned()
+            .ok_or_else(|| os_err(op, path, libc::ENOENT))
+    }
+
+    fn dir_exists(&self, dir: &Path) -> bool {
+        self.dirs.contains(dir) || self.live.keys().any(|p| p.starts_with(dir) && p != dir)
+    }
+}
+
+impl MemFs {
+    pub fn new() -> MemFs {
+        MemFs::default()
+    }
+
+    /// Paths of all live files, sorted.
+    pub fn file_names(&self) -> Vec<PathBuf> {
+        self.state.lock().live.keys().cloned().collect()
+    }
+
+    /// Sum of the live lengths of all live files.
+    pub fn total_bytes(&self) -> u64 {
+        let ns = self.state.lock();
+        ns.live.values().map(|f| f.lock().data.len() as u64).sum()
+    }
+
+    /// A new, independent `MemFs` holding what would survive a power loss now: the durable
+    /// namespace, each file holding its durable bytes (plus, for `TornTail`, part of the
+    /// unsynced bytes). No locks are held in the image.
+    pub fn power_loss_image(&self, mode: PowerLoss) -> MemFs {
+        let ns = self.state.lock();
+        let mut rng = power_loss::SplitMix64::new(mode.seed());
+        let mut image = Namespace {
+            dirs: ns.dirs.clone(),
+            ..Namespace::default()
+        };
+        for (path, inode) in &ns.durable {
+            let bytes = {
+                let inode = inode.lock();
+                power_loss::surviving_bytes(
+                    &inode.durable,
+                    &inode.data,
+                    inode.dirty_from,
+                    mode,
+                    &mut rng,
+                )
+            };
+            let inode = Arc::new(Mutex::new(Inode::with_durable(bytes)));
+            image.live.insert(path.clone(), Arc::clone(&inode));
+            image.durable.insert(path.clone(), inode);
+        }
+        MemFs {
+            state: Arc::new(Mutex::new(image)),
+        }
+    }
+}
+
+impl FileSystem for MemFs {
+    fn create_dir_all(&self, dir: &Path) -> Result<()> {
+        let mut ns = self.state.lock();
+        for ancestor in dir.ancestors() {
+            if ns.live.contains_key(ancestor) {
+                return Err(os_err("create_dir_all", dir, libc::ENOTDIR));
+            }
+        }
+        for ancestor in dir.ancestors() {
+            if !ancestor.as_os_str().is_empty() {
+                ns.dirs.insert(ancestor.to_path_buf());
+            }
+        }
+        Ok(())
+    }
+
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let mut ns = self.state.lock();
+        if ns.dirs.contains(path) {
+            return Err(os_err("create", path, libc::EISDIR));
+        }
+        // Like O_TRUNC: an existing file keeps its inode (and its durable bytes until the
+        // next sync); only a new name gets a new inode.
+        let inode = match ns.live.get(path) {
+            Some(existing) => {
+                existing.lock().resize(0);
+                Arc::clone(existing)
+            }
+            None => {
+                let fresh = InodeRef::default();
+                ns.live.insert(path.to_path_buf(), Arc::clone(&fresh));
+                fresh
+            }
+        };
+        Ok(Box::new(MemWritable {
+            inode,
+            path: path.to_path_buf(),
+        }))
+    }
+
+    fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let inode = self.state.lock().file("open_append", path)?;
+        Ok(Box::new(MemWritable {
+            inode,
+            path: path.to_path_buf(),
+        }))
+    }
+
+    fn open_read(&self, path: &Path) -> Result<Arc<dyn ReadableFile>> {
+        let inode = self.state.lock().file("open_read", path)?;
+        Ok(Arc::new(MemReadable {
+            inode,
+            path: path.to_path_buf(),
+        }))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        let mut ns = self.state.lock();
+        let inode = ns.file("rename", from)?;
+        if ns.dirs.contains(to) {
+            return Err(os_err("rename", to, libc::EISDIR));
+        }
+        ns.live.remove(from);
+        ns.live.insert(to.to_path_buf(), inode);
+        Ok(())
+    }
+
+    fn remove(&self, path: &Path) -> Result<()> {
+        let mut ns = self.state.lock();
+        match ns.live.remove(path) {
+            Some(_) => Ok(()),
+            None => Err(os_err("remove", path, libc::ENOENT)),
+        }
+    }
+
+    fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        let ns = self.state.lock();
+        if !ns.dir_exists(dir) {
+            return Err(os_err("list", dir, libc::ENOENT));
+        }
+        let mut names = BTreeSet::new();
+        let paths = ns.live.keys().chain(ns.dirs.iter());
+        for path in paths {
+            // The first component below `dir` is a direct entry: a file, or a directory
+            // (explicit or implied by a deeper file).
+            if let Ok(rest) = path.strip_prefix(dir) {
+                if let Some(first) = rest.components().next() {
+                    names.insert(first.as_os_str().to_string_lossy().into_owned());
+                }
+            }
+        }
+        Ok(names.into_iter().collect())
+    }
+
+    fn exists(&self, path: &Path) -> Result<bool> {
+        let ns = self.state.lock();
+        Ok(ns.live.contains_key(path) || ns.dir_exists(path))
+    }
+
+    fn file_size(&self, path: &Path) -> Result<u64> {
+        let inode = self.state.lock().file("file_size", path)?;
+        let len = inode.lock().data.len() as u64;
+        Ok(len)
+    }
+
+    fn sync_dir(&self, dir: &Path) -> Result<()> {
+        let mut ns = self.state.lock();
+        if !ns.dir_exists(dir) {
+            return Err(os_err("sync_dir", dir, libc::ENOENT));
+        }
+        ns.durable.retain(|path, _| parent_of(path) != dir);
+        let entries: Vec<(PathBuf, InodeRef)> = ns
+            .live
+            .iter()
+            .filter(|(path, _)| parent_of(path) == dir)
+            .map(|(path, inode)| (path.clone(), Arc::clone(inode)))
+            .collect();
+        ns.durable.extend(entries);
+        Ok(())
+    }
+
+    fn punch_hole(&self, path: &Path, offset: u64, len: u64) -> Result<()> {
+        let inode = self.state.lock().file("punch_hole", path)?;
+        let mut inode = inode.lock();
+        let size = inode.data.len() as u64;
+        let start = offset.min(size);
+        let end = offset.saturating_add(len).min(size);
+        if start < end {
+            // Both bounds are <= data.len(), which is a usize.
+            let (start, end) = (start as usize, end as usize);
+            inode.data[start..end].fill(0);
+            inode.mark_dirty(start);
+        }
+        Ok(())
+    }
+
+    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+        let mut ns = self.state.lock();
+        if ns.locks.contains(path) {
+            return Err(Error::Locked(path.display().to_string()));
+        }
+        if !ns.live.contains_key(path) {
+            ns.live.insert(path.to_path_buf(), InodeRef::default());
+        }
+        ns.locks.insert(path.to_path_buf());
+        Ok(Box::new(MemLock {
+            state: Arc::clone(&self.state),
+            path: path.to_path_buf(),
+        }))
+    }
+}
+
+struct MemReadable {
+    inode: InodeRef,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for MemReadable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemReadable")
+            .field("path", &self.path)
+            .field("inode", &self.inode)
+            .finish()
+    }
+}
+
+impl ReadableFile for MemReadable {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        let inode = self.inode.lock();
+        let Ok(start) = usize::try_from(offset) else {
+            return Ok(0);
+        };
+        if start >= inode.data.len() {
+            return Ok(0);
+        }
+        let n = buf.len().min(inode.data.len() - start);
+        buf[..n].copy_from_slice(&inode.data[start..start + n]);
+        Ok(n)
+    }
+
+    fn len(&self) -> Result<u64> {
+        Ok(self.inode.lock().data.len() as u64)
+    }
+}
+
+#[derive(Debug)]
+struct MemWritable {
+    inode: InodeRef,
+    path: PathBuf,
+}
+
+impl WritableFile for MemWritable {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        let mut inode = self.inode.lock();
+        if inode.data.len().checked_add(data.len()).is_none() {
+            return Err(os_err("append", &self.path, libc::EFBIG));
+        }
+        let end = inode.data.len();
+        inode.mark_dirty(end);
+        inode.data.extend_from_slice(data);
+        Ok(())
+    }
+
+    fn sync_data(&mut self) -> Result<()> {
+        self.inode.lock().sync();
+        Ok(())
+    }
+
+    fn set_len(&mut self, len: u64) -> Result<()> {
+        let len = to_usize(len, "set_len", &self.path)?;
+        self.inode.lock().resize(len);
+        Ok(())
+    }
+
+    fn len(&self) -> u64 {
+        self.inode.lock().data.len() as u64
+    }
+}
+
+#[derive(Debug)]
+struct MemLock {
+    state: Arc<Mutex<Namespace>>,
+    path: PathBuf,
+}
+
+impl FileLock for MemLock {}
+
+impl Drop for MemLock {
+    fn drop(&mut self) {
+        self.state.lock().locks.remove(&self.path);
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -23,7 +23,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 pub use fault::{FaultFs, FaultKind, FaultOps};
-pub use mem::MemFs;
+pub use mem::{MemFs, PowerLoss};
 pub use posix::PosixFs;
 
 use crate::error::Result;
@@ -59,6 +59,8 @@ pub trait FileSystem: Send + Sync + std::fmt::Debug {
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>>;
 }
 
+// `len` is the file's byte length, not a collection size; `is_empty` would add nothing.
+#[allow(clippy::len_without_is_empty)]
 /// A file opened for positional reads. `Send + Sync`: concurrent `read_at` calls are fine.
 pub trait ReadableFile: Send + Sync + std::fmt::Debug {
     /// Reads up to `buf.len()` bytes at `offset`; returns how many were read. Fewer than
@@ -90,6 +92,7 @@ pub trait ReadableFile: Send + Sync + std::fmt::Debug {
     }
 }
 
+#[allow(clippy::len_without_is_empty)]
 /// A file opened for appending. Single owner; not shared between threads.
 pub trait WritableFile: Send + std::fmt::Debug {
     /// Appends all of `data` at the end of the file.

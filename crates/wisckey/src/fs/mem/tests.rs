@@ -1,0 +1,206 @@
+//! Durability-model tests for `MemFs`: what a power loss keeps and drops.
+
+use super::*;
+
+fn dir() -> PathBuf {
+    PathBuf::from("/db")
+}
+
+fn read_all(fs: &MemFs, path: &Path) -> Vec<u8> {
+    let file = fs.open_read(path).expect("open_read");
+    let mut buf = vec![0; file.len().expect("len") as usize];
+    file.read_exact_at(0, &mut buf, "test").expect("read");
+    buf
+}
+
+/// A file at `/db/<name>` with `synced` durable (data and dir entry) then `unsynced` appended.
+fn file_with(fs: &MemFs, name: &str, synced: &[u8], unsynced: &[u8]) -> PathBuf {
+    fs.create_dir_all(&dir()).expect("mkdir");
+    let path = dir().join(name);
+    let mut w = fs.create(&path).expect("create");
+    w.append(synced).expect("append");
+    w.sync_data().expect("sync");
+    fs.sync_dir(&dir()).expect("sync_dir");
+    w.append(unsynced).expect("append");
+    path
+}
+
+#[test]
+fn unsynced_bytes_dropped_synced_kept() {
+    let fs = MemFs::new();
+    let path = file_with(&fs, "a", b"durable", b"-lost");
+    assert_eq!(read_all(&fs, &path), b"durable-lost");
+    let image = fs.power_loss_image(PowerLoss::DropUnsynced);
+    assert_eq!(read_all(&image, &path), b"durable");
+}
+
+#[test]
+fn file_created_without_dir_sync_disappears() {
+    let fs = MemFs::new();
+    fs.create_dir_all(&dir()).expect("mkdir");
+    let path = dir().join("new");
+    let mut w = fs.create(&path).expect("create");
+    w.append(b"data").expect("append");
+    w.sync_data().expect("sync data only");
+    let image = fs.power_loss_image(PowerLoss::DropUnsynced);
+    assert!(!image.exists(&path).expect("exists"));
+    assert!(image.exists(&dir()).expect("dir survives"));
+    assert!(image.list(&dir()).expect("list").is_empty());
+}
+
+#[test]
+fn rename_without_dir_sync_is_undone() {
+    let fs = MemFs::new();
+    let old = file_with(&fs, "tmp", b"content", b"");
+    let target = file_with(&fs, "CURRENT", b"previous", b"");
+    fs.rename(&old, &target).expect("rename");
+    assert_eq!(read_all(&fs, &target), b"content");
+    assert!(!fs.exists(&old).expect("exists"));
+
+    let image = fs.power_loss_image(PowerLoss::DropUnsynced);
+    assert_eq!(read_all(&image, &old), b"content");
+    assert_eq!(read_all(&image, &target), b"previous");
+
+    fs.sync_dir(&dir()).expect("sync_dir");
+    let image = fs.power_loss_image(PowerLoss::DropUnsynced);
+    assert!(!image.exists(&old).expect("exists"));
+    assert_eq!(read_all(&image, &target), b"content");
+}
+
+#[test]
+fn remove_without_dir_sync_comes_back() {
+    let fs = MemFs::new();
+    let path = file_with(&fs, "gone", b"still here", b" (unsynced)");
+    fs.remove(&path).expect("remove");
+    assert!(!fs.exists(&path).expect("exists"));
+    let image = fs.power_loss_image(PowerLoss::DropUnsynced);
+    assert_eq!(read_all(&image, &path), b"still here");
+    fs.sync_dir(&dir()).expect("sync_dir");
+    let image = fs.power_loss_image(PowerLoss::DropUnsynced);
+    assert!(!image.exists(&path).expect("exists"));
+}
+
+#[test]
+fn sync_dir_only_covers_its_own_entries() {
+    let fs = MemFs::new();
+    fs.create_dir_all(Path::new("/db/sub")).expect("mkdir");
+    fs.create(Path::new("/db/a")).expect("create");
+    fs.create(Path::new("/db/sub/b")).expect("create");
+    fs.sync_dir(&dir()).expect("sync_dir");
+    let image = fs.power_loss_image(PowerLoss::DropUnsynced);
+    assert!(image.exists(Path::new("/db/a")).expect("exists"));
+    assert!(!image.exists(Path::new("/db/sub/b")).expect("exists"));
+}
+
+#[test]
+fn torn_tail_keeps_prefix_of_unsynced_and_never_more() {
+    let synced = b"0123456789";
+    let unsynced: Vec<u8> = (1..=200u8).collect();
+    let mut saw_partial = false;
+    let mut saw_zeroed = false;
+    for seed in 0..64 {
+        let fs = MemFs::new();
+        let path = file_with(&fs, "vlog", synced, &unsynced);
+        let image = fs.power_loss_image(PowerLoss::TornTail { seed });
+        let got = read_all(&image, &path);
+        assert!(got.len() >= synced.len(), "seed {seed}: lost durable bytes");
+        assert!(got.len() <= synced.len() + unsynced.len(), "seed {seed}");
+        assert_eq!(&got[..synced.len()], synced, "seed {seed}");
+        let tail = &got[synced.len()..];
+        for (i, byte) in tail.iter().enumerate() {
+            assert!(*byte == unsynced[i] || *byte == 0, "seed {seed} offset {i}");
+        }
+        saw_partial |= !tail.is_empty() && tail.len() < unsynced.len();
+        saw_zeroed |= tail.contains(&0);
+        let again = read_all(&fs.power_loss_image(PowerLoss::TornTail { seed }), &path);
+        assert_eq!(got, again, "seed {seed}: image must be deterministic");
+    }
+    assert!(saw_partial, "no seed kept a strict prefix");
+    assert!(saw_zeroed, "no seed zero-filled part of the tail");
+}
+
+#[test]
+fn image_is_independent_of_original() {
+    let fs = MemFs::new();
+    let path = file_with(&fs, "a", b"base", b"");
+    let image = fs.power_loss_image(PowerLoss::DropUnsynced);
+    let mut w = fs.open_append(&path).expect("open_append");
+    w.append(b"+more").expect("append");
+    w.sync_data().expect("sync");
+    fs.create(&dir().join("b")).expect("create");
+    fs.sync_dir(&dir()).expect("sync_dir");
+    assert_eq!(read_all(&image, &path), b"base");
+    assert!(!image.exists(&dir().join("b")).expect("exists"));
+
+    // And writes to the image do not leak back.
+    let mut w = image.open_append(&path).expect("open_append image");
+    w.append(b"!").expect("append");
+    assert_eq!(read_all(&fs, &path), b"base+more");
+    // The image starts fully durable.
+    let second = image.power_loss_image(PowerLoss::DropUnsynced);
+    assert_eq!(read_all(&second, &path), b"base");
+}
+
+#[test]
+fn truncate_then_append_syncs_correctly() {
+    let fs = MemFs::new();
+    let path = file_with(&fs, "a", b"abcdef", b"");
+    let mut w = fs.open_append(&path).expect("open_append");
+    w.set_len(2).expect("set_len");
+    let image = fs.power_loss_image(PowerLoss::DropUnsynced);
+    assert_eq!(
+        read_all(&image, &path),
+        b"abcdef",
+        "unsynced truncation undone"
+    );
+    w.append(b"XY").expect("append");
+    w.sync_data().expect("sync");
+    let image = fs.power_loss_image(PowerLoss::DropUnsynced);
+    assert_eq!(read_all(&image, &path), b"abXY");
+}
+
+#[test]
+fn punch_hole_durable_after_sync() {
+    let fs = MemFs::new();
+    let path = file_with(&fs, "a", b"abcdef", b"");
+    fs.punch_hole(&path, 1, 2).expect("punch");
+    assert_eq!(read_all(&fs, &path), b"a\0\0def");
+    let image = fs.power_loss_image(PowerLoss::DropUnsynced);
+    assert_eq!(read_all(&image, &path), b"abcdef");
+    fs.open_append(&path)
+        .expect("open")
+        .sync_data()
+        .expect("sync");
+    let image = fs.power_loss_image(PowerLoss::DropUnsynced);
+    assert_eq!(read_all(&image, &path), b"a\0\0def");
+}
+
+#[test]
+fn recreate_truncates_same_inode_keeping_durable_until_sync() {
+    let fs = MemFs::new();
+    let path = file_with(&fs, "a", b"old", b"");
+    let reader = fs.open_read(&path).expect("open_read");
+    let mut w = fs.create(&path).expect("re-create");
+    assert_eq!(reader.len().expect("len"), 0, "O_TRUNC semantics");
+    w.append(b"new").expect("append");
+    let image = fs.power_loss_image(PowerLoss::DropUnsynced);
+    assert_eq!(read_all(&image, &path), b"old");
+}
+
+#[test]
+fn clones_share_state_and_locks() {
+    let fs = MemFs::new();
+    let other = fs.clone();
+    let path = dir().join("LOCK");
+    let guard = fs.lock(&path).expect("lock");
+    assert!(matches!(other.lock(&path), Err(Error::Locked(_))));
+    drop(guard);
+    let _guard = other.lock(&path).expect("relock");
+    assert_eq!(fs.file_names(), vec![path.clone()]);
+    assert_eq!(fs.total_bytes(), 0);
+    let image = fs.power_loss_image(PowerLoss::DropUnsynced);
+    assert!(
+        !image.exists(&path).expect("exists"),
+        "LOCK entry never synced"
+    );
+}
