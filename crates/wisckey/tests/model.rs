@@ -1,0 +1,258 @@
+//! Randomized model test: the whole `Db` against a `BTreeMap`.
+//!
+//! Puts (values from 0 bytes to several MiB, so overwrites switch between inline and
+//! pointer values), deletes, atomic batches, point reads, snapshots, forward and backward
+//! iteration with seeks and bounds, forced flushes and compactions, and reopen — all
+//! interleaved, with every read checked against the model.
+//!
+//! CI runs a fixed seed. Long variant (documented in README):
+//! `WISCKEY_MODEL_SEED=<n> WISCKEY_MODEL_OPS=200000 cargo test --release --test model -- --nocapture`
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use wisckey::fs::MemFs;
+use wisckey::{Db, Options, ReadOptions, Snapshot, WriteBatch};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn random_key(rng: &mut SmallRng) -> Vec<u8> {
+    // A small key space so that overwrites, deletes and shadowed versions are common; the
+    // empty key is part of it.
+    let n = rng.gen_range(0..400u32);
+    if n == 0 {
+        Vec::new()
+    } else {
+        format!("k{:04}", n * 7 % 400).into_bytes()
+    }
+}
+
+fn random_value(rng: &mut SmallRng) -> Vec<u8> {
+    let len = match rng.gen_range(0..100) {
+        0..=9 => 0,
+        10..=59 => rng.gen_range(1..64),
+        60..=97 => rng.gen_range(64..4096),
+        _ => rng.gen_range(64 << 10..3 << 20),
+    };
+    let fill: u8 = rng.gen();
+    let mut v = vec![fill; len];
+    if let Some(first) = v.first_mut() {
+        *first = rng.gen();
+    }
+    v
+}
+
+fn options(fs: &MemFs) -> Options {
+    Options::small_for_tests(Arc::new(fs.clone()))
+}
+
+fn check_get(db: &Db, model: &Model, key: &[u8], opts: &ReadOptions, what: &str) {
+    let got = db.get_opt(key, opts).expect("get");
+    assert_eq!(
+        got.as_deref(),
+        model.get(key).map(Vec::as_slice),
+        "{what}: get({:?})",
+        String::from_utf8_lossy(key)
+    );
+}
+
+/// Scans with random seeks, both directions and random bounds; compares with the model.
+fn check_iterator(db: &Db, model: &Model, snapshot: Option<&Snapshot>, rng: &mut SmallRng) {
+    let lower = rng.gen_bool(0.3).then(|| random_key(rng));
+    let upper = rng.gen_bool(0.3).then(|| random_key(rng));
+    let opts = ReadOptions {
+        snapshot: snapshot.cloned(),
+        lower_bound: lower.clone(),
+        upper_bound: upper.clone(),
+    };
+    let in_bounds: Vec<(&Vec<u8>, &Vec<u8>)> = model
+        .iter()
+        .filter(|(k, _)| lower.as_ref().is_none_or(|l| *k >= l))
+        .filter(|(k, _)| upper.as_ref().is_none_or(|u| *k < u))
+        .collect();
+    let mut it = db.iter(&opts).expect("iter");
+    let start_key = random_key(rng);
+    let (mut pos, forward_first) = match rng.gen_range(0..3) {
+        0 => {
+            it.seek_to_first();
+            (0isize, true)
+        }
+        1 => {
+            it.seek_to_last();
+            (in_bounds.len() as isize - 1, false)
+        }
+        _ => {
+            it.seek(&start_key);
+            let p = in_bounds.partition_point(|(k, _)| k.as_slice() < start_key.as_slice());
+            (p as isize, true)
+        }
+    };
+    let _ = forward_first;
+    for _ in 0..rng.gen_range(1..40) {
+        let expected = usize::try_from(pos).ok().and_then(|p| in_bounds.get(p));
+        match expected {
+            Some((k, v)) => {
+                assert!(it.valid(), "iterator ended early; expected {k:?}; {:?}", it.status());
+                assert_eq!(it.key(), k.as_slice(), "iterator key");
+                assert_eq!(&it.value().expect("value"), *v, "iterator value of {k:?}");
+            }
+            None => {
+                assert!(!it.valid(), "iterator should be exhausted at {pos}");
+                it.status().expect("iterator status");
+                break;
+            }
+        }
+        if rng.gen_bool(0.7) {
+            it.next();
+            pos += 1;
+        } else {
+            it.prev();
+            pos -= 1;
+        }
+    }
+    it.status().expect("iterator status");
+}
+
+fn run_model(seed: u64, ops: u64, dir: &Path) {
+    eprintln!("model test seed = {seed} (set WISCKEY_MODEL_SEED to reproduce), ops = {ops}");
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let fs = MemFs::new();
+    let mut db = Db::open(dir, options(&fs)).expect("open");
+    let mut model = Model::new();
+    let mut snapshots: Vec<(Snapshot, Model)> = Vec::new();
+    let mut counts = BTreeMap::<&str, u64>::new();
+    for step in 0..ops {
+        let roll = rng.gen_range(0..1000);
+        let op = match roll {
+            0..=399 => {
+                let (k, v) = (random_key(&mut rng), random_value(&mut rng));
+                db.put(&k, &v).expect("put");
+                model.insert(k, v);
+                "put"
+            }
+            400..=499 => {
+                let k = random_key(&mut rng);
+                db.delete(&k).expect("delete");
+                model.remove(&k);
+                "delete"
+            }
+            500..=559 => {
+                let mut batch = WriteBatch::new();
+                for _ in 0..rng.gen_range(1..8) {
+                    let k = random_key(&mut rng);
+                    if rng.gen_bool(0.7) {
+                        let v = random_value(&mut rng);
+                        batch.put(&k, &v);
+                        model.insert(k, v);
+                    } else {
+                        batch.delete(&k);
+                        model.remove(&k);
+                    }
+                }
+                db.write(batch).expect("write batch");
+                "batch"
+            }
+            560..=799 => {
+                let k = random_key(&mut rng);
+                check_get(&db, &model, &k, &ReadOptions::default(), "latest");
+                "get"
+            }
+            800..=829 => {
+                if snapshots.len() >= 3 {
+                    snapshots.remove(rng.gen_range(0..snapshots.len()));
+                }
+                snapshots.push((db.snapshot(), model.clone()));
+                "snapshot"
+            }
+            830..=889 => {
+                if let Some((snap, snap_model)) = snapshots.get(rng.gen_range(0..snapshots.len().max(1))) {
+                    let k = random_key(&mut rng);
+                    let opts = ReadOptions {
+                        snapshot: Some(snap.clone()),
+                        ..ReadOptions::default()
+                    };
+                    check_get(&db, snap_model, &k, &opts, "snapshot");
+                }
+                "snapshot-get"
+            }
+            890..=959 => {
+                if !snapshots.is_empty() && rng.gen_bool(0.3) {
+                    let (snap, snap_model) = &snapshots[rng.gen_range(0..snapshots.len())];
+                    check_iterator(&db, snap_model, Some(snap), &mut rng);
+                } else {
+                    check_iterator(&db, &model, None, &mut rng);
+                }
+                "iterate"
+            }
+            960..=979 => {
+                db.flush().expect("flush");
+                "flush"
+            }
+            980..=991 => {
+                let a = random_key(&mut rng);
+                let b = random_key(&mut rng);
+                let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+                if rng.gen_bool(0.5) {
+                    db.compact_range(Some(&lo), Some(&hi)).expect("compact_range");
+                } else {
+                    db.compact_range(None, None).expect("compact all");
+                }
+                "compact"
+            }
+            _ => {
+                // Reopen: snapshots do not survive it.
+                snapshots.clear();
+                if rng.gen_bool(0.5) {
+                    db.flush().expect("flush before reopen");
+                }
+                db.close().expect("close");
+                db = Db::open(dir, options(&fs)).expect("reopen");
+                "reopen"
+            }
+        };
+        *counts.entry(op).or_default() += 1;
+        if step % 997 == 0 {
+            for k in model.keys().take(50) {
+                check_get(&db, &model, k, &ReadOptions::default(), "sweep");
+            }
+        }
+    }
+    // Final full comparison, after a reopen.
+    snapshots.clear();
+    db.close().expect("close");
+    let db = Db::open(dir, options(&fs)).expect("final reopen");
+    let mut it = db.iter(&ReadOptions::default()).expect("iter");
+    it.seek_to_first();
+    let mut seen = Model::new();
+    while it.valid() {
+        seen.insert(it.key().to_vec(), it.value().expect("value"));
+        it.next();
+    }
+    it.status().expect("status");
+    assert_eq!(seen.len(), model.len(), "final key count");
+    assert!(seen == model, "final contents differ from the model");
+    let levels = db.level_file_counts();
+    eprintln!("operation counts: {counts:?}; tables per level at end: {levels:?}");
+    assert!(
+        counts.get("compact").copied().unwrap_or(0) > 0 && counts.get("reopen").copied().unwrap_or(0) > 0,
+        "the run must exercise compaction and reopen"
+    );
+    db.close().expect("close");
+}
+
+#[test]
+fn db_matches_btreemap_model() {
+    let seed = env_u64("WISCKEY_MODEL_SEED", 0x5eed_2026);
+    let ops = env_u64("WISCKEY_MODEL_OPS", 6000);
+    run_model(seed, ops, Path::new("/model-db"));
+}
