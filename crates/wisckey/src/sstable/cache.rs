@@ -1,0 +1,220 @@
+//! Caches in front of table files: [`BlockCache`] (decoded blocks, bounded by bytes) and
+//! [`TableCache`] (open tables, bounded by count). Both are LRU.
+//!
+//! Invariants: `usage <= capacity` after every call (an item larger than the whole capacity
+//! is simply not cached); blocks are cached only after their checksum was verified.
+//! Thread safety: both are `Send + Sync`; each holds its state behind one
+//! `parking_lot::Mutex`, held only for map updates, never across I/O. Evicted items stay
+//! alive while an `Arc` to them is held elsewhere.
+
+use std::collections::{BTreeMap, HashMap};
+use std::hash::Hash;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::error::Result;
+use crate::filename::table_file_name;
+use crate::fs::FileSystem;
+use crate::sstable::block::Block;
+use crate::sstable::reader::Table;
+
+/// Least-recently-used map with a per-item charge. Recency is a tick counter; `order`
+/// maps tick -> key so the oldest entry is the first in the B-tree.
+#[derive(Debug)]
+struct Lru<K, V> {
+    map: HashMap<K, (V, usize, u64)>,
+    order: BTreeMap<u64, K>,
+    usage: usize,
+    capacity: usize,
+    tick: u64,
+}
+
+impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
+    fn new(capacity: usize) -> Self {
+        Lru {
+            map: HashMap::new(),
+            order: BTreeMap::new(),
+            usage: 0,
+            capacity,
+            tick: 0,
+        }
+    }
+
+    fn get(&mut self, key: &K) -> Option<V> {
+        self.tick += 1;
+        let (value, _, tick) = self.map.get_mut(key)?;
+        self.order.remove(tick);
+        *tick = self.tick;
+        self.order.insert(self.tick, key.clone());
+        Some(value.clone())
+    }
+
+    fn insert(&mut self, key: K, value: V, charge: usize) {
+        self.remove(&key);
+        if charge > self.capacity {
+            return;
+        }
+        while self.usage + charge > self.capacity {
+            let Some((_, oldest)) = self.order.pop_first() else {
+                break;
+            };
+            if let Some((_, c, _)) = self.map.remove(&oldest) {
+                self.usage -= c;
+            }
+        }
+        self.tick += 1;
+        self.order.insert(self.tick, key.clone());
+        self.map.insert(key, (value, charge, self.tick));
+        self.usage += charge;
+    }
+
+    fn remove(&mut self, key: &K) {
+        if let Some((_, charge, tick)) = self.map.remove(key) {
+            self.order.remove(&tick);
+            self.usage -= charge;
+        }
+    }
+}
+
+/// Size-bounded LRU of decoded blocks keyed by (file number, block offset).
+#[derive(Debug)]
+pub struct BlockCache {
+    inner: Mutex<Lru<(u64, u64), Arc<Block>>>,
+}
+
+impl BlockCache {
+    pub fn new(capacity_bytes: usize) -> BlockCache {
+        BlockCache {
+            inner: Mutex::new(Lru::new(capacity_bytes)),
+        }
+    }
+
+    /// Bytes of blocks currently cached.
+    pub fn usage(&self) -> usize {
+        self.inner.lock().usage
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.inner.lock().capacity
+    }
+
+    pub fn get(&self, file_number: u64, offset: u64) -> Option<Arc<Block>> {
+        self.inner.lock().get(&(file_number, offset))
+    }
+
+    /// Caches a verified block; its charge is its byte length.
+    pub fn insert(&self, file_number: u64, offset: u64, block: Arc<Block>) {
+        let charge = block.size();
+        self.inner
+            .lock()
+            .insert((file_number, offset), block, charge);
+    }
+}
+
+/// A bounded number of open tables, keyed by file number.
+#[derive(Debug)]
+pub struct TableCache {
+    fs: Arc<dyn FileSystem>,
+    dir: PathBuf,
+    block_cache: Option<Arc<BlockCache>>,
+    tables: Mutex<Lru<u64, Arc<Table>>>,
+}
+
+impl TableCache {
+    pub fn new(
+        fs: Arc<dyn FileSystem>,
+        dir: PathBuf,
+        max_open_tables: usize,
+        block_cache: Option<Arc<BlockCache>>,
+    ) -> TableCache {
+        TableCache {
+            fs,
+            dir,
+            block_cache,
+            tables: Mutex::new(Lru::new(max_open_tables.max(1))),
+        }
+    }
+
+    /// The open table for `file_number`, opening `filename::table_file_name(dir, n)` if it
+    /// is not cached. Opening happens outside the lock; if two threads race, both open and
+    /// the later insert wins (both handles are valid).
+    pub fn get(&self, file_number: u64, file_size: u64) -> Result<Arc<Table>> {
+        if let Some(table) = self.tables.lock().get(&file_number) {
+            return Ok(table);
+        }
+        let path = table_file_name(&self.dir, file_number);
+        let file = self.fs.open_read(&path)?;
+        let table = Arc::new(Table::open(
+            file,
+            file_number,
+            path.display().to_string(),
+            file_size,
+            self.block_cache.clone(),
+        )?);
+        self.tables
+            .lock()
+            .insert(file_number, Arc::clone(&table), 1);
+        Ok(table)
+    }
+
+    /// Drops the cached handle (the file is being deleted). Readers holding the `Arc`
+    /// keep using it; the next `get` reopens the file.
+    pub fn evict(&self, file_number: u64) {
+        self.tables.lock().remove(&file_number);
+    }
+
+    /// Number of tables currently open through this cache.
+    pub fn len(&self) -> usize {
+        self.tables.lock().map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lru_evicts_least_recently_used_and_tracks_charge() {
+        let mut lru: Lru<u32, &str> = Lru::new(10);
+        lru.insert(1, "a", 4);
+        lru.insert(2, "b", 4);
+        assert_eq!(lru.get(&1), Some("a")); // 2 is now the oldest
+        lru.insert(3, "c", 4);
+        assert_eq!(lru.get(&2), None);
+        assert_eq!((lru.get(&1), lru.get(&3)), (Some("a"), Some("c")));
+        assert_eq!(lru.usage, 8);
+        lru.insert(1, "a2", 2); // replacing re-charges
+        assert_eq!(lru.usage, 6);
+        lru.insert(4, "too big", 11);
+        assert_eq!((lru.get(&4), lru.usage), (None, 6));
+        lru.remove(&3);
+        lru.remove(&3);
+        assert_eq!((lru.usage, lru.map.len(), lru.order.len()), (2, 1, 1));
+    }
+
+    #[test]
+    fn lru_usage_never_exceeds_capacity_under_random_load() {
+        use rand::{rngs::SmallRng, Rng, SeedableRng};
+        let seed = 42;
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let mut lru: Lru<u32, u32> = Lru::new(1000);
+        for i in 0..20_000 {
+            let key = rng.gen_range(0..200);
+            if rng.gen_bool(0.5) {
+                lru.insert(key, i, rng.gen_range(1..300));
+            } else {
+                lru.get(&key);
+            }
+            assert!(lru.usage <= 1000, "seed {seed}: usage {}", lru.usage);
+            assert_eq!(lru.map.len(), lru.order.len(), "seed {seed}");
+        }
+        let charged: usize = lru.map.values().map(|(_, c, _)| c).sum();
+        assert_eq!(charged, lru.usage);
+    }
+}

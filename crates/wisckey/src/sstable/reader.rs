@@ -1,0 +1,196 @@
+//! An open, immutable table: footer, index block and filter loaded at open; data blocks
+//! read on demand (one `read_exact_at` per block, checksummed on every read from the
+//! file) and optionally kept in a shared [`BlockCache`].
+//!
+//! Invariants: every handle taken from the footer or the index is bounds-checked against
+//! the data region (`file_size - FOOTER_LEN`) before any read or allocation, so a damaged
+//! handle yields `Corruption`, never a huge allocation. `Table` is `Send + Sync` and is
+//! shared as `Arc<Table>` by iterators and the table cache.
+
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::fs::ReadableFile;
+use crate::iter::InternalIterator;
+use crate::key::user_key;
+use crate::sstable::block::{Block, BlockIter};
+use crate::sstable::cache::BlockCache;
+use crate::sstable::filter::BloomFilter;
+use crate::sstable::format::{verify_block, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
+use crate::sstable::iterator::TableIterator;
+
+/// A table file opened for reads.
+#[derive(Debug)]
+pub struct Table {
+    file: Arc<dyn ReadableFile>,
+    file_number: u64,
+    file_name: Arc<str>,
+    file_size: u64,
+    index: Arc<Block>,
+    filter: Option<BloomFilter>,
+    num_entries: u64,
+    block_cache: Option<Arc<BlockCache>>,
+}
+
+impl Table {
+    pub fn open(
+        file: Arc<dyn ReadableFile>,
+        file_number: u64,
+        file_name: String,
+        file_size: u64,
+        block_cache: Option<Arc<BlockCache>>,
+    ) -> Result<Table> {
+        let file_name: Arc<str> = Arc::from(file_name);
+        let Some(footer_offset) = file_size.checked_sub(FOOTER_LEN as u64) else {
+            return Err(Error::corruption(
+                &*file_name,
+                0,
+                format!("file of {file_size} bytes is shorter than a table footer"),
+            ));
+        };
+        let mut footer_bytes = [0u8; FOOTER_LEN];
+        file.read_exact_at(footer_offset, &mut footer_bytes, &file_name)?;
+        let footer = Footer::decode(&footer_bytes, &file_name, footer_offset)?;
+        let data_end = footer_offset;
+        let index_contents = read_block_contents(&*file, &file_name, data_end, footer.index)?;
+        let index = Arc::new(Block::new(
+            index_contents,
+            Arc::clone(&file_name),
+            footer.index.offset,
+        )?);
+        let filter = if footer.filter.size > 0 {
+            let contents = read_block_contents(&*file, &file_name, data_end, footer.filter)?;
+            Some(BloomFilter::new(contents).ok_or_else(|| {
+                Error::corruption(&*file_name, footer.filter.offset, "bad filter block")
+            })?)
+        } else {
+            None
+        };
+        Ok(Table {
+            file,
+            file_number,
+            file_name,
+            file_size,
+            index,
+            filter,
+            num_entries: footer.num_entries,
+            block_cache,
+        })
+    }
+
+    /// Point lookup: the first entry whose internal key is >= `ikey` IF its user key equals
+    /// `user_key(ikey)`; Ok(None) if absent (bloom filter says no, or next key differs).
+    pub fn get(&self, ikey: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let target_user_key = user_key(ikey);
+        if !self.may_contain(target_user_key) {
+            return Ok(None);
+        }
+        let mut index = self.index.iter();
+        index.seek(ikey);
+        while index.valid() {
+            let block = self.block_for_index_entry(&index)?;
+            let mut data = block.iter();
+            data.seek(ikey);
+            if data.valid() {
+                if user_key(data.key()) == target_user_key {
+                    return Ok(Some((data.key().to_vec(), data.value().to_vec())));
+                }
+                return Ok(None);
+            }
+            data.status()?;
+            // Only reachable if the index key was above every key of its block; the
+            // answer then starts in the next block.
+            index.next();
+        }
+        index.status()?;
+        Ok(None)
+    }
+
+    /// False only if no entry of this table has `user_key`.
+    pub fn may_contain(&self, user_key: &[u8]) -> bool {
+        self.filter
+            .as_ref()
+            .map_or(true, |f| f.may_contain(user_key))
+    }
+
+    pub fn num_entries(&self) -> u64 {
+        self.num_entries
+    }
+
+    pub fn file_number(&self) -> u64 {
+        self.file_number
+    }
+
+    pub fn file_size(&self) -> u64 {
+        self.file_size
+    }
+
+    /// Iterator over all entries; holds an `Arc` of the table, so it is `'static`.
+    pub fn iter(self: &Arc<Self>) -> TableIterator {
+        TableIterator::new(Arc::clone(self), self.index.iter())
+    }
+
+    /// Loads the data block named by the index entry the iterator is positioned on.
+    fn block_for_index_entry(&self, index: &BlockIter) -> Result<Arc<Block>> {
+        self.read_block(self.decode_index_handle(index)?)
+    }
+
+    /// Decodes the block handle stored as the value of the current index entry.
+    pub(crate) fn decode_index_handle(&self, index: &BlockIter) -> Result<BlockHandle> {
+        BlockHandle::decode_varint(index.value()).ok_or_else(|| {
+            Error::corruption(
+                &*self.file_name,
+                self.index.file_offset(),
+                "bad block handle in index",
+            )
+        })
+    }
+
+    fn footer_offset(&self) -> u64 {
+        self.file_size.saturating_sub(FOOTER_LEN as u64)
+    }
+
+    /// A data block through the block cache (if any), read and verified on a miss.
+    pub(crate) fn read_block(&self, handle: BlockHandle) -> Result<Arc<Block>> {
+        let Some(cache) = &self.block_cache else {
+            return Ok(Arc::new(self.read_block_uncached(handle)?));
+        };
+        if let Some(block) = cache.get(self.file_number, handle.offset) {
+            return Ok(block);
+        }
+        let block = Arc::new(self.read_block_uncached(handle)?);
+        cache.insert(self.file_number, handle.offset, Arc::clone(&block));
+        Ok(block)
+    }
+
+    fn read_block_uncached(&self, handle: BlockHandle) -> Result<Block> {
+        let contents =
+            read_block_contents(&*self.file, &self.file_name, self.footer_offset(), handle)?;
+        Block::new(contents, Arc::clone(&self.file_name), handle.offset)
+    }
+}
+
+/// Reads and checksums one block; returns its contents without the trailer. `data_end`
+/// is where the footer starts: no block may extend past it.
+fn read_block_contents(
+    file: &dyn ReadableFile,
+    file_name: &str,
+    data_end: u64,
+    handle: BlockHandle,
+) -> Result<Vec<u8>> {
+    let in_bounds = handle.end_with_trailer().is_some_and(|end| end <= data_end);
+    if !in_bounds {
+        let (offset, size) = (handle.offset, handle.size);
+        return Err(Error::corruption(
+            file_name,
+            offset,
+            format!("block handle (offset {offset}, size {size}) past the footer at {data_end}"),
+        ));
+    }
+    // Bounded by the file size just checked, so this is not a length taken on trust.
+    let mut buf = vec![0u8; handle.size as usize + BLOCK_TRAILER_LEN];
+    file.read_exact_at(handle.offset, &mut buf, file_name)?;
+    let len = verify_block(&buf, file_name, handle.offset)?;
+    buf.truncate(len);
+    Ok(buf)
+}
