@@ -1,1 +1,44 @@
-//! Stub: replaced by the real implementation.
+//! Versions: which table files make up the LSM-tree, and the manifest that records how that
+//! set changes over time.
+//!
+//! - [`FileMeta`] / [`Version`] (in `levels.rs`): an immutable snapshot of the tree's files,
+//!   shared as `Arc<Version>` by readers, iterators and compactions;
+//! - [`VersionEdit`] (in `edit.rs`): one change to the tree and the engine's persistent
+//!   counters, encoded as one manifest record;
+//! - [`LevelIterator`] (in `level_iter.rs`): a lazy concatenation of one sorted level;
+//! - [`VersionSet`] (in `set.rs`): the current version plus the manifest writer, `CURRENT`
+//!   and recovery.
+//!
+//! The table layer is reached only through [`TableSource`], so this module can be tested with
+//! an in-memory mock and does not depend on the SSTable reader.
+//!
+//! Thread-safety: `FileMeta`, `Version` and `VersionEdit` are plain immutable data (`Send +
+//! Sync`). `VersionSet` is not internally synchronized; the database holds a mutex around it.
+
+mod edit;
+mod level_iter;
+mod levels;
+mod manifest;
+mod set;
+#[cfg(test)]
+pub(crate) mod testutil;
+
+pub use edit::{tags, VersionEdit, EXTRA_TAGS};
+pub use level_iter::{ErrorIterator, LevelIterator};
+pub use levels::{FileMeta, Version};
+pub use manifest::{MANIFEST_FORMAT_VERSION, MANIFEST_MAGIC};
+pub use set::{VersionSet, DEFAULT_MANIFEST_SIZE_LIMIT};
+
+use crate::error::Result;
+use crate::iter::InternalIterator;
+
+/// Number of LSM levels, L0 to L6.
+pub const NUM_LEVELS: usize = 7;
+
+/// What a Version needs from the table layer (implemented for the real TableCache later).
+pub trait TableSource: Send + Sync {
+    /// First entry in table `number` with internal key >= ikey whose user key == user_key(ikey).
+    fn get(&self, number: u64, file_size: u64, ikey: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>>;
+    /// An iterator over the whole table.
+    fn iter(&self, number: u64, file_size: u64) -> Result<Box<dyn InternalIterator>>;
+}

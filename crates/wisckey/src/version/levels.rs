@@ -1,0 +1,404 @@
+//! [`FileMeta`] and [`Version`]: an immutable snapshot of which table files form each level,
+//! plus [`VersionBuilder`], which applies [`VersionEdit`]s to produce the next version.
+//!
+//! Invariants of every `Version` (checked by `VersionBuilder::build`):
+//! - L0 files may overlap and are ordered NEWEST FIRST (higher file number = newer);
+//! - L1+ files are sorted by smallest key and do not overlap (`largest` of one file sorts
+//!   strictly before `smallest` of the next, by `compare_internal`);
+//! - every file's `smallest <= largest`; a file number appears at most once in the version.
+//!
+//! Thread-safety: immutable after construction; shared as `Arc<Version>`.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
+use crate::key::{compare_internal, user_key};
+
+use super::edit::VersionEdit;
+use super::level_iter::{ErrorIterator, LevelIterator};
+use super::{TableSource, NUM_LEVELS};
+
+/// One table file: its number, size and key range (internal keys, inclusive).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileMeta {
+    pub number: u64,
+    pub file_size: u64,
+    pub smallest: Vec<u8>,
+    pub largest: Vec<u8>,
+}
+
+impl FileMeta {
+    pub fn smallest_user_key(&self) -> &[u8] {
+        user_key(&self.smallest)
+    }
+
+    pub fn largest_user_key(&self) -> &[u8] {
+        user_key(&self.largest)
+    }
+
+    /// Whether the file's user-key range contains `ukey`.
+    pub fn contains_user_key(&self, ukey: &[u8]) -> bool {
+        self.smallest_user_key() <= ukey && ukey <= self.largest_user_key()
+    }
+
+    /// Whether the file's user-key range meets `[smallest, largest]` (`None` = unbounded).
+    pub fn overlaps_user_range(&self, smallest: Option<&[u8]>, largest: Option<&[u8]>) -> bool {
+        let after = smallest.is_some_and(|lo| self.largest_user_key() < lo);
+        let before = largest.is_some_and(|hi| self.smallest_user_key() > hi);
+        !after && !before
+    }
+}
+
+/// The set of table files at each level at one point in time.
+#[derive(Debug, Clone)]
+pub struct Version {
+    levels: Vec<Vec<Arc<FileMeta>>>,
+}
+
+impl Default for Version {
+    fn default() -> Self {
+        Version::empty()
+    }
+}
+
+impl Version {
+    /// A version with no files.
+    pub fn empty() -> Version {
+        Version {
+            levels: vec![Vec::new(); NUM_LEVELS],
+        }
+    }
+
+    /// The version that results from applying `edit` to `self`. Errors (deleting a missing
+    /// file, adding a duplicate number, overlapping files at L1+) are `InvalidArgument`.
+    pub fn apply(&self, edit: &VersionEdit) -> Result<Version> {
+        let mut builder = VersionBuilder::new(self);
+        builder.apply(edit).map_err(Error::InvalidArgument)?;
+        builder.build().map_err(Error::InvalidArgument)
+    }
+
+    /// Files at `level`: L0 newest first, L1+ in key order. Empty for out-of-range levels.
+    pub fn files(&self, level: usize) -> &[Arc<FileMeta>] {
+        self.levels.get(level).map_or(&[], Vec::as_slice)
+    }
+
+    pub fn num_files(&self, level: usize) -> usize {
+        self.files(level).len()
+    }
+
+    /// Total size in bytes of the files at `level`.
+    pub fn level_bytes(&self, level: usize) -> u64 {
+        self.files(level).iter().map(|f| f.file_size).sum()
+    }
+
+    /// Every file at every level.
+    pub fn all_files(&self) -> impl Iterator<Item = (usize, &Arc<FileMeta>)> {
+        self.levels
+            .iter()
+            .enumerate()
+            .flat_map(|(level, files)| files.iter().map(move |f| (level, f)))
+    }
+
+    /// The newest entry for `user_key(lookup_ikey)` with sequence <= the lookup's sequence,
+    /// as `(found internal key, value)`. The found entry may be a tombstone; the caller
+    /// interprets its kind.
+    pub fn get(
+        &self,
+        tables: &dyn TableSource,
+        lookup_ikey: &[u8],
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let ukey = user_key(lookup_ikey);
+        for file in self.files(0).iter().filter(|f| f.contains_user_key(ukey)) {
+            if let Some(hit) = tables.get(file.number, file.file_size, lookup_ikey)? {
+                return Ok(Some(hit));
+            }
+        }
+        for level in 1..NUM_LEVELS {
+            let files = self.files(level);
+            // The only file that can hold the first entry >= lookup_ikey in this level.
+            let idx = files.partition_point(|f| compare_internal(&f.largest, lookup_ikey).is_lt());
+            let Some(file) = files.get(idx) else { continue };
+            if file.smallest_user_key() > ukey {
+                continue;
+            }
+            if let Some(hit) = tables.get(file.number, file.file_size, lookup_ikey)? {
+                return Ok(Some(hit));
+            }
+        }
+        Ok(None)
+    }
+
+    /// One iterator per L0 file (newest first), then one lazy [`LevelIterator`] per
+    /// non-empty deeper level. A table that fails to open yields an iterator whose
+    /// `status()` reports the error.
+    pub fn iterators(&self, tables: &Arc<dyn TableSource>) -> Vec<Box<dyn InternalIterator>> {
+        let mut out: Vec<Box<dyn InternalIterator>> = Vec::new();
+        for file in self.files(0) {
+            match tables.iter(file.number, file.file_size) {
+                Ok(it) => out.push(it),
+                Err(e) => out.push(Box::new(ErrorIterator::new(e))),
+            }
+        }
+        for level in 1..NUM_LEVELS {
+            if !self.files(level).is_empty() {
+                out.push(Box::new(LevelIterator::new(
+                    Arc::clone(tables),
+                    self.files(level).to_vec(),
+                )));
+            }
+        }
+        out
+    }
+
+    /// Files at `level` whose user-key range meets `[smallest_user, largest_user]`
+    /// (`None` = unbounded). For L0 the range grows to cover every file it touches,
+    /// transitively, so the result can be compacted without leaving an older overlapping
+    /// L0 file behind.
+    pub fn overlapping_files(
+        &self,
+        level: usize,
+        smallest_user: Option<&[u8]>,
+        largest_user: Option<&[u8]>,
+    ) -> Vec<Arc<FileMeta>> {
+        let files = self.files(level);
+        if level != 0 {
+            return files
+                .iter()
+                .filter(|f| f.overlaps_user_range(smallest_user, largest_user))
+                .cloned()
+                .collect();
+        }
+        let mut lo: Option<Vec<u8>> = smallest_user.map(<[u8]>::to_vec);
+        let mut hi: Option<Vec<u8>> = largest_user.map(<[u8]>::to_vec);
+        loop {
+            let picked: Vec<Arc<FileMeta>> = files
+                .iter()
+                .filter(|f| f.overlaps_user_range(lo.as_deref(), hi.as_deref()))
+                .cloned()
+                .collect();
+            let mut grew = false;
+            for f in &picked {
+                if lo.as_deref().is_some_and(|l| f.smallest_user_key() < l) {
+                    lo = Some(f.smallest_user_key().to_vec());
+                    grew = true;
+                }
+                if hi.as_deref().is_some_and(|h| f.largest_user_key() > h) {
+                    hi = Some(f.largest_user_key().to_vec());
+                    grew = true;
+                }
+            }
+            if !grew {
+                return picked;
+            }
+        }
+    }
+
+    /// Whether any file in a level deeper than `level` may hold `user_key` (so a tombstone
+    /// for it at `level` must be kept).
+    pub fn has_overlap_below(&self, level: usize, user_key: &[u8]) -> bool {
+        ((level + 1)..NUM_LEVELS).any(|lvl| {
+            let files = self.files(lvl);
+            let idx = files.partition_point(|f| f.largest_user_key() < user_key);
+            files
+                .get(idx)
+                .is_some_and(|f| f.smallest_user_key() <= user_key)
+        })
+    }
+}
+
+/// Accumulates edits on top of a base version; used for `log_and_apply` (one edit) and for
+/// recovery (every edit in a manifest, built once at the end).
+#[derive(Debug)]
+pub(crate) struct VersionBuilder {
+    levels: Vec<BTreeMap<u64, Arc<FileMeta>>>,
+}
+
+impl VersionBuilder {
+    pub(crate) fn new(base: &Version) -> VersionBuilder {
+        let levels = (0..NUM_LEVELS)
+            .map(|l| {
+                base.files(l)
+                    .iter()
+                    .map(|f| (f.number, Arc::clone(f)))
+                    .collect()
+            })
+            .collect();
+        VersionBuilder { levels }
+    }
+
+    /// Deletions first, then additions (so a file can move levels in one edit).
+    pub(crate) fn apply(&mut self, edit: &VersionEdit) -> std::result::Result<(), String> {
+        for &(level, number) in &edit.deleted_files {
+            let files = self
+                .levels
+                .get_mut(level)
+                .ok_or_else(|| format!("level {level} out of range"))?;
+            if files.remove(&number).is_none() {
+                return Err(format!("deleted file {number} is not at level {level}"));
+            }
+        }
+        for (level, file) in &edit.new_files {
+            if *level >= NUM_LEVELS {
+                return Err(format!("level {level} out of range"));
+            }
+            if compare_internal(&file.smallest, &file.largest) == Ordering::Greater {
+                return Err(format!("file {} has smallest > largest", file.number));
+            }
+            if self.levels.iter().any(|l| l.contains_key(&file.number)) {
+                return Err(format!("file {} added twice", file.number));
+            }
+            self.levels[*level].insert(file.number, Arc::new(file.clone()));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn build(self) -> std::result::Result<Version, String> {
+        let mut levels = Vec::with_capacity(NUM_LEVELS);
+        for (level, files) in self.levels.into_iter().enumerate() {
+            let mut files: Vec<Arc<FileMeta>> = files.into_values().collect();
+            if level == 0 {
+                files.reverse(); // BTreeMap order is ascending by number; L0 is newest first.
+            } else {
+                files.sort_by(|a, b| compare_internal(&a.smallest, &b.smallest));
+                for pair in files.windows(2) {
+                    if compare_internal(&pair[0].largest, &pair[1].smallest) != Ordering::Less {
+                        return Err(format!(
+                            "files {} and {} overlap at level {level}",
+                            pair[0].number, pair[1].number
+                        ));
+                    }
+                }
+            }
+            levels.push(files);
+        }
+        Ok(Version { levels })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{make_internal_key, seek_key, ValueKind};
+    use crate::version::testutil::{meta, MockTables};
+
+    fn version_with(files: &[(usize, FileMeta)]) -> Version {
+        let mut edit = VersionEdit::new();
+        edit.new_files = files.to_vec();
+        Version::empty().apply(&edit).expect("valid version")
+    }
+
+    #[test]
+    fn get_prefers_newest_l0_file_then_shallower_levels() {
+        let tables = MockTables::default();
+        tables.put(10, &[(b"k", 5, b"l0-old")]);
+        tables.put(11, &[(b"k", 6, b"l0-new")]);
+        tables.put(20, &[(b"k", 3, b"l1")]);
+        tables.put(30, &[(b"k", 1, b"l2"), (b"m", 1, b"l2-m")]);
+        let v = version_with(&[
+            (0, meta(10, b"a", b"z")),
+            (0, meta(11, b"j", b"k")),
+            (1, meta(20, b"k", b"k")),
+            (2, meta(30, b"b", b"m")),
+        ]);
+        assert_eq!(v.files(0)[0].number, 11, "L0 newest first");
+        let hit = v.get(&tables, &seek_key(b"k", 100)).expect("get");
+        assert_eq!(hit.map(|h| h.1), Some(b"l0-new".to_vec()));
+        let hit = v.get(&tables, &seek_key(b"m", 100)).expect("get");
+        assert_eq!(hit.map(|h| h.1), Some(b"l2-m".to_vec()));
+        assert_eq!(v.get(&tables, &seek_key(b"zz", 100)).expect("get"), None);
+    }
+
+    #[test]
+    fn get_respects_lookup_sequence() {
+        let tables = MockTables::default();
+        tables.put(10, &[(b"k", 9, b"v9")]);
+        tables.put(20, &[(b"a", 1, b"a1"), (b"k", 4, b"v4"), (b"k", 2, b"v2")]);
+        tables.put(21, &[(b"k", 1, b"v1"), (b"p", 1, b"p1")]);
+        // L1 files split one user key across a boundary: internal keys do not overlap.
+        let mut f20 = meta(20, b"a", b"k");
+        f20.largest = make_internal_key(b"k", 2, ValueKind::Value);
+        let mut f21 = meta(21, b"k", b"p");
+        f21.smallest = make_internal_key(b"k", 1, ValueKind::Value);
+        let v = version_with(&[(0, meta(10, b"k", b"k")), (1, f20), (1, f21)]);
+        let at = |seq| {
+            v.get(&tables, &seek_key(b"k", seq))
+                .expect("get")
+                .map(|h| h.1)
+        };
+        assert_eq!(at(100), Some(b"v9".to_vec()));
+        assert_eq!(at(8), Some(b"v4".to_vec()));
+        assert_eq!(at(3), Some(b"v2".to_vec()));
+        assert_eq!(at(1), Some(b"v1".to_vec()));
+        assert_eq!(at(0), None);
+    }
+
+    #[test]
+    fn get_surfaces_table_errors() {
+        let tables = MockTables::default();
+        tables.fail(10);
+        let v = version_with(&[(0, meta(10, b"a", b"z"))]);
+        assert!(v.get(&tables, &seek_key(b"k", 1)).is_err());
+    }
+
+    #[test]
+    fn l0_overlap_expands_transitively_and_deeper_levels_do_not() {
+        let v = version_with(&[
+            (0, meta(1, b"a", b"c")),
+            (0, meta(2, b"c", b"e")),
+            (0, meta(3, b"e", b"g")),
+            (0, meta(4, b"x", b"y")),
+            (1, meta(5, b"a", b"b")),
+            (1, meta(6, b"d", b"f")),
+            (1, meta(7, b"h", b"i")),
+        ]);
+        let nums = |fs: Vec<Arc<FileMeta>>| fs.iter().map(|f| f.number).collect::<Vec<_>>();
+        assert_eq!(
+            nums(v.overlapping_files(0, Some(b"a"), Some(b"a"))),
+            vec![3, 2, 1]
+        );
+        assert_eq!(nums(v.overlapping_files(0, None, None)), vec![4, 3, 2, 1]);
+        assert_eq!(
+            nums(v.overlapping_files(0, Some(b"h"), Some(b"w"))),
+            Vec::<u64>::new()
+        );
+        assert_eq!(
+            nums(v.overlapping_files(1, Some(b"b"), Some(b"d"))),
+            vec![5, 6]
+        );
+        assert_eq!(nums(v.overlapping_files(1, Some(b"g"), None)), vec![7]);
+        assert_eq!(v.level_bytes(1), 300);
+        assert_eq!(v.num_files(0), 4);
+    }
+
+    #[test]
+    fn has_overlap_below_checks_only_deeper_levels() {
+        let v = version_with(&[(1, meta(1, b"c", b"f")), (3, meta(2, b"m", b"p"))]);
+        assert!(v.has_overlap_below(0, b"d"));
+        assert!(!v.has_overlap_below(1, b"d"));
+        assert!(v.has_overlap_below(2, b"p"));
+        assert!(!v.has_overlap_below(0, b"g"));
+        assert!(!v.has_overlap_below(3, b"n"));
+    }
+
+    #[test]
+    fn apply_rejects_inconsistent_edits() {
+        let v = version_with(&[(1, meta(1, b"c", b"f"))]);
+        let mut overlap = VersionEdit::new();
+        overlap.add_file(1, meta(2, b"e", b"g"));
+        assert!(v.apply(&overlap).is_err());
+        let mut missing = VersionEdit::new();
+        missing.delete_file(2, 1);
+        assert!(v.apply(&missing).is_err());
+        let mut dup = VersionEdit::new();
+        dup.add_file(3, meta(1, b"x", b"y"));
+        assert!(v.apply(&dup).is_err());
+        let mut moved = VersionEdit::new();
+        moved.delete_file(1, 1);
+        moved.add_file(2, meta(1, b"c", b"f"));
+        let v2 = v.apply(&moved).expect("trivial move");
+        assert_eq!((v2.num_files(1), v2.num_files(2)), (0, 1));
+    }
+}

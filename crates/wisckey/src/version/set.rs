@@ -1,0 +1,364 @@
+//! [`VersionSet`]: the current [`Version`], the engine's persistent counters (file numbers,
+//! last sequence, value-log head/tail/next segment, compact pointers, extra metadata), and
+//! the manifest that makes them durable.
+//!
+//! Invariants:
+//! - the in-memory state only changes after the manifest record describing the change is
+//!   durable (`sync_data` returned Ok); on any error the state is unchanged;
+//! - `CURRENT` always names a complete, synced manifest: a new manifest is fully written
+//!   and synced before CURRENT is switched (temp file + sync + rename + dir sync);
+//! - after a failed append the manifest may end in garbage, so the next `log_and_apply`
+//!   starts a fresh manifest instead of appending after it;
+//! - `next_file_number` is greater than every file number in use (tables, manifests).
+//!
+//! Thread-safety: NOT internally synchronized; the database holds a mutex around it.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Weak};
+
+use crate::error::{Error, Result};
+use crate::filename::{manifest_file_name, CURRENT};
+use crate::fs::FileSystem;
+use crate::position::LogPosition;
+
+use super::edit::{VersionEdit, EXTRA_TAGS};
+use super::levels::{Version, VersionBuilder};
+use super::manifest::{read_current, read_manifest, write_current, ManifestWriter};
+use super::NUM_LEVELS;
+
+/// A manifest is rolled over to a fresh snapshot once it grows past this many bytes.
+pub const DEFAULT_MANIFEST_SIZE_LIMIT: u64 = 4 << 20;
+
+/// Persistent state other than the file tree; a snapshot edit is built from it.
+#[derive(Debug, Clone)]
+struct Counters {
+    next_file_number: u64,
+    last_sequence: u64,
+    vlog_head: Option<LogPosition>,
+    vlog_tail: Option<LogPosition>,
+    next_vlog_segment: u64,
+    compact_pointers: Vec<Option<Vec<u8>>>,
+    extra: BTreeMap<u32, Vec<u8>>,
+}
+
+impl Counters {
+    fn new() -> Counters {
+        Counters {
+            next_file_number: 1,
+            last_sequence: 0,
+            vlog_head: None,
+            vlog_tail: None,
+            next_vlog_segment: 1,
+            compact_pointers: vec![None; NUM_LEVELS],
+            extra: BTreeMap::new(),
+        }
+    }
+
+    /// Counters only move forward; positions and pointers take the edit's value.
+    fn apply(&mut self, edit: &VersionEdit) {
+        if let Some(n) = edit.next_file_number {
+            self.next_file_number = self.next_file_number.max(n);
+        }
+        if let Some(s) = edit.last_sequence {
+            self.last_sequence = self.last_sequence.max(s);
+        }
+        if let Some(s) = edit.next_vlog_segment {
+            self.next_vlog_segment = self.next_vlog_segment.max(s);
+        }
+        self.vlog_head = edit.vlog_head.or(self.vlog_head);
+        self.vlog_tail = edit.vlog_tail.or(self.vlog_tail);
+        for (level, ikey) in &edit.compact_pointers {
+            if let Some(slot) = self.compact_pointers.get_mut(*level) {
+                *slot = Some(ikey.clone());
+            }
+        }
+        for (tag, bytes) in &edit.extra {
+            self.extra.insert(*tag, bytes.clone());
+        }
+    }
+
+    fn mark_used(&mut self, number: u64) {
+        self.next_file_number = self.next_file_number.max(number.saturating_add(1));
+    }
+}
+
+/// Current version + counters + manifest writer.
+#[derive(Debug)]
+pub struct VersionSet {
+    fs: Arc<dyn FileSystem>,
+    dir: PathBuf,
+    current: Arc<Version>,
+    /// Versions that were current once; those still alive pin their files.
+    older: Vec<Weak<Version>>,
+    counters: Counters,
+    manifest: ManifestWriter,
+    /// Set after a failed manifest write: the file may end in garbage, so roll first.
+    manifest_broken: bool,
+    manifest_size_limit: u64,
+    /// Size of the snapshot that started the current manifest (rolling below a few times
+    /// that would just rewrite the same snapshot over and over).
+    snapshot_len: u64,
+}
+
+impl VersionSet {
+    /// Initializes a new database in `dir`: MANIFEST-000001 with an empty snapshot, then
+    /// CURRENT. Fails with `InvalidArgument` if `dir` already has a CURRENT file.
+    pub fn create(fs: Arc<dyn FileSystem>, dir: &Path) -> Result<VersionSet> {
+        fs.create_dir_all(dir)?;
+        if fs.exists(&dir.join(CURRENT))? {
+            return Err(Error::InvalidArgument(format!(
+                "{} already holds a database",
+                dir.display()
+            )));
+        }
+        Self::install_new_manifest(fs, dir, Version::empty(), Counters::new(), None)
+    }
+
+    /// Opens the database in `dir`: replays the manifest CURRENT names, then writes the
+    /// state into a fresh manifest, switches CURRENT to it and removes the old one.
+    pub fn recover(fs: Arc<dyn FileSystem>, dir: &Path) -> Result<VersionSet> {
+        let old_number = read_current(fs.as_ref(), dir)?;
+        let name = format!("MANIFEST-{old_number:06}");
+        if !fs.exists(&manifest_file_name(dir, old_number))? {
+            return Err(Error::corruption(
+                CURRENT,
+                0,
+                format!("names missing {name}"),
+            ));
+        }
+        let edits = read_manifest(fs.as_ref(), dir, old_number)?;
+        let mut builder = VersionBuilder::new(&Version::empty());
+        let mut counters = Counters::new();
+        let mut saw_next_file = false;
+        let mut end = 0;
+        for (offset, edit) in &edits {
+            builder
+                .apply(edit)
+                .map_err(|why| Error::corruption(&name, *offset, why))?;
+            counters.apply(edit);
+            saw_next_file |= edit.next_file_number.is_some();
+            end = *offset;
+        }
+        if !saw_next_file {
+            return Err(Error::corruption(
+                &name,
+                end,
+                "manifest never records next_file_number",
+            ));
+        }
+        let version = builder
+            .build()
+            .map_err(|why| Error::corruption(&name, end, why))?;
+        counters.mark_used(old_number);
+        for (_, file) in version.all_files() {
+            counters.mark_used(file.number);
+        }
+        Self::install_new_manifest(fs, dir, version, counters, Some(old_number))
+    }
+
+    /// Writes a manifest holding a snapshot of `version` + `counters`, points CURRENT at it
+    /// and removes manifest `old` (best effort).
+    fn install_new_manifest(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        version: Version,
+        mut counters: Counters,
+        old: Option<u64>,
+    ) -> Result<VersionSet> {
+        let (manifest, snapshot_len) =
+            Self::write_snapshot_manifest(fs.as_ref(), dir, &version, &mut counters)?;
+        if let Some(old) = old {
+            // Best effort: CURRENT no longer names it; the obsolete-file sweep retries.
+            let _ = fs.remove(&manifest_file_name(dir, old));
+        }
+        Ok(VersionSet {
+            fs,
+            dir: dir.to_path_buf(),
+            current: Arc::new(version),
+            older: Vec::new(),
+            counters,
+            manifest,
+            manifest_broken: false,
+            manifest_size_limit: DEFAULT_MANIFEST_SIZE_LIMIT,
+            snapshot_len,
+        })
+    }
+
+    /// New manifest (synced) + CURRENT switch. Consumes two file numbers from `counters`
+    /// before the snapshot is taken, so the snapshot's next_file_number covers them.
+    fn write_snapshot_manifest(
+        fs: &dyn FileSystem,
+        dir: &Path,
+        version: &Version,
+        counters: &mut Counters,
+    ) -> Result<(ManifestWriter, u64)> {
+        let number = counters.next_file_number;
+        let temp_number = number + 1;
+        counters.next_file_number = number + 2;
+        let snapshot = snapshot_edit(version, counters);
+        let created = ManifestWriter::create(fs, dir, number, &snapshot);
+        let result = created.and_then(|writer| {
+            write_current(fs, dir, number, temp_number)?;
+            let len = writer.len();
+            Ok((writer, len))
+        });
+        if result.is_err() {
+            // Best effort: CURRENT still names the previous manifest (or the switch is in
+            // doubt and the caller will roll again); an orphan is swept later.
+            let still_current = read_current(fs, dir).ok() == Some(number);
+            if !still_current {
+                let _ = fs.remove(&manifest_file_name(dir, number));
+            }
+        }
+        result
+    }
+
+    /// Applies `edit`, makes it durable in the manifest, then installs and returns the new
+    /// version. On error nothing in memory changes (file numbers handed out stay used); the
+    /// edit may or may not have reached the disk, so the caller must latch the error and
+    /// must not delete files the edit added.
+    pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<Arc<Version>> {
+        if let Some((tag, _)) = edit.extra.iter().find(|(t, _)| !EXTRA_TAGS.contains(t)) {
+            return Err(Error::InvalidArgument(format!(
+                "extra tag {tag} outside the reserved range"
+            )));
+        }
+        let version = self.current.apply(&edit)?;
+        let mut counters = self.counters.clone();
+        for (_, file) in &edit.new_files {
+            counters.mark_used(file.number);
+        }
+        counters.apply(&edit);
+        edit.next_file_number = Some(counters.next_file_number);
+        edit.last_sequence = Some(counters.last_sequence);
+
+        let roll_at = self
+            .manifest_size_limit
+            .max(self.snapshot_len.saturating_mul(4));
+        if self.manifest_broken || self.manifest.len() >= roll_at {
+            let old = self.manifest.number();
+            let result =
+                Self::write_snapshot_manifest(self.fs.as_ref(), &self.dir, &version, &mut counters);
+            // The two numbers were used on disk even if the roll failed.
+            self.counters.next_file_number = counters.next_file_number;
+            let (writer, snapshot_len) = result.inspect_err(|_| self.manifest_broken = true)?;
+            self.manifest = writer;
+            self.snapshot_len = snapshot_len;
+            self.manifest_broken = false;
+            let _ = self.fs.remove(&manifest_file_name(&self.dir, old));
+        } else if let Err(e) = self.manifest.add_record(&edit.encode()) {
+            self.manifest_broken = true;
+            return Err(e);
+        }
+
+        let version = Arc::new(version);
+        let previous = std::mem::replace(&mut self.current, Arc::clone(&version));
+        self.older.retain(|w| w.strong_count() > 0);
+        self.older.push(Arc::downgrade(&previous));
+        self.counters = counters;
+        Ok(version)
+    }
+
+    pub fn current(&self) -> Arc<Version> {
+        Arc::clone(&self.current)
+    }
+
+    /// Hands out a fresh number for a table, manifest or temp file.
+    pub fn new_file_number(&mut self) -> u64 {
+        let n = self.counters.next_file_number;
+        self.counters.next_file_number += 1;
+        n
+    }
+
+    /// Ensures `number` is never handed out again.
+    pub fn mark_file_number_used(&mut self, number: u64) {
+        self.counters.mark_used(number);
+    }
+
+    pub fn last_sequence(&self) -> u64 {
+        self.counters.last_sequence
+    }
+
+    /// Sets the last sequence in memory; it becomes durable with the next `log_and_apply`.
+    pub fn set_last_sequence(&mut self, seq: u64) {
+        debug_assert!(
+            seq >= self.counters.last_sequence,
+            "sequence went backwards"
+        );
+        self.counters.last_sequence = seq;
+    }
+
+    pub fn vlog_head(&self) -> Option<LogPosition> {
+        self.counters.vlog_head
+    }
+
+    pub fn vlog_tail(&self) -> Option<LogPosition> {
+        self.counters.vlog_tail
+    }
+
+    /// The number the next value-log segment will get (1 in a new database).
+    pub fn next_vlog_segment(&self) -> u64 {
+        self.counters.next_vlog_segment
+    }
+
+    pub fn compact_pointer(&self, level: usize) -> Option<&[u8]> {
+        self.counters.compact_pointers.get(level)?.as_deref()
+    }
+
+    /// All compact pointers, indexed by level (the picker's input).
+    pub fn compact_pointers(&self) -> &[Option<Vec<u8>>] {
+        &self.counters.compact_pointers
+    }
+
+    /// Latest bytes recorded for an extra tag.
+    pub fn extra(&self, tag: u32) -> Option<&[u8]> {
+        self.counters.extra.get(&tag).map(Vec::as_slice)
+    }
+
+    /// Table files of the current version and of every older version still referenced.
+    pub fn live_table_files(&self) -> HashSet<u64> {
+        let mut live: HashSet<u64> = self.current.all_files().map(|(_, f)| f.number).collect();
+        for version in self.older.iter().filter_map(Weak::upgrade) {
+            live.extend(version.all_files().map(|(_, f)| f.number));
+        }
+        live
+    }
+
+    pub fn manifest_file_number(&self) -> u64 {
+        self.manifest.number()
+    }
+
+    /// Overrides the size at which the manifest rolls over (tests use a tiny limit).
+    pub fn set_manifest_size_limit(&mut self, bytes: u64) {
+        self.manifest_size_limit = bytes;
+    }
+}
+
+/// An edit that recreates `version` and `counters` from nothing.
+fn snapshot_edit(version: &Version, counters: &Counters) -> VersionEdit {
+    VersionEdit {
+        next_file_number: Some(counters.next_file_number),
+        last_sequence: Some(counters.last_sequence),
+        compact_pointers: (counters.compact_pointers.iter().enumerate())
+            .filter_map(|(level, p)| Some((level, p.clone()?)))
+            .collect(),
+        deleted_files: Vec::new(),
+        new_files: version
+            .all_files()
+            .map(|(level, f)| (level, f.as_ref().clone()))
+            .collect(),
+        vlog_head: counters.vlog_head,
+        vlog_tail: counters.vlog_tail,
+        next_vlog_segment: Some(counters.next_vlog_segment),
+        extra: counters
+            .extra
+            .iter()
+            .map(|(t, b)| (*t, b.clone()))
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+#[path = "set_tests.rs"]
+mod tests;
