@@ -54,7 +54,7 @@ fn run_background(inner: &DbInner) {
                     if compaction::pick_compaction(
                         &version,
                         &policy(inner),
-                        &compact_pointers(&state.versions),
+                        state.versions.compact_pointers(),
                     )
                     .is_some()
                     {
@@ -111,12 +111,6 @@ pub(crate) fn policy(inner: &DbInner) -> CompactionPolicy {
         target_file_size: o.target_file_size,
         max_grandparent_overlap_bytes: o.target_file_size * 10,
     }
-}
-
-pub(crate) fn compact_pointers(versions: &crate::version::VersionSet) -> Vec<Option<Vec<u8>>> {
-    (0..NUM_LEVELS)
-        .map(|level| versions.compact_pointer(level).map(<[u8]>::to_vec))
-        .collect()
 }
 
 pub(crate) fn table_options(inner: &DbInner) -> TableOptions {
@@ -202,7 +196,7 @@ fn compact_once(inner: &DbInner) -> Result<()> {
         compaction::pick_compaction(
             &state.versions.current(),
             &policy(inner),
-            &compact_pointers(&state.versions),
+            state.versions.compact_pointers(),
         )
     };
     match task {

@@ -218,3 +218,17 @@ mod tests {
         assert_eq!(charged, lru.usage);
     }
 }
+
+impl crate::version::TableSource for TableCache {
+    fn get(&self, number: u64, file_size: u64, ikey: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        TableCache::get(self, number, file_size)?.get(ikey)
+    }
+
+    fn iter(
+        &self,
+        number: u64,
+        file_size: u64,
+    ) -> Result<Box<dyn crate::iter::InternalIterator>> {
+        Ok(Box::new(TableCache::get(self, number, file_size)?.iter()))
+    }
+}
