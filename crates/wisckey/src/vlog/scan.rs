@@ -1,0 +1,261 @@
+//! Sequential replay of the value log for recovery (and later GC): hands every complete
+//! batch to a callback, in log order, and finds where the valid log ends.
+//!
+//! The end rule (see `docs/design/vlog.md`):
+//! - segment `k` is read up to its end, or up to `prev_segment_end` recorded in the header of
+//!   segment `k + 1` when that header is valid and the value lies inside segment `k`'s data
+//!   (bytes after it are left over from a failed write and were never acknowledged);
+//! - the scan moves to segment `k + 1` only if segment `k` ended cleanly exactly there;
+//! - otherwise the log ends at the end of the last complete batch: the first record that is
+//!   torn, zero-filled, fails its checksum, or a batch without its `LAST_IN_BATCH` record.
+//!   If any later segment then holds a complete batch, the log has a hole (a crash cannot
+//!   cause one, because the writer syncs a segment before the next) => `Corruption`.
+//!
+//! Lengths read from disk are checked against the configured maxima and the bytes left in
+//! the segment before anything is allocated. Stateless; thread-safe.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::format::{decode_record, record_len_from_header, SegmentHeader, SEGMENT_HEADER_LEN};
+use super::{list_segments, ValuePointer, VlogOptions, RECORD_HEADER_LEN};
+use crate::error::{Error, Result};
+use crate::filename::vlog_file_name;
+use crate::fs::{FileSystem, ReadableFile};
+use crate::key::ValueKind;
+use crate::position::LogPosition;
+
+/// Bytes read per `read_at` while scanning (more when a single record is larger).
+const READ_CHUNK: usize = 256 << 10;
+
+/// One record of a replayed batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScannedRecord {
+    pub ptr: ValuePointer,
+    pub sequence: u64,
+    pub kind: ValueKind,
+    pub key: Vec<u8>,
+    pub value: Vec<u8>,
+}
+
+/// Calls `f` for each complete batch from `start` on, across segments `start.segment..=`
+/// the last one present, and returns the position just past the last complete batch (where
+/// the writer continues; the caller truncates that segment there and deletes later ones).
+/// `start.offset` below the header size means "from the first record".
+pub fn scan(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    start: LogPosition,
+    opts: &VlogOptions,
+    f: &mut dyn FnMut(&[ScannedRecord]) -> Result<()>,
+) -> Result<LogPosition> {
+    let segments: Vec<u64> = list_segments(fs, dir)?
+        .into_iter()
+        .filter(|&n| n >= start.segment)
+        .collect();
+    if segments.first() != Some(&start.segment) {
+        let name = vlog_file_name(dir, start.segment).display().to_string();
+        return Err(Error::corruption(
+            name,
+            0,
+            "value-log segment to replay from is missing",
+        ));
+    }
+    let mut from = start.offset.max(SEGMENT_HEADER_LEN);
+    for (i, &segment) in segments.iter().enumerate() {
+        let path = vlog_file_name(dir, segment);
+        let name = path.display().to_string();
+        let file = fs.open_read(&path)?;
+        let file_len = file.len()?;
+        let header = read_header(file.as_ref(), &name)?;
+        if header.segment != segment {
+            return Err(Error::corruption(
+                &name,
+                0,
+                format!("header names segment {}", header.segment),
+            ));
+        }
+        if from > file_len {
+            return Err(Error::corruption(
+                &name,
+                from,
+                "replay starts past the end of the segment",
+            ));
+        }
+        let next = segments.get(i + 1).copied();
+        let declared_end = match next {
+            Some(n) if n == segment + 1 => {
+                next_segment_prev_end(fs, dir, n)?.filter(|&end| end >= from && end <= file_len)
+            }
+            _ => None,
+        };
+        let limit = declared_end.unwrap_or(file_len);
+        let mut segment_scan = SegmentScan::new(file, &name, segment, limit, opts);
+        let end = segment_scan.run(from, &mut |batch| f(batch).map(|()| true))?;
+        if declared_end == Some(end) {
+            from = SEGMENT_HEADER_LEN;
+            continue;
+        }
+        for &later in &segments[i + 1..] {
+            if segment_has_batch(fs, dir, later, opts)? {
+                return Err(Error::corruption(
+                    &name,
+                    end,
+                    format!("hole in the value log: the log ends here but segment {later} holds valid batches"),
+                ));
+            }
+        }
+        return Ok(LogPosition::new(segment, end));
+    }
+    // Unreachable in practice: the last segment has no successor, so its iteration returns.
+    let last = *segments
+        .last()
+        .expect("segments holds at least start.segment");
+    Ok(LogPosition::new(last, from))
+}
+
+fn read_header(file: &dyn ReadableFile, name: &str) -> Result<SegmentHeader> {
+    let mut buf = [0u8; SEGMENT_HEADER_LEN as usize];
+    file.read_exact_at(0, &mut buf, name)?;
+    SegmentHeader::decode(&buf, name)
+}
+
+/// `prev_segment_end` from segment `n`'s header, or `None` if the header is unreadable
+/// (a crash while creating the segment) or does not know it.
+fn next_segment_prev_end(fs: &dyn FileSystem, dir: &Path, n: u64) -> Result<Option<u64>> {
+    let path = vlog_file_name(dir, n);
+    let name = path.display().to_string();
+    let file = fs.open_read(&path)?;
+    match read_header(file.as_ref(), &name) {
+        Ok(h) if h.segment == n && h.prev_segment_end != 0 => Ok(Some(h.prev_segment_end)),
+        Ok(_) => Ok(None),
+        Err(e @ Error::Io { .. }) | Err(e @ Error::UnsupportedVersion { .. }) => Err(e),
+        Err(_) => Ok(None),
+    }
+}
+
+/// Whether segment `n` holds at least one complete batch right after its header slot
+/// (whatever the header itself looks like).
+fn segment_has_batch(fs: &dyn FileSystem, dir: &Path, n: u64, opts: &VlogOptions) -> Result<bool> {
+    let path = vlog_file_name(dir, n);
+    let name = path.display().to_string();
+    let file = fs.open_read(&path)?;
+    let len = file.len()?;
+    if len < SEGMENT_HEADER_LEN {
+        return Ok(false);
+    }
+    let mut found = false;
+    SegmentScan::new(file, &name, n, len, opts).run(SEGMENT_HEADER_LEN, &mut |_| {
+        found = true;
+        Ok(false)
+    })?;
+    Ok(found)
+}
+
+/// Reads one segment's records through a read-ahead window.
+struct SegmentScan<'a> {
+    file: Arc<dyn ReadableFile>,
+    name: &'a str,
+    segment: u64,
+    /// Bytes at or after this offset are not looked at.
+    limit: u64,
+    opts: &'a VlogOptions,
+    window_start: u64,
+    window: Vec<u8>,
+}
+
+impl<'a> SegmentScan<'a> {
+    fn new(
+        file: Arc<dyn ReadableFile>,
+        name: &'a str,
+        segment: u64,
+        limit: u64,
+        opts: &'a VlogOptions,
+    ) -> Self {
+        SegmentScan {
+            file,
+            name,
+            segment,
+            limit,
+            opts,
+            window_start: 0,
+            window: Vec::new(),
+        }
+    }
+
+    /// Bytes `[offset, offset + len)`; the caller has checked they lie below `limit`.
+    fn bytes(&mut self, offset: u64, len: usize) -> Result<&[u8]> {
+        let cached = offset >= self.window_start
+            && offset + len as u64 <= self.window_start + self.window.len() as u64;
+        if !cached {
+            let want = (len.max(READ_CHUNK) as u64).min(self.limit - offset) as usize;
+            self.window.resize(want, 0);
+            self.file
+                .read_exact_at(offset, &mut self.window, self.name)?;
+            self.window_start = offset;
+        }
+        let start = (offset - self.window_start) as usize;
+        Ok(&self.window[start..start + len])
+    }
+
+    /// Replays complete batches from `from`; `on_batch` returns whether to go on. Returns the
+    /// offset just past the last complete batch handed over.
+    fn run(
+        &mut self,
+        from: u64,
+        on_batch: &mut dyn FnMut(&[ScannedRecord]) -> Result<bool>,
+    ) -> Result<u64> {
+        let mut offset = from;
+        let mut batch_end = from;
+        let mut batch: Vec<ScannedRecord> = Vec::new();
+        let (name, segment, opts) = (self.name, self.segment, self.opts);
+        while self.limit - offset >= RECORD_HEADER_LEN as u64 {
+            let available = self.limit - offset;
+            let header = self.bytes(offset, RECORD_HEADER_LEN)?;
+            let Ok(len) = record_len_from_header(header, available, opts) else {
+                break;
+            };
+            let bytes = self.bytes(offset, len)?;
+            let Ok((record, _)) = decode_record(bytes, opts) else {
+                break;
+            };
+            if let Some(prev) = batch.last() {
+                if record.sequence != prev.sequence.wrapping_add(1) {
+                    return Err(Error::corruption(
+                        name,
+                        offset,
+                        format!(
+                            "sequence {} does not follow {} within a batch",
+                            record.sequence, prev.sequence
+                        ),
+                    ));
+                }
+            }
+            batch.push(ScannedRecord {
+                ptr: ValuePointer {
+                    segment,
+                    offset,
+                    len: len as u32,
+                },
+                sequence: record.sequence,
+                kind: record.kind,
+                key: record.key.to_vec(),
+                value: record.value.to_vec(),
+            });
+            offset += len as u64;
+            if record.last_in_batch {
+                batch_end = offset;
+                let go_on = on_batch(&batch)?;
+                batch.clear();
+                if !go_on {
+                    break;
+                }
+            }
+        }
+        Ok(batch_end)
+    }
+}
+
+#[cfg(test)]
+#[path = "scan_tests.rs"]
+mod tests;

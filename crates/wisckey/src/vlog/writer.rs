@@ -1,0 +1,379 @@
+//! `VlogWriter`: the single appender of the value log (held by the group-commit leader).
+//!
+//! Invariants:
+//! - the active segment file holds exactly `flushed_len` bytes that the writer vouches for;
+//!   the buffer holds the bytes that follow, so `end() = (segment, flushed_len + buf.len())`;
+//! - a batch is encoded whole into one segment; rollover happens only between batches;
+//! - a failed `append` is undone with `set_len(flushed_len)`; if that fails too, the active
+//!   segment is never appended to again (the next batch starts a new segment whose header
+//!   records `flushed_len` as the previous segment's valid end, so recovery skips the junk);
+//! - `sync` makes older segments durable before newer ones, and a new segment's directory
+//!   entry durable before anything in it is reported durable, so the durable part of the log
+//!   is always a prefix;
+//! - after a failed sync the error is latched and returned by every later call: the kernel
+//!   may have dropped the dirty pages, so a retried fsync could report success falsely.
+//!
+//! Not shared between threads (`&mut self`); `Send`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::format::{encode_record, record_len, SegmentHeader, SEGMENT_HEADER_LEN};
+use super::{ValuePointer, VlogOptions};
+use crate::error::{Error, Result};
+use crate::filename::vlog_file_name;
+use crate::fs::{FileSystem, WritableFile};
+use crate::key::{ValueKind, MAX_SEQUENCE};
+use crate::position::LogPosition;
+
+/// One operation of a write batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchEntry<'a> {
+    /// `Value` (a put) or `Deletion` (whose value must be empty).
+    pub kind: ValueKind,
+    pub key: &'a [u8],
+    pub value: &'a [u8],
+}
+
+/// Appends write batches to the value log. See the module docs for the failure rules.
+#[derive(Debug)]
+pub struct VlogWriter {
+    fs: Arc<dyn FileSystem>,
+    dir: PathBuf,
+    opts: VlogOptions,
+    segment: u64,
+    file: Box<dyn WritableFile>,
+    /// Bytes of the active segment that have reached the OS (header included).
+    flushed_len: u64,
+    /// Encoded records not yet handed to the OS; they start at `flushed_len`.
+    buf: Vec<u8>,
+    synced_end: LogPosition,
+    /// Earlier segments that still have unsynced bytes, oldest first.
+    unsynced_segments: Vec<Box<dyn WritableFile>>,
+    /// The active segment was created and its directory entry is not yet durable.
+    dir_entry_unsynced: bool,
+    /// A failed write left junk at the end of the active segment that could not be cut off.
+    must_roll: bool,
+    sync_failure: Option<Error>,
+}
+
+impl VlogWriter {
+    /// Opens segment `end.segment` for appending at `end.offset`, the end of the last complete
+    /// batch found by recovery. Anything after it is cut off, and the segment and directory
+    /// are synced so that `synced_end() == end` is true.
+    pub fn open(
+        fs: Arc<dyn FileSystem>,
+        dir: PathBuf,
+        end: LogPosition,
+        opts: VlogOptions,
+    ) -> Result<VlogWriter> {
+        opts.validate()?;
+        let path = vlog_file_name(&dir, end.segment);
+        let name = path.display().to_string();
+        if end.offset < SEGMENT_HEADER_LEN {
+            return Err(Error::InvalidArgument(format!(
+                "value-log end offset {} lies inside the header of {name}",
+                end.offset
+            )));
+        }
+        let mut header = [0u8; SEGMENT_HEADER_LEN as usize];
+        fs.open_read(&path)?.read_exact_at(0, &mut header, &name)?;
+        let decoded = SegmentHeader::decode(&header, &name)?;
+        if decoded.segment != end.segment {
+            return Err(Error::corruption(
+                &name,
+                0,
+                format!("header names segment {}", decoded.segment),
+            ));
+        }
+        let mut file = fs.open_append(&path)?;
+        let len = file.len();
+        if len < end.offset {
+            return Err(Error::corruption(
+                &name,
+                len,
+                format!("segment ends before the recovered end {}", end.offset),
+            ));
+        }
+        if len > end.offset {
+            file.set_len(end.offset)?;
+        }
+        file.sync_data()?;
+        fs.sync_dir(&dir)?;
+        Ok(VlogWriter {
+            fs,
+            dir,
+            opts,
+            segment: end.segment,
+            file,
+            flushed_len: end.offset,
+            buf: Vec::new(),
+            synced_end: end,
+            unsynced_segments: Vec::new(),
+            dir_entry_unsynced: false,
+            must_roll: false,
+            sync_failure: None,
+        })
+    }
+
+    /// Creates the log's first segment, `first_segment`, which must not exist yet. Nothing is
+    /// durable until the first `sync`.
+    pub fn create(
+        fs: Arc<dyn FileSystem>,
+        dir: PathBuf,
+        first_segment: u64,
+        opts: VlogOptions,
+    ) -> Result<VlogWriter> {
+        opts.validate()?;
+        let path = vlog_file_name(&dir, first_segment);
+        if fs.exists(&path)? {
+            return Err(Error::InvalidArgument(format!(
+                "value-log segment {} already exists",
+                path.display()
+            )));
+        }
+        let file = start_segment(fs.as_ref(), &path, first_segment, 0)?;
+        Ok(VlogWriter {
+            fs,
+            dir,
+            opts,
+            segment: first_segment,
+            file,
+            flushed_len: SEGMENT_HEADER_LEN,
+            buf: Vec::new(),
+            synced_end: LogPosition::new(first_segment, 0),
+            unsynced_segments: Vec::new(),
+            dir_entry_unsynced: true,
+            must_roll: false,
+            sync_failure: None,
+        })
+    }
+
+    /// Encodes a batch whose first record gets sequence `first_seq` into the buffer, starting
+    /// a new segment first if the batch would cross `segment_size` and the active segment
+    /// already holds records. Returns one pointer per entry. Writes the buffer out once it
+    /// reaches `buffer_size`.
+    ///
+    /// `Ok` does not make the batch acknowledged: only a later successful `flush`/`sync`
+    /// (or the write-out inside this call) covering it does. On an error from writing the
+    /// buffer out, this batch and every earlier batch still buffered are discarded, and
+    /// `end() == flushed_end()` afterwards.
+    pub fn append_batch(
+        &mut self,
+        first_seq: u64,
+        entries: &[BatchEntry<'_>],
+    ) -> Result<Vec<ValuePointer>> {
+        self.check_not_failed()?;
+        let batch_len = self.validate_batch(first_seq, entries)?;
+        if self.must_roll {
+            self.roll()?;
+        } else {
+            let offset = self.end().offset;
+            if offset > SEGMENT_HEADER_LEN && offset + batch_len > self.opts.segment_size {
+                self.write_out()?;
+                self.roll()?;
+            }
+        }
+        let mut pointers = Vec::with_capacity(entries.len());
+        for (i, entry) in entries.iter().enumerate() {
+            let offset = self.flushed_len + self.buf.len() as u64;
+            encode_record(
+                &mut self.buf,
+                first_seq + i as u64,
+                entry.kind,
+                i + 1 == entries.len(),
+                entry.key,
+                entry.value,
+            );
+            pointers.push(ValuePointer {
+                segment: self.segment,
+                offset,
+                len: record_len(entry.key.len(), entry.value.len()) as u32,
+            });
+        }
+        if self.buf.len() >= self.opts.buffer_size {
+            self.write_out()?;
+        }
+        Ok(pointers)
+    }
+
+    /// Writes the buffer to the OS with one `append`.
+    pub fn flush(&mut self) -> Result<()> {
+        self.check_not_failed()?;
+        self.write_out()
+    }
+
+    /// Flushes, then makes everything appended so far durable: finished segments first (in
+    /// order), then the directory if the active segment is new, then the active segment.
+    pub fn sync(&mut self) -> Result<()> {
+        self.check_not_failed()?;
+        self.write_out()?;
+        if self.synced_end == self.flushed_end() && self.unsynced_segments.is_empty() {
+            return Ok(());
+        }
+        if let Err(e) = self.sync_all() {
+            self.sync_failure = Some(e.clone());
+            return Err(e);
+        }
+        self.synced_end = self.flushed_end();
+        Ok(())
+    }
+
+    /// Position just past the last appended record, buffered or not: where the next goes.
+    pub fn end(&self) -> LogPosition {
+        LogPosition::new(self.segment, self.flushed_len + self.buf.len() as u64)
+    }
+
+    /// Everything before this position is durable.
+    pub fn synced_end(&self) -> LogPosition {
+        self.synced_end
+    }
+
+    /// Everything before this position has reached the OS.
+    pub fn flushed_end(&self) -> LogPosition {
+        LogPosition::new(self.segment, self.flushed_len)
+    }
+
+    /// The bytes of the record at `ptr` if it still sits in the unflushed buffer (lookups
+    /// must see buffered writes, WiscKey §3.4.1). Verify them with `extract_value`.
+    pub fn read_buffered(&self, ptr: &ValuePointer) -> Option<Vec<u8>> {
+        if ptr.segment != self.segment || ptr.offset < self.flushed_len {
+            return None;
+        }
+        let start = usize::try_from(ptr.offset - self.flushed_len).ok()?;
+        let end = start.checked_add(ptr.len as usize)?;
+        self.buf.get(start..end).map(<[u8]>::to_vec)
+    }
+
+    pub fn active_segment(&self) -> u64 {
+        self.segment
+    }
+
+    fn check_not_failed(&self) -> Result<()> {
+        match &self.sync_failure {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// Checks every entry and returns the batch's encoded length.
+    fn validate_batch(&self, first_seq: u64, entries: &[BatchEntry<'_>]) -> Result<u64> {
+        if entries.is_empty() {
+            return Err(Error::InvalidArgument("empty write batch".into()));
+        }
+        let last_seq = first_seq.checked_add(entries.len() as u64 - 1);
+        if !last_seq.is_some_and(|s| s <= MAX_SEQUENCE) {
+            return Err(Error::InvalidArgument(format!(
+                "sequence numbers of a {}-entry batch starting at {first_seq} overflow",
+                entries.len()
+            )));
+        }
+        let mut total = 0u64;
+        for entry in entries {
+            if entry.key.len() > self.opts.max_key_size {
+                return Err(Error::InvalidArgument(format!(
+                    "key of {} bytes exceeds max_key_size {}",
+                    entry.key.len(),
+                    self.opts.max_key_size
+                )));
+            }
+            if entry.value.len() > self.opts.max_value_size {
+                return Err(Error::InvalidArgument(format!(
+                    "value of {} bytes exceeds max_value_size {}",
+                    entry.value.len(),
+                    self.opts.max_value_size
+                )));
+            }
+            match entry.kind {
+                ValueKind::Value => {}
+                ValueKind::Deletion if entry.value.is_empty() => {}
+                ValueKind::Deletion => {
+                    return Err(Error::InvalidArgument("a deletion carries no value".into()))
+                }
+                ValueKind::ValuePointer => {
+                    return Err(Error::InvalidArgument(
+                        "the value log stores values, not pointers".into(),
+                    ))
+                }
+            }
+            total += record_len(entry.key.len(), entry.value.len()) as u64;
+        }
+        Ok(total)
+    }
+
+    /// Hands the buffer to the OS. On failure, discards it and cuts the file back to the
+    /// length before the write; if that fails, marks the segment as finished.
+    fn write_out(&mut self) -> Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let result = self.file.append(&self.buf);
+        match &result {
+            Ok(()) => self.flushed_len += self.buf.len() as u64,
+            Err(_) => {
+                if self.file.set_len(self.flushed_len).is_err() {
+                    self.must_roll = true;
+                }
+            }
+        }
+        self.buf.clear();
+        if self.buf.capacity() > 2 * self.opts.buffer_size {
+            self.buf.shrink_to(self.opts.buffer_size);
+        }
+        result
+    }
+
+    /// Starts segment `segment + 1`. The buffer is empty (written out or discarded).
+    fn roll(&mut self) -> Result<()> {
+        debug_assert!(self.buf.is_empty());
+        let next = self.segment + 1;
+        let path = vlog_file_name(&self.dir, next);
+        let file = start_segment(self.fs.as_ref(), &path, next, self.flushed_len)?;
+        let previous = std::mem::replace(&mut self.file, file);
+        if self.synced_end < self.flushed_end() {
+            self.unsynced_segments.push(previous);
+        }
+        self.segment = next;
+        self.flushed_len = SEGMENT_HEADER_LEN;
+        self.dir_entry_unsynced = true;
+        self.must_roll = false;
+        Ok(())
+    }
+
+    fn sync_all(&mut self) -> Result<()> {
+        for file in &mut self.unsynced_segments {
+            file.sync_data()?;
+        }
+        self.unsynced_segments.clear();
+        if self.dir_entry_unsynced {
+            self.fs.sync_dir(&self.dir)?;
+            self.dir_entry_unsynced = false;
+        }
+        self.file.sync_data()
+    }
+}
+
+/// Creates a segment file and writes its header; on failure removes what was created.
+fn start_segment(
+    fs: &dyn FileSystem,
+    path: &std::path::Path,
+    segment: u64,
+    prev_segment_end: u64,
+) -> Result<Box<dyn WritableFile>> {
+    let mut file = fs.create(path)?;
+    let header = SegmentHeader {
+        segment,
+        prev_segment_end,
+    };
+    if let Err(e) = file.append(&header.encode()) {
+        drop(file);
+        // Best effort: a leftover file holds no valid header, and the next attempt recreates it.
+        let _ = fs.remove(path);
+        return Err(e);
+    }
+    Ok(file)
+}
+
+#[cfg(test)]
+#[path = "writer_tests.rs"]
+mod tests;

@@ -1,0 +1,373 @@
+//! Tests of `VlogWriter`: buffering, rollover, the failure rules, reopen.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::*;
+use crate::vlog::test_fs::VecFs;
+use crate::vlog::{extract_value, scan, LiveRange, ScannedRecord, VlogReader};
+
+fn dir() -> PathBuf {
+    PathBuf::from("/db")
+}
+
+fn opts(segment_size: u64, buffer_size: usize) -> VlogOptions {
+    VlogOptions {
+        segment_size,
+        buffer_size,
+        max_key_size: 64,
+        max_value_size: 4096,
+    }
+}
+
+fn put<'a>(key: &'a [u8], value: &'a [u8]) -> BatchEntry<'a> {
+    BatchEntry {
+        kind: ValueKind::Value,
+        key,
+        value,
+    }
+}
+
+fn new_writer(fs: &Arc<VecFs>, o: VlogOptions) -> VlogWriter {
+    VlogWriter::create(fs.clone(), dir(), 1, o).expect("create")
+}
+
+/// A replayed batch: first sequence number and the records' keys.
+type Batch = (u64, Vec<Vec<u8>>);
+
+/// All batches the log holds from its start, plus the end.
+fn replay(fs: &VecFs, o: &VlogOptions) -> (Vec<Batch>, LogPosition) {
+    let mut batches = Vec::new();
+    let end = scan(
+        fs,
+        &dir(),
+        LogPosition::new(1, 0),
+        o,
+        &mut |b: &[ScannedRecord]| {
+            batches.push((b[0].sequence, b.iter().map(|r| r.key.clone()).collect()));
+            Ok(())
+        },
+    )
+    .expect("scan");
+    (batches, end)
+}
+
+fn seg_path(n: u64) -> PathBuf {
+    vlog_file_name(Path::new("/db"), n)
+}
+
+#[test]
+fn appended_values_read_back_through_reader() {
+    let fs = Arc::new(VecFs::default());
+    let o = opts(1 << 20, 100);
+    let mut w = new_writer(&fs, o.clone());
+    let mut written = Vec::new();
+    for i in 0..20u64 {
+        let key = format!("key{i}").into_bytes();
+        let value = vec![i as u8; (i * 37 % 300) as usize];
+        let ptrs = w.append_batch(i + 1, &[put(&key, &value)]).expect("append");
+        assert_eq!(ptrs[0].end(), w.end().offset);
+        written.push((ptrs[0], key, value));
+    }
+    w.flush().expect("flush");
+    assert_eq!(w.flushed_end(), w.end());
+    let reader = VlogReader::new(fs.clone(), dir(), o);
+    let live = LiveRange {
+        first_segment: 1,
+        end: w.end(),
+    };
+    for (ptr, key, value) in &written {
+        assert_eq!(&reader.read_value(ptr, key, live).expect("read"), value);
+    }
+}
+
+#[test]
+fn read_buffered_sees_records_before_flush() {
+    let fs = Arc::new(VecFs::default());
+    let o = opts(1 << 20, 1 << 20);
+    let mut w = new_writer(&fs, o.clone());
+    let ptrs = w
+        .append_batch(5, &[put(b"a", b"alpha"), put(b"b", b"beta")])
+        .expect("append");
+    assert_eq!(fs.file_bytes(&seg_path(1)).len() as u64, SEGMENT_HEADER_LEN);
+    assert_eq!(w.flushed_end().offset, SEGMENT_HEADER_LEN);
+    let bytes = w.read_buffered(&ptrs[1]).expect("buffered");
+    assert_eq!(
+        extract_value(&bytes, &ptrs[1], b"b", &o, "buf").expect("valid"),
+        b"beta"
+    );
+    w.flush().expect("flush");
+    assert!(w.read_buffered(&ptrs[1]).is_none());
+    let reader = VlogReader::new(fs.clone(), dir(), o);
+    let live = LiveRange {
+        first_segment: 1,
+        end: w.end(),
+    };
+    assert_eq!(
+        reader.read_value(&ptrs[0], b"a", live).expect("read"),
+        b"alpha"
+    );
+}
+
+#[test]
+fn rollover_at_target_size_never_splits_a_batch() {
+    let fs = Arc::new(VecFs::default());
+    let o = opts(600, 128);
+    let mut w = new_writer(&fs, o.clone());
+    let mut expected = Vec::new();
+    let mut seq = 1;
+    for i in 0..40usize {
+        let n = 1 + i % 4;
+        let keys: Vec<Vec<u8>> = (0..n).map(|j| format!("k{i}-{j}").into_bytes()).collect();
+        let value = vec![7u8; 20 + (i * 13) % 90];
+        let entries: Vec<BatchEntry<'_>> = keys.iter().map(|k| put(k, &value)).collect();
+        let ptrs = w.append_batch(seq, &entries).expect("append");
+        assert!(
+            ptrs.iter().all(|p| p.segment == ptrs[0].segment),
+            "batch {i} split"
+        );
+        let batch_end = ptrs[n - 1].end();
+        assert!(
+            batch_end <= o.segment_size || ptrs[0].offset == SEGMENT_HEADER_LEN,
+            "batch {i} crosses the target size without being alone in its segment"
+        );
+        expected.push((seq, keys));
+        seq += n as u64;
+    }
+    w.sync().expect("sync");
+    assert!(w.active_segment() > 3, "expected several rollovers");
+    let (batches, end) = replay(&fs, &o);
+    assert_eq!(batches, expected);
+    assert_eq!(end, w.end());
+    // A batch larger than a whole segment still goes somewhere: alone in a fresh segment.
+    let big = vec![1u8; 1000];
+    let ptrs = w
+        .append_batch(seq, &[put(b"big", &big)])
+        .expect("big batch");
+    assert_eq!(ptrs[0].offset, SEGMENT_HEADER_LEN);
+}
+
+#[test]
+fn enospc_mid_flush_truncates_back_and_later_writes_follow_without_garbage() {
+    let fs = Arc::new(VecFs::default());
+    let o = opts(1 << 20, 1 << 20);
+    let mut w = new_writer(&fs, o.clone());
+    w.append_batch(1, &[put(b"a", b"1")]).expect("append a");
+    w.sync().expect("sync a");
+    let len_before = fs.file_bytes(&seg_path(1)).len();
+
+    fs.faults().fail_append_nth = Some(fs.appends() + 1);
+    w.append_batch(2, &[put(b"b", &[2u8; 300]), put(b"c", b"3")])
+        .expect("buffered");
+    let err = w.flush().expect_err("flush must fail");
+    assert!(err.is_no_space(), "{err}");
+    assert_eq!(
+        fs.file_bytes(&seg_path(1)).len(),
+        len_before,
+        "torn bytes left behind"
+    );
+    assert_eq!(w.end(), w.flushed_end(), "failed batches must be discarded");
+
+    // The same through the write-out inside append_batch (buffer over its size).
+    let mut small = VlogWriter::open(fs.clone(), dir(), w.end(), opts(1 << 20, 64)).expect("open");
+    drop(w);
+    fs.faults().fail_append_nth = Some(fs.appends() + 1);
+    let err = small
+        .append_batch(4, &[put(b"d", &[4u8; 100])])
+        .expect_err("write-out fails");
+    assert!(err.is_no_space());
+    assert_eq!(fs.file_bytes(&seg_path(1)).len(), len_before);
+
+    small
+        .append_batch(5, &[put(b"e", &[5u8; 100])])
+        .expect("later write");
+    small.sync().expect("sync");
+    let (batches, end) = replay(&fs, &o);
+    assert_eq!(
+        batches,
+        vec![(1, vec![b"a".to_vec()]), (5, vec![b"e".to_vec()])]
+    );
+    assert_eq!(end, small.end());
+}
+
+#[test]
+fn failed_truncate_rolls_and_recovery_skips_the_leftover_bytes() {
+    let fs = Arc::new(VecFs::default());
+    let o = opts(1 << 20, 1 << 20);
+    let mut w = new_writer(&fs, o.clone());
+    w.append_batch(1, &[put(b"a", b"1")]).expect("append");
+    w.sync().expect("sync");
+    // Two small batches then a large one: the half write keeps both small ones whole.
+    w.append_batch(2, &[put(b"b", b"2")]).expect("append");
+    w.append_batch(3, &[put(b"c", b"3")]).expect("append");
+    w.append_batch(4, &[put(b"d", &[9u8; 400])])
+        .expect("append");
+    let next_append = fs.appends() + 1;
+    {
+        let mut faults = fs.faults();
+        faults.fail_append_nth = Some(next_append);
+        faults.fail_set_len = true;
+    }
+    assert!(w.flush().is_err());
+    fs.faults().fail_set_len = false;
+    let junk_len = fs.file_bytes(&seg_path(1)).len() as u64;
+    let two_small_records = 2 * record_len(1, 1) as u64;
+    assert!(
+        junk_len >= w.flushed_end().offset + two_small_records,
+        "the test needs whole, checksum-valid records of failed batches left behind"
+    );
+
+    let ptrs = w
+        .append_batch(5, &[put(b"e", b"5")])
+        .expect("append after failure");
+    assert_eq!(ptrs[0].segment, 2, "must not append behind the junk");
+    w.sync().expect("sync");
+    let (batches, end) = replay(&fs, &o);
+    assert_eq!(
+        batches,
+        vec![(1, vec![b"a".to_vec()]), (5, vec![b"e".to_vec()])]
+    );
+    assert_eq!(end, w.end());
+}
+
+#[test]
+fn sync_makes_old_segment_durable_before_new_one_and_syncs_directory() {
+    let fs = Arc::new(VecFs::default());
+    let o = opts(200, 1 << 20);
+    let mut w = new_writer(&fs, o);
+    w.append_batch(1, &[put(b"a", &[1u8; 100])])
+        .expect("append");
+    w.sync().expect("sync");
+    let first_synced = w.synced_end();
+    assert_eq!(first_synced, w.end());
+    fs.faults().events.clear();
+    w.append_batch(2, &[put(b"b", &[2u8; 100])])
+        .expect("append");
+    w.append_batch(3, &[put(b"c", &[3u8; 100])])
+        .expect("append");
+    assert_eq!(w.active_segment(), 3);
+    assert_eq!(
+        w.synced_end(),
+        first_synced,
+        "nothing new is durable before sync"
+    );
+    w.sync().expect("sync");
+    assert_eq!(w.synced_end(), w.end());
+    let events = fs.faults().events.clone();
+    assert_eq!(
+        events,
+        vec![
+            "create 000002.vlog",
+            "create 000003.vlog",
+            "sync 000002.vlog",
+            "sync_dir",
+            "sync 000003.vlog",
+        ]
+    );
+}
+
+#[test]
+fn sync_failure_is_latched() {
+    let fs = Arc::new(VecFs::default());
+    let mut w = new_writer(&fs, opts(1 << 20, 1 << 20));
+    w.append_batch(1, &[put(b"a", b"1")]).expect("append");
+    fs.faults().fail_sync = true;
+    assert!(w.sync().is_err());
+    fs.faults().fail_sync = false;
+    assert!(w.sync().is_err(), "a retried fsync must not report success");
+    assert!(w.append_batch(2, &[put(b"b", b"2")]).is_err());
+    assert_eq!(w.synced_end(), LogPosition::new(1, 0));
+}
+
+#[test]
+fn open_cuts_off_the_tail_and_continues() {
+    let fs = Arc::new(VecFs::default());
+    let o = opts(1 << 20, 1 << 20);
+    let mut w = new_writer(&fs, o.clone());
+    w.append_batch(1, &[put(b"a", b"1")]).expect("append");
+    w.sync().expect("sync");
+    drop(w);
+    let mut bytes = fs.file_bytes(&seg_path(1));
+    bytes.extend_from_slice(&[0xee; 50]);
+    fs.set_file_bytes(&seg_path(1), bytes);
+    let (_, end) = replay(&fs, &o);
+    let mut w = VlogWriter::open(fs.clone(), dir(), end, o.clone()).expect("open");
+    assert_eq!((w.end(), w.synced_end()), (end, end));
+    assert_eq!(fs.file_bytes(&seg_path(1)).len() as u64, end.offset);
+    w.append_batch(2, &[put(b"b", b"2")]).expect("append");
+    w.sync().expect("sync");
+    let (batches, _) = replay(&fs, &o);
+    assert_eq!(batches.len(), 2);
+
+    let beyond = LogPosition::new(1, end.offset + 1000);
+    assert!(VlogWriter::open(fs.clone(), dir(), beyond, o.clone()).is_err());
+    let in_header = LogPosition::new(1, 3);
+    assert!(VlogWriter::open(fs.clone(), dir(), in_header, o.clone()).is_err());
+    assert!(
+        VlogWriter::create(fs.clone(), dir(), 1, o).is_err(),
+        "must not clobber"
+    );
+}
+
+#[test]
+fn invalid_batches_are_rejected_without_writing() {
+    let fs = Arc::new(VecFs::default());
+    let mut w = new_writer(&fs, opts(1 << 20, 1 << 20));
+    let long_key = [0u8; 65];
+    let long_value = [0u8; 4097];
+    let bad: Vec<(u64, Vec<BatchEntry<'_>>)> = vec![
+        (1, vec![]),
+        (1, vec![put(&long_key, b"")]),
+        (1, vec![put(b"k", &long_value)]),
+        (
+            1,
+            vec![BatchEntry {
+                kind: ValueKind::Deletion,
+                key: b"k",
+                value: b"v",
+            }],
+        ),
+        (
+            1,
+            vec![BatchEntry {
+                kind: ValueKind::ValuePointer,
+                key: b"k",
+                value: b"v",
+            }],
+        ),
+        (MAX_SEQUENCE, vec![put(b"k", b""), put(b"l", b"")]),
+    ];
+    for (seq, entries) in bad {
+        let err = w.append_batch(seq, &entries).expect_err("must reject");
+        assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    }
+    assert_eq!(w.end(), LogPosition::new(1, SEGMENT_HEADER_LEN));
+    assert!(VlogWriter::create(fs.clone(), dir(), 9, opts(10, 1)).is_err());
+}
+
+#[test]
+fn failed_segment_creation_keeps_the_old_segment_and_retries() {
+    let fs = Arc::new(VecFs::default());
+    let o = opts(200, 1 << 20);
+    let mut w = new_writer(&fs, o.clone());
+    w.append_batch(1, &[put(b"a", &[1u8; 100])])
+        .expect("append");
+    // The next batch needs a new segment: the flush of segment 1 succeeds, the header
+    // write of segment 2 fails.
+    fs.faults().fail_append_nth = Some(fs.appends() + 2);
+    assert!(w.append_batch(2, &[put(b"b", &[2u8; 100])]).is_err());
+    assert_eq!(w.active_segment(), 1);
+    assert!(
+        !fs.exists(&seg_path(2)).expect("exists"),
+        "half-made segment removed"
+    );
+    let ptrs = w.append_batch(3, &[put(b"c", &[3u8; 100])]).expect("retry");
+    assert_eq!(ptrs[0].segment, 2);
+    w.sync().expect("sync");
+    let (batches, end) = replay(&fs, &o);
+    assert_eq!(
+        batches,
+        vec![(1, vec![b"a".to_vec()]), (3, vec![b"c".to_vec()])]
+    );
+    assert_eq!(end, w.end());
+}
