@@ -80,11 +80,17 @@ mod tests {
         let cases = [
             (table_file_name(dir, 12), FileKind::Table(12)),
             (vlog_file_name(dir, 3), FileKind::ValueLog(3)),
-            (manifest_file_name(dir, 1_000_000), FileKind::Manifest(1_000_000)),
+            (
+                manifest_file_name(dir, 1_000_000),
+                FileKind::Manifest(1_000_000),
+            ),
             (temp_file_name(dir, 5), FileKind::Temp(5)),
         ];
         for (path, kind) in cases {
-            let name = path.file_name().and_then(|n| n.to_str()).expect("utf-8 name");
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .expect("utf-8 name");
             assert_eq!(parse_file_name(name), Some(kind));
         }
         assert_eq!(parse_file_name("CURRENT"), Some(FileKind::Current));

@@ -153,12 +153,18 @@ impl Options {
             self.max_immutable_memtables >= 1,
             "max_immutable_memtables must be at least 1",
         )?;
-        check(self.block_size >= 64, "block_size must be at least 64 bytes")?;
+        check(
+            self.block_size >= 64,
+            "block_size must be at least 64 bytes",
+        )?;
         check(
             self.block_restart_interval >= 1,
             "block_restart_interval must be at least 1",
         )?;
-        check(self.max_open_tables >= 1, "max_open_tables must be at least 1")?;
+        check(
+            self.max_open_tables >= 1,
+            "max_open_tables must be at least 1",
+        )?;
         check(
             self.target_file_size >= 1024,
             "target_file_size must be at least 1024 bytes",

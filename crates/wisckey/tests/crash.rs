@@ -7,6 +7,7 @@
 //! - it holds exactly the state after some prefix of the attempted writes (no holes; batches
 //!   all-or-nothing; an acknowledged delete never comes back);
 //! - that prefix includes every write acknowledged before the last acknowledged sync write.
+//!
 //! Crash points are spread over the whole workload, which crosses value-log buffer
 //! write-outs, segment roll-over, memtable flushes (head persistence) and compactions.
 //!
@@ -57,7 +58,11 @@ fn workload(seed: u64, writes: usize) -> Vec<Write> {
     let mut rng = SmallRng::seed_from_u64(seed);
     (0..writes)
         .map(|_| {
-            let n = if rng.gen_bool(0.2) { rng.gen_range(2..6) } else { 1 };
+            let n = if rng.gen_bool(0.2) {
+                rng.gen_range(2..6)
+            } else {
+                1
+            };
             let ops = (0..n)
                 .map(|_| {
                     let key = format!("key{:03}", rng.gen_range(0..120)).into_bytes();
@@ -129,7 +134,9 @@ fn run_until_failure(fs: Arc<dyn FileSystem>, writes: &[Write]) -> usize {
 }
 
 fn read_all(db: &Db) -> Model {
-    let mut it = db.iter(&ReadOptions::default()).expect("iter after recovery");
+    let mut it = db
+        .iter(&ReadOptions::default())
+        .expect("iter after recovery");
     it.seek_to_first();
     let mut out = Model::new();
     while it.valid() {
@@ -153,12 +160,13 @@ fn check_recovered(recovered: &Model, writes: &[Write], acked: usize, context: &
     }
     // The write in flight when power was cut may or may not have survived.
     let may_have = (acked + 1).min(writes.len());
-    for prefix in must_have..=may_have {
+    if &model == recovered {
+        return must_have;
+    }
+    for (i, write) in writes.iter().enumerate().take(may_have).skip(must_have) {
+        apply(&mut model, write);
         if &model == recovered {
-            return prefix;
-        }
-        if prefix < may_have {
-            apply(&mut model, &writes[prefix]);
+            return i + 1;
         }
     }
     panic!(
@@ -183,10 +191,14 @@ fn crash_at(n: u64, writes: &[Write], loss: PowerLoss) -> (usize, usize) {
     }
     let prefix = check_recovered(&recovered, writes, acked, &context);
     // The recovered database must take new writes that survive a clean restart.
-    db.put(b"after-recovery", b"ok").expect("write after recovery");
+    db.put(b"after-recovery", b"ok")
+        .expect("write after recovery");
     db.close().expect("close after recovery");
     let db = Db::open(Path::new(DIR), options(Arc::new(image))).expect("second reopen");
-    assert_eq!(db.get(b"after-recovery").expect("get").as_deref(), Some(&b"ok"[..]));
+    assert_eq!(
+        db.get(b"after-recovery").expect("get").as_deref(),
+        Some(&b"ok"[..])
+    );
     (acked, prefix)
 }
 
@@ -201,7 +213,11 @@ fn power_loss_at_any_write_keeps_an_acknowledged_prefix() {
     let mem = MemFs::new();
     let fault = FaultFs::new(Arc::new(mem.clone()));
     let acked = run_until_failure(Arc::new(fault.clone()), &writes);
-    assert_eq!(acked, writes.len(), "fault-free run must acknowledge everything");
+    assert_eq!(
+        acked,
+        writes.len(),
+        "fault-free run must acknowledge everything"
+    );
     let total_calls = fault.calls();
     eprintln!("fault-free run: {total_calls} write calls");
     assert!(total_calls > 50);
@@ -237,7 +253,8 @@ fn enospc_during_log_write_leaves_no_torn_record_behind_later_writes() {
         let recovered = read_all(&db);
         check_recovered(&recovered, &writes, acked, &format!("ENOSPC at call {n}"));
         for i in 0..50u32 {
-            db.put(format!("later{i:02}"), vec![7u8; 300]).expect("write after ENOSPC");
+            db.put(format!("later{i:02}"), vec![7u8; 300])
+                .expect("write after ENOSPC");
         }
         db.close().expect("close");
         let db = Db::open(Path::new(DIR), options(Arc::new(mem))).expect("reopen");

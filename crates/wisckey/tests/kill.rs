@@ -74,7 +74,12 @@ fn run_cycles(mode: &str, cycles: u64, seed: u64) {
     for cycle in 0..cycles {
         std::fs::create_dir_all(&dir).expect("mkdir");
         let mut child = Command::new(&exe)
-            .args(["--exact", "kill_child_writer", "--nocapture", "--test-threads=1"])
+            .args([
+                "--exact",
+                "kill_child_writer",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env(CHILD_DIR_ENV, &dir)
             .env(CHILD_MODE_ENV, mode)
             .stdout(Stdio::piped())
@@ -100,9 +105,8 @@ fn run_cycles(mode: &str, cycles: u64, seed: u64) {
         let acked = reader.join().expect("reader thread");
         let last_acked = acked.last().copied();
 
-        let db = Db::open(&dir, child_options()).unwrap_or_else(|e| {
-            panic!("cycle {cycle}: reopen after kill failed: {e}")
-        });
+        let db = Db::open(&dir, child_options())
+            .unwrap_or_else(|e| panic!("cycle {cycle}: reopen after kill failed: {e}"));
         // Every acknowledged key is present with its value.
         for &i in &acked {
             assert_eq!(

@@ -102,7 +102,11 @@ fn check_iterator(db: &Db, model: &Model, snapshot: Option<&Snapshot>, rng: &mut
         let expected = usize::try_from(pos).ok().and_then(|p| in_bounds.get(p));
         match expected {
             Some((k, v)) => {
-                assert!(it.valid(), "iterator ended early; expected {k:?}; {:?}", it.status());
+                assert!(
+                    it.valid(),
+                    "iterator ended early; expected {k:?}; {:?}",
+                    it.status()
+                );
                 assert_eq!(it.key(), k.as_slice(), "iterator key");
                 assert_eq!(&it.value().expect("value"), *v, "iterator value of {k:?}");
             }
@@ -175,7 +179,9 @@ fn run_model(seed: u64, ops: u64, dir: &Path) {
                 "snapshot"
             }
             830..=889 => {
-                if let Some((snap, snap_model)) = snapshots.get(rng.gen_range(0..snapshots.len().max(1))) {
+                if let Some((snap, snap_model)) =
+                    snapshots.get(rng.gen_range(0..snapshots.len().max(1)))
+                {
                     let k = random_key(&mut rng);
                     let opts = ReadOptions {
                         snapshot: Some(snap.clone()),
@@ -203,7 +209,8 @@ fn run_model(seed: u64, ops: u64, dir: &Path) {
                 let b = random_key(&mut rng);
                 let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
                 if rng.gen_bool(0.5) {
-                    db.compact_range(Some(&lo), Some(&hi)).expect("compact_range");
+                    db.compact_range(Some(&lo), Some(&hi))
+                        .expect("compact_range");
                 } else {
                     db.compact_range(None, None).expect("compact all");
                 }
@@ -244,7 +251,8 @@ fn run_model(seed: u64, ops: u64, dir: &Path) {
     let levels = db.level_file_counts();
     eprintln!("operation counts: {counts:?}; tables per level at end: {levels:?}");
     assert!(
-        counts.get("compact").copied().unwrap_or(0) > 0 && counts.get("reopen").copied().unwrap_or(0) > 0,
+        counts.get("compact").copied().unwrap_or(0) > 0
+            && counts.get("reopen").copied().unwrap_or(0) > 0,
         "the run must exercise compaction and reopen"
     );
     db.close().expect("close");

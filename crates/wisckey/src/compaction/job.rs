@@ -9,7 +9,6 @@
 //!
 //! REQUIRE: the caller holds `DbInner::compaction_lock`.
 
-use std::sync::atomic::Ordering;
 use super::CompactionTask;
 use crate::db::background::{allocate_table_number, delete_obsolete_files, table_options};
 use crate::db::DbInner;
@@ -19,6 +18,7 @@ use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{parse_internal_key, ValueKind};
 use crate::sstable::TableBuilder;
 use crate::version::{FileMeta, VersionEdit};
+use std::sync::atomic::Ordering;
 
 struct Output {
     builder: TableBuilder,
@@ -34,9 +34,12 @@ pub(crate) fn run(inner: &DbInner, task: &CompactionTask) -> Result<()> {
     for f in &task.next_inputs {
         edit.deleted_files.push((task.output_level, f.number));
     }
-    if let Some(last) = task.inputs.iter().map(|f| &f.largest).max_by(|a, b| {
-        crate::key::compare_internal(a, b)
-    }) {
+    if let Some(last) = task
+        .inputs
+        .iter()
+        .map(|f| &f.largest)
+        .max_by(|a, b| crate::key::compare_internal(a, b))
+    {
         edit.compact_pointers.push((task.level, last.clone()));
     }
 
@@ -169,4 +172,3 @@ fn finish_one(out: Output) -> Result<FileMeta> {
     meta.file_size = out.builder.finish()?;
     Ok(meta)
 }
-

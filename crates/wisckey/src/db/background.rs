@@ -221,7 +221,11 @@ pub(crate) fn wait_for_flushes(inner: &DbInner) -> Result<()> {
 }
 
 /// Manual compaction of `[begin, end]` down to the deepest level holding such data.
-pub(crate) fn compact_range(inner: &DbInner, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+pub(crate) fn compact_range(
+    inner: &DbInner,
+    begin: Option<&[u8]>,
+    end: Option<&[u8]>,
+) -> Result<()> {
     let _only_one = inner.compaction_lock.lock();
     let deepest = {
         let version = inner.state.lock().versions.current();
@@ -250,7 +254,10 @@ pub(crate) fn compact_range(inner: &DbInner, begin: Option<&[u8]>, end: Option<&
 pub(crate) fn delete_obsolete_files(inner: &DbInner) -> Result<()> {
     let (live, pending) = {
         let state = inner.state.lock();
-        (state.versions.live_table_files(), state.pending_outputs.clone())
+        (
+            state.versions.live_table_files(),
+            state.pending_outputs.clone(),
+        )
     };
     for name in inner.fs.list(&inner.dir)? {
         let obsolete = match parse_file_name(&name) {

@@ -12,7 +12,7 @@
 //!   the log bytes before the position are durable;
 //! - the first background error is latched; later writes return it.
 
-mod background;
+pub(crate) mod background;
 mod read;
 mod recovery;
 mod write;
@@ -273,9 +273,10 @@ fn validate_batch(batch: &WriteBatch) -> Result<()> {
 
 /// The sequence number reads should use for `opts`.
 pub(crate) fn read_sequence(inner: &DbInner, opts: &ReadOptions) -> SequenceNumber {
-    opts.snapshot
-        .as_ref()
-        .map_or_else(|| inner.visible_seq.load(Ordering::Acquire), Snapshot::sequence)
+    opts.snapshot.as_ref().map_or_else(
+        || inner.visible_seq.load(Ordering::Acquire),
+        Snapshot::sequence,
+    )
 }
 
 /// Builds the block and table caches.

@@ -28,7 +28,12 @@ fn capture(inner: &DbInner) -> View {
     let state = inner.state.lock();
     View {
         mem: Arc::clone(&state.mem),
-        imms: state.imms.iter().rev().map(|i| Arc::clone(&i.table)).collect(),
+        imms: state
+            .imms
+            .iter()
+            .rev()
+            .map(|i| Arc::clone(&i.table))
+            .collect(),
         version: state.versions.current(),
     }
 }
@@ -79,11 +84,22 @@ pub(crate) fn read_pointer(inner: &DbInner, key: &[u8], encoded: &[u8]) -> Resul
     if record_end > flushed {
         let buffered = inner.vlog.lock().read_buffered(&ptr);
         if let Some(bytes) = buffered {
-            return crate::vlog::decode_value(&bytes, &ptr, key);
+            return crate::vlog::extract_value(
+                &bytes,
+                &ptr,
+                key,
+                &inner.vlog_options,
+                "value-log write buffer",
+            );
         }
     }
     let live = LiveRange {
-        first_segment: inner.state.lock().versions.vlog_tail().map_or(0, |t| t.segment),
+        first_segment: inner
+            .state
+            .lock()
+            .versions
+            .vlog_tail()
+            .map_or(0, |t| t.segment),
         end: *inner.vlog_flushed_end.lock(),
     };
     inner.vlog_reader.read_value(&ptr, key, live)

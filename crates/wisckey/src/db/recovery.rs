@@ -21,7 +21,7 @@ use parking_lot::{Condvar, Mutex};
 use super::write::WriteQueue;
 use super::{make_table_cache, DbInner, State};
 use crate::error::{Error, Result};
-use crate::filename::{parse_file_name, vlog_file_name, FileKind, CURRENT, LOCK};
+use crate::filename::{parse_file_name, vlog_file_name, CURRENT, LOCK};
 use crate::fs::FileSystem;
 use crate::key::ValueKind;
 use crate::memtable::MemTable;
@@ -156,7 +156,12 @@ fn replay_value_log(
                 ValueKind::Value if record.value.len() >= options.value_threshold => {
                     encoded.clear();
                     record.ptr.encode(&mut encoded);
-                    mem.add(record.sequence, ValueKind::ValuePointer, &record.key, &encoded);
+                    mem.add(
+                        record.sequence,
+                        ValueKind::ValuePointer,
+                        &record.key,
+                        &encoded,
+                    );
                 }
                 kind => mem.add(record.sequence, kind, &record.key, &record.value),
             }

@@ -58,7 +58,12 @@ pub(crate) fn force_memtable_switch(inner: &DbInner) -> Result<()> {
     submit(inner, None, false, true)
 }
 
-fn submit(inner: &DbInner, batch: Option<WriteBatch>, sync: bool, force_switch: bool) -> Result<()> {
+fn submit(
+    inner: &DbInner,
+    batch: Option<WriteBatch>,
+    sync: bool,
+    force_switch: bool,
+) -> Result<()> {
     if inner.shutting_down.load(Ordering::Acquire) {
         return Err(Error::Closed);
     }
@@ -92,7 +97,8 @@ fn submit(inner: &DbInner, batch: Option<WriteBatch>, sync: bool, force_switch: 
     }
     inner.writers.cv.notify_all();
     drop(queue);
-    me.result.lock().take().unwrap_or(result)
+    let own = me.result.lock().take();
+    own.unwrap_or(result)
 }
 
 /// The leader plus the writers it may take along.
@@ -102,7 +108,11 @@ fn collect_group(queue: &VecDeque<Arc<Writer>>) -> Vec<Arc<Writer>> {
     if leader.force_switch {
         return group;
     }
-    let first_bytes = leader.batch.lock().as_ref().map_or(0, |b| b.payload_bytes());
+    let first_bytes = leader
+        .batch
+        .lock()
+        .as_ref()
+        .map_or(0, |b| b.payload_bytes());
     // A small leader does not wait behind a large group (LevelDB's rule).
     let limit = if first_bytes <= 128 << 10 {
         first_bytes + (128 << 10)
@@ -114,7 +124,11 @@ fn collect_group(queue: &VecDeque<Arc<Writer>>) -> Vec<Arc<Writer>> {
         if writer.force_switch || (writer.sync && !leader.sync) {
             break;
         }
-        let size = writer.batch.lock().as_ref().map_or(0, |b| b.payload_bytes());
+        let size = writer
+            .batch
+            .lock()
+            .as_ref()
+            .map_or(0, |b| b.payload_bytes());
         if bytes + size > limit {
             break;
         }
@@ -173,7 +187,9 @@ fn lead(inner: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
             *inner.last_log_flush.lock() = std::time::Instant::now();
         }
         *inner.vlog_flushed_end.lock() = vlog.flushed_end();
-        inner.log_bytes_in_mem.fetch_add(log_bytes, Ordering::Relaxed);
+        inner
+            .log_bytes_in_mem
+            .fetch_add(log_bytes, Ordering::Relaxed);
     }
 
     let threshold = inner.options.value_threshold;

@@ -68,9 +68,7 @@ impl MergingIterator {
                 continue;
             }
             best = match best {
-                Some(b) if compare_internal(child.key(), self.children[b].key()) != want => {
-                    Some(b)
-                }
+                Some(b) if compare_internal(child.key(), self.children[b].key()) != want => Some(b),
                 _ => Some(i),
             };
         }
@@ -222,10 +220,7 @@ pub(crate) mod tests {
             self.moved();
         }
         fn next(&mut self) {
-            self.pos = self
-                .pos
-                .map(|p| p + 1)
-                .filter(|&p| p < self.entries.len());
+            self.pos = self.pos.map(|p| p + 1).filter(|&p| p < self.entries.len());
             self.moved();
         }
         fn prev(&mut self) {

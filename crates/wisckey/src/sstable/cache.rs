@@ -175,6 +175,16 @@ impl TableCache {
     }
 }
 
+impl crate::version::TableSource for TableCache {
+    fn get(&self, number: u64, file_size: u64, ikey: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        TableCache::get(self, number, file_size)?.get(ikey)
+    }
+
+    fn iter(&self, number: u64, file_size: u64) -> Result<Box<dyn crate::iter::InternalIterator>> {
+        Ok(Box::new(TableCache::get(self, number, file_size)?.iter()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,19 +226,5 @@ mod tests {
         }
         let charged: usize = lru.map.values().map(|(_, c, _)| c).sum();
         assert_eq!(charged, lru.usage);
-    }
-}
-
-impl crate::version::TableSource for TableCache {
-    fn get(&self, number: u64, file_size: u64, ikey: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        TableCache::get(self, number, file_size)?.get(ikey)
-    }
-
-    fn iter(
-        &self,
-        number: u64,
-        file_size: u64,
-    ) -> Result<Box<dyn crate::iter::InternalIterator>> {
-        Ok(Box::new(TableCache::get(self, number, file_size)?.iter()))
     }
 }

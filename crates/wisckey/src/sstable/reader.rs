@@ -108,9 +108,7 @@ impl Table {
 
     /// False only if no entry of this table has `user_key`.
     pub fn may_contain(&self, user_key: &[u8]) -> bool {
-        self.filter
-            .as_ref()
-            .map_or(true, |f| f.may_contain(user_key))
+        self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
     }
 
     pub fn num_entries(&self) -> u64 {

@@ -262,7 +262,7 @@ impl VlogWriter {
             return Err(Error::InvalidArgument("empty write batch".into()));
         }
         let last_seq = first_seq.checked_add(entries.len() as u64 - 1);
-        if !last_seq.is_some_and(|s| s <= MAX_SEQUENCE) {
+        if last_seq.is_none_or(|s| s > MAX_SEQUENCE) {
             return Err(Error::InvalidArgument(format!(
                 "sequence numbers of a {}-entry batch starting at {first_seq} overflow",
                 entries.len()
