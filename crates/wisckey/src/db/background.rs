@@ -251,7 +251,13 @@ pub(crate) fn compact_range(
 }
 
 /// Removes table files no live version references and leftover temporary files.
+///
+/// The directory is listed *before* the live and pending sets are read: a table created
+/// after the listing is not seen, and one seen in the listing was registered as pending
+/// before it was created, so it is in one of the two sets unless it is truly obsolete.
 pub(crate) fn delete_obsolete_files(inner: &DbInner) -> Result<()> {
+    let _one_sweeper = inner.deletion_lock.lock();
+    let names = inner.fs.list(&inner.dir)?;
     let (live, pending) = {
         let state = inner.state.lock();
         (
@@ -259,7 +265,7 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner) -> Result<()> {
             state.pending_outputs.clone(),
         )
     };
-    for name in inner.fs.list(&inner.dir)? {
+    for name in names {
         let obsolete = match parse_file_name(&name) {
             Some(FileKind::Table(n)) => !live.contains(&n) && !pending.contains(&n),
             Some(FileKind::Temp(_)) => true,

@@ -87,6 +87,8 @@ pub(crate) struct DbInner {
     pub shutting_down: AtomicBool,
     /// Serializes compactions (background and manual).
     pub compaction_lock: Mutex<()>,
+    /// Serializes obsolete-file sweeps.
+    pub deletion_lock: Mutex<()>,
     /// When the value-log buffer was last written out.
     pub last_log_flush: Mutex<std::time::Instant>,
     _lock: Box<dyn FileLock>,

@@ -80,10 +80,12 @@ pub(crate) fn read_pointer(inner: &DbInner, key: &[u8], encoded: &[u8]) -> Resul
         Error::corruption("lsm", 0, "undecodable value pointer stored in the LSM-tree")
     })?;
     let record_end = LogPosition::new(ptr.segment, ptr.offset + u64::from(ptr.len));
-    let flushed = *inner.vlog_flushed_end.lock();
+    // `vlog_flushed_end` is a lock-free hint that may lag behind the writer; only when the
+    // record looks unflushed is the writer consulted for the truth.
+    let mut flushed = *inner.vlog_flushed_end.lock();
     if record_end > flushed {
-        let buffered = inner.vlog.lock().read_buffered(&ptr);
-        if let Some(bytes) = buffered {
+        let vlog = inner.vlog.lock();
+        if let Some(bytes) = vlog.read_buffered(&ptr) {
             return crate::vlog::extract_value(
                 &bytes,
                 &ptr,
@@ -92,6 +94,7 @@ pub(crate) fn read_pointer(inner: &DbInner, key: &[u8], encoded: &[u8]) -> Resul
                 "value-log write buffer",
             );
         }
+        flushed = vlog.flushed_end();
     }
     let live = LiveRange {
         first_segment: inner
@@ -100,7 +103,7 @@ pub(crate) fn read_pointer(inner: &DbInner, key: &[u8], encoded: &[u8]) -> Resul
             .versions
             .vlog_tail()
             .map_or(0, |t| t.segment),
-        end: *inner.vlog_flushed_end.lock(),
+        end: flushed,
     };
     inner.vlog_reader.read_value(&ptr, key, live)
 }

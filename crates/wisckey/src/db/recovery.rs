@@ -89,6 +89,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         log_bytes_in_mem: AtomicU64::new(0),
         shutting_down: AtomicBool::new(false),
         compaction_lock: Mutex::new(()),
+        deletion_lock: Mutex::new(()),
         last_log_flush: Mutex::new(std::time::Instant::now()),
         options,
         _lock: lock,
