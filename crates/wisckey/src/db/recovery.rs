@@ -136,12 +136,14 @@ fn replay_value_log(
     options: &Options,
     mem: &MemTable,
 ) -> Result<(VlogWriter, u64)> {
+    let torn = vlog::remove_torn_last_segment(fs, dir)?;
     let segments = vlog::list_segments(fs, dir)?;
     let Some(&first) = segments.first() else {
+        let first_segment = torn.unwrap_or(1).max(versions.next_vlog_segment());
         let writer = VlogWriter::create(
             Arc::clone(&options.fs),
             dir.to_path_buf(),
-            versions.next_vlog_segment().max(1),
+            first_segment,
             vlog_options.clone(),
         )?;
         return Ok((writer, 0));

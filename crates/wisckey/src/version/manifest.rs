@@ -138,8 +138,12 @@ pub(crate) fn read_manifest(
         };
         let end = pos + RECORD_HEADER_LEN + payload.len();
         if crc32c(payload) != unmask(masked) {
-            if data[pos..].iter().all(|&b| b == 0) || end == data.len() {
-                break; // Torn last append (or zero-filled preallocation after it).
+            // Every edit is synced before the next is appended, so at most the last record
+            // can be unsynced, and only it can be torn — even when a crash persisted its
+            // later bytes but not its earlier ones, or garbled its length. A bad record
+            // followed by a record that checks out was synced: that is real corruption.
+            if !valid_record_at(&data, end) {
+                break;
             }
             return Err(Error::corruption(
                 &name,
@@ -152,6 +156,23 @@ pub(crate) fn read_manifest(
         pos = end;
     }
     Ok(edits)
+}
+
+/// Whether a complete record with a matching checksum starts at `pos`.
+fn valid_record_at(data: &[u8], pos: usize) -> bool {
+    let Some(rest) = data.get(pos..) else {
+        return false;
+    };
+    let (Some(masked), Some(len)) = (
+        decode_fixed32(rest),
+        decode_fixed32(rest.get(4..).unwrap_or(&[])),
+    ) else {
+        return false;
+    };
+    usize::try_from(len)
+        .ok()
+        .and_then(|len| rest.get(RECORD_HEADER_LEN..RECORD_HEADER_LEN.checked_add(len)?))
+        .is_some_and(|payload| crc32c(payload) == unmask(masked))
 }
 
 /// Number of the manifest `CURRENT` names. Anything but `MANIFEST-<digits>\n` (or a missing

@@ -101,3 +101,32 @@ pub fn list_segments(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<u64>> {
     segments.sort_unstable();
     Ok(segments)
 }
+
+/// Removes the newest segment if its header never became durable (a crash right after the
+/// segment was created). Such a segment holds no acknowledged sync write — the writer syncs
+/// header and records together — so dropping it loses at most a suffix of non-sync writes.
+/// Returns the removed segment's number.
+pub fn remove_torn_last_segment(fs: &dyn FileSystem, dir: &Path) -> Result<Option<u64>> {
+    let Some(&last) = list_segments(fs, dir)?.last() else {
+        return Ok(None);
+    };
+    let path = crate::filename::vlog_file_name(dir, last);
+    let name = path.display().to_string();
+    let file = fs.open_read(&path)?;
+    let mut header = [0u8; SEGMENT_HEADER_LEN as usize];
+    let torn = match file.read_exact_at(0, &mut header, &name) {
+        Ok(()) => match format::SegmentHeader::decode(&header, &name) {
+            Ok(h) => h.segment != last,
+            Err(Error::Corruption { .. }) => true,
+            Err(e) => return Err(e),
+        },
+        Err(Error::Corruption { .. }) => true,
+        Err(e) => return Err(e),
+    };
+    if !torn {
+        return Ok(None);
+    }
+    fs.remove(&path)?;
+    fs.sync_dir(dir)?;
+    Ok(Some(last))
+}

@@ -48,8 +48,6 @@ pub struct VlogWriter {
     /// Encoded records not yet handed to the OS; they start at `flushed_len`.
     buf: Vec<u8>,
     synced_end: LogPosition,
-    /// Earlier segments that still have unsynced bytes, oldest first.
-    unsynced_segments: Vec<Box<dyn WritableFile>>,
     /// The active segment was created and its directory entry is not yet durable.
     dir_entry_unsynced: bool,
     /// A failed write left junk at the end of the active segment that could not be cut off.
@@ -109,7 +107,6 @@ impl VlogWriter {
             flushed_len: end.offset,
             buf: Vec::new(),
             synced_end: end,
-            unsynced_segments: Vec::new(),
             dir_entry_unsynced: false,
             must_roll: false,
             sync_failure: None,
@@ -142,7 +139,6 @@ impl VlogWriter {
             flushed_len: SEGMENT_HEADER_LEN,
             buf: Vec::new(),
             synced_end: LogPosition::new(first_segment, 0),
-            unsynced_segments: Vec::new(),
             dir_entry_unsynced: true,
             must_roll: false,
             sync_failure: None,
@@ -208,7 +204,7 @@ impl VlogWriter {
     pub fn sync(&mut self) -> Result<()> {
         self.check_not_failed()?;
         self.write_out()?;
-        if self.synced_end == self.flushed_end() && self.unsynced_segments.is_empty() {
+        if self.synced_end == self.flushed_end() && !self.dir_entry_unsynced {
             return Ok(());
         }
         if let Err(e) = self.sync_all() {
@@ -326,13 +322,20 @@ impl VlogWriter {
     /// Starts segment `segment + 1`. The buffer is empty (written out or discarded).
     fn roll(&mut self) -> Result<()> {
         debug_assert!(self.buf.is_empty());
+        // The finished segment (data and directory entry) is made durable before the next
+        // one receives a byte. A later segment holding data then proves every earlier one
+        // complete, so recovery can tell a torn tail (the log's end) from a hole (corruption).
+        if self.synced_end < self.flushed_end() || self.dir_entry_unsynced {
+            if let Err(e) = self.sync_all() {
+                self.sync_failure = Some(e.clone());
+                return Err(e);
+            }
+            self.synced_end = self.flushed_end();
+        }
         let next = self.segment + 1;
         let path = vlog_file_name(&self.dir, next);
         let file = start_segment(self.fs.as_ref(), &path, next, self.flushed_len)?;
-        let previous = std::mem::replace(&mut self.file, file);
-        if self.synced_end < self.flushed_end() {
-            self.unsynced_segments.push(previous);
-        }
+        self.file = file;
         self.segment = next;
         self.flushed_len = SEGMENT_HEADER_LEN;
         self.dir_entry_unsynced = true;
@@ -341,10 +344,6 @@ impl VlogWriter {
     }
 
     fn sync_all(&mut self) -> Result<()> {
-        for file in &mut self.unsynced_segments {
-            file.sync_data()?;
-        }
-        self.unsynced_segments.clear();
         if self.dir_entry_unsynced {
             self.fs.sync_dir(&self.dir)?;
             self.dir_entry_unsynced = false;

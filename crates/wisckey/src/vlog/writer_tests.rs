@@ -231,7 +231,7 @@ fn failed_truncate_rolls_and_recovery_skips_the_leftover_bytes() {
 }
 
 #[test]
-fn sync_makes_old_segment_durable_before_new_one_and_syncs_directory() {
+fn rollover_makes_the_finished_segment_durable_before_the_next_gets_data() {
     let fs = Arc::new(VecFs::default());
     let o = opts(200, 1 << 20);
     let mut w = new_writer(&fs, o);
@@ -246,10 +246,14 @@ fn sync_makes_old_segment_durable_before_new_one_and_syncs_directory() {
     w.append_batch(3, &[put(b"c", &[3u8; 100])])
         .expect("append");
     assert_eq!(w.active_segment(), 3);
-    assert_eq!(
-        w.synced_end(),
-        first_synced,
-        "nothing new is durable before sync"
+    assert!(
+        w.synced_end() > first_synced,
+        "segment 2 synced at roll-over"
+    );
+    assert_eq!(w.synced_end().segment, 2);
+    assert!(
+        w.synced_end() < w.end(),
+        "the record in segment 3 is not durable yet"
     );
     w.sync().expect("sync");
     assert_eq!(w.synced_end(), w.end());
@@ -258,8 +262,9 @@ fn sync_makes_old_segment_durable_before_new_one_and_syncs_directory() {
         events,
         vec![
             "create 000002.vlog",
-            "create 000003.vlog",
+            "sync_dir",
             "sync 000002.vlog",
+            "create 000003.vlog",
             "sync_dir",
             "sync 000003.vlog",
         ]
