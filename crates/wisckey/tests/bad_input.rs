@@ -1,0 +1,179 @@
+//! Bad input is refused with a clear error and changes nothing: oversized keys and values,
+//! foreign directories, newer format versions, a second open of the same directory, and
+//! nonsensical options. Empty keys and values are valid.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use wisckey::fs::{FileSystem, MemFs, PosixFs};
+use wisckey::{Db, Error, Options, WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};
+
+fn mem_options(fs: &MemFs) -> Options {
+    Options::small_for_tests(Arc::new(fs.clone()))
+}
+
+#[test]
+fn empty_keys_and_values_are_valid() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", mem_options(&fs)).expect("open");
+    db.put(b"", b"").expect("empty key and value");
+    assert_eq!(db.get(b"").expect("get"), Some(Vec::new()));
+    db.put(b"", b"x").expect("overwrite empty key");
+    assert_eq!(db.get(b"").expect("get"), Some(b"x".to_vec()));
+    db.delete(b"").expect("delete empty key");
+    assert_eq!(db.get(b"").expect("get"), None);
+}
+
+#[test]
+fn oversized_key_and_value_are_rejected_naming_the_limit() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", mem_options(&fs)).expect("open");
+    let big_key = vec![b'k'; MAX_KEY_SIZE + 1];
+    match db.put(&big_key, b"v") {
+        Err(Error::InvalidArgument(msg)) => {
+            assert!(
+                msg.contains(&MAX_KEY_SIZE.to_string()),
+                "message names the limit: {msg}"
+            )
+        }
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+    db.put(vec![b'k'; MAX_KEY_SIZE], b"v")
+        .expect("key at the limit is fine");
+    let big_value = vec![0u8; MAX_VALUE_SIZE + 1];
+    match db.put(b"k", &big_value) {
+        Err(Error::InvalidArgument(msg)) => {
+            assert!(
+                msg.contains(&MAX_VALUE_SIZE.to_string()),
+                "message names the limit: {msg}"
+            )
+        }
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+    // A batch with one bad operation is rejected whole.
+    let mut batch = WriteBatch::new();
+    batch.put(b"good", b"1").put(&big_key, b"2");
+    assert!(matches!(db.write(batch), Err(Error::InvalidArgument(_))));
+    assert_eq!(db.get(b"good").expect("get"), None);
+}
+
+#[test]
+fn foreign_directory_is_refused_untouched() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("notes.txt"), b"someone else's file").expect("write");
+    let before: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("read_dir")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    match Db::open(dir.path(), Options::default()) {
+        Err(Error::NotADatabase(msg)) => assert!(msg.contains("notes.txt"), "{msg}"),
+        other => panic!("expected NotADatabase, got {other:?}"),
+    }
+    let after: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("read_dir")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(before, after, "nothing was created or removed");
+}
+
+#[test]
+fn garbage_current_file_is_not_a_database() {
+    let fs = MemFs::new();
+    let dir = Path::new("/db");
+    fs.create_dir_all(dir).expect("mkdir");
+    let mut f = fs.create(&dir.join("CURRENT")).expect("create");
+    f.append(b"hello world\n").expect("append");
+    drop(f);
+    assert!(matches!(
+        Db::open(dir, mem_options(&fs)),
+        Err(Error::NotADatabase(_))
+    ));
+}
+
+#[test]
+fn newer_manifest_version_is_refused() {
+    let fs = MemFs::new();
+    let dir = Path::new("/db");
+    Db::open(dir, mem_options(&fs))
+        .expect("create")
+        .close()
+        .expect("close");
+    // Bump the manifest's format version (bytes 8..12 after the magic).
+    let manifest = fs
+        .list(dir)
+        .expect("list")
+        .into_iter()
+        .find(|n| n.starts_with("MANIFEST-"))
+        .expect("manifest exists");
+    let path = dir.join(&manifest);
+    let file = fs.open_read(&path).expect("open");
+    let mut bytes = vec![0u8; file.len().expect("len") as usize];
+    file.read_exact_at(0, &mut bytes, &manifest).expect("read");
+    bytes[8..12].copy_from_slice(&99u32.to_le_bytes());
+    let mut w = fs.create(&path).expect("rewrite");
+    w.append(&bytes).expect("append");
+    w.sync_data().expect("sync");
+    drop(w);
+    match Db::open(dir, mem_options(&fs)) {
+        Err(Error::UnsupportedVersion { found, .. }) => assert_eq!(found, 99),
+        other => panic!("expected UnsupportedVersion, got {other:?}"),
+    }
+}
+
+#[test]
+fn second_open_of_the_same_directory_fails_until_closed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("db");
+    let options = || Options::default().with_fs(Arc::new(PosixFs::new()));
+    let db = Db::open(&path, options()).expect("first open");
+    match Db::open(&path, options()) {
+        Err(Error::Locked(_)) => {}
+        other => panic!("expected Locked, got {other:?}"),
+    }
+    db.close().expect("close");
+    Db::open(&path, options()).expect("open after close");
+}
+
+#[test]
+fn missing_database_with_create_if_missing_off_is_an_error() {
+    let fs = MemFs::new();
+    let options = Options {
+        create_if_missing: false,
+        ..mem_options(&fs)
+    };
+    assert!(matches!(
+        Db::open("/nope", options),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(fs.file_names().is_empty(), "nothing created");
+}
+
+#[test]
+fn error_if_exists_refuses_an_existing_database() {
+    let fs = MemFs::new();
+    Db::open("/db", mem_options(&fs))
+        .expect("create")
+        .close()
+        .expect("close");
+    let options = Options {
+        error_if_exists: true,
+        ..mem_options(&fs)
+    };
+    assert!(matches!(
+        Db::open("/db", options),
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
+#[test]
+fn nonsensical_options_are_rejected_at_open() {
+    let fs = MemFs::new();
+    let options = Options {
+        l0_stop_trigger: 1,
+        ..mem_options(&fs)
+    };
+    match Db::open("/db", options) {
+        Err(Error::InvalidArgument(msg)) => assert!(msg.contains("l0_"), "{msg}"),
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+}
