@@ -250,7 +250,7 @@ pub(crate) fn compact_range(
     Ok(())
 }
 
-/// Removes table files no live version references and leftover temporary files.
+/// Removes table files no live version references, old manifests and temporary files.
 ///
 /// The directory is listed *before* the live and pending sets are read: a table created
 /// after the listing is not seen, and one seen in the listing was registered as pending
@@ -269,6 +269,7 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner) -> Result<()> {
         let obsolete = match parse_file_name(&name) {
             Some(FileKind::Table(n)) => !live.contains(&n) && !pending.contains(&n),
             Some(FileKind::Temp(_)) => true,
+            Some(FileKind::Manifest(n)) => n != manifest,
             _ => false,
         };
         if obsolete {

@@ -1,5 +1,5 @@
 //! Builds one block (data or index): prefix-compressed entries followed by the restart
-//! array. Layout is documented in `docs/format/sstable.md`.
+//! array. Layout is documented in `docs/FORMAT.md`.
 //!
 //! Invariants: keys are added in strictly increasing internal-key order (checked by the
 //! table builder); the first entry and every `restart_interval`-th entry after it store

@@ -1,6 +1,6 @@
 //! Sorted string tables: immutable files of internal keys and opaque values, the on-disk
 //! form of every LSM level. Layout: data blocks, one bloom filter block over user keys,
-//! one index block, a fixed 56-byte footer (see `docs/format/sstable.md`).
+//! one index block, a fixed 56-byte footer (see `docs/FORMAT.md`).
 //!
 //! - [`TableBuilder`] writes a table from entries in strictly increasing internal-key
 //!   order (single owner);

@@ -1,5 +1,5 @@
 //! The manifest file (header + checksummed records, each one encoded [`VersionEdit`]) and the
-//! `CURRENT` file that names the live manifest. Byte layout: `docs/format/manifest.md`.
+//! `CURRENT` file that names the live manifest. Byte layout: `docs/FORMAT.md`.
 //!
 //! ```text
 //! header: magic(8) = "WKMANFST" | format_version u32 LE

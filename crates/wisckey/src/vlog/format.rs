@@ -1,5 +1,5 @@
 //! Byte layout of the value log: segment header, record, and the `ValuePointer` the LSM-tree
-//! stores (see `docs/format/vlog.md`).
+//! stores (see `docs/FORMAT.md`).
 //!
 //! Invariants: every decoder here checks lengths against the configured maxima and against
 //! the bytes actually available *before* slicing or allocating, and never panics; a record is

@@ -4,8 +4,8 @@
 //!
 //! The log is a numbered sequence of segment files (`filename::vlog_file_name`), each a
 //! header followed by records; a write batch is a run of consecutive records whose last one
-//! carries `LAST_IN_BATCH`, and never spans segments. Byte layout: `docs/format/vlog.md`;
-//! invariants: `docs/design/vlog.md`.
+//! carries `LAST_IN_BATCH`, and never spans segments. Byte layout: `docs/FORMAT.md`;
+//! invariants: `docs/DESIGN.md`.
 //!
 //! - [`VlogWriter`]: single appender with a user-space buffer and segment rollover;
 //! - [`VlogReader`]: verified point reads by pointer, `Send + Sync`;
