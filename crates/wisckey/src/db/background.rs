@@ -258,25 +258,31 @@ pub(crate) fn compact_range(
 pub(crate) fn delete_obsolete_files(inner: &DbInner) -> Result<()> {
     let _one_sweeper = inner.deletion_lock.lock();
     let names = inner.fs.list(&inner.dir)?;
-    let (live, pending) = {
+    let (live, pending, manifest) = {
         let state = inner.state.lock();
         (
             state.versions.live_table_files(),
             state.pending_outputs.clone(),
+            state.versions.manifest_file_number(),
         )
     };
     for name in names {
         let obsolete = match parse_file_name(&name) {
             Some(FileKind::Table(n)) => !live.contains(&n) && !pending.contains(&n),
             Some(FileKind::Temp(_)) => true,
-            Some(FileKind::Manifest(n)) => n != manifest,
+            Some(FileKind::Manifest(n)) => n < manifest,
             _ => false,
         };
         if obsolete {
             if let Some(FileKind::Table(n)) = parse_file_name(&name) {
                 inner.table_cache.evict(n);
             }
-            inner.fs.remove(&inner.dir.join(&name))?;
+            // The version set removes old manifests itself (best effort) and renames its
+            // temporary file into CURRENT, so a listed file may already be gone.
+            let path = inner.dir.join(&name);
+            if inner.fs.exists(&path)? {
+                inner.fs.remove(&path)?;
+            }
         }
     }
     Ok(())
