@@ -279,9 +279,10 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner) -> Result<()> {
             }
             // The version set removes old manifests itself (best effort) and renames its
             // temporary file into CURRENT, so a listed file may already be gone.
-            let path = inner.dir.join(&name);
-            if inner.fs.exists(&path)? {
-                inner.fs.remove(&path)?;
+            match inner.fs.remove(&inner.dir.join(&name)) {
+                Ok(()) => {}
+                Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
             }
         }
     }
