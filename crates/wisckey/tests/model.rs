@@ -261,6 +261,6 @@ fn run_model(seed: u64, ops: u64, dir: &Path) {
 #[test]
 fn db_matches_btreemap_model() {
     let seed = env_u64("WISCKEY_MODEL_SEED", 0x5eed_2026);
-    let ops = env_u64("WISCKEY_MODEL_OPS", 6000);
+    let ops = env_u64("WISCKEY_MODEL_OPS", 20_000);
     run_model(seed, ops, Path::new("/model-db"));
 }
