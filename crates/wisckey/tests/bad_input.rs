@@ -25,6 +25,15 @@ fn empty_keys_and_values_are_valid() {
 }
 
 #[test]
+fn empty_batch_is_a_no_op() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", mem_options(&fs)).expect("open");
+    db.write(WriteBatch::new()).expect("empty batch");
+    db.put(b"k", b"v").expect("later writes still work");
+    assert_eq!(db.get(b"k").expect("get"), Some(b"v".to_vec()));
+}
+
+#[test]
 fn oversized_key_and_value_are_rejected_naming_the_limit() {
     let fs = MemFs::new();
     let db = Db::open("/db", mem_options(&fs)).expect("open");

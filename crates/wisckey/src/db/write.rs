@@ -23,7 +23,7 @@ use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::key::ValueKind;
 use crate::memtable::MemTable;
-use crate::vlog::BatchEntry;
+use crate::vlog::{BatchEntry, ValuePointer};
 
 /// Largest group a leader assembles, in payload bytes.
 const MAX_GROUP_BYTES: usize = 1 << 20;
@@ -148,49 +148,13 @@ fn lead(inner: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
     let sync = group.iter().any(|w| w.sync);
     let first_seq = inner.visible_seq.load(Ordering::Acquire) + 1;
 
-    let mut pointers = Vec::with_capacity(batches.len());
-    {
-        let mut vlog = inner.vlog.lock();
-        let mut seq = first_seq;
-        let mut log_bytes = 0u64;
-        for batch in &batches {
-            let entries: Vec<BatchEntry<'_>> = batch
-                .ops
-                .iter()
-                .map(|op| BatchEntry {
-                    kind: op.kind,
-                    key: &op.key,
-                    value: &op.value,
-                })
-                .collect();
-            let ptrs = match vlog.append_batch(seq, &entries) {
-                Ok(p) => p,
-                Err(e) => return Err(latch_log_failure(inner, e)),
-            };
-            log_bytes += ptrs.iter().map(|p| u64::from(p.len)).sum::<u64>();
-            seq += batch.ops.len() as u64;
-            pointers.push(ptrs);
-        }
-        let flush_now = inner.options.write_through_to_os
-            || inner.last_log_flush.lock().elapsed() >= inner.options.vlog_flush_interval;
-        let io = if sync {
-            vlog.sync()
-        } else if flush_now {
-            vlog.flush()
-        } else {
-            Ok(())
-        };
-        if let Err(e) = io {
-            return Err(latch_log_failure(inner, e));
-        }
-        if sync || flush_now {
-            *inner.last_log_flush.lock() = std::time::Instant::now();
-        }
-        *inner.vlog_flushed_end.lock() = vlog.flushed_end();
-        inner
-            .log_bytes_in_mem
-            .fetch_add(log_bytes, Ordering::Relaxed);
-    }
+    // The log lock is released before a failure is latched (lock order: state before vlog).
+    // A batch the log refuses before writing anything is the caller's error, not a failure.
+    let pointers = match append_group(inner, &batches, first_seq, sync) {
+        Ok(p) => p,
+        Err(e @ Error::InvalidArgument(_)) => return Err(e),
+        Err(e) => return Err(latch_log_failure(inner, e)),
+    };
 
     let threshold = inner.options.value_threshold;
     let mut seq = first_seq;
@@ -210,6 +174,54 @@ fn lead(inner: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
     }
     inner.visible_seq.store(seq - 1, Ordering::Release);
     Ok(())
+}
+
+/// Appends the group's batches to the value log, then syncs or writes the buffer out as the
+/// group and the options require. Returns each batch's record pointers.
+fn append_group(
+    inner: &DbInner,
+    batches: &[WriteBatch],
+    first_seq: u64,
+    sync: bool,
+) -> Result<Vec<Vec<ValuePointer>>> {
+    let mut pointers = Vec::with_capacity(batches.len());
+    let mut vlog = inner.vlog.lock();
+    let mut seq = first_seq;
+    let mut log_bytes = 0u64;
+    for batch in batches {
+        if batch.is_empty() {
+            pointers.push(Vec::new());
+            continue;
+        }
+        let entries: Vec<BatchEntry<'_>> = batch
+            .ops
+            .iter()
+            .map(|op| BatchEntry {
+                kind: op.kind,
+                key: &op.key,
+                value: &op.value,
+            })
+            .collect();
+        let ptrs = vlog.append_batch(seq, &entries)?;
+        log_bytes += ptrs.iter().map(|p| u64::from(p.len)).sum::<u64>();
+        seq += batch.ops.len() as u64;
+        pointers.push(ptrs);
+    }
+    let flush_now = inner.options.write_through_to_os
+        || inner.last_log_flush.lock().elapsed() >= inner.options.vlog_flush_interval;
+    if sync {
+        vlog.sync()?;
+    } else if flush_now {
+        vlog.flush()?;
+    }
+    if sync || flush_now {
+        *inner.last_log_flush.lock() = std::time::Instant::now();
+    }
+    *inner.vlog_flushed_end.lock() = vlog.flushed_end();
+    inner
+        .log_bytes_in_mem
+        .fetch_add(log_bytes, Ordering::Relaxed);
+    Ok(pointers)
 }
 
 /// A failed value-log write may have lost buffered records of writes already acknowledged
