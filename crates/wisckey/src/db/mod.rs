@@ -77,6 +77,9 @@ pub(crate) struct DbInner {
     /// Everything before this position has reached the OS (readable through `vlog_reader`).
     pub vlog_flushed_end: Mutex<LogPosition>,
     pub vlog_options: VlogOptions,
+    /// Oldest value-log segment that may still hold live values (the persisted tail's
+    /// segment); a pointer below it is corrupt.
+    pub vlog_first_live_segment: AtomicU64,
     pub table_cache: Arc<TableCache>,
     pub tables: Arc<dyn TableSource>,
     pub snapshots: Arc<SnapshotRegistry>,

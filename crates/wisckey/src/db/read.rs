@@ -4,6 +4,7 @@
 //! Value pointers are resolved here: a record still in the value log's write buffer is
 //! read from the buffer (§3.4.1), anything else with one verified positional read.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::{read_sequence, DbInner};
@@ -97,12 +98,7 @@ pub(crate) fn read_pointer(inner: &DbInner, key: &[u8], encoded: &[u8]) -> Resul
         flushed = vlog.flushed_end();
     }
     let live = LiveRange {
-        first_segment: inner
-            .state
-            .lock()
-            .versions
-            .vlog_tail()
-            .map_or(0, |t| t.segment),
+        first_segment: inner.vlog_first_live_segment.load(Ordering::Acquire),
         end: flushed,
     };
     inner.vlog_reader.read_value(&ptr, key, live)

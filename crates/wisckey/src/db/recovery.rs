@@ -66,6 +66,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     let table_cache = make_table_cache(dir, &options);
     let tables: Arc<dyn TableSource> = table_cache.clone();
     let flushed_end = vlog_writer.flushed_end();
+    let first_live_segment = versions.vlog_tail().map_or(0, |t| t.segment);
     let inner = DbInner {
         dir: dir.to_path_buf(),
         fs: Arc::clone(&fs),
@@ -82,6 +83,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         vlog_reader: VlogReader::new(Arc::clone(&fs), dir.to_path_buf(), vlog_options.clone()),
         vlog_flushed_end: Mutex::new(flushed_end),
         vlog_options,
+        vlog_first_live_segment: AtomicU64::new(first_live_segment),
         table_cache,
         tables,
         snapshots: Arc::new(SnapshotRegistry::default()),
