@@ -6,6 +6,7 @@
 //! sequence. Dropping the last clone unregisters it.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -30,9 +31,33 @@ impl SnapshotRegistry {
         }
     }
 
+    /// Pins the current value of `visible` (read under the registry lock, so that a
+    /// concurrent [`SnapshotRegistry::oldest_or_current`] sees either this snapshot or a
+    /// `visible` no larger than its sequence).
+    pub fn register_current(self: &Arc<Self>, visible: &AtomicU64) -> Snapshot {
+        let mut live = self.live.lock();
+        let seq = visible.load(Ordering::Acquire);
+        *live.entry(seq).or_insert(0) += 1;
+        drop(live);
+        Snapshot {
+            inner: Arc::new(SnapshotInner {
+                sequence: seq,
+                registry: Arc::clone(self),
+            }),
+        }
+    }
+
     /// Oldest pinned sequence, if any.
     pub fn oldest(&self) -> Option<SequenceNumber> {
         self.live.lock().keys().next().copied()
+    }
+
+    /// The oldest sequence any reader may still use: the oldest snapshot, or else the
+    /// current value of `visible`. Compaction may drop only what this sequence cannot see.
+    pub fn oldest_or_current(&self, visible: &AtomicU64) -> SequenceNumber {
+        let live = self.live.lock();
+        let current = visible.load(Ordering::Acquire);
+        live.keys().next().copied().unwrap_or(current).min(current)
     }
 
     fn unregister(&self, seq: SequenceNumber) {

@@ -11,14 +11,13 @@
 
 use super::CompactionTask;
 use crate::db::background::{allocate_table_number, delete_obsolete_files, table_options};
-use crate::db::DbInner;
+use crate::db::{latch_error, DbInner};
 use crate::error::{Error, Result};
 use crate::filename::table_file_name;
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{parse_internal_key, ValueKind};
 use crate::sstable::TableBuilder;
 use crate::version::{FileMeta, VersionEdit};
-use std::sync::atomic::Ordering;
 
 struct Output {
     builder: TableBuilder,
@@ -64,12 +63,16 @@ pub(crate) fn run(inner: &DbInner, task: &CompactionTask) -> Result<()> {
         }
     }
     let mut state = inner.state.lock();
-    let applied = state.versions.log_and_apply(edit);
+    if let Err(e) = state.versions.log_and_apply(edit) {
+        // The edit may have reached the manifest anyway: the outputs stay pending (never
+        // swept), and the error is latched so nothing builds on an unknown state.
+        drop(state);
+        return Err(latch_error(inner, e));
+    }
     for n in &outputs {
         state.pending_outputs.remove(n);
     }
     drop(state);
-    applied?;
     delete_obsolete_files(inner)
 }
 
@@ -89,10 +92,7 @@ fn merge_inputs(
     numbers: &mut Vec<u64>,
 ) -> Result<Vec<FileMeta>> {
     let version = inner.state.lock().versions.current();
-    let oldest_snapshot = inner
-        .snapshots
-        .oldest()
-        .unwrap_or_else(|| inner.visible_seq.load(Ordering::Acquire));
+    let oldest_snapshot = inner.snapshots.oldest_or_current(&inner.visible_seq);
     let children = task
         .inputs
         .iter()

@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use super::{DbInner, ImmutableMemtable};
+use super::{latch_error, with_vlog, DbInner, ImmutableMemtable};
 use crate::compaction::{self, CompactionPolicy};
 use crate::error::{Error, Result};
 use crate::filename::{parse_file_name, table_file_name, FileKind};
@@ -51,12 +51,14 @@ fn run_background(inner: &DbInner) {
                         break Work::Flush(imm.clone());
                     }
                     let version = state.versions.current();
-                    if compaction::pick_compaction(
-                        &version,
-                        &policy(inner),
-                        state.versions.compact_pointers(),
-                    )
-                    .is_some()
+                    let manual_running = inner.manual_compaction.load(Ordering::Acquire);
+                    if !manual_running
+                        && compaction::pick_compaction(
+                            &version,
+                            &policy(inner),
+                            state.versions.compact_pointers(),
+                        )
+                        .is_some()
                     {
                         break Work::Compact;
                     }
@@ -69,8 +71,7 @@ fn run_background(inner: &DbInner) {
             Work::Compact => compact_once(inner),
         };
         if let Err(e) = result {
-            let mut state = inner.state.lock();
-            state.bg_error.get_or_insert(e);
+            latch_error(inner, e);
         }
         inner.bg_cv.notify_all();
     }
@@ -86,15 +87,14 @@ fn run_log_flusher(inner: &DbInner) {
         }
         drop(state);
         if inner.last_log_flush.lock().elapsed() >= interval {
-            let mut vlog = inner.vlog.lock();
-            match vlog.flush() {
-                Ok(()) => {
-                    *inner.vlog_flushed_end.lock() = vlog.flushed_end();
+            let flushed = with_vlog(inner, |vlog| vlog.flush().map(|()| vlog.flushed_end()));
+            match flushed {
+                Ok(end) => {
+                    *inner.vlog_flushed_end.lock() = end;
                     *inner.last_log_flush.lock() = std::time::Instant::now();
                 }
                 Err(e) => {
-                    drop(vlog);
-                    inner.state.lock().bg_error.get_or_insert(e);
+                    latch_error(inner, e);
                 }
             }
         }
@@ -136,27 +136,45 @@ fn flush_memtable(inner: &DbInner, imm: ImmutableMemtable) -> Result<()> {
     if !imm.table.is_empty() {
         let n = allocate_table_number(inner);
         number = Some(n);
-        let meta = write_memtable_table(inner, &imm, n)?;
-        edit.new_files.push((0, meta));
+        match write_memtable_table(inner, &imm, n) {
+            Ok(meta) => edit.new_files.push((0, meta)),
+            Err(e) => {
+                // Not referenced by any manifest: the sweep may remove the partial file.
+                inner.state.lock().pending_outputs.remove(&n);
+                return Err(e);
+            }
+        }
     }
-    // The head may only pass records whose bytes are durable in the log.
-    {
-        let mut vlog = inner.vlog.lock();
+    // The head may only pass records whose bytes are durable in the log. A failed write-out
+    // discards buffered records, so check the synced position, not just the call's result.
+    with_vlog(inner, |vlog| {
         if vlog.synced_end() < imm.log_end {
             vlog.sync()?;
         }
-    }
+        if vlog.synced_end() < imm.log_end {
+            return Err(Error::corruption(
+                "value log",
+                imm.log_end.offset,
+                "records of a memtable being flushed are missing from the log",
+            ));
+        }
+        Ok(())
+    })?;
     edit.vlog_head = Some(imm.log_end);
     let mut state = inner.state.lock();
+    if let Some(e) = &state.bg_error {
+        return Err(e.clone());
+    }
     let visible = inner.visible_seq.load(Ordering::Acquire);
     if visible > state.versions.last_sequence() {
         state.versions.set_last_sequence(visible);
     }
-    let applied = state.versions.log_and_apply(edit);
+    // On failure the edit may still have reached the manifest: the table stays pending (never
+    // swept) and the error is latched by the caller.
+    state.versions.log_and_apply(edit)?;
     if let Some(n) = number {
         state.pending_outputs.remove(&n);
     }
-    applied?;
     let front = state.imms.pop_front();
     debug_assert!(front.is_some_and(|f| Arc::ptr_eq(&f.table, &imm.table)));
     drop(state);
@@ -188,9 +206,12 @@ fn write_memtable_table(inner: &DbInner, imm: &ImmutableMemtable, number: u64) -
     })
 }
 
-/// Runs one compaction if the policy wants one.
+/// Runs one compaction if the policy wants one. Never waits for a manual compaction: this
+/// thread also flushes memtables, which writers may be stalled on.
 fn compact_once(inner: &DbInner) -> Result<()> {
-    let _only_one = inner.compaction_lock.lock();
+    let Some(_only_one) = inner.compaction_lock.try_lock() else {
+        return Ok(());
+    };
     let task = {
         let state = inner.state.lock();
         compaction::pick_compaction(

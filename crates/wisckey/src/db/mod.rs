@@ -75,7 +75,11 @@ pub(crate) struct DbInner {
     pub vlog: Mutex<VlogWriter>,
     pub vlog_reader: VlogReader,
     /// Everything before this position has reached the OS (readable through `vlog_reader`).
+    /// A hint for readers: it may lag behind the writer, never run ahead of it.
     pub vlog_flushed_end: Mutex<LogPosition>,
+    /// Where the next record will be appended, published by the write leader so that a
+    /// memtable switch need not wait for the log lock (held across fsyncs).
+    pub vlog_end: Mutex<LogPosition>,
     pub vlog_options: VlogOptions,
     /// Oldest value-log segment that may still hold live values (the persisted tail's
     /// segment); a pointer below it is corrupt.
@@ -90,6 +94,9 @@ pub(crate) struct DbInner {
     pub shutting_down: AtomicBool,
     /// Serializes compactions (background and manual).
     pub compaction_lock: Mutex<()>,
+    /// Set while `compact_range` runs; the background thread then leaves compaction alone
+    /// (and keeps flushing).
+    pub manual_compaction: AtomicBool,
     /// Serializes obsolete-file sweeps.
     pub deletion_lock: Mutex<()>,
     /// When the value-log buffer was last written out.
@@ -174,7 +181,7 @@ impl Db {
     pub fn snapshot(&self) -> Snapshot {
         self.inner
             .snapshots
-            .register(self.inner.visible_seq.load(Ordering::Acquire))
+            .register_current(&self.inner.visible_seq)
     }
 
     /// An iterator over the keys (and lazily read values) visible at the read options'
@@ -234,16 +241,18 @@ impl Db {
             self.inner.bg_cv.notify_all();
         }
         let handles = std::mem::take(&mut *self.background.lock());
-        for handle in handles {
-            // A panicking background thread is a bug; report it instead of propagating.
-            if handle.join().is_err() {
-                return Err(Error::io(
-                    "background thread panicked",
-                    std::io::Error::other("panic"),
-                ));
-            }
-        }
+        // Join every thread (no short-circuit) before syncing.
+        let joined: Vec<bool> = handles.into_iter().map(|h| h.join().is_err()).collect();
+        let panicked = joined.contains(&true);
+        // Acknowledged buffered writes reach the disk even if a background thread failed.
         let sync_result = self.inner.vlog.lock().sync();
+        if panicked {
+            // A panicking background thread is a bug; report it instead of propagating.
+            return Err(Error::io(
+                "background thread panicked",
+                std::io::Error::other("panic"),
+            ));
+        }
         sync_result?;
         match self.inner.state.lock().bg_error.clone() {
             Some(e) => Err(e),
@@ -274,6 +283,28 @@ fn validate_batch(batch: &WriteBatch) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Runs `op` on the value-log writer. If it fails, the writer is poisoned before the lock is
+/// released, so no later append can land where discarded (possibly acknowledged) records
+/// were; the caller then latches the error (outside the log lock: state before vlog).
+pub(crate) fn with_vlog<T>(
+    inner: &DbInner,
+    op: impl FnOnce(&mut VlogWriter) -> Result<T>,
+) -> Result<T> {
+    let mut vlog = inner.vlog.lock();
+    let result = op(&mut vlog);
+    if let Err(e) = &result {
+        vlog.poison(e.clone());
+    }
+    result
+}
+
+/// Latches `error` as the background error (the first one wins) and wakes waiters.
+pub(crate) fn latch_error(inner: &DbInner, error: Error) -> Error {
+    let latched = inner.state.lock().bg_error.get_or_insert(error).clone();
+    inner.bg_cv.notify_all();
+    latched
 }
 
 /// The sequence number reads should use for `opts`.

@@ -10,24 +10,28 @@ use std::sync::Arc;
 use super::{read_sequence, DbInner};
 use crate::error::{Error, Result};
 use crate::iter::{DbIterator, InternalIterator, MergingIterator};
-use crate::key::{parse_internal_key, seek_key, ValueKind};
+use crate::key::{parse_internal_key, seek_key, SequenceNumber, ValueKind};
 use crate::memtable::{MemTable, MemTableIterator};
 use crate::options::ReadOptions;
 use crate::position::LogPosition;
 use crate::version::Version;
 use crate::vlog::{LiveRange, ValuePointer};
 
-/// The sources a read consults, captured under the state lock.
+/// The sources a read consults and the sequence to read them at, captured under the state
+/// lock: a compaction installed later decided what to drop using a sequence no larger than
+/// this one, so it cannot remove a version this read needs.
 struct View {
+    sequence: SequenceNumber,
     mem: Arc<MemTable>,
     /// Newest first.
     imms: Vec<Arc<MemTable>>,
     version: Arc<Version>,
 }
 
-fn capture(inner: &DbInner) -> View {
+fn capture(inner: &DbInner, opts: &ReadOptions) -> View {
     let state = inner.state.lock();
     View {
+        sequence: read_sequence(inner, opts),
         mem: Arc::clone(&state.mem),
         imms: state
             .imms
@@ -40,8 +44,8 @@ fn capture(inner: &DbInner) -> View {
 }
 
 pub(crate) fn get(inner: &DbInner, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
-    let seq = read_sequence(inner, opts);
-    let view = capture(inner);
+    let view = capture(inner, opts);
+    let seq = view.sequence;
     let found = view
         .mem
         .get(key, seq)
@@ -105,8 +109,8 @@ pub(crate) fn read_pointer(inner: &DbInner, key: &[u8], encoded: &[u8]) -> Resul
 }
 
 pub(crate) fn iter(inner: &Arc<DbInner>, opts: &ReadOptions) -> Result<DbIterator> {
-    let seq = read_sequence(inner, opts);
-    let view = capture(inner);
+    let view = capture(inner, opts);
+    let seq = view.sequence;
     let mut children: Vec<Box<dyn InternalIterator>> =
         Vec::with_capacity(2 + view.imms.len() + view.version.num_files(0));
     children.push(Box::new(MemTableIterator::new(view.mem)));

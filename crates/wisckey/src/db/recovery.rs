@@ -58,8 +58,8 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         max_value_size: MAX_VALUE_SIZE,
     };
     let mem = MemTable::new();
-    let (vlog_writer, max_replayed_seq) =
-        replay_value_log(&*fs, dir, &versions, &vlog_options, &options, &mem)?;
+    let replayed = replay_value_log(&*fs, dir, &versions, &vlog_options, &options, &mem)?;
+    let (vlog_writer, max_replayed_seq) = (replayed.writer, replayed.max_sequence);
     let last_sequence = versions.last_sequence().max(max_replayed_seq);
     versions.set_last_sequence(last_sequence);
 
@@ -82,16 +82,20 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         vlog: Mutex::new(vlog_writer),
         vlog_reader: VlogReader::new(Arc::clone(&fs), dir.to_path_buf(), vlog_options.clone()),
         vlog_flushed_end: Mutex::new(flushed_end),
+        vlog_end: Mutex::new(flushed_end),
         vlog_options,
         vlog_first_live_segment: AtomicU64::new(first_live_segment),
         table_cache,
         tables,
         snapshots: Arc::new(SnapshotRegistry::default()),
         visible_seq: AtomicU64::new(last_sequence),
-        log_bytes_in_mem: AtomicU64::new(0),
+        // The replayed records count towards the memtable's log budget, so repeated crashes
+        // cannot make the next replay longer than `memtable_max_log_bytes`.
+        log_bytes_in_mem: AtomicU64::new(replayed.log_bytes),
         shutting_down: AtomicBool::new(false),
         compaction_lock: Mutex::new(()),
         deletion_lock: Mutex::new(()),
+        manual_compaction: AtomicBool::new(false),
         last_log_flush: Mutex::new(std::time::Instant::now()),
         options,
         _lock: lock,
@@ -128,8 +132,18 @@ fn prepare_new_directory(fs: &dyn FileSystem, dir: &Path, options: &Options) -> 
     Ok(())
 }
 
+/// What replay found.
+struct Replayed {
+    /// Positioned at the end of the valid log.
+    writer: VlogWriter,
+    /// Highest sequence number replayed (0 if none).
+    max_sequence: u64,
+    /// Log bytes replayed into the memtable.
+    log_bytes: u64,
+}
+
 /// Replays the value log from the persisted head into `mem`, truncates a torn tail, and
-/// returns a writer positioned at the end plus the highest sequence number replayed.
+/// returns a writer positioned at the end.
 fn replay_value_log(
     fs: &dyn FileSystem,
     dir: &Path,
@@ -137,7 +151,7 @@ fn replay_value_log(
     vlog_options: &VlogOptions,
     options: &Options,
     mem: &MemTable,
-) -> Result<(VlogWriter, u64)> {
+) -> Result<Replayed> {
     let torn = vlog::remove_torn_last_segment(fs, dir)?;
     let segments = vlog::list_segments(fs, dir)?;
     let Some(&first) = segments.first() else {
@@ -148,12 +162,17 @@ fn replay_value_log(
             first_segment,
             vlog_options.clone(),
         )?;
-        return Ok((writer, 0));
+        return Ok(Replayed {
+            writer,
+            max_sequence: 0,
+            log_bytes: 0,
+        });
     };
     let start = versions
         .vlog_head()
         .unwrap_or_else(|| LogPosition::new(first, 0));
     let mut max_seq = 0;
+    let mut log_bytes = 0u64;
     let mut encoded = Vec::new();
     let end = vlog::scan(fs, dir, start, vlog_options, &mut |batch| {
         for record in batch {
@@ -171,6 +190,7 @@ fn replay_value_log(
                 kind => mem.add(record.sequence, kind, &record.key, &record.value),
             }
             max_seq = max_seq.max(record.sequence);
+            log_bytes += u64::from(record.ptr.len);
         }
         Ok(())
     })?;
@@ -190,5 +210,9 @@ fn replay_value_log(
         end,
         vlog_options.clone(),
     )?;
-    Ok((writer, max_seq))
+    Ok(Replayed {
+        writer,
+        max_sequence: max_seq,
+        log_bytes,
+    })
 }

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
-use super::{DbInner, ImmutableMemtable};
+use super::{latch_error, with_vlog, DbInner, ImmutableMemtable};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::key::ValueKind;
@@ -35,13 +35,15 @@ struct Writer {
     force_switch: bool,
     /// Set by the leader (under the queue lock) when this writer's batch is done.
     result: Mutex<Option<Result<()>>>,
+    /// Signalled when this writer is done or has become the front of the queue; one per
+    /// writer so that a finished group wakes only whom it concerns.
+    cv: Condvar,
 }
 
 /// The group-commit queue.
 #[derive(Debug, Default)]
 pub(crate) struct WriteQueue {
     queue: Mutex<VecDeque<Arc<Writer>>>,
-    cv: Condvar,
 }
 
 pub(crate) fn write(inner: &DbInner, batch: WriteBatch, sync: bool) -> Result<()> {
@@ -72,6 +74,7 @@ fn submit(
         sync,
         force_switch,
         result: Mutex::new(None),
+        cv: Condvar::new(),
     });
     let mut queue = inner.writers.queue.lock();
     queue.push_back(Arc::clone(&me));
@@ -82,7 +85,7 @@ fn submit(
         if queue.front().is_some_and(|w| Arc::ptr_eq(w, &me)) {
             break;
         }
-        inner.writers.cv.wait(&mut queue);
+        me.cv.wait(&mut queue);
     }
     let group = collect_group(&queue);
     drop(queue);
@@ -94,8 +97,11 @@ fn submit(
         let done = queue.pop_front();
         debug_assert!(done.is_some_and(|w| Arc::ptr_eq(&w, writer)));
         *writer.result.lock() = Some(result.clone());
+        writer.cv.notify_one();
     }
-    inner.writers.cv.notify_all();
+    if let Some(next_leader) = queue.front() {
+        next_leader.cv.notify_one();
+    }
     drop(queue);
     let own = me.result.lock().take();
     own.unwrap_or(result)
@@ -149,11 +155,10 @@ fn lead(inner: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
     let first_seq = inner.visible_seq.load(Ordering::Acquire) + 1;
 
     // The log lock is released before a failure is latched (lock order: state before vlog).
-    // A batch the log refuses before writing anything is the caller's error, not a failure.
+    // Any failure is latched: buffered records of acknowledged writes may be gone.
     let pointers = match append_group(inner, &batches, first_seq, sync) {
         Ok(p) => p,
-        Err(e @ Error::InvalidArgument(_)) => return Err(e),
-        Err(e) => return Err(latch_log_failure(inner, e)),
+        Err(e) => return Err(latch_error(inner, e)),
     };
 
     let threshold = inner.options.value_threshold;
@@ -184,52 +189,46 @@ fn append_group(
     first_seq: u64,
     sync: bool,
 ) -> Result<Vec<Vec<ValuePointer>>> {
-    let mut pointers = Vec::with_capacity(batches.len());
-    let mut vlog = inner.vlog.lock();
-    let mut seq = first_seq;
-    let mut log_bytes = 0u64;
-    for batch in batches {
-        if batch.is_empty() {
-            pointers.push(Vec::new());
-            continue;
+    with_vlog(inner, |vlog| {
+        let mut pointers = Vec::with_capacity(batches.len());
+        let mut seq = first_seq;
+        let mut log_bytes = 0u64;
+        for batch in batches {
+            if batch.is_empty() {
+                pointers.push(Vec::new());
+                continue;
+            }
+            let entries: Vec<BatchEntry<'_>> = batch
+                .ops
+                .iter()
+                .map(|op| BatchEntry {
+                    kind: op.kind,
+                    key: &op.key,
+                    value: &op.value,
+                })
+                .collect();
+            let ptrs = vlog.append_batch(seq, &entries)?;
+            log_bytes += ptrs.iter().map(|p| u64::from(p.len)).sum::<u64>();
+            seq += batch.ops.len() as u64;
+            pointers.push(ptrs);
         }
-        let entries: Vec<BatchEntry<'_>> = batch
-            .ops
-            .iter()
-            .map(|op| BatchEntry {
-                kind: op.kind,
-                key: &op.key,
-                value: &op.value,
-            })
-            .collect();
-        let ptrs = vlog.append_batch(seq, &entries)?;
-        log_bytes += ptrs.iter().map(|p| u64::from(p.len)).sum::<u64>();
-        seq += batch.ops.len() as u64;
-        pointers.push(ptrs);
-    }
-    let flush_now = inner.options.write_through_to_os
-        || inner.last_log_flush.lock().elapsed() >= inner.options.vlog_flush_interval;
-    if sync {
-        vlog.sync()?;
-    } else if flush_now {
-        vlog.flush()?;
-    }
-    if sync || flush_now {
-        *inner.last_log_flush.lock() = std::time::Instant::now();
-    }
-    *inner.vlog_flushed_end.lock() = vlog.flushed_end();
-    inner
-        .log_bytes_in_mem
-        .fetch_add(log_bytes, Ordering::Relaxed);
-    Ok(pointers)
-}
-
-/// A failed value-log write may have lost buffered records of writes already acknowledged
-/// (non-sync ones), so accepting later writes could leave a hole in the acknowledged order.
-/// The error is latched: the database stays readable, writes fail until it is reopened.
-fn latch_log_failure(inner: &DbInner, error: Error) -> Error {
-    let mut state = inner.state.lock();
-    state.bg_error.get_or_insert(error).clone()
+        let flush_now = inner.options.write_through_to_os
+            || inner.last_log_flush.lock().elapsed() >= inner.options.vlog_flush_interval;
+        if sync {
+            vlog.sync()?;
+        } else if flush_now {
+            vlog.flush()?;
+        }
+        if sync || flush_now {
+            *inner.last_log_flush.lock() = std::time::Instant::now();
+        }
+        *inner.vlog_flushed_end.lock() = vlog.flushed_end();
+        *inner.vlog_end.lock() = vlog.end();
+        inner
+            .log_bytes_in_mem
+            .fetch_add(log_bytes, Ordering::Relaxed);
+        Ok(pointers)
+    })
 }
 
 /// Returns the memtable to insert into, switching and stalling as needed.
@@ -264,7 +263,8 @@ fn make_room(inner: &DbInner, mut force: bool) -> Result<Arc<MemTable>> {
             inner.bg_cv.wait(&mut state);
             continue;
         }
-        let log_end = inner.vlog.lock().end();
+        // Only the leader (this thread) appends, so the published end is exact here.
+        let log_end = *inner.vlog_end.lock();
         let full = std::mem::replace(&mut state.mem, Arc::new(MemTable::new()));
         state.imms.push_back(ImmutableMemtable {
             table: full,

@@ -209,6 +209,9 @@ impl DbIterator {
                     self.fail(Error::corruption("iterator", 0, "malformed internal key"));
                     return;
                 }
+                // Everything from here on is past the bound: stop instead of skipping a long
+                // run of deleted or hidden entries.
+                Some(p) if self.beyond_upper(p.user_key) => break,
                 Some(p) if p.sequence <= self.sequence => {
                     let hidden = skipping && p.user_key <= self.saved_key.as_slice();
                     if !hidden {
@@ -218,7 +221,7 @@ impl DbIterator {
                             skipping = true;
                         } else {
                             self.saved_key.clear();
-                            self.valid = !self.beyond_upper(p.user_key);
+                            self.valid = true;
                             self.check_status();
                             return;
                         }
@@ -241,6 +244,9 @@ impl DbIterator {
                 self.fail(Error::corruption("iterator", 0, "malformed internal key"));
                 return;
             };
+            if self.below_lower(p.user_key) {
+                break;
+            }
             if p.sequence <= self.sequence {
                 if kind != ValueKind::Deletion
                     && p.user_key.cmp(self.saved_key.as_slice()) == Ordering::Less
@@ -267,7 +273,7 @@ impl DbIterator {
             self.saved_value.clear();
             self.direction = Direction::Forward;
         } else {
-            self.valid = !self.below_lower(&self.saved_key);
+            self.valid = true;
         }
         self.check_status();
     }

@@ -215,6 +215,13 @@ impl VlogWriter {
         Ok(())
     }
 
+    /// Makes every later `append_batch`, `flush` and `sync` fail with `error`. The database
+    /// calls this (under its log lock) when a failed write may have discarded buffered
+    /// records of writes it already acknowledged: appending after them would leave a hole.
+    pub fn poison(&mut self, error: Error) {
+        self.sync_failure.get_or_insert(error);
+    }
+
     /// Position just past the last appended record, buffered or not: where the next goes.
     pub fn end(&self) -> LogPosition {
         LogPosition::new(self.segment, self.flushed_len + self.buf.len() as u64)
