@@ -1,7 +1,8 @@
 //! The `wisckey` command-line tool. `wisckey demo` loads and reads a temporary database and
-//! prints db_bench-style report lines; more subcommands (the full benchmark suite,
-//! maintenance) come with later work.
+//! prints db_bench-style report lines; `wisckey bench` runs db_bench-compatible benchmarks
+//! (see `bench/`); maintenance subcommands come with later work.
 
+mod bench;
 mod demo;
 
 use clap::{Parser, Subcommand};
@@ -21,12 +22,15 @@ struct Cli {
 enum Command {
     /// Load, read, scan and reopen a temporary database; print throughput per phase.
     Demo(demo::DemoArgs),
+    /// db_bench-style benchmarks (fillseq, fillrandom, overwrite, fillsync, readrandom, readseq).
+    Bench(bench::BenchArgs),
 }
 
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Demo(args) => demo::run(&args),
+        Command::Bench(args) => bench::run(&args),
     };
     if let Err(e) = result {
         eprintln!("wisckey: {e}");

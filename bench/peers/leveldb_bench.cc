@@ -1,0 +1,90 @@
+// leveldb_bench.cc: the LevelDB peer of `wisckey bench` (same flags, workload and report
+// lines; see bench_common.h). Options: LevelDB defaults except compression off, an LRU block
+// cache of --cache_size bytes and a Bloom filter of --bloom_bits bits per key, matching what
+// wisckey is given. One leveldb::DB shared by the worker threads (it is thread-safe).
+#include <leveldb/cache.h>
+#include <leveldb/db.h>
+#include <leveldb/filter_policy.h>
+#include <leveldb/options.h>
+#include <leveldb/write_batch.h>
+
+#include "bench_common.h"
+
+namespace {
+
+void Check(const leveldb::Status& s, const char* what) {
+  if (!s.ok()) {
+    fprintf(stderr, "leveldb %s: %s\n", what, s.ToString().c_str());
+    exit(1);
+  }
+}
+
+class LevelDbEngine : public wbench::Engine {
+ public:
+  explicit LevelDbEngine(const wbench::Flags& f) : flags_(f) {
+    cache_ = leveldb::NewLRUCache(f.cache_size);
+    if (f.bloom_bits > 0) filter_ = leveldb::NewBloomFilterPolicy(f.bloom_bits);
+    options_.create_if_missing = true;
+    options_.compression = leveldb::kNoCompression;
+    options_.block_cache = cache_;
+    options_.filter_policy = filter_;
+  }
+  ~LevelDbEngine() override {
+    Close();
+    delete filter_;
+    delete cache_;
+  }
+  std::string Describe() override {
+    char buf[256];
+    snprintf(buf, sizeof buf,
+             "leveldb %d.%d (compression off, cache_size=%zu, bloom_bits=%d, "
+             "write_buffer_size=%zu, max_file_size=%zu)",
+             leveldb::kMajorVersion, leveldb::kMinorVersion, flags_.cache_size,
+             flags_.bloom_bits, options_.write_buffer_size, options_.max_file_size);
+    return buf;
+  }
+  void Open() override { Check(leveldb::DB::Open(options_, flags_.db, &db_), "open"); }
+  void Close() override {
+    delete db_;
+    db_ = nullptr;
+  }
+  void Destroy() override { Check(leveldb::DestroyDB(flags_.db, options_), "destroy"); }
+  void Put(const std::string& key, const char* value, size_t len, bool sync) override {
+    leveldb::WriteOptions wo;
+    wo.sync = sync;
+    Check(db_->Put(wo, key, leveldb::Slice(value, len)), "put");
+  }
+  int64_t Get(const std::string& key) override {
+    std::string value;
+    leveldb::Status s = db_->Get(leveldb::ReadOptions(), key, &value);
+    if (s.IsNotFound()) return -1;
+    Check(s, "get");
+    return static_cast<int64_t>(value.size());
+  }
+  uint64_t Scan(uint64_t limit, uint64_t* bytes) override {
+    std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
+    uint64_t n = 0;
+    for (it->SeekToFirst(); n < limit && it->Valid(); it->Next()) {
+      *bytes += it->key().size() + it->value().size();
+      n++;
+    }
+    Check(it->status(), "scan");
+    return n;
+  }
+
+ private:
+  wbench::Flags flags_;
+  leveldb::Options options_;
+  leveldb::Cache* cache_ = nullptr;
+  const leveldb::FilterPolicy* filter_ = nullptr;
+  leveldb::DB* db_ = nullptr;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  wbench::Flags f = wbench::ParseFlags(argc, argv);
+  if (f.db.empty()) f.db = "/tmp/leveldb_bench";
+  LevelDbEngine engine(f);
+  return wbench::RunAll(&engine, f);
+}

@@ -1,0 +1,100 @@
+// rocksdb_bench.cc: the RocksDB peer of `wisckey bench` (same flags, workload and report
+// lines; see bench_common.h). Options: RocksDB defaults (WAL on, 64 MiB memtable, 2
+// background jobs) except compression off everywhere, an LRU block cache of --cache_size
+// bytes and a full Bloom filter of --bloom_bits bits per key. `--blob` turns on integrated
+// BlobDB: enable_blob_files, min_blob_size=--min_blob_size (512), blob GC on, no blob
+// compression. One rocksdb::DB shared by the worker threads (it is thread-safe).
+#include <rocksdb/cache.h>
+#include <rocksdb/db.h>
+#include <rocksdb/filter_policy.h>
+#include <rocksdb/options.h>
+#include <rocksdb/table.h>
+#include <rocksdb/version.h>
+
+#include "bench_common.h"
+
+namespace {
+
+void Check(const rocksdb::Status& s, const char* what) {
+  if (!s.ok()) {
+    fprintf(stderr, "rocksdb %s: %s\n", what, s.ToString().c_str());
+    exit(1);
+  }
+}
+
+class RocksDbEngine : public wbench::Engine {
+ public:
+  explicit RocksDbEngine(const wbench::Flags& f) : flags_(f) {
+    options_.create_if_missing = true;
+    options_.compression = rocksdb::kNoCompression;
+    options_.bottommost_compression = rocksdb::kNoCompression;
+    options_.compression_per_level.clear();
+    rocksdb::BlockBasedTableOptions table;
+    table.block_cache = rocksdb::NewLRUCache(f.cache_size);
+    if (f.bloom_bits > 0) table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(f.bloom_bits));
+    options_.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+    if (f.blob) {
+      options_.enable_blob_files = true;
+      options_.min_blob_size = f.min_blob_size;
+      options_.blob_compression_type = rocksdb::kNoCompression;
+      options_.enable_blob_garbage_collection = true;
+    }
+  }
+  ~RocksDbEngine() override { Close(); }
+  std::string Describe() override {
+    char buf[320];
+    snprintf(buf, sizeof buf,
+             "rocksdb %d.%d.%d%s (compression off, WAL on, cache_size=%zu, bloom_bits=%d, "
+             "write_buffer_size=%zu, max_background_jobs=%d%s)",
+             ROCKSDB_MAJOR, ROCKSDB_MINOR, ROCKSDB_PATCH, flags_.blob ? " BlobDB" : "",
+             flags_.cache_size, flags_.bloom_bits, options_.write_buffer_size,
+             options_.max_background_jobs,
+             flags_.blob ? ", enable_blob_files, min_blob_size=512, blob GC on" : "");
+    return buf;
+  }
+  void Open() override { Check(rocksdb::DB::Open(options_, flags_.db, &db_), "open"); }
+  void Close() override {
+    if (db_ != nullptr) {
+      Check(db_->Close(), "close");
+      delete db_;
+      db_ = nullptr;
+    }
+  }
+  void Destroy() override { Check(rocksdb::DestroyDB(flags_.db, options_), "destroy"); }
+  void Put(const std::string& key, const char* value, size_t len, bool sync) override {
+    rocksdb::WriteOptions wo;
+    wo.sync = sync;
+    Check(db_->Put(wo, key, rocksdb::Slice(value, len)), "put");
+  }
+  int64_t Get(const std::string& key) override {
+    rocksdb::PinnableSlice value;
+    rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), db_->DefaultColumnFamily(), key, &value);
+    if (s.IsNotFound()) return -1;
+    Check(s, "get");
+    return static_cast<int64_t>(value.size());
+  }
+  uint64_t Scan(uint64_t limit, uint64_t* bytes) override {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+    uint64_t n = 0;
+    for (it->SeekToFirst(); n < limit && it->Valid(); it->Next()) {
+      *bytes += it->key().size() + it->value().size();
+      n++;
+    }
+    Check(it->status(), "scan");
+    return n;
+  }
+
+ private:
+  wbench::Flags flags_;
+  rocksdb::Options options_;
+  rocksdb::DB* db_ = nullptr;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  wbench::Flags f = wbench::ParseFlags(argc, argv);
+  if (f.db.empty()) f.db = "/tmp/rocksdb_bench";
+  RocksDbEngine engine(f);
+  return wbench::RunAll(&engine, f);
+}

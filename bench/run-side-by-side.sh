@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# run-side-by-side.sh: the same workload on every engine, each in its own cgroup-v1 memory
+# limit, page cache dropped between the load and the read phase; prints a Markdown table.
+#
+# Parameters (environment):
+#   NUM=2000000 READS=200000 VALUE_SIZE=1024 KEY_SIZE=16 SEED=301 MEM_LIMIT=1G
+#   ENGINES="wisckey leveldb rocksdb rocksdb-blob badger"   LOAD=fillrandom READ=readrandom
+#   REPEAT=1 (whole load+read per engine)   DATA_DIR=/work/bench-data (real disk, not tmpfs)
+#   OUT_DIR=bench/results/<timestamp>   WISCKEY_BIN=$CARGO_TARGET_DIR/release/wisckey
+#   WISCKEY_FLAGS="" (extra flags for wisckey only, e.g. --value_threshold=0)
+# Run bench/setup.sh first. Needs root (cgroups, drop_caches). Each DB is deleted after use.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+NUM=${NUM:-2000000}
+READS=${READS:-200000}
+VALUE_SIZE=${VALUE_SIZE:-1024}
+KEY_SIZE=${KEY_SIZE:-16}
+SEED=${SEED:-301}
+MEM_LIMIT=${MEM_LIMIT:-1G}
+ENGINES=${ENGINES:-"wisckey leveldb rocksdb rocksdb-blob badger"}
+LOAD=${LOAD:-fillrandom}
+READ=${READ:-readrandom}
+REPEAT=${REPEAT:-1}
+DATA_DIR=${DATA_DIR:-/work/bench-data}
+OUT_DIR=${OUT_DIR:-$here/results/$(date -u +%Y%m%dT%H%M%SZ)}
+WISCKEY_BIN=${WISCKEY_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/wisckey}
+WISCKEY_FLAGS=${WISCKEY_FLAGS:-}
+
+mkdir -p "$DATA_DIR" "$OUT_DIR"
+fstype=$(stat -f -c %T "$DATA_DIR")
+if [[ $fstype == tmpfs || $fstype == ramfs ]]; then
+  echo "DATA_DIR=$DATA_DIR is on $fstype; pick a directory on a real disk" >&2
+  exit 1
+fi
+
+engine_cmd() { # engine -> command prefix
+  case $1 in
+    wisckey) echo "$WISCKEY_BIN bench $WISCKEY_FLAGS" ;;
+    leveldb) echo "$here/build/leveldb_bench" ;;
+    rocksdb) echo "$here/build/rocksdb_bench" ;;
+    rocksdb-blob) echo "$here/build/rocksdb_bench --blob" ;;
+    badger) echo "$here/build/badger_bench" ;;
+    *) echo "unknown engine $1" >&2; return 1 ;;
+  esac
+}
+
+drop_caches() {
+  sync
+  if echo 3 > /proc/sys/vm/drop_caches 2>/dev/null; then
+    echo "page cache dropped"
+  else
+    echo "NOTE: could not drop the page cache (not permitted); reads may hit cached pages"
+  fi
+}
+
+peak_mem() { # engine -> peak MiB of its cgroup
+  local f=/sys/fs/cgroup/memory/wisckey-bench-$1/memory.max_usage_in_bytes
+  [[ -r $f ]] && awk '{printf "%.0f", $1/1048576}' "$f" || echo "?"
+}
+
+# ops/sec of benchmark $2 in file $1
+ops_of() { awk -v b="$2" '$1==b && $2==":" {for(i=1;i<=NF;i++) if($i=="ops/sec;") print $(i-1)}' "$1" | head -1; }
+# the I/O line after benchmark $2's line in file $1 (or after "total")
+io_of() { awk -v b="$2" 'hit {print; exit} $1==b && $2==":" {hit=1}' "$1"; }
+field_of() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<"$1"; }
+found_of() { sed -n 's/.*(\([0-9]*\) of [0-9]* found).*/\1/p' "$1" | head -1; }
+
+common="--num=$NUM --reads=$READS --value_size=$VALUE_SIZE --key_size=$KEY_SIZE --seed=$SEED"
+{
+  echo "# side-by-side run $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "NUM=$NUM READS=$READS VALUE_SIZE=$VALUE_SIZE KEY_SIZE=$KEY_SIZE MEM_LIMIT=$MEM_LIMIT"
+  echo "ENGINES=$ENGINES LOAD=$LOAD READ=$READ REPEAT=$REPEAT DATA_DIR=$DATA_DIR ($fstype)"
+  echo "WISCKEY_FLAGS=$WISCKEY_FLAGS"
+} | tee "$OUT_DIR/params.txt"
+
+rows=()
+for rep in $(seq 1 "$REPEAT"); do
+  for engine in $ENGINES; do
+    cmd=$(engine_cmd "$engine")
+    db=$DATA_DIR/$engine
+    tag=$engine.r$rep
+    rm -rf "$db"
+    echo "== $engine (repeat $rep): $LOAD" | tee -a "$OUT_DIR/log.txt"
+    drop_caches | tee -a "$OUT_DIR/log.txt"
+    # shellcheck disable=SC2086
+    "$here/cgexec.sh" "$engine" "$MEM_LIMIT" $cmd $common --benchmarks="$LOAD" --db="$db" \
+      > "$OUT_DIR/$tag.load.txt" 2>&1 || { echo "$engine load failed:"; tail "$OUT_DIR/$tag.load.txt"; }
+    load_peak=$(peak_mem "$engine")
+    cat "$OUT_DIR/$tag.load.txt"
+    drop_caches | tee -a "$OUT_DIR/log.txt"
+    echo "== $engine (repeat $rep): $READ" | tee -a "$OUT_DIR/log.txt"
+    # shellcheck disable=SC2086
+    "$here/cgexec.sh" "$engine" "$MEM_LIMIT" $cmd $common --benchmarks="$READ" --db="$db" \
+      --use_existing_db=1 > "$OUT_DIR/$tag.read.txt" 2>&1 || { echo "$engine read failed:"; tail "$OUT_DIR/$tag.read.txt"; }
+    read_peak=$(peak_mem "$engine")
+    cat "$OUT_DIR/$tag.read.txt"
+    rm -rf "$db"
+    lio=$(io_of "$OUT_DIR/$tag.load.txt" "$LOAD")
+    tio=$(io_of "$OUT_DIR/$tag.load.txt" total)
+    rows+=("$engine|$rep|$(ops_of "$OUT_DIR/$tag.load.txt" "$LOAD")|$(field_of "$lio" wa)|$(field_of "$lio" wa_process)|$(field_of "$tio" wa_process)|$(field_of "$tio" db_size)|$load_peak|$(ops_of "$OUT_DIR/$tag.read.txt" "$READ")|$(found_of "$OUT_DIR/$tag.read.txt")|$read_peak")
+  done
+done
+
+# Ratios against wisckey's first repeat.
+base_load= base_read=
+for r in "${rows[@]}"; do
+  IFS='|' read -r e rep lo _ _ _ _ _ ro _ _ <<<"$r"
+  if [[ $e == wisckey && -z $base_load ]]; then base_load=$lo base_read=$ro; fi
+done
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "-"; else printf "%.2f", a / b }'; }
+{
+  echo
+  echo "| engine | rep | $LOAD ops/s | WA device | WA process | WA process incl. close | DB size MiB | peak MiB (load) | $READ ops/s | found | peak MiB (read) | $LOAD vs wisckey | $READ vs wisckey |"
+  echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+  for r in "${rows[@]}"; do
+    IFS='|' read -r e rep lo wa wap wat size lpk ro found rpk <<<"$r"
+    echo "| $e | $rep | $lo | $wa | $wap | $wat | $size | $lpk | $ro | $found | $rpk | $(ratio "$lo" "$base_load") | $(ratio "$ro" "$base_read") |"
+  done
+} | tee "$OUT_DIR/summary.md"
+echo "raw outputs in $OUT_DIR"
