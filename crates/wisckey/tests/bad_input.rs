@@ -123,10 +123,31 @@ fn newer_manifest_version_is_refused() {
     w.append(&bytes).expect("append");
     w.sync_data().expect("sync");
     drop(w);
+    let before = snapshot_files(&fs, dir);
     match Db::open(dir, mem_options(&fs)) {
         Err(Error::UnsupportedVersion { found, .. }) => assert_eq!(found, 99),
         other => panic!("expected UnsupportedVersion, got {other:?}"),
     }
+    assert_eq!(
+        snapshot_files(&fs, dir),
+        before,
+        "a refused open changes nothing"
+    );
+}
+
+/// Every file in `dir` with its contents.
+fn snapshot_files(fs: &MemFs, dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut names = fs.list(dir).expect("list");
+    names.sort();
+    names
+        .into_iter()
+        .map(|name| {
+            let file = fs.open_read(&dir.join(&name)).expect("open");
+            let mut bytes = vec![0u8; file.len().expect("len") as usize];
+            file.read_exact_at(0, &mut bytes, &name).expect("read");
+            (name, bytes)
+        })
+        .collect()
 }
 
 #[test]

@@ -44,6 +44,13 @@ fn kill_child_writer() {
         return; // Not a child: nothing to do.
     };
     let mode = std::env::var(CHILD_MODE_ENV).unwrap_or_default();
+    if mode == "hold" {
+        // Only hold the database open (for the cross-process lock test) until killed.
+        let _db = Db::open(&dir, child_options()).expect("child open");
+        println!("READY");
+        std::thread::sleep(Duration::from_secs(60));
+        return;
+    }
     let options = Options {
         write_through_to_os: mode == "write_through",
         ..child_options()
@@ -201,4 +208,36 @@ fn sigkill_never_loses_a_write_through_write() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(12);
     run_cycles("write_through", cycles, 99);
+}
+
+#[test]
+fn a_second_process_cannot_open_an_open_database() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path().join("db");
+    let mut child = Command::new(std::env::current_exe().expect("current exe"))
+        .args([
+            "--exact",
+            "kill_child_writer",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_DIR_ENV, &dir)
+        .env(CHILD_MODE_ENV, "hold")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn child");
+    let stdout = child.stdout.take().expect("child stdout");
+    let ready = BufReader::new(stdout)
+        .lines()
+        .map_while(|l| l.ok())
+        .any(|l| l.ends_with("READY"));
+    assert!(ready, "child did not open the database");
+    match Db::open(&dir, child_options()) {
+        Err(wisckey::Error::Locked(msg)) => assert!(msg.contains("LOCK"), "{msg}"),
+        other => panic!("expected Locked while another process holds it, got {other:?}"),
+    }
+    child.kill().expect("kill child");
+    let _ = child.wait();
+    Db::open(&dir, child_options()).expect("open once the other process is gone");
 }
