@@ -53,7 +53,13 @@ fn random_value(rng: &mut SmallRng) -> Vec<u8> {
 }
 
 fn options(fs: &MemFs) -> Options {
-    Options::small_for_tests(Arc::new(fs.clone()))
+    // Tiny levels and tables, so that the small key space still spreads over several
+    // levels and leveled (not only L0 -> L1) compactions and trivial moves happen.
+    Options {
+        level1_max_bytes: 8 << 10,
+        target_file_size: 4 << 10,
+        ..Options::small_for_tests(Arc::new(fs.clone()))
+    }
 }
 
 fn check_get(db: &Db, model: &Model, key: &[u8], opts: &ReadOptions, what: &str) {
@@ -250,6 +256,10 @@ fn run_model(seed: u64, ops: u64, dir: &Path) {
     assert!(seen == model, "final contents differ from the model");
     let levels = db.level_file_counts();
     eprintln!("operation counts: {counts:?}; tables per level at end: {levels:?}");
+    assert!(
+        levels[2..].iter().any(|&n| n > 0),
+        "the run must push data below L1: {levels:?}"
+    );
     assert!(
         counts.get("compact").copied().unwrap_or(0) > 0
             && counts.get("reopen").copied().unwrap_or(0) > 0,
