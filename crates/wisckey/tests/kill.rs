@@ -29,6 +29,21 @@ fn value_for(i: u64) -> Vec<u8> {
     v
 }
 
+/// Opens, retrying briefly while the lock is held. This test process forks children from
+/// several test threads at once; a child forked while another thread holds a `Db` inherits
+/// its LOCK descriptor until it calls exec, and `flock` stays held while any copy is open.
+fn open_retrying(dir: &Path, options: impl Fn() -> Options) -> wisckey::Result<Db> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match Db::open(dir, options()) {
+            Err(wisckey::Error::Locked(_)) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            other => return other,
+        }
+    }
+}
+
 fn child_options() -> Options {
     Options {
         memtable_size: 256 << 10,
@@ -46,16 +61,16 @@ fn kill_child_writer() {
     let mode = std::env::var(CHILD_MODE_ENV).unwrap_or_default();
     if mode == "hold" {
         // Only hold the database open (for the cross-process lock test) until killed.
-        let _db = Db::open(&dir, child_options()).expect("child open");
+        let _db = open_retrying(Path::new(&dir), child_options).expect("child open");
         println!("READY");
         std::thread::sleep(Duration::from_secs(60));
         return;
     }
-    let options = Options {
+    let db = open_retrying(Path::new(&dir), || Options {
         write_through_to_os: mode == "write_through",
         ..child_options()
-    };
-    let db = Db::open(&dir, options).expect("child open");
+    })
+    .expect("child open");
     let start: u64 = std::fs::read_to_string(Path::new(&dir).join("next"))
         .ok()
         .and_then(|s| s.trim().parse().ok())
@@ -94,9 +109,15 @@ fn run_cycles(mode: &str, cycles: u64, seed: u64) {
             .env(CHILD_DIR_ENV, &dir)
             .env(CHILD_MODE_ENV, mode)
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("spawn child");
+        let mut stderr = child.stderr.take().expect("child stderr");
+        let stderr_reader = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
+            text
+        });
         let stdout = child.stdout.take().expect("child stdout");
         let kill_after = Duration::from_millis(rng.gen_range(5..120));
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
@@ -120,15 +141,21 @@ fn run_cycles(mode: &str, cycles: u64, seed: u64) {
         let ready = ready_rx
             .recv_timeout(Duration::from_secs(60))
             .unwrap_or(false);
-        assert!(ready, "cycle {cycle}: child did not open the database");
+        if !ready {
+            let _ = child.kill();
+            let _ = child.wait();
+            let stderr = stderr_reader.join().unwrap_or_default();
+            panic!("cycle {cycle}: child did not open the database:\n{stderr}");
+        }
         let started = Instant::now();
         std::thread::sleep(kill_after);
         child.kill().expect("SIGKILL child");
         let _ = child.wait();
         let acked = reader.join().expect("reader thread");
+        let _ = stderr_reader.join();
         let last_acked = acked.last().copied();
 
-        let db = Db::open(&dir, child_options())
+        let db = open_retrying(&dir, child_options)
             .unwrap_or_else(|e| panic!("cycle {cycle}: reopen after kill failed: {e}"));
         // Every acknowledged key is present with its value — except, in buffered mode, a
         // suffix of writes that were still in the value-log buffer (at most its size).
@@ -239,5 +266,5 @@ fn a_second_process_cannot_open_an_open_database() {
     }
     child.kill().expect("kill child");
     let _ = child.wait();
-    Db::open(&dir, child_options()).expect("open once the other process is gone");
+    open_retrying(&dir, child_options).expect("open once the other process is gone");
 }
