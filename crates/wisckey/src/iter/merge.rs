@@ -49,7 +49,12 @@ impl MergingIterator {
     /// Latches the first child error; returns true if there is one.
     fn check_errors(&mut self) -> bool {
         if self.error.is_none() {
-            self.error = self.children.iter().find_map(|c| c.status().err());
+            // An iterator with an error is never valid, so only invalid children need asking.
+            self.error = self
+                .children
+                .iter()
+                .filter(|c| !c.valid())
+                .find_map(|c| c.status().err());
         }
         if self.error.is_some() {
             self.current = None;
