@@ -5,118 +5,48 @@
 //! A hook file system makes the next `.vlog` append sleep and then fail with EIO, and can
 //! slow the next `.sst` append, to open the race windows deterministically enough.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use wisckey::fs::{FileLock, FileSystem, MemFs, PowerLoss, ReadableFile, WritableFile};
+use common::{HookFs, Hooks};
+use wisckey::fs::PowerLoss;
 use wisckey::{Db, Error, Options, ReadOptions, Result, WriteOptions};
 
-/// Hooks: one-shot "sleep then EIO" on the next .vlog append; one-shot sleep on next .sst append.
-#[derive(Debug, Clone)]
-struct HookFs {
-    inner: MemFs,
-    vlog_fail_sleep_ms: Arc<AtomicU64>, // 0 = disarmed
-    sst_sleep_ms: Arc<AtomicU64>,
+/// One-shot "sleep then EIO" on the next .vlog append; one-shot sleep on the next .sst
+/// append. Each is armed by storing milliseconds (0 = disarmed).
+#[derive(Debug, Default)]
+struct LogFailure {
+    vlog_fail_sleep_ms: AtomicU64,
+    sst_sleep_ms: AtomicU64,
 }
 
-#[derive(Debug)]
-struct HookFile {
-    path: PathBuf,
-    inner: Box<dyn WritableFile>,
-    fs: HookFs,
-}
-
-fn eio() -> Error {
-    Error::io("hook append", std::io::Error::from_raw_os_error(libc_eio()))
-}
-fn libc_eio() -> i32 {
-    5
-}
-
-impl WritableFile for HookFile {
-    fn append(&mut self, data: &[u8]) -> Result<()> {
-        let name = self.path.display().to_string();
+impl Hooks for LogFailure {
+    fn before_append(&self, path: &Path, _data: &[u8]) -> Result<()> {
+        let name = path.display().to_string();
         if name.ends_with(".vlog") {
-            let ms = self.fs.vlog_fail_sleep_ms.swap(0, Ordering::SeqCst);
+            let ms = self.vlog_fail_sleep_ms.swap(0, Ordering::SeqCst);
             if ms > 0 {
                 std::thread::sleep(Duration::from_millis(ms));
-                return Err(eio());
+                let eio = std::io::Error::from_raw_os_error(libc::EIO);
+                return Err(Error::io("hook append", eio));
             }
         }
         if name.ends_with(".sst") || name.ends_with(".ldb") {
-            let ms = self.fs.sst_sleep_ms.swap(0, Ordering::SeqCst);
+            let ms = self.sst_sleep_ms.swap(0, Ordering::SeqCst);
             if ms > 0 {
                 std::thread::sleep(Duration::from_millis(ms));
             }
         }
-        self.inner.append(data)
-    }
-    fn sync_data(&mut self) -> Result<()> {
-        self.inner.sync_data()
-    }
-    fn set_len(&mut self, len: u64) -> Result<()> {
-        self.inner.set_len(len)
-    }
-    fn len(&self) -> u64 {
-        self.inner.len()
+        Ok(())
     }
 }
 
-impl FileSystem for HookFs {
-    fn create_dir_all(&self, dir: &Path) -> Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        Ok(Box::new(HookFile {
-            path: path.to_path_buf(),
-            inner: self.inner.create(path)?,
-            fs: self.clone(),
-        }))
-    }
-    fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        Ok(Box::new(HookFile {
-            path: path.to_path_buf(),
-            inner: self.inner.open_append(path)?,
-            fs: self.clone(),
-        }))
-    }
-    fn open_read(&self, path: &Path) -> Result<Arc<dyn ReadableFile>> {
-        self.inner.open_read(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> Result<()> {
-        self.inner.remove(path)
-    }
-    fn list(&self, dir: &Path) -> Result<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn exists(&self, path: &Path) -> Result<bool> {
-        self.inner.exists(path)
-    }
-    fn file_size(&self, path: &Path) -> Result<u64> {
-        self.inner.file_size(path)
-    }
-    fn sync_dir(&self, dir: &Path) -> Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn punch_hole(&self, path: &Path, o: u64, l: u64) -> Result<()> {
-        self.inner.punch_hole(path, o, l)
-    }
-    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
-        self.inner.lock(path)
-    }
-}
-
-fn hookfs() -> HookFs {
-    HookFs {
-        inner: MemFs::new(),
-        vlog_fail_sleep_ms: Arc::new(AtomicU64::new(0)),
-        sst_sleep_ms: Arc::new(AtomicU64::new(0)),
-    }
+fn hookfs() -> HookFs<LogFailure> {
+    HookFs::new(LogFailure::default())
 }
 
 /// The `wisckey-log` thread's write-out fails while a sync writer waits for the log lock:
@@ -134,7 +64,7 @@ fn failed_background_write_out_is_not_followed_by_a_durable_later_write() {
     db.put(b"small", b"x").expect("put small"); // inline
     let snap = db.snapshot();
     // Next vlog append (the log flusher's, ~300 ms after open) sleeps 600 ms then EIO.
-    fs.vlog_fail_sleep_ms.store(600, Ordering::SeqCst);
+    fs.hooks.vlog_fail_sleep_ms.store(600, Ordering::SeqCst);
     std::thread::sleep(Duration::from_millis(500));
     // The log flusher is now inside the failing append, holding the vlog lock.
     let r = db.put_opt(b"a", vec![b'2'; 100], &WriteOptions { sync: true });
@@ -154,7 +84,7 @@ fn failed_background_write_out_is_not_followed_by_a_durable_later_write() {
         at_snap.as_ref().map(|o| o.as_ref().map(|v| v[0] as char))
     );
     drop(snap);
-    let image = fs.inner.power_loss_image(PowerLoss::DropUnsynced);
+    let image = fs.mem.power_loss_image(PowerLoss::DropUnsynced);
     std::mem::forget(db); // crash
     let db2 = Db::open("/db", Options::small_for_tests(Arc::new(image))).expect("reopen");
     let a = db2.get(b"a");
@@ -187,12 +117,12 @@ fn flush_never_moves_the_head_past_records_a_failure_discarded() {
     for i in 0..20u32 {
         db.put(format!("k{i:02}"), vec![7u8; 100]).expect("put");
     }
-    fs.sst_sleep_ms.store(500, Ordering::SeqCst);
+    fs.hooks.sst_sleep_ms.store(500, Ordering::SeqCst);
     let d = Arc::clone(&db);
     let flusher = std::thread::spawn(move || d.flush());
     std::thread::sleep(Duration::from_millis(150));
     // A writer overflows the buffer; the write-out fails -> buffer (incl. imm records) dropped.
-    fs.vlog_fail_sleep_ms.store(1, Ordering::SeqCst);
+    fs.hooks.vlog_fail_sleep_ms.store(1, Ordering::SeqCst);
     let w = db.put(b"big", vec![9u8; 70 << 10]);
     eprintln!(
         "overflowing write -> {:?}",
@@ -203,7 +133,7 @@ fn flush_never_moves_the_head_past_records_a_failure_discarded() {
     let db = Arc::try_unwrap(db).expect("sole owner");
     let c = db.close();
     eprintln!("close -> {c:?}");
-    let re = Db::open("/db", Options::small_for_tests(Arc::new(fs.inner.clone())));
+    let re = Db::open("/db", Options::small_for_tests(Arc::new(fs.mem.clone())));
     match &re {
         Ok(db) => eprintln!(
             "reopen ok; get(k05)={:?}",

@@ -1,13 +1,14 @@
 //! [`FaultFs`]: wraps any [`FileSystem`] and makes a chosen call fail with ENOSPC or EIO.
 //!
-//! Every call — on the file system and on the handles it returns — belongs to a class:
-//! *write* calls (`create`, `open_append`, `append`, `sync_data`, `set_len`, `rename`,
-//! `remove`, `sync_dir`, `punch_hole`, `create_dir_all`) or *read* calls (`open_read`,
-//! `read_at`, readable `len`, `list`, `exists`, `file_size`, `lock`). Two counters run
-//! from creation: write calls, and all calls. `WritableFile::len` is infallible and is not
-//! counted. `fail_at(n, kind, ops, forever)` makes the n-th call counted under `ops`,
-//! counting from the moment of the `fail_at`, fail; with `forever` every later call
-//! counted under `ops` fails as well. Calls outside `ops` always pass through.
+//! Every call — on the file system and on the handles it returns — is one [`FsOp`], and
+//! each op is either a *write* (`create`, `open_append`, `append`, `sync_data`, `set_len`,
+//! `rename`, `remove`, `sync_dir`, `punch_hole`, `create_dir_all`) or a *read* (`open_read`,
+//! `read_at`, readable `len`, `list`, `exists`, `file_size`, `lock`). Calls are counted per
+//! op from creation; a [`FaultOps`] selects which ops a count covers (writes, all, or a
+//! listed few). `WritableFile::len` is infallible and is not counted.
+//! `fail_at(n, kind, ops, forever)` makes the n-th call counted under `ops`, counting from
+//! the moment of the `fail_at`, fail; with `forever` every later call counted under `ops`
+//! fails as well. Calls outside `ops` always pass through.
 //!
 //! `FaultKind::NoSpacePartial` on an `append` first appends the first half of the data to
 //! the inner file, then fails with ENOSPC — what a really full disk does. On any other call
@@ -21,6 +22,11 @@
 //!    reopen the database on `after`.
 //!
 //! Size the loop by running the workload once without faults and reading `calls()`.
+//!
+//! One op only — e.g. a failing fdatasync while everything else works:
+//! `fault.fail_at(1, FaultKind::Io, FaultOps::Only(&[FsOp::SyncData]), true)`.
+//! `calls_of(FaultOps::Only(&[FsOp::OpenRead]))` counts opens without arming anything, and
+//! `record_calls(true)` keeps the order of calls (op and path) for `recorded()`.
 //!
 //! Thread-safety: `FaultFs` is `Clone`; clones and all wrapped handles share one
 //! mutex-protected state, so counting is exact under concurrency (which call is "n-th" is
@@ -49,16 +55,117 @@ pub enum FaultKind {
 /// Which calls are counted (and may fail).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FaultOps {
-    /// Calls that change the file system.
+    /// Calls that change the file system ([`FsOp::is_write`]).
     Writes,
     /// Every fallible call, reads included.
     All,
+    /// Only the listed ops, e.g. `FaultOps::Only(&[FsOp::Append, FsOp::SetLen])`.
+    Only(&'static [FsOp]),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Class {
-    Write,
-    Read,
+impl FaultOps {
+    fn includes(self, op: FsOp) -> bool {
+        match self {
+            FaultOps::Writes => op.is_write(),
+            FaultOps::All => true,
+            FaultOps::Only(ops) => ops.contains(&op),
+        }
+    }
+}
+
+/// One kind of fallible call on a file system or on one of its handles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FsOp {
+    CreateDirAll,
+    Create,
+    OpenAppend,
+    OpenRead,
+    Rename,
+    Remove,
+    List,
+    Exists,
+    FileSize,
+    SyncDir,
+    PunchHole,
+    Lock,
+    /// `WritableFile::append`.
+    Append,
+    /// `WritableFile::sync_data`.
+    SyncData,
+    /// `WritableFile::set_len`.
+    SetLen,
+    /// `ReadableFile::read_at`.
+    ReadAt,
+    /// `ReadableFile::len`.
+    ReadLen,
+}
+
+impl FsOp {
+    /// Every op, in declaration order: `ALL[op as usize] == op`.
+    pub const ALL: [FsOp; 17] = [
+        FsOp::CreateDirAll,
+        FsOp::Create,
+        FsOp::OpenAppend,
+        FsOp::OpenRead,
+        FsOp::Rename,
+        FsOp::Remove,
+        FsOp::List,
+        FsOp::Exists,
+        FsOp::FileSize,
+        FsOp::SyncDir,
+        FsOp::PunchHole,
+        FsOp::Lock,
+        FsOp::Append,
+        FsOp::SyncData,
+        FsOp::SetLen,
+        FsOp::ReadAt,
+        FsOp::ReadLen,
+    ];
+
+    /// Whether the call changes the file system (is counted under [`FaultOps::Writes`]).
+    pub fn is_write(self) -> bool {
+        match self {
+            FsOp::CreateDirAll
+            | FsOp::Create
+            | FsOp::OpenAppend
+            | FsOp::Rename
+            | FsOp::Remove
+            | FsOp::SyncDir
+            | FsOp::PunchHole
+            | FsOp::Append
+            | FsOp::SyncData
+            | FsOp::SetLen => true,
+            FsOp::OpenRead
+            | FsOp::List
+            | FsOp::Exists
+            | FsOp::FileSize
+            | FsOp::Lock
+            | FsOp::ReadAt
+            | FsOp::ReadLen => false,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            FsOp::CreateDirAll => "create_dir_all",
+            FsOp::Create => "create",
+            FsOp::OpenAppend => "open_append",
+            FsOp::OpenRead => "open_read",
+            FsOp::Rename => "rename",
+            FsOp::Remove => "remove",
+            FsOp::List => "list",
+            FsOp::Exists => "exists",
+            FsOp::FileSize => "file_size",
+            FsOp::SyncDir => "sync_dir",
+            FsOp::PunchHole => "punch_hole",
+            FsOp::Lock => "lock",
+            FsOp::Append => "append",
+            FsOp::SyncData => "sync_data",
+            FsOp::SetLen => "set_len",
+            FsOp::ReadAt => "read_at",
+            FsOp::ReadLen => "len",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -72,18 +179,21 @@ struct Plan {
 
 #[derive(Debug, Default)]
 struct FaultState {
-    write_calls: u64,
-    all_calls: u64,
+    /// Calls per op, indexed by `FsOp as usize`.
+    calls: [u64; FsOp::ALL.len()],
     plan: Option<Plan>,
     tripped: bool,
+    /// `Some` while recording: every counted call, in order.
+    record: Option<Vec<(FsOp, PathBuf)>>,
 }
 
 impl FaultState {
     fn counter(&self, ops: FaultOps) -> u64 {
-        match ops {
-            FaultOps::Writes => self.write_calls,
-            FaultOps::All => self.all_calls,
-        }
+        FsOp::ALL
+            .iter()
+            .filter(|op| ops.includes(**op))
+            .map(|&op| self.calls[op as usize])
+            .sum()
     }
 }
 
@@ -125,7 +235,7 @@ impl FaultFs {
 
     /// Write calls counted since creation (the unit of `fail_at(.., FaultOps::Writes, ..)`).
     pub fn calls(&self) -> u64 {
-        self.state.lock().write_calls
+        self.calls_of(FaultOps::Writes)
     }
 
     /// Calls counted under `ops` since creation.
@@ -137,17 +247,30 @@ impl FaultFs {
     pub fn tripped(&self) -> bool {
         self.state.lock().tripped
     }
+
+    /// `true` starts recording every counted call (discarding an earlier record); `false`
+    /// stops recording and discards the record.
+    pub fn record_calls(&self, on: bool) {
+        self.state.lock().record = on.then(Vec::new);
+    }
+
+    /// The calls made since `record_calls(true)`, in order, each with the path it named
+    /// (`rename`: the source). A call is recorded when made, whether or not it then fails.
+    pub fn recorded(&self) -> Vec<(FsOp, PathBuf)> {
+        self.state.lock().record.clone().unwrap_or_default()
+    }
 }
 
-/// Counts one call and decides whether it fails. Shared by the fs and its handles.
-fn before(state: &Mutex<FaultState>, class: Class) -> Option<FaultKind> {
+/// Counts (and records) one call and decides whether it fails. Shared by the fs and its
+/// handles.
+fn before(state: &Mutex<FaultState>, op: FsOp, path: &Path) -> Option<FaultKind> {
     let mut state = state.lock();
-    if class == Class::Write {
-        state.write_calls += 1;
+    state.calls[op as usize] += 1;
+    if let Some(record) = &mut state.record {
+        record.push((op, path.to_path_buf()));
     }
-    state.all_calls += 1;
     let plan = state.plan?;
-    if class == Class::Read && plan.ops == FaultOps::Writes {
+    if !plan.ops.includes(op) {
         return None;
     }
     let count = state.counter(plan.ops);
@@ -160,38 +283,38 @@ fn before(state: &Mutex<FaultState>, class: Class) -> Option<FaultKind> {
     }
 }
 
-fn injected(kind: FaultKind, op: &str, path: &Path) -> Error {
+fn injected(kind: FaultKind, op: FsOp, path: &Path) -> Error {
     let errno = match kind {
         FaultKind::NoSpace | FaultKind::NoSpacePartial => libc::ENOSPC,
         FaultKind::Io => libc::EIO,
     };
     Error::io(
-        format!("{op} {} (injected fault)", path.display()),
+        format!("{} {} (injected fault)", op.name(), path.display()),
         io::Error::from_raw_os_error(errno),
     )
 }
 
-fn check(state: &Mutex<FaultState>, class: Class, op: &str, path: &Path) -> Result<()> {
-    match before(state, class) {
+fn check(state: &Mutex<FaultState>, op: FsOp, path: &Path) -> Result<()> {
+    match before(state, op, path) {
         Some(kind) => Err(injected(kind, op, path)),
         None => Ok(()),
     }
 }
 
 impl FaultFs {
-    fn check(&self, class: Class, op: &str, path: &Path) -> Result<()> {
-        check(&self.state, class, op, path)
+    fn check(&self, op: FsOp, path: &Path) -> Result<()> {
+        check(&self.state, op, path)
     }
 }
 
 impl FileSystem for FaultFs {
     fn create_dir_all(&self, dir: &Path) -> Result<()> {
-        self.check(Class::Write, "create_dir_all", dir)?;
+        self.check(FsOp::CreateDirAll, dir)?;
         self.inner.create_dir_all(dir)
     }
 
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        self.check(Class::Write, "create", path)?;
+        self.check(FsOp::Create, path)?;
         Ok(Box::new(FaultWritable {
             inner: self.inner.create(path)?,
             state: Arc::clone(&self.state),
@@ -200,7 +323,7 @@ impl FileSystem for FaultFs {
     }
 
     fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        self.check(Class::Write, "open_append", path)?;
+        self.check(FsOp::OpenAppend, path)?;
         Ok(Box::new(FaultWritable {
             inner: self.inner.open_append(path)?,
             state: Arc::clone(&self.state),
@@ -209,7 +332,7 @@ impl FileSystem for FaultFs {
     }
 
     fn open_read(&self, path: &Path) -> Result<Arc<dyn ReadableFile>> {
-        self.check(Class::Read, "open_read", path)?;
+        self.check(FsOp::OpenRead, path)?;
         Ok(Arc::new(FaultReadable {
             inner: self.inner.open_read(path)?,
             state: Arc::clone(&self.state),
@@ -218,42 +341,42 @@ impl FileSystem for FaultFs {
     }
 
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
-        self.check(Class::Write, "rename", from)?;
+        self.check(FsOp::Rename, from)?;
         self.inner.rename(from, to)
     }
 
     fn remove(&self, path: &Path) -> Result<()> {
-        self.check(Class::Write, "remove", path)?;
+        self.check(FsOp::Remove, path)?;
         self.inner.remove(path)
     }
 
     fn list(&self, dir: &Path) -> Result<Vec<String>> {
-        self.check(Class::Read, "list", dir)?;
+        self.check(FsOp::List, dir)?;
         self.inner.list(dir)
     }
 
     fn exists(&self, path: &Path) -> Result<bool> {
-        self.check(Class::Read, "exists", path)?;
+        self.check(FsOp::Exists, path)?;
         self.inner.exists(path)
     }
 
     fn file_size(&self, path: &Path) -> Result<u64> {
-        self.check(Class::Read, "file_size", path)?;
+        self.check(FsOp::FileSize, path)?;
         self.inner.file_size(path)
     }
 
     fn sync_dir(&self, dir: &Path) -> Result<()> {
-        self.check(Class::Write, "sync_dir", dir)?;
+        self.check(FsOp::SyncDir, dir)?;
         self.inner.sync_dir(dir)
     }
 
     fn punch_hole(&self, path: &Path, offset: u64, len: u64) -> Result<()> {
-        self.check(Class::Write, "punch_hole", path)?;
+        self.check(FsOp::PunchHole, path)?;
         self.inner.punch_hole(path, offset, len)
     }
 
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
-        self.check(Class::Read, "lock", path)?;
+        self.check(FsOp::Lock, path)?;
         self.inner.lock(path)
     }
 }
@@ -267,12 +390,12 @@ struct FaultReadable {
 
 impl ReadableFile for FaultReadable {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
-        check(&self.state, Class::Read, "read_at", &self.path)?;
+        check(&self.state, FsOp::ReadAt, &self.path)?;
         self.inner.read_at(offset, buf)
     }
 
     fn len(&self) -> Result<u64> {
-        check(&self.state, Class::Read, "len", &self.path)?;
+        check(&self.state, FsOp::ReadLen, &self.path)?;
         self.inner.len()
     }
 }
@@ -286,23 +409,27 @@ struct FaultWritable {
 
 impl WritableFile for FaultWritable {
     fn append(&mut self, data: &[u8]) -> Result<()> {
-        match before(&self.state, Class::Write) {
+        match before(&self.state, FsOp::Append, &self.path) {
             None => self.inner.append(data),
             Some(FaultKind::NoSpacePartial) => {
                 self.inner.append(&data[..data.len() / 2])?;
-                Err(injected(FaultKind::NoSpacePartial, "append", &self.path))
+                Err(injected(
+                    FaultKind::NoSpacePartial,
+                    FsOp::Append,
+                    &self.path,
+                ))
             }
-            Some(kind) => Err(injected(kind, "append", &self.path)),
+            Some(kind) => Err(injected(kind, FsOp::Append, &self.path)),
         }
     }
 
     fn sync_data(&mut self) -> Result<()> {
-        check(&self.state, Class::Write, "sync_data", &self.path)?;
+        check(&self.state, FsOp::SyncData, &self.path)?;
         self.inner.sync_data()
     }
 
     fn set_len(&mut self, len: u64) -> Result<()> {
-        check(&self.state, Class::Write, "set_len", &self.path)?;
+        check(&self.state, FsOp::SetLen, &self.path)?;
         self.inner.set_len(len)
     }
 
@@ -312,130 +439,4 @@ impl WritableFile for FaultWritable {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::fs::MemFs;
-
-    fn setup() -> (MemFs, FaultFs) {
-        let mem = MemFs::new();
-        let fault = FaultFs::new(Arc::new(mem.clone()));
-        (mem, fault)
-    }
-
-    #[test]
-    fn fails_exactly_nth_write_once() {
-        let (mem, fs) = setup();
-        let path = Path::new("/d/f");
-        let mut w = fs.create(path).expect("create"); // write call 1
-        fs.fail_at(2, FaultKind::Io, FaultOps::Writes, false);
-        w.append(b"one").expect("first counted call passes"); // +1
-        let err = w.append(b"two").expect_err("second counted call fails"); // +2
-        match &err {
-            Error::Io { source, .. } => assert_eq!(source.raw_os_error(), Some(libc::EIO)),
-            other => panic!("expected Io, got {other:?}"),
-        }
-        assert!(!err.is_no_space());
-        assert!(fs.tripped());
-        w.append(b"three").expect("once: later calls pass");
-        assert_eq!(mem.file_size(path).expect("size"), 8);
-        assert_eq!(fs.calls(), 4);
-    }
-
-    #[test]
-    fn forever_fails_every_later_counted_call_but_not_reads() {
-        let (_mem, fs) = setup();
-        let path = Path::new("/f");
-        let mut w = fs.create(path).expect("create");
-        w.append(b"abc").expect("append");
-        fs.fail_at(1, FaultKind::NoSpace, FaultOps::Writes, true);
-        for _ in 0..3 {
-            assert!(w.sync_data().expect_err("forever").is_no_space());
-        }
-        assert!(fs.rename(path, Path::new("/g")).is_err());
-        assert!(fs.create(Path::new("/h")).is_err());
-        // Reads are not counted under Writes and still work.
-        let r = fs.open_read(path).expect("open_read");
-        let mut buf = [0u8; 3];
-        r.read_exact_at(0, &mut buf, "f").expect("read");
-        assert_eq!(&buf, b"abc");
-        assert!(fs.exists(path).expect("exists"));
-        fs.clear();
-        assert!(!fs.tripped());
-        w.sync_data().expect("cleared");
-    }
-
-    #[test]
-    fn reads_not_counted_under_writes_but_counted_under_all() {
-        let (_mem, fs) = setup();
-        let path = Path::new("/f");
-        fs.create(path).expect("create");
-        let writes_before = fs.calls();
-        let all_before = fs.calls_of(FaultOps::All);
-        let r = fs.open_read(path).expect("open_read");
-        let _ = r.read_at(0, &mut [0u8; 4]).expect("read");
-        fs.list(Path::new("/")).expect("list");
-        fs.file_size(path).expect("size");
-        assert_eq!(fs.calls(), writes_before);
-        assert_eq!(fs.calls_of(FaultOps::All), all_before + 4);
-
-        fs.fail_at(2, FaultKind::Io, FaultOps::All, false);
-        fs.exists(path).expect("1st counted call passes");
-        assert!(
-            r.read_at(0, &mut [0u8; 4]).is_err(),
-            "2nd counted call (a read) fails"
-        );
-        r.len().expect("3rd passes");
-    }
-
-    #[test]
-    fn no_space_partial_writes_half_then_fails() {
-        let (mem, fs) = setup();
-        let path = Path::new("/f");
-        let mut w = fs.create(path).expect("create");
-        fs.fail_at(1, FaultKind::NoSpacePartial, FaultOps::Writes, false);
-        let err = w.append(b"0123456789").expect_err("partial");
-        assert!(err.is_no_space());
-        assert_eq!(w.len(), 5);
-        let r = mem.open_read(path).expect("open");
-        let mut buf = [0u8; 5];
-        r.read_exact_at(0, &mut buf, "f").expect("read");
-        assert_eq!(&buf, b"01234");
-        // On a non-append call it is plain ENOSPC.
-        fs.fail_at(1, FaultKind::NoSpacePartial, FaultOps::Writes, false);
-        assert!(w.sync_data().expect_err("enospc").is_no_space());
-    }
-
-    #[test]
-    fn crash_recipe_keeps_only_durable_state() {
-        use crate::fs::PowerLoss;
-        let (mem, fs) = setup();
-        let dir = Path::new("/db");
-        // Workload: create, append, sync, sync_dir, append, sync = 6 write calls (+mkdir).
-        let workload = |fs: &FaultFs| -> Result<()> {
-            fs.create_dir_all(dir)?;
-            let mut w = fs.create(&dir.join("log"))?;
-            w.append(b"first")?;
-            w.sync_data()?;
-            fs.sync_dir(dir)?;
-            w.append(b"second")?;
-            w.sync_data()
-        };
-        workload(&fs).expect("clean run");
-        let total = fs.calls();
-        assert_eq!(total, 7);
-        drop(mem);
-        for n in 1..=total {
-            let (mem, fs) = setup();
-            fs.fail_at(n, FaultKind::Io, FaultOps::Writes, true);
-            assert!(workload(&fs).is_err(), "crash at {n}");
-            let image = mem.power_loss_image(PowerLoss::DropUnsynced);
-            let size = image.file_size(&dir.join("log")).ok();
-            let expected = match n {
-                1..=5 => None,
-                6 | 7 => Some(5),
-                _ => unreachable!(),
-            };
-            assert_eq!(size, expected, "crash at write call {n}");
-        }
-    }
-}
+mod tests;

@@ -132,6 +132,23 @@ impl MemFs {
         self.state.lock().live.keys().cloned().collect()
     }
 
+    /// A copy of the live bytes of the file at `path`; `None` if there is no such file.
+    pub fn contents(&self, path: &Path) -> Option<Vec<u8>> {
+        let inode = self.state.lock().live.get(path).cloned()?;
+        let bytes = inode.lock().data.clone();
+        Some(bytes)
+    }
+
+    /// Replaces the bytes of the file at `path` (creating it), as `create` + `append` +
+    /// `sync_data` would: the bytes are durable, a new directory entry is not until
+    /// `sync_dir`. Handles already open on the file see the new bytes. For tests that
+    /// damage or forge files.
+    pub fn set_contents(&self, path: &Path, bytes: &[u8]) -> Result<()> {
+        let mut file = self.create(path)?;
+        file.append(bytes)?;
+        file.sync_data()
+    }
+
     /// Sum of the live lengths of all live files.
     pub fn total_bytes(&self) -> u64 {
         let ns = self.state.lock();

@@ -22,7 +22,7 @@ mod posix;
 use std::path::Path;
 use std::sync::Arc;
 
-pub use fault::{FaultFs, FaultKind, FaultOps};
+pub use fault::{FaultFs, FaultKind, FaultOps, FsOp};
 pub use mem::{MemFs, PowerLoss};
 pub use posix::PosixFs;
 

@@ -10,7 +10,7 @@ pub mod merge;
 pub use db_iter::DbIterator;
 pub use merge::MergingIterator;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// A cursor over `(internal key, value)` pairs in internal-key order.
 pub trait InternalIterator: Send {
@@ -32,9 +32,24 @@ pub trait InternalIterator: Send {
     fn status(&self) -> Result<()>;
 }
 
-/// An iterator over nothing (an empty level or memtable).
+/// An iterator over nothing: an empty level or memtable, or — made by
+/// [`EmptyIterator::with_error`] — a source that failed to open, whose error `status()`
+/// reports so a scan over it fails instead of silently skipping it.
 #[derive(Debug, Default)]
-pub struct EmptyIterator;
+pub struct EmptyIterator {
+    error: Option<Error>,
+}
+
+impl EmptyIterator {
+    pub fn new() -> EmptyIterator {
+        EmptyIterator::default()
+    }
+
+    /// An iterator over nothing whose `status()` is `Err(error)`.
+    pub fn with_error(error: Error) -> EmptyIterator {
+        EmptyIterator { error: Some(error) }
+    }
+}
 
 impl InternalIterator for EmptyIterator {
     fn valid(&self) -> bool {
@@ -52,6 +67,34 @@ impl InternalIterator for EmptyIterator {
         &[]
     }
     fn status(&self) -> Result<()> {
-        Ok(())
+        match &self.error {
+            Some(error) => Err(error.clone()),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_iterator_is_never_valid_and_reports_its_error() {
+        let mut plain = EmptyIterator::new();
+        plain.seek_to_first();
+        assert!(!plain.valid());
+        assert!(plain.status().is_ok());
+
+        let error = Error::corruption("000007.sst", 12, "bad block");
+        let mut failed = EmptyIterator::with_error(error);
+        for position in [
+            |it: &mut EmptyIterator| it.seek_to_first(),
+            |it: &mut EmptyIterator| it.seek_to_last(),
+            |it: &mut EmptyIterator| it.seek(b"k"),
+        ] {
+            position(&mut failed);
+            assert!(!failed.valid());
+            assert!(failed.status().expect_err("error kept").is_corruption());
+        }
     }
 }

@@ -20,8 +20,6 @@ pub mod format;
 mod iterator;
 mod reader;
 #[cfg(test)]
-mod test_util;
-#[cfg(test)]
 mod tests;
 
 pub use block::{Block, BlockIter};

@@ -4,10 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::test_util::{TinyFs, VecFile};
 use super::*;
 use crate::error::Error;
-use crate::fs::FileSystem;
+use crate::fs::{FaultFs, FaultOps, FileSystem, FsOp, MemFs, ReadableFile};
 use crate::iter::InternalIterator;
 use crate::key::{make_internal_key, seek_key, ValueKind};
 
@@ -36,26 +35,36 @@ fn versioned_entries(n: usize) -> Entries {
     out
 }
 
+const TABLE_PATH: &str = "/t.sst";
+
 fn build_table(entries: &Entries, options: TableOptions) -> Vec<u8> {
-    let file = VecFile::default();
-    let mut builder = TableBuilder::new(Box::new(file.clone()), "t.sst".into(), options);
+    let fs = MemFs::new();
+    let path = Path::new(TABLE_PATH);
+    let file = fs.create(path).expect("create");
+    let mut builder = TableBuilder::new(file, "t.sst".into(), options);
     for (k, v) in entries {
         builder.add(k, v).expect("add");
     }
     assert_eq!(builder.num_entries(), entries.len() as u64);
-    assert!(
-        builder.estimated_size() <= file.contents().len() as u64 + options.block_size as u64 * 2
-    );
+    let written = fs.file_size(path).expect("size");
+    assert!(builder.estimated_size() <= written + options.block_size as u64 * 2);
     let size = builder.finish().expect("finish");
-    let bytes = file.contents();
+    let bytes = fs.contents(path).expect("table");
     assert_eq!(size, bytes.len() as u64);
     bytes
 }
 
+/// An in-memory file holding `bytes`, open for reading.
+fn file_holding(bytes: &[u8]) -> Arc<dyn ReadableFile> {
+    let fs = MemFs::new();
+    let path = Path::new(TABLE_PATH);
+    fs.set_contents(path, bytes).expect("set_contents");
+    fs.open_read(path).expect("open")
+}
+
 fn open_table(bytes: Vec<u8>, cache: Option<Arc<BlockCache>>) -> crate::Result<Arc<Table>> {
     let size = bytes.len() as u64;
-    let file = Arc::new(VecFile::from_bytes(bytes));
-    Table::open(file, 7, "t.sst".into(), size, cache).map(Arc::new)
+    Table::open(file_holding(&bytes), 7, "t.sst".into(), size, cache).map(Arc::new)
 }
 
 fn scan_forward(table: &Arc<Table>) -> crate::Result<Entries> {
@@ -273,7 +282,7 @@ fn every_truncation_fails_cleanly() {
     // A file that is shorter than the size the caller believes it has.
     let full_len = bytes.len() as u64;
     for len in [0, bytes.len() / 2, bytes.len() - 1] {
-        let file = Arc::new(VecFile::from_bytes(bytes[..len].to_vec()));
+        let file = file_holding(&bytes[..len]);
         let err = Table::open(file, 1, "t".into(), full_len, None).expect_err("short file");
         assert!(err.is_corruption(), "{err}");
     }
@@ -312,7 +321,7 @@ fn block_cache_hit_returns_the_same_block() {
     assert!(Arc::ptr_eq(&first, &cache.get(7, 0).expect("still cached")));
 }
 
-fn write_table_file(fs: &TinyFs, dir: &Path, number: u64, entries: &Entries) -> u64 {
+fn write_table_file(fs: &dyn FileSystem, dir: &Path, number: u64, entries: &Entries) -> u64 {
     let path = crate::filename::table_file_name(dir, number);
     let file = fs.create(&path).expect("create");
     let mut builder = TableBuilder::new(file, path.display().to_string(), small_options());
@@ -324,20 +333,22 @@ fn write_table_file(fs: &TinyFs, dir: &Path, number: u64, entries: &Entries) -> 
 
 #[test]
 fn table_cache_reuses_reopens_after_evict_and_bounds_open_tables() {
-    let fs = Arc::new(TinyFs::default());
+    // Counts the table files opened for reading.
+    let fs = Arc::new(FaultFs::new(Arc::new(MemFs::new())));
+    let open_count = || fs.calls_of(FaultOps::Only(&[FsOp::OpenRead]));
     let dir = PathBuf::from("/db");
     let entries = versioned_entries(20);
     let sizes: Vec<u64> = (1..=3)
-        .map(|n| write_table_file(&fs, &dir, n, &entries))
+        .map(|n| write_table_file(fs.as_ref(), &dir, n, &entries))
         .collect();
     let cache = TableCache::new(fs.clone(), dir, 2, Some(Arc::new(BlockCache::new(1 << 16))));
     let t1 = cache.get(1, sizes[0]).expect("open 1");
     let again = cache.get(1, sizes[0]).expect("cached 1");
     assert!(Arc::ptr_eq(&t1, &again));
-    assert_eq!(fs.open_count(), 1);
+    assert_eq!(open_count(), 1);
     cache.evict(1);
     let reopened = cache.get(1, sizes[0]).expect("reopen 1");
-    assert_eq!(fs.open_count(), 2);
+    assert_eq!(open_count(), 2);
     assert!(!Arc::ptr_eq(&t1, &reopened));
     assert_eq!(scan_forward(&reopened).expect("scan"), entries);
     // Capacity 2: opening 2 and 3 evicts 1, the least recently used.
@@ -345,7 +356,7 @@ fn table_cache_reuses_reopens_after_evict_and_bounds_open_tables() {
     cache.get(3, sizes[2]).expect("open 3");
     assert_eq!(cache.len(), 2);
     cache.get(1, sizes[0]).expect("reopen 1 again");
-    assert_eq!(fs.open_count(), 5);
+    assert_eq!(open_count(), 5);
     // The evicted handle held elsewhere keeps working.
     assert_eq!(scan_forward(&t1).expect("old handle"), entries);
     assert!(cache.get(9, 100).is_err());

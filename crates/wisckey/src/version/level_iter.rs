@@ -1,6 +1,5 @@
 //! [`LevelIterator`]: one iterator over a whole sorted, non-overlapping level (L1+), opening
-//! each table only when the cursor reaches it; and [`ErrorIterator`], an always-invalid
-//! iterator that carries an error (a table that failed to open).
+//! each table only when the cursor reaches it.
 //!
 //! Invariant: when the level iterator is valid, `table` is the open iterator of
 //! `files[index]` and is itself valid. The first error (table open failure or an inner
@@ -17,38 +16,6 @@ use crate::key::compare_internal;
 
 use super::levels::FileMeta;
 use super::TableSource;
-
-/// An iterator that is never valid and reports `error` from `status()`.
-#[derive(Debug)]
-pub struct ErrorIterator {
-    error: Error,
-}
-
-impl ErrorIterator {
-    pub fn new(error: Error) -> ErrorIterator {
-        ErrorIterator { error }
-    }
-}
-
-impl InternalIterator for ErrorIterator {
-    fn valid(&self) -> bool {
-        false
-    }
-    fn seek_to_first(&mut self) {}
-    fn seek_to_last(&mut self) {}
-    fn seek(&mut self, _target: &[u8]) {}
-    fn next(&mut self) {}
-    fn prev(&mut self) {}
-    fn key(&self) -> &[u8] {
-        &[]
-    }
-    fn value(&self) -> &[u8] {
-        &[]
-    }
-    fn status(&self) -> Result<()> {
-        Err(self.error.clone())
-    }
-}
 
 /// Concatenation of the tables of one level, in key order.
 pub struct LevelIterator {

@@ -14,11 +14,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::iter::InternalIterator;
+use crate::iter::{EmptyIterator, InternalIterator};
 use crate::key::{compare_internal, user_key};
 
 use super::edit::VersionEdit;
-use super::level_iter::{ErrorIterator, LevelIterator};
+use super::level_iter::LevelIterator;
 use super::{TableSource, NUM_LEVELS};
 
 /// One table file: its number, size and key range (internal keys, inclusive).
@@ -139,7 +139,7 @@ impl Version {
         for file in self.files(0) {
             match tables.iter(file.number, file.file_size) {
                 Ok(it) => out.push(it),
-                Err(e) => out.push(Box::new(ErrorIterator::new(e))),
+                Err(e) => out.push(Box::new(EmptyIterator::with_error(e))),
             }
         }
         for level in 1..NUM_LEVELS {

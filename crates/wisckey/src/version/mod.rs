@@ -24,7 +24,7 @@ mod set;
 pub(crate) mod testutil;
 
 pub use edit::{tags, VersionEdit, EXTRA_TAGS};
-pub use level_iter::{ErrorIterator, LevelIterator};
+pub use level_iter::LevelIterator;
 pub use levels::{FileMeta, Version};
 pub use manifest::{MANIFEST_FORMAT_VERSION, MANIFEST_MAGIC};
 pub use set::{VersionSet, DEFAULT_MANIFEST_SIZE_LIMIT};

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use super::*;
 use crate::coding::put_fixed32;
 use crate::error::Error;
-use crate::fs::FileSystem;
+use crate::fs::{FaultFs, FaultKind, FaultOps, FileSystem, FsOp, MemFs};
 use crate::key::{make_internal_key, ValueKind};
 use crate::version::manifest::{MANIFEST_FORMAT_VERSION, MANIFEST_MAGIC};
-use crate::version::testutil::{meta, TestFs};
+use crate::version::testutil::meta;
 
 const DIR: &str = "/db";
 
@@ -18,14 +18,51 @@ fn dir() -> &'static Path {
     Path::new(DIR)
 }
 
-fn new_set() -> (Arc<TestFs>, VersionSet) {
-    let fs = Arc::new(TestFs::default());
-    let set = VersionSet::create(Arc::clone(&fs) as Arc<dyn FileSystem>, dir()).expect("create");
+/// The set works through `fs.fault`, a `FaultFs` over `fs.mem`, which holds the files.
+struct TestFs {
+    mem: MemFs,
+    fault: Arc<FaultFs>,
+}
+
+impl TestFs {
+    fn new() -> TestFs {
+        let mem = MemFs::new();
+        let fault = Arc::new(FaultFs::new(Arc::new(mem.clone())));
+        TestFs { mem, fault }
+    }
+
+    /// Names of the files in `dir`, sorted.
+    fn names(&self, dir: &Path) -> Vec<String> {
+        let mut names = self.mem.list(dir).expect("list");
+        names.sort();
+        names
+    }
+
+    fn read(&self, path: &Path) -> Option<Vec<u8>> {
+        self.mem.contents(path)
+    }
+
+    fn write(&self, path: &Path, bytes: &[u8]) {
+        self.mem.set_contents(path, bytes).expect("set_contents");
+    }
+
+    /// From now on every call of the listed ops fails with ENOSPC (an `append` after
+    /// writing half its bytes), until `fault.clear()`.
+    fn fail_every(&self, ops: &'static [FsOp]) {
+        let kind = FaultKind::NoSpacePartial;
+        self.fault.fail_at(1, kind, FaultOps::Only(ops), true);
+    }
+}
+
+fn new_set() -> (TestFs, VersionSet) {
+    let fs = TestFs::new();
+    let set =
+        VersionSet::create(Arc::clone(&fs.fault) as Arc<dyn FileSystem>, dir()).expect("create");
     (fs, set)
 }
 
-fn recover(fs: &Arc<TestFs>) -> Result<VersionSet> {
-    VersionSet::recover(Arc::clone(fs) as Arc<dyn FileSystem>, dir())
+fn recover(fs: &TestFs) -> Result<VersionSet> {
+    VersionSet::recover(Arc::clone(&fs.fault) as Arc<dyn FileSystem>, dir())
 }
 
 /// Everything observable about a set's state, for equality checks across recovery.
@@ -54,7 +91,7 @@ fn flush_edit(set: &mut VersionSet, lo: &[u8], hi: &[u8]) -> VersionEdit {
 }
 
 /// Applies a handful of edits of every kind; returns the set.
-fn populated() -> (Arc<TestFs>, VersionSet) {
+fn populated() -> (TestFs, VersionSet) {
     let (fs, mut set) = new_set();
     let e = flush_edit(&mut set, b"a", b"m");
     set.log_and_apply(e).expect("flush 1");
@@ -106,7 +143,7 @@ fn new_database_state_and_create_refuses_existing() {
         b"MANIFEST-000001\n"
     );
     assert_eq!(fs.names(dir()), vec!["CURRENT", "MANIFEST-000001"]);
-    let again = VersionSet::create(Arc::clone(&fs) as Arc<dyn FileSystem>, dir());
+    let again = VersionSet::create(Arc::clone(&fs.fault) as Arc<dyn FileSystem>, dir());
     assert!(matches!(again, Err(Error::InvalidArgument(_))));
 }
 
@@ -198,7 +235,7 @@ fn current_garbage_is_not_a_database() {
     }
     fs.write(&dir().join("CURRENT"), &[b'M'; 1000]);
     assert!(matches!(recover(&fs), Err(Error::NotADatabase(_))));
-    let empty = Arc::new(TestFs::default());
+    let empty = TestFs::new();
     assert!(matches!(recover(&empty), Err(Error::NotADatabase(_))));
 }
 
@@ -232,17 +269,17 @@ fn failed_sync_leaves_state_unchanged_and_next_apply_recovers() {
     let before = state(&set);
     let version_before = set.current();
     // An append that tears half-way leaves garbage; the next apply must not append after it.
-    TestFs::set(&fs.faults.append, true);
+    fs.fail_every(&[FsOp::Append]);
     let e = flush_edit(&mut set, b"a", b"c");
     assert!(set.log_and_apply(e.clone()).is_err());
     assert_eq!(state(&set), before);
     assert!(Arc::ptr_eq(&set.current(), &version_before));
-    TestFs::set(&fs.faults.append, false);
-    TestFs::set(&fs.faults.sync, true);
+    fs.fault.clear();
+    fs.fail_every(&[FsOp::SyncData]);
     assert!(set.log_and_apply(e.clone()).is_err());
     assert_eq!(state(&set), before);
     assert!(Arc::ptr_eq(&set.current(), &version_before));
-    TestFs::set(&fs.faults.sync, false);
+    fs.fault.clear();
     let old_manifest = set.manifest_file_number();
     set.log_and_apply(e).expect("healthy again");
     assert!(
@@ -260,7 +297,7 @@ fn failed_roll_keeps_old_manifest_current() {
     set.set_manifest_size_limit(1);
     let before = state(&set);
     let old = set.manifest_file_number();
-    TestFs::set(&fs.faults.rename, true);
+    fs.fail_every(&[FsOp::Rename]);
     let e = flush_edit(&mut set, b"a", b"c");
     assert!(set.log_and_apply(e.clone()).is_err());
     assert_eq!(state(&set), before);
@@ -268,7 +305,7 @@ fn failed_roll_keeps_old_manifest_current() {
         fs.read(&dir().join("CURRENT")),
         Some(format!("MANIFEST-{old:06}\n").into_bytes())
     );
-    TestFs::set(&fs.faults.rename, false);
+    fs.fault.clear();
     set.log_and_apply(e).expect("roll succeeds");
     let after = state(&set);
     drop(set);
@@ -284,7 +321,7 @@ fn manifest_rolls_over_past_the_size_limit() {
         let e = flush_edit(&mut set, &[b'a' + i % 26], &[b'a' + i % 26]);
         set.log_and_apply(e).expect("apply");
         seen.insert(set.manifest_file_number());
-        let size = fs.file_size(&manifest_path(&set)).expect("size");
+        let size = fs.mem.file_size(&manifest_path(&set)).expect("size");
         assert!(size < 4000, "manifest stays bounded: {size}");
     }
     assert!(seen.len() > 2, "rolled several times");

@@ -16,8 +16,6 @@
 pub mod format;
 mod reader;
 mod scan;
-#[cfg(test)]
-mod test_fs;
 mod writer;
 
 use std::path::Path;

@@ -143,7 +143,7 @@ pub fn extract_value(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vlog::test_fs::VecFs;
+    use crate::fs::MemFs;
     use crate::vlog::{BatchEntry, VlogWriter};
     use std::path::Path;
 
@@ -157,10 +157,10 @@ mod tests {
     }
 
     /// A log with one synced segment holding `key1 -> value1` and a deletion of `key2`.
-    fn setup() -> (Arc<VecFs>, VlogReader, Vec<ValuePointer>, LiveRange) {
-        let fs = Arc::new(VecFs::default());
+    fn setup() -> (MemFs, VlogReader, Vec<ValuePointer>, LiveRange) {
+        let fs = MemFs::new();
         let dir = PathBuf::from("/db");
-        let mut w = VlogWriter::create(fs.clone(), dir.clone(), 1, opts()).expect("create");
+        let mut w = VlogWriter::create(fs_dyn(&fs), dir.clone(), 1, opts()).expect("create");
         let entries = [
             BatchEntry {
                 kind: ValueKind::Value,
@@ -183,8 +183,8 @@ mod tests {
         (fs, reader, ptrs, live)
     }
 
-    fn fs_dyn(fs: &Arc<VecFs>) -> Arc<dyn FileSystem> {
-        fs.clone()
+    fn fs_dyn(fs: &MemFs) -> Arc<dyn FileSystem> {
+        Arc::new(fs.clone())
     }
 
     fn assert_corruption(r: Result<Vec<u8>>, what: &str) {
@@ -273,10 +273,10 @@ mod tests {
     fn rejects_bad_crc_and_missing_segment() {
         let (fs, reader, ptrs, live) = setup();
         let path = vlog_file_name(Path::new("/db"), 1);
-        let mut bytes = fs.file_bytes(&path);
+        let mut bytes = fs.contents(&path).expect("segment");
         let last_value_byte = ptrs[0].end() as usize - 1;
         bytes[last_value_byte] ^= 0x01;
-        fs.set_file_bytes(&path, bytes);
+        fs.set_contents(&path, &bytes).expect("set_contents");
         assert_corruption(reader.read_value(&ptrs[0], b"key1", live), "bad crc");
 
         fs.remove(&path).expect("remove");

@@ -6,8 +6,8 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use super::*;
+use crate::fs::MemFs;
 use crate::vlog::format::{encode_record, FORMAT_VERSION};
-use crate::vlog::test_fs::VecFs;
 use crate::vlog::{BatchEntry, VlogWriter};
 
 fn dir() -> PathBuf {
@@ -26,7 +26,7 @@ fn opts(segment_size: u64) -> VlogOptions {
 /// (first sequence, records' keys, pointers) per batch.
 type Batches = Vec<(u64, Vec<Vec<u8>>, Vec<ValuePointer>)>;
 
-fn replay_from(fs: &VecFs, start: LogPosition, o: &VlogOptions) -> Result<(Batches, LogPosition)> {
+fn replay_from(fs: &MemFs, start: LogPosition, o: &VlogOptions) -> Result<(Batches, LogPosition)> {
     let mut batches = Vec::new();
     let end = scan(fs, &dir(), start, o, &mut |b: &[ScannedRecord]| {
         batches.push((
@@ -39,13 +39,13 @@ fn replay_from(fs: &VecFs, start: LogPosition, o: &VlogOptions) -> Result<(Batch
     Ok((batches, end))
 }
 
-fn replay(fs: &VecFs, o: &VlogOptions) -> (Batches, LogPosition) {
+fn replay(fs: &MemFs, o: &VlogOptions) -> (Batches, LogPosition) {
     replay_from(fs, LogPosition::new(1, 0), o).expect("scan")
 }
 
 /// Writes `sizes.len()` batches (batch i has `sizes[i]` records) and syncs.
-fn write_log(fs: &Arc<VecFs>, o: &VlogOptions, sizes: &[usize]) -> (Batches, VlogWriter) {
-    let mut w = VlogWriter::create(fs.clone(), dir(), 1, o.clone()).expect("create");
+fn write_log(fs: &MemFs, o: &VlogOptions, sizes: &[usize]) -> (Batches, VlogWriter) {
+    let mut w = VlogWriter::create(Arc::new(fs.clone()), dir(), 1, o.clone()).expect("create");
     let mut expected = Vec::new();
     let mut seq = 1;
     for (i, &n) in sizes.iter().enumerate() {
@@ -75,7 +75,7 @@ fn seg(n: u64) -> PathBuf {
 
 #[test]
 fn batches_come_back_in_order_across_segments_and_from_a_midpoint() {
-    let fs = Arc::new(VecFs::default());
+    let fs = MemFs::new();
     let o = opts(300);
     let (expected, w) = write_log(&fs, &o, &[1, 3, 2, 1, 4, 1, 2, 2]);
     assert!(w.active_segment() >= 3);
@@ -91,36 +91,37 @@ fn batches_come_back_in_order_across_segments_and_from_a_midpoint() {
 
 #[test]
 fn every_truncation_inside_the_last_batch_ends_the_log_before_it() {
-    let fs = Arc::new(VecFs::default());
+    let fs = MemFs::new();
     let o = opts(1 << 20);
     let (expected, w) = write_log(&fs, &o, &[2, 1, 3]);
-    let full = fs.file_bytes(&seg(1));
+    let full = fs.contents(&seg(1)).expect("segment");
     let last = &expected[2].2;
     let (start, stop) = (last[0].offset, last[2].end());
     assert_eq!(stop, w.end().offset);
     for cut in start..stop {
-        fs.set_file_bytes(&seg(1), full[..cut as usize].to_vec());
+        fs.set_contents(&seg(1), &full[..cut as usize])
+            .expect("set_contents");
         let (batches, end) = replay(&fs, &o);
         assert_eq!(batches, expected[..2].to_vec(), "cut at {cut}");
         assert_eq!(end, LogPosition::new(1, start), "cut at {cut}");
     }
-    fs.set_file_bytes(&seg(1), full);
+    fs.set_contents(&seg(1), &full).expect("set_contents");
     assert_eq!(replay(&fs, &o).1, w.end());
 }
 
 #[test]
 fn zero_filled_tail_ends_the_log() {
-    let fs = Arc::new(VecFs::default());
+    let fs = MemFs::new();
     let o = opts(1 << 20);
     let (expected, w) = write_log(&fs, &o, &[1, 2]);
-    let mut bytes = fs.file_bytes(&seg(1));
+    let mut bytes = fs.contents(&seg(1)).expect("segment");
     bytes.extend_from_slice(&[0u8; 5000]);
-    fs.set_file_bytes(&seg(1), bytes.clone());
+    fs.set_contents(&seg(1), &bytes).expect("set_contents");
     assert_eq!(replay(&fs, &o), (expected.clone(), w.end()));
     // Zeros over the last batch (a file system that extended the file but lost the data).
     let last_start = expected[1].2[0].offset as usize;
     bytes[last_start..].fill(0);
-    fs.set_file_bytes(&seg(1), bytes);
+    fs.set_contents(&seg(1), &bytes).expect("set_contents");
     assert_eq!(
         replay(&fs, &o),
         (
@@ -132,31 +133,31 @@ fn zero_filled_tail_ends_the_log() {
 
 #[test]
 fn batch_missing_its_last_record_is_dropped() {
-    let fs = Arc::new(VecFs::default());
+    let fs = MemFs::new();
     let o = opts(1 << 20);
     let (expected, w) = write_log(&fs, &o, &[2]);
-    let mut bytes = fs.file_bytes(&seg(1));
+    let mut bytes = fs.contents(&seg(1)).expect("segment");
     encode_record(&mut bytes, 3, ValueKind::Value, false, b"x", b"1");
     encode_record(&mut bytes, 4, ValueKind::Deletion, false, b"y", b"");
-    fs.set_file_bytes(&seg(1), bytes);
+    fs.set_contents(&seg(1), &bytes).expect("set_contents");
     assert_eq!(replay(&fs, &o), (expected, w.end()));
 }
 
 #[test]
 fn invalid_record_followed_by_valid_later_segment_is_a_hole() {
-    let fs = Arc::new(VecFs::default());
+    let fs = MemFs::new();
     let o = opts(150);
     let (expected, _w) = write_log(&fs, &o, &[1, 1, 1, 1, 1, 1, 1, 1]);
     assert_eq!(expected[0].2[0].segment, 1);
     assert!(expected.last().map(|b| b.2[0].segment) > Some(2));
-    let mut bytes = fs.file_bytes(&seg(1));
+    let mut bytes = fs.contents(&seg(1)).expect("segment");
     let victim = expected[0].2[0].offset as usize + 25;
     bytes[victim] ^= 0x40;
-    fs.set_file_bytes(&seg(1), bytes);
+    fs.set_contents(&seg(1), &bytes).expect("set_contents");
     let err = replay_from(&fs, LogPosition::new(1, 0), &o).expect_err("hole");
     assert!(err.is_corruption(), "{err}");
     // A later segment that is missing entirely is a hole too.
-    let fs = Arc::new(VecFs::default());
+    let fs = MemFs::new();
     let (_, _w) = write_log(&fs, &o, &[1, 1, 1, 1, 1, 1, 1, 1]);
     fs.remove(&seg(2)).expect("remove");
     assert!(replay_from(&fs, LogPosition::new(1, 0), &o)
@@ -166,11 +167,11 @@ fn invalid_record_followed_by_valid_later_segment_is_a_hole() {
 
 #[test]
 fn later_segments_without_valid_batches_are_garbage_not_holes() {
-    let fs = Arc::new(VecFs::default());
+    let fs = MemFs::new();
     let o = opts(1 << 20);
     let (expected, w) = write_log(&fs, &o, &[1, 2]);
     // A crash while creating segment 2, and a segment 3 holding only a torn record.
-    fs.set_file_bytes(&seg(2), vec![0u8; 10]);
+    fs.set_contents(&seg(2), &[0u8; 10]).expect("set_contents");
     let mut torn = SegmentHeader {
         segment: 3,
         prev_segment_end: 0,
@@ -178,7 +179,7 @@ fn later_segments_without_valid_batches_are_garbage_not_holes() {
     .encode();
     encode_record(&mut torn, 9, ValueKind::Value, true, b"k", b"v");
     torn.pop();
-    fs.set_file_bytes(&seg(3), torn);
+    fs.set_contents(&seg(3), &torn).expect("set_contents");
     assert_eq!(replay(&fs, &o), (expected.clone(), w.end()));
     // A freshly rolled, still empty segment 2 is where the log continues.
     let header = SegmentHeader {
@@ -186,7 +187,7 @@ fn later_segments_without_valid_batches_are_garbage_not_holes() {
         prev_segment_end: w.end().offset,
     }
     .encode();
-    fs.set_file_bytes(&seg(2), header);
+    fs.set_contents(&seg(2), &header).expect("set_contents");
     fs.remove(&seg(3)).expect("remove");
     assert_eq!(
         replay(&fs, &o),
@@ -196,22 +197,22 @@ fn later_segments_without_valid_batches_are_garbage_not_holes() {
 
 #[test]
 fn headers_are_checked() {
-    let fs = Arc::new(VecFs::default());
+    let fs = MemFs::new();
     let o = opts(1 << 20);
     let (_, _w) = write_log(&fs, &o, &[1]);
-    let good = fs.file_bytes(&seg(1));
+    let good = fs.contents(&seg(1)).expect("segment");
     let mut newer = good.clone();
     newer[8..12].copy_from_slice(&(FORMAT_VERSION + 1).to_le_bytes());
-    fs.set_file_bytes(&seg(1), newer);
+    fs.set_contents(&seg(1), &newer).expect("set_contents");
     let err = replay_from(&fs, LogPosition::new(1, 0), &o).expect_err("newer");
     assert!(matches!(err, Error::UnsupportedVersion { .. }), "{err}");
     let mut magic = good.clone();
     magic[0] ^= 0xff;
-    fs.set_file_bytes(&seg(1), magic);
+    fs.set_contents(&seg(1), &magic).expect("set_contents");
     assert!(replay_from(&fs, LogPosition::new(1, 0), &o)
         .expect_err("magic")
         .is_corruption());
-    fs.set_file_bytes(&seg(1), good);
+    fs.set_contents(&seg(1), &good).expect("set_contents");
     let missing = replay_from(&fs, LogPosition::new(7, 0), &o).expect_err("missing");
     assert!(missing.is_corruption());
 }
@@ -221,16 +222,17 @@ fn random_logs_cut_anywhere_recover_exactly_the_complete_batches() {
     let seed = 0x5eed_0001_u64;
     let mut rng = SmallRng::seed_from_u64(seed);
     for round in 0..60 {
-        let fs = Arc::new(VecFs::default());
+        let fs = MemFs::new();
         let o = opts(rng.gen_range(200..2000));
         let sizes: Vec<usize> = (0..rng.gen_range(1..25))
             .map(|_| rng.gen_range(1..5))
             .collect();
         let (expected, w) = write_log(&fs, &o, &sizes);
         let last = w.active_segment();
-        let full = fs.file_bytes(&seg(last));
+        let full = fs.contents(&seg(last)).expect("segment");
         let cut = rng.gen_range(SEGMENT_HEADER_LEN as usize..=full.len());
-        fs.set_file_bytes(&seg(last), full[..cut].to_vec());
+        fs.set_contents(&seg(last), &full[..cut])
+            .expect("set_contents");
         let survivors: Batches = expected
             .iter()
             .filter(|b| b.2[0].segment < last || b.2.last().is_some_and(|p| p.end() <= cut as u64))

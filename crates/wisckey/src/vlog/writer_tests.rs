@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::*;
-use crate::vlog::test_fs::VecFs;
+use crate::fs::{FaultFs, FaultKind, FaultOps, FsOp, MemFs};
 use crate::vlog::{extract_value, scan, LiveRange, ScannedRecord, VlogReader};
 
 fn dir() -> PathBuf {
@@ -28,15 +28,51 @@ fn put<'a>(key: &'a [u8], value: &'a [u8]) -> BatchEntry<'a> {
     }
 }
 
-fn new_writer(fs: &Arc<VecFs>, o: VlogOptions) -> VlogWriter {
+/// `mem` holds the files; the writer works through `fault`, a `FaultFs` over it.
+fn new_fs() -> (MemFs, Arc<FaultFs>) {
+    let mem = MemFs::new();
+    let fault = Arc::new(FaultFs::new(Arc::new(mem.clone())));
+    (mem, fault)
+}
+
+fn new_writer(fs: &Arc<FaultFs>, o: VlogOptions) -> VlogWriter {
     VlogWriter::create(fs.clone(), dir(), 1, o).expect("create")
+}
+
+/// Length of a segment file as the file system holds it.
+fn seg_len(mem: &MemFs, n: u64) -> u64 {
+    mem.file_size(&seg_path(n)).expect("segment exists")
+}
+
+/// Arms: the `n`-th append from now writes half its bytes, then fails with ENOSPC.
+fn fail_nth_append(fs: &FaultFs, n: u64) {
+    fs.fail_at(
+        n,
+        FaultKind::NoSpacePartial,
+        FaultOps::Only(&[FsOp::Append]),
+        false,
+    );
+}
+
+/// The recorded creations, directory syncs and data syncs, in call order.
+fn durability_events(fs: &FaultFs) -> Vec<String> {
+    let name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
+    fs.recorded()
+        .into_iter()
+        .filter_map(|(op, path)| match op {
+            FsOp::Create => Some(format!("create {}", name(&path)?)),
+            FsOp::SyncDir => Some("sync_dir".to_owned()),
+            FsOp::SyncData => Some(format!("sync {}", name(&path)?)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A replayed batch: first sequence number and the records' keys.
 type Batch = (u64, Vec<Vec<u8>>);
 
 /// All batches the log holds from its start, plus the end.
-fn replay(fs: &VecFs, o: &VlogOptions) -> (Vec<Batch>, LogPosition) {
+fn replay(fs: &MemFs, o: &VlogOptions) -> (Vec<Batch>, LogPosition) {
     let mut batches = Vec::new();
     let end = scan(
         fs,
@@ -58,7 +94,7 @@ fn seg_path(n: u64) -> PathBuf {
 
 #[test]
 fn appended_values_read_back_through_reader() {
-    let fs = Arc::new(VecFs::default());
+    let (_mem, fs) = new_fs();
     let o = opts(1 << 20, 100);
     let mut w = new_writer(&fs, o.clone());
     let mut written = Vec::new();
@@ -83,13 +119,13 @@ fn appended_values_read_back_through_reader() {
 
 #[test]
 fn read_buffered_sees_records_before_flush() {
-    let fs = Arc::new(VecFs::default());
+    let (mem, fs) = new_fs();
     let o = opts(1 << 20, 1 << 20);
     let mut w = new_writer(&fs, o.clone());
     let ptrs = w
         .append_batch(5, &[put(b"a", b"alpha"), put(b"b", b"beta")])
         .expect("append");
-    assert_eq!(fs.file_bytes(&seg_path(1)).len() as u64, SEGMENT_HEADER_LEN);
+    assert_eq!(seg_len(&mem, 1), SEGMENT_HEADER_LEN);
     assert_eq!(w.flushed_end().offset, SEGMENT_HEADER_LEN);
     let bytes = w.read_buffered(&ptrs[1]).expect("buffered");
     assert_eq!(
@@ -111,7 +147,7 @@ fn read_buffered_sees_records_before_flush() {
 
 #[test]
 fn rollover_at_target_size_never_splits_a_batch() {
-    let fs = Arc::new(VecFs::default());
+    let (mem, fs) = new_fs();
     let o = opts(600, 128);
     let mut w = new_writer(&fs, o.clone());
     let mut expected = Vec::new();
@@ -136,7 +172,7 @@ fn rollover_at_target_size_never_splits_a_batch() {
     }
     w.sync().expect("sync");
     assert!(w.active_segment() > 3, "expected several rollovers");
-    let (batches, end) = replay(&fs, &o);
+    let (batches, end) = replay(&mem, &o);
     assert_eq!(batches, expected);
     assert_eq!(end, w.end());
     // A batch larger than a whole segment still goes somewhere: alone in a fresh segment.
@@ -149,40 +185,36 @@ fn rollover_at_target_size_never_splits_a_batch() {
 
 #[test]
 fn enospc_mid_flush_truncates_back_and_later_writes_follow_without_garbage() {
-    let fs = Arc::new(VecFs::default());
+    let (mem, fs) = new_fs();
     let o = opts(1 << 20, 1 << 20);
     let mut w = new_writer(&fs, o.clone());
     w.append_batch(1, &[put(b"a", b"1")]).expect("append a");
     w.sync().expect("sync a");
-    let len_before = fs.file_bytes(&seg_path(1)).len();
+    let len_before = seg_len(&mem, 1);
 
-    fs.faults().fail_append_nth = Some(fs.appends() + 1);
+    fail_nth_append(&fs, 1);
     w.append_batch(2, &[put(b"b", &[2u8; 300]), put(b"c", b"3")])
         .expect("buffered");
     let err = w.flush().expect_err("flush must fail");
     assert!(err.is_no_space(), "{err}");
-    assert_eq!(
-        fs.file_bytes(&seg_path(1)).len(),
-        len_before,
-        "torn bytes left behind"
-    );
+    assert_eq!(seg_len(&mem, 1), len_before, "torn bytes left behind");
     assert_eq!(w.end(), w.flushed_end(), "failed batches must be discarded");
 
     // The same through the write-out inside append_batch (buffer over its size).
     let mut small = VlogWriter::open(fs.clone(), dir(), w.end(), opts(1 << 20, 64)).expect("open");
     drop(w);
-    fs.faults().fail_append_nth = Some(fs.appends() + 1);
+    fail_nth_append(&fs, 1);
     let err = small
         .append_batch(4, &[put(b"d", &[4u8; 100])])
         .expect_err("write-out fails");
     assert!(err.is_no_space());
-    assert_eq!(fs.file_bytes(&seg_path(1)).len(), len_before);
+    assert_eq!(seg_len(&mem, 1), len_before);
 
     small
         .append_batch(5, &[put(b"e", &[5u8; 100])])
         .expect("later write");
     small.sync().expect("sync");
-    let (batches, end) = replay(&fs, &o);
+    let (batches, end) = replay(&mem, &o);
     assert_eq!(
         batches,
         vec![(1, vec![b"a".to_vec()]), (5, vec![b"e".to_vec()])]
@@ -192,7 +224,7 @@ fn enospc_mid_flush_truncates_back_and_later_writes_follow_without_garbage() {
 
 #[test]
 fn failed_truncate_rolls_and_recovery_skips_the_leftover_bytes() {
-    let fs = Arc::new(VecFs::default());
+    let (mem, fs) = new_fs();
     let o = opts(1 << 20, 1 << 20);
     let mut w = new_writer(&fs, o.clone());
     w.append_batch(1, &[put(b"a", b"1")]).expect("append");
@@ -202,15 +234,14 @@ fn failed_truncate_rolls_and_recovery_skips_the_leftover_bytes() {
     w.append_batch(3, &[put(b"c", b"3")]).expect("append");
     w.append_batch(4, &[put(b"d", &[9u8; 400])])
         .expect("append");
-    let next_append = fs.appends() + 1;
-    {
-        let mut faults = fs.faults();
-        faults.fail_append_nth = Some(next_append);
-        faults.fail_set_len = true;
-    }
+    // The append writes half and fails, and so does the `set_len` that would cut it off.
+    let append_and_truncate = FaultOps::Only(&[FsOp::Append, FsOp::SetLen]);
+    let calls_before = fs.calls_of(append_and_truncate);
+    fs.fail_at(1, FaultKind::NoSpacePartial, append_and_truncate, true);
     assert!(w.flush().is_err());
-    fs.faults().fail_set_len = false;
-    let junk_len = fs.file_bytes(&seg_path(1)).len() as u64;
+    assert_eq!(fs.calls_of(append_and_truncate) - calls_before, 2);
+    fs.clear();
+    let junk_len = seg_len(&mem, 1);
     let two_small_records = 2 * record_len(1, 1) as u64;
     assert!(
         junk_len >= w.flushed_end().offset + two_small_records,
@@ -222,7 +253,7 @@ fn failed_truncate_rolls_and_recovery_skips_the_leftover_bytes() {
         .expect("append after failure");
     assert_eq!(ptrs[0].segment, 2, "must not append behind the junk");
     w.sync().expect("sync");
-    let (batches, end) = replay(&fs, &o);
+    let (batches, end) = replay(&mem, &o);
     assert_eq!(
         batches,
         vec![(1, vec![b"a".to_vec()]), (5, vec![b"e".to_vec()])]
@@ -232,7 +263,7 @@ fn failed_truncate_rolls_and_recovery_skips_the_leftover_bytes() {
 
 #[test]
 fn rollover_makes_the_finished_segment_durable_before_the_next_gets_data() {
-    let fs = Arc::new(VecFs::default());
+    let (_mem, fs) = new_fs();
     let o = opts(200, 1 << 20);
     let mut w = new_writer(&fs, o);
     w.append_batch(1, &[put(b"a", &[1u8; 100])])
@@ -240,7 +271,7 @@ fn rollover_makes_the_finished_segment_durable_before_the_next_gets_data() {
     w.sync().expect("sync");
     let first_synced = w.synced_end();
     assert_eq!(first_synced, w.end());
-    fs.faults().events.clear();
+    fs.record_calls(true);
     w.append_batch(2, &[put(b"b", &[2u8; 100])])
         .expect("append");
     w.append_batch(3, &[put(b"c", &[3u8; 100])])
@@ -257,7 +288,7 @@ fn rollover_makes_the_finished_segment_durable_before_the_next_gets_data() {
     );
     w.sync().expect("sync");
     assert_eq!(w.synced_end(), w.end());
-    let events = fs.faults().events.clone();
+    let events = durability_events(&fs);
     assert_eq!(
         events,
         vec![
@@ -273,12 +304,12 @@ fn rollover_makes_the_finished_segment_durable_before_the_next_gets_data() {
 
 #[test]
 fn sync_failure_is_latched() {
-    let fs = Arc::new(VecFs::default());
+    let (_mem, fs) = new_fs();
     let mut w = new_writer(&fs, opts(1 << 20, 1 << 20));
     w.append_batch(1, &[put(b"a", b"1")]).expect("append");
-    fs.faults().fail_sync = true;
+    fs.fail_at(1, FaultKind::Io, FaultOps::Only(&[FsOp::SyncData]), true);
     assert!(w.sync().is_err());
-    fs.faults().fail_sync = false;
+    fs.clear();
     assert!(w.sync().is_err(), "a retried fsync must not report success");
     assert!(w.append_batch(2, &[put(b"b", b"2")]).is_err());
     assert_eq!(w.synced_end(), LogPosition::new(1, 0));
@@ -286,22 +317,23 @@ fn sync_failure_is_latched() {
 
 #[test]
 fn open_cuts_off_the_tail_and_continues() {
-    let fs = Arc::new(VecFs::default());
+    let (mem, fs) = new_fs();
     let o = opts(1 << 20, 1 << 20);
     let mut w = new_writer(&fs, o.clone());
     w.append_batch(1, &[put(b"a", b"1")]).expect("append");
     w.sync().expect("sync");
     drop(w);
-    let mut bytes = fs.file_bytes(&seg_path(1));
+    let mut bytes = mem.contents(&seg_path(1)).expect("segment");
     bytes.extend_from_slice(&[0xee; 50]);
-    fs.set_file_bytes(&seg_path(1), bytes);
-    let (_, end) = replay(&fs, &o);
+    mem.set_contents(&seg_path(1), &bytes)
+        .expect("set_contents");
+    let (_, end) = replay(&mem, &o);
     let mut w = VlogWriter::open(fs.clone(), dir(), end, o.clone()).expect("open");
     assert_eq!((w.end(), w.synced_end()), (end, end));
-    assert_eq!(fs.file_bytes(&seg_path(1)).len() as u64, end.offset);
+    assert_eq!(seg_len(&mem, 1), end.offset);
     w.append_batch(2, &[put(b"b", b"2")]).expect("append");
     w.sync().expect("sync");
-    let (batches, _) = replay(&fs, &o);
+    let (batches, _) = replay(&mem, &o);
     assert_eq!(batches.len(), 2);
 
     let beyond = LogPosition::new(1, end.offset + 1000);
@@ -316,7 +348,7 @@ fn open_cuts_off_the_tail_and_continues() {
 
 #[test]
 fn invalid_batches_are_rejected_without_writing() {
-    let fs = Arc::new(VecFs::default());
+    let (_mem, fs) = new_fs();
     let mut w = new_writer(&fs, opts(1 << 20, 1 << 20));
     let long_key = [0u8; 65];
     let long_value = [0u8; 4097];
@@ -352,14 +384,14 @@ fn invalid_batches_are_rejected_without_writing() {
 
 #[test]
 fn failed_segment_creation_keeps_the_old_segment_and_retries() {
-    let fs = Arc::new(VecFs::default());
+    let (mem, fs) = new_fs();
     let o = opts(200, 1 << 20);
     let mut w = new_writer(&fs, o.clone());
     w.append_batch(1, &[put(b"a", &[1u8; 100])])
         .expect("append");
     // The next batch needs a new segment: the flush of segment 1 succeeds, the header
     // write of segment 2 fails.
-    fs.faults().fail_append_nth = Some(fs.appends() + 2);
+    fail_nth_append(&fs, 2);
     assert!(w.append_batch(2, &[put(b"b", &[2u8; 100])]).is_err());
     assert_eq!(w.active_segment(), 1);
     assert!(
@@ -369,7 +401,7 @@ fn failed_segment_creation_keeps_the_old_segment_and_retries() {
     let ptrs = w.append_batch(3, &[put(b"c", &[3u8; 100])]).expect("retry");
     assert_eq!(ptrs[0].segment, 2);
     w.sync().expect("sync");
-    let (batches, end) = replay(&fs, &o);
+    let (batches, end) = replay(&mem, &o);
     assert_eq!(
         batches,
         vec![(1, vec![b"a".to_vec()]), (3, vec![b"c".to_vec()])]

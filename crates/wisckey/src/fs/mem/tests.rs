@@ -204,3 +204,30 @@ fn clones_share_state_and_locks() {
         "LOCK entry never synced"
     );
 }
+
+#[test]
+fn contents_and_set_contents_act_like_create_append_sync() {
+    let fs = MemFs::new();
+    let path = dir().join("f");
+    assert_eq!(fs.contents(&path), None);
+    fs.set_contents(&path, b"first").expect("set");
+    let reader = fs.open_read(&path).expect("open");
+    fs.set_contents(&path, b"second!").expect("set again");
+    assert_eq!(fs.contents(&path).as_deref(), Some(&b"second!"[..]));
+    assert_eq!(
+        reader.len().expect("len"),
+        7,
+        "open handles see the new bytes"
+    );
+    let image = fs.power_loss_image(PowerLoss::DropUnsynced);
+    assert_eq!(
+        image.contents(&path),
+        None,
+        "entry not durable before sync_dir"
+    );
+    fs.sync_dir(&dir()).expect("sync_dir");
+    let image = fs.power_loss_image(PowerLoss::DropUnsynced);
+    assert_eq!(image.contents(&path).as_deref(), Some(&b"second!"[..]));
+    fs.create_dir_all(&dir().join("sub")).expect("mkdir");
+    assert!(fs.set_contents(&dir().join("sub"), b"x").is_err());
+}

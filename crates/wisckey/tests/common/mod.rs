@@ -1,0 +1,121 @@
+//! Shared by the integration tests: [`HookFs`], a `MemFs` wrapper that runs test-chosen
+//! [`Hooks`] before writable-file calls (to count them, slow them down or fail them) and
+//! delegates everything else unchanged.
+//!
+//! Thread-safety: `HookFs` is `Clone`; clones share the `MemFs` and the hooks, which must be
+//! `Send + Sync` because the engine calls them from its own threads.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use wisckey::fs::{FileLock, FileSystem, MemFs, ReadableFile, WritableFile};
+use wisckey::Result;
+
+/// What runs before a writable-file call. An error is returned in place of the call, which
+/// then does not reach the `MemFs`. Defaults do nothing.
+pub trait Hooks: Send + Sync + std::fmt::Debug + 'static {
+    fn before_append(&self, _path: &Path, _data: &[u8]) -> Result<()> {
+        Ok(())
+    }
+    fn before_sync_data(&self, _path: &Path) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// A `MemFs` whose writable files run `hooks` first.
+#[derive(Debug)]
+pub struct HookFs<H> {
+    pub mem: MemFs,
+    pub hooks: Arc<H>,
+}
+
+// Derived `Clone` would require `H: Clone`; only the `Arc` is cloned.
+impl<H> Clone for HookFs<H> {
+    fn clone(&self) -> Self {
+        HookFs {
+            mem: self.mem.clone(),
+            hooks: Arc::clone(&self.hooks),
+        }
+    }
+}
+
+impl<H: Hooks> HookFs<H> {
+    /// A fresh, empty `MemFs` with `hooks`.
+    pub fn new(hooks: H) -> HookFs<H> {
+        HookFs {
+            mem: MemFs::new(),
+            hooks: Arc::new(hooks),
+        }
+    }
+
+    fn wrap(&self, path: &Path, inner: Box<dyn WritableFile>) -> Box<dyn WritableFile> {
+        Box::new(HookFile {
+            path: path.to_path_buf(),
+            inner,
+            hooks: Arc::clone(&self.hooks),
+        })
+    }
+}
+
+#[derive(Debug)]
+struct HookFile<H> {
+    path: PathBuf,
+    inner: Box<dyn WritableFile>,
+    hooks: Arc<H>,
+}
+
+impl<H: Hooks> WritableFile for HookFile<H> {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.hooks.before_append(&self.path, data)?;
+        self.inner.append(data)
+    }
+    fn sync_data(&mut self) -> Result<()> {
+        self.hooks.before_sync_data(&self.path)?;
+        self.inner.sync_data()
+    }
+    fn set_len(&mut self, len: u64) -> Result<()> {
+        self.inner.set_len(len)
+    }
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+}
+
+impl<H: Hooks> FileSystem for HookFs<H> {
+    fn create_dir_all(&self, dir: &Path) -> Result<()> {
+        self.mem.create_dir_all(dir)
+    }
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        Ok(self.wrap(path, self.mem.create(path)?))
+    }
+    fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        Ok(self.wrap(path, self.mem.open_append(path)?))
+    }
+    fn open_read(&self, path: &Path) -> Result<Arc<dyn ReadableFile>> {
+        self.mem.open_read(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        self.mem.rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> Result<()> {
+        self.mem.remove(path)
+    }
+    fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        self.mem.list(dir)
+    }
+    fn exists(&self, path: &Path) -> Result<bool> {
+        self.mem.exists(path)
+    }
+    fn file_size(&self, path: &Path) -> Result<u64> {
+        self.mem.file_size(path)
+    }
+    fn sync_dir(&self, dir: &Path) -> Result<()> {
+        self.mem.sync_dir(dir)
+    }
+    fn punch_hole(&self, path: &Path, offset: u64, len: u64) -> Result<()> {
+        self.mem.punch_hole(path, offset, len)
+    }
+    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+        self.mem.lock(path)
+    }
+}
