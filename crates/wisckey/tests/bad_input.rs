@@ -115,14 +115,9 @@ fn newer_manifest_version_is_refused() {
         .find(|n| n.starts_with("MANIFEST-"))
         .expect("manifest exists");
     let path = dir.join(&manifest);
-    let file = fs.open_read(&path).expect("open");
-    let mut bytes = vec![0u8; file.len().expect("len") as usize];
-    file.read_exact_at(0, &mut bytes, &manifest).expect("read");
+    let mut bytes = fs.contents(&path).expect("manifest contents");
     bytes[8..12].copy_from_slice(&99u32.to_le_bytes());
-    let mut w = fs.create(&path).expect("rewrite");
-    w.append(&bytes).expect("append");
-    w.sync_data().expect("sync");
-    drop(w);
+    fs.set_contents(&path, &bytes).expect("rewrite");
     let before = snapshot_files(&fs, dir);
     match Db::open(dir, mem_options(&fs)) {
         Err(Error::UnsupportedVersion { found, .. }) => assert_eq!(found, 99),
@@ -142,9 +137,7 @@ fn snapshot_files(fs: &MemFs, dir: &Path) -> Vec<(String, Vec<u8>)> {
     names
         .into_iter()
         .map(|name| {
-            let file = fs.open_read(&dir.join(&name)).expect("open");
-            let mut bytes = vec![0u8; file.len().expect("len") as usize];
-            file.read_exact_at(0, &mut bytes, &name).expect("read");
+            let bytes = fs.contents(&dir.join(&name)).expect("listed file exists");
             (name, bytes)
         })
         .collect()

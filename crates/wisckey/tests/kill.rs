@@ -90,28 +90,40 @@ fn kill_child_writer() {
     }
 }
 
+/// Re-executes this test binary as a child running `kill_child_writer` in `mode`.
+fn spawn_child(dir: &Path, mode: &str) -> std::process::Child {
+    Command::new(std::env::current_exe().expect("current exe"))
+        .args([
+            "--exact",
+            "kill_child_writer",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_DIR_ENV, dir)
+        .env(CHILD_MODE_ENV, mode)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn child")
+}
+
+/// Env var `name` as a number, or `default`.
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 fn run_cycles(mode: &str, cycles: u64, seed: u64) {
     eprintln!("kill test mode = {mode}, seed = {seed}, cycles = {cycles}");
     let mut rng = SmallRng::seed_from_u64(seed);
     let temp = tempfile::tempdir().expect("tempdir");
     let dir = temp.path().join("db");
-    let exe = std::env::current_exe().expect("current exe");
     let mut next = 0u64;
     for cycle in 0..cycles {
         std::fs::create_dir_all(&dir).expect("mkdir");
-        let mut child = Command::new(&exe)
-            .args([
-                "--exact",
-                "kill_child_writer",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(CHILD_DIR_ENV, &dir)
-            .env(CHILD_MODE_ENV, mode)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn child");
+        let mut child = spawn_child(&dir, mode);
         let mut stderr = child.stderr.take().expect("child stderr");
         let stderr_reader = std::thread::spawn(move || {
             let mut text = String::new();
@@ -212,28 +224,19 @@ fn run_cycles(mode: &str, cycles: u64, seed: u64) {
 
 #[test]
 fn sigkill_never_loses_an_acknowledged_sync_write() {
-    let cycles = std::env::var("WISCKEY_KILL_CYCLES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(24);
+    let cycles = env_or("WISCKEY_KILL_CYCLES", 24);
     run_cycles("sync", cycles, 4242);
 }
 
 #[test]
 fn sigkill_loses_at_most_the_buffer_of_buffered_writes() {
-    let cycles = std::env::var("WISCKEY_KILL_CYCLES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(12);
+    let cycles = env_or("WISCKEY_KILL_CYCLES", 12);
     run_cycles("buffered", cycles, 7);
 }
 
 #[test]
 fn sigkill_never_loses_a_write_through_write() {
-    let cycles = std::env::var("WISCKEY_KILL_CYCLES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(12);
+    let cycles = env_or("WISCKEY_KILL_CYCLES", 12);
     run_cycles("write_through", cycles, 99);
 }
 
@@ -241,19 +244,7 @@ fn sigkill_never_loses_a_write_through_write() {
 fn a_second_process_cannot_open_an_open_database() {
     let temp = tempfile::tempdir().expect("tempdir");
     let dir = temp.path().join("db");
-    let mut child = Command::new(std::env::current_exe().expect("current exe"))
-        .args([
-            "--exact",
-            "kill_child_writer",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_DIR_ENV, &dir)
-        .env(CHILD_MODE_ENV, "hold")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn child");
+    let mut child = spawn_child(&dir, "hold");
     let stdout = child.stdout.take().expect("child stdout");
     let ready = BufReader::new(stdout)
         .lines()

@@ -30,16 +30,11 @@ fn vlog_files(fs: &MemFs) -> Vec<PathBuf> {
 }
 
 fn read_file(fs: &MemFs, path: &Path) -> Vec<u8> {
-    let f = fs.open_read(path).expect("open");
-    let mut bytes = vec![0u8; f.len().expect("len") as usize];
-    f.read_exact_at(0, &mut bytes, "file").expect("read");
-    bytes
+    fs.contents(path).expect("file exists")
 }
 
 fn write_file(fs: &MemFs, path: &Path, bytes: &[u8]) {
-    let mut w = fs.create(path).expect("create");
-    w.append(bytes).expect("append");
-    w.sync_data().expect("sync");
+    fs.set_contents(path, bytes).expect("rewrite");
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> usize {
