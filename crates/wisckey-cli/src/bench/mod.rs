@@ -2,10 +2,15 @@
 //! lines) so that wisckey's figures line up with the peer programs in `bench/peers/`, which
 //! implement the same workloads (see `workload`) and print the same lines. A run opens the
 //! database once, runs the listed benchmarks in order (the `fill*` ones on a fresh
-//! database, as db_bench does), and closes it; each benchmark prints its db_bench line and
-//! an I/O line (`iostat`). Single process; worker threads share one `Db`.
+//! database, as db_bench does), and closes it; each benchmark prints its db_bench line,
+//! two amplification/CPU lines (`iostat`) and, with `--histogram`, a latency block.
+//! Single process; worker threads share one `Db`.
 
+mod histogram;
 mod iostat;
+mod live;
+mod ops;
+mod progress;
 mod runner;
 mod workload;
 
@@ -15,12 +20,16 @@ use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Args};
 use wisckey::{Db, Options};
 
+use iostat::SpanFacts;
+use live::LiveKeys;
 use runner::{Benchmark, Config};
 
 /// Flags, spelled as db_bench spells them.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Comma-separated benchmarks: fillseq, fillrandom, overwrite, fillsync, readrandom, readseq.
+    /// Comma-separated benchmarks: fillseq, fillrandom, overwrite, fillsync, deleterandom,
+    /// readrandom, readmissing, multireadrandom, readseq, readreverse, seekrandom,
+    /// readwhilewriting, stats.
     #[arg(
         long,
         value_delimiter = ',',
@@ -30,7 +39,8 @@ pub struct BenchArgs {
     /// Number of keys (key indexes are drawn from 0..num; fills write num entries per thread).
     #[arg(long, default_value_t = 1_000_000)]
     num: u64,
-    /// Reads per thread for readrandom / entries for readseq (default: num).
+    /// Reads per thread for the random reads, seeks and multireads / entries for the scans
+    /// (default: num).
     #[arg(long)]
     reads: Option<u64>,
     /// Value size in bytes.
@@ -66,6 +76,19 @@ pub struct BenchArgs {
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value = "false",
           default_missing_value = "true", value_parser = BoolishValueParser::new())]
     sync: bool,
+    /// seekrandom: entries read (value copied) after each seek.
+    #[arg(long = "seek_nexts", default_value_t = 0)]
+    seek_nexts: u64,
+    /// multireadrandom: keys per batch.
+    #[arg(long = "batch_size", default_value_t = 1)]
+    batch_size: u64,
+    /// Print a per-operation latency histogram after each benchmark.
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value = "false",
+          default_missing_value = "true", value_parser = BoolishValueParser::new())]
+    histogram: bool,
+    /// No progress bars (they are also off when stderr is not a terminal).
+    #[arg(long)]
+    quiet: bool,
 }
 
 pub fn run(args: &BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
@@ -102,6 +125,9 @@ pub fn run(args: &BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
         threads: args.threads,
         seed: args.seed,
         sync: args.sync,
+        seek_nexts: args.seek_nexts,
+        batch_size: args.batch_size,
+        histogram: args.histogram,
     };
     print_header(args, &path, &options);
     if !args.use_existing_db {
@@ -111,8 +137,16 @@ pub fn run(args: &BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
     iostat::sync_all();
     let at_open = iostat::sample(device.as_ref());
     let mut db = Some(Db::open(&path, options.clone())?);
-    let mut user_bytes_total = 0;
+    let live = LiveKeys::new(config.num, !args.use_existing_db);
+    let mut total = SpanFacts::default();
     for bench in benchmarks {
+        if bench == Benchmark::Stats {
+            let open = db
+                .as_ref()
+                .expect("the database stays open between benchmarks");
+            print!("{}", stats_block(open, &path));
+            continue;
+        }
         if bench.fresh_db() {
             if args.use_existing_db {
                 println!("{:<12} : skipped (--use_existing_db is true)", bench.name());
@@ -122,6 +156,7 @@ pub fn run(args: &BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
                 open.close()?;
             }
             destroy_db(&path)?;
+            live.reset();
             db = Some(Db::open(&path, options.clone())?);
         }
         let open = db
@@ -129,21 +164,31 @@ pub fn run(args: &BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
             .expect("the database is reopened after every fresh fill");
         iostat::sync_all();
         let before = iostat::sample(device.as_ref());
-        let result = runner::run_benchmark(open, bench, &config)?;
-        println!("{}", result.report_line(bench.name()));
+        let bar = progress::bar(
+            bench.name(),
+            bench.ops_per_thread(&config) * config.threads,
+            args.quiet,
+        );
+        let result = runner::run_benchmark(open, bench, &config, &live, &bar)?;
+        bar.finish_and_clear();
+        println!("{}", result.report_line());
         iostat::sync_all();
         let after = iostat::sample(device.as_ref());
+        let facts = SpanFacts {
+            user_written: result.user_bytes_written,
+            user_read: result.user_bytes_read,
+            live_bytes: live_bytes(&live, &config),
+            cpu: result.cpu_secs.map(|cpu| (cpu, result.wall_secs)),
+        };
         println!(
             "{}",
-            iostat::io_line(
-                device.as_ref(),
-                before,
-                after,
-                result.user_bytes_written,
-                &path
-            )
+            iostat::amp_lines(device.as_ref(), before, after, facts, &path)
         );
-        user_bytes_total += result.user_bytes_written;
+        if let Some(latencies) = &result.latencies {
+            print!("{}", latencies.report());
+        }
+        total.user_written += result.user_bytes_written;
+        total.user_read += result.user_bytes_read;
     }
     if let Some(open) = db.take() {
         open.close()?;
@@ -154,11 +199,55 @@ pub fn run(args: &BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
         "{:<12} : whole run from open to close (includes background work finished by close)",
         "total"
     );
+    total.live_bytes = live_bytes(&live, &config);
     println!(
         "{}",
-        iostat::io_line(device.as_ref(), at_open, at_close, user_bytes_total, &path)
+        iostat::amp_lines(device.as_ref(), at_open, at_close, total, &path)
     );
     Ok(())
+}
+
+fn live_bytes(live: &LiveKeys, config: &Config) -> Option<u64> {
+    live.count()
+        .map(|keys| keys * (config.key_size + config.value_size) as u64)
+}
+
+/// The `stats` benchmark: what the engine exposes about its shape (not timed).
+fn stats_block(db: &Db, path: &Path) -> String {
+    let levels = db.level_file_counts();
+    let files: Vec<String> = levels
+        .iter()
+        .enumerate()
+        .map(|(level, n)| format!("L{level}={n}"))
+        .collect();
+    let head = db.vlog_head().map_or_else(
+        || "none".to_string(),
+        |h| format!("{}:{}", h.segment, h.offset),
+    );
+    let (sst, vlog) = file_bytes_by_kind(path);
+    format!(
+        "{:<12} : tables per level: {}\n{:<12}   sst={:.1} MiB vlog={:.1} MiB vlog_head={head}\n",
+        "stats",
+        files.join(" "),
+        "",
+        sst as f64 / 1_048_576.0,
+        vlog as f64 / 1_048_576.0,
+    )
+}
+
+/// Logical bytes of the database's table files and value-log segments.
+fn file_bytes_by_kind(path: &Path) -> (u64, u64) {
+    let (mut sst, mut vlog) = (0, 0);
+    for entry in std::fs::read_dir(path).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let len = entry.metadata().map_or(0, |m| m.len());
+        if name.ends_with(".sst") {
+            sst += len;
+        } else if name.ends_with(".vlog") {
+            vlog += len;
+        }
+    }
+    (sst, vlog)
 }
 
 fn engine_options(args: &BenchArgs) -> Options {
