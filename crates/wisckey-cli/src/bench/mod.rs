@@ -13,6 +13,8 @@ mod ops;
 mod progress;
 mod runner;
 mod workload;
+mod ycsb;
+mod ycsb_gen;
 
 use std::path::{Path, PathBuf};
 
@@ -89,6 +91,13 @@ pub struct BenchArgs {
     /// No progress bars (they are also off when stderr is not a terminal).
     #[arg(long)]
     quiet: bool,
+    /// Run YCSB core workload a..f instead of --benchmarks: load --num records, then
+    /// --reads operations per thread.
+    #[arg(long)]
+    ycsb: Option<String>,
+    /// YCSB record (value) size in bytes.
+    #[arg(long = "record_size", default_value_t = 1024)]
+    record_size: usize,
 }
 
 pub fn run(args: &BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
@@ -101,6 +110,11 @@ pub fn run(args: &BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
     }
     if args.threads == 0 {
         return Err("--threads must be at least 1".into());
+    }
+    if let Some(name) = &args.ycsb {
+        let workload = ycsb::Workload::parse(name)
+            .ok_or_else(|| format!("unknown YCSB workload '{name}' (a..f)"))?;
+        return run_ycsb(args, workload);
     }
     let benchmarks = args
         .benchmarks
@@ -204,6 +218,85 @@ pub fn run(args: &BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
         "{}",
         iostat::amp_lines(device.as_ref(), at_open, at_close, total, &path)
     );
+    Ok(())
+}
+
+/// YCSB: load (unless --use_existing_db), then the workload's run phase, each with its
+/// amplification/CPU lines and per-operation latencies.
+fn run_ycsb(args: &BenchArgs, workload: ycsb::Workload) -> Result<(), Box<dyn std::error::Error>> {
+    let temp;
+    let path = match &args.db {
+        Some(p) => p.clone(),
+        None => {
+            temp = tempfile::tempdir()?;
+            temp.path().join("db")
+        }
+    };
+    let config = ycsb::YcsbConfig {
+        records: args.num,
+        ops: args.reads.unwrap_or(args.num),
+        record_size: args.record_size,
+        key_size: args.key_size,
+        threads: args.threads,
+        seed: args.seed,
+    };
+    let options = engine_options(args);
+    print_header(args, &path, &options);
+    println!(
+        "ycsb:       workload {} record_size={}",
+        workload.name, args.record_size
+    );
+    if !args.use_existing_db {
+        destroy_db(&path)?;
+    }
+    let device = iostat::device_of(&path);
+    let db = Db::open(&path, options)?;
+    let record_bytes = (args.key_size + args.record_size) as u64;
+    let phases: [(&str, bool); 2] = [("load", true), ("run", false)];
+    for (phase, is_load) in phases {
+        if is_load && args.use_existing_db {
+            println!(
+                "ycsb-{}-load : skipped (--use_existing_db is true)",
+                workload.name
+            );
+            continue;
+        }
+        iostat::sync_all();
+        let before = iostat::sample(device.as_ref());
+        let cpu_before = iostat::cpu_seconds();
+        let result = if is_load {
+            ycsb::load(&db, &config)?
+        } else {
+            ycsb::run(&db, workload, &config)?
+        };
+        let cpu = cpu_before.zip(iostat::cpu_seconds()).map(|(b, a)| a - b);
+        let wall = result.wall_secs.max(1e-9);
+        println!(
+            "{:<12} : {:>11.3} micros/op {:.0} ops/sec",
+            format!("ycsb-{}-{phase}", workload.name),
+            wall * 1e6 * config.threads as f64 / result.ops.max(1) as f64,
+            result.ops as f64 / wall
+        );
+        iostat::sync_all();
+        let after = iostat::sample(device.as_ref());
+        let facts = SpanFacts {
+            user_written: result.user_written,
+            user_read: result.user_read,
+            live_bytes: (!args.use_existing_db).then_some(args.num * record_bytes),
+            cpu: cpu.map(|c| (c, result.wall_secs)),
+        };
+        println!(
+            "{}",
+            iostat::amp_lines(device.as_ref(), before, after, facts, &path)
+        );
+        let names: &[&str] = if is_load {
+            &["insert"]
+        } else {
+            ycsb::run_op_names()
+        };
+        print!("{}", ycsb::op_lines(&result, names));
+    }
+    db.close()?;
     Ok(())
 }
 
