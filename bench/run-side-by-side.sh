@@ -8,6 +8,8 @@
 #   REPEAT=1 (whole load+read per engine)   DATA_DIR=/work/bench-data (real disk, not tmpfs)
 #   OUT_DIR=bench/results/<timestamp>   WISCKEY_BIN=$CARGO_TARGET_DIR/release/wisckey
 #   WISCKEY_FLAGS="" (extra flags for wisckey only, e.g. --value_threshold=0)
+#   EXTRA_FLAGS="" (flags for every engine, e.g. "--seek_nexts=100" with READ=seekrandom,
+#                   "--threads=16", "--histogram")
 # Run bench/setup.sh first. Needs root (cgroups, drop_caches). Each DB is deleted after use.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -26,6 +28,7 @@ DATA_DIR=${DATA_DIR:-/work/bench-data}
 OUT_DIR=${OUT_DIR:-$here/results/$(date -u +%Y%m%dT%H%M%SZ)}
 WISCKEY_BIN=${WISCKEY_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/wisckey}
 WISCKEY_FLAGS=${WISCKEY_FLAGS:-}
+EXTRA_FLAGS=${EXTRA_FLAGS:-}
 
 mkdir -p "$DATA_DIR" "$OUT_DIR"
 fstype=$(stat -f -c %T "$DATA_DIR")
@@ -63,15 +66,17 @@ peak_mem() { # engine -> peak MiB of its cgroup
 ops_of() { awk -v b="$2" '$1==b && $2==":" {for(i=1;i<=NF;i++) if($i=="ops/sec;") print $(i-1)}' "$1" | head -1; }
 # the I/O line after benchmark $2's line in file $1 (or after "total")
 io_of() { awk -v b="$2" 'hit {print; exit} $1==b && $2==":" {hit=1}' "$1"; }
+# the second I/O line (read amp, space amp, CPU) after benchmark $2's line in file $1
+io2_of() { awk -v b="$2" 'hit==2 {print; exit} hit {hit++} $1==b && $2==":" {hit=1}' "$1"; }
 field_of() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<"$1"; }
 found_of() { sed -n 's/.*(\([0-9]*\) of [0-9]* found).*/\1/p' "$1" | head -1; }
 
-common="--num=$NUM --reads=$READS --value_size=$VALUE_SIZE --key_size=$KEY_SIZE --seed=$SEED"
+common="--num=$NUM --reads=$READS --value_size=$VALUE_SIZE --key_size=$KEY_SIZE --seed=$SEED --quiet $EXTRA_FLAGS"
 {
   echo "# side-by-side run $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "NUM=$NUM READS=$READS VALUE_SIZE=$VALUE_SIZE KEY_SIZE=$KEY_SIZE MEM_LIMIT=$MEM_LIMIT"
   echo "ENGINES=$ENGINES LOAD=$LOAD READ=$READ REPEAT=$REPEAT DATA_DIR=$DATA_DIR ($fstype)"
-  echo "WISCKEY_FLAGS=$WISCKEY_FLAGS"
+  echo "WISCKEY_FLAGS=$WISCKEY_FLAGS EXTRA_FLAGS=$EXTRA_FLAGS"
 } | tee "$OUT_DIR/params.txt"
 
 rows=()
@@ -98,24 +103,27 @@ for rep in $(seq 1 "$REPEAT"); do
     rm -rf "$db"
     lio=$(io_of "$OUT_DIR/$tag.load.txt" "$LOAD")
     tio=$(io_of "$OUT_DIR/$tag.load.txt" total)
-    rows+=("$engine|$rep|$(ops_of "$OUT_DIR/$tag.load.txt" "$LOAD")|$(field_of "$lio" wa)|$(field_of "$lio" wa_process)|$(field_of "$tio" wa_process)|$(field_of "$tio" db_size)|$load_peak|$(ops_of "$OUT_DIR/$tag.read.txt" "$READ")|$(found_of "$OUT_DIR/$tag.read.txt")|$read_peak")
+    lio2=$(io2_of "$OUT_DIR/$tag.load.txt" "$LOAD")
+    rio2=$(io2_of "$OUT_DIR/$tag.read.txt" "$READ")
+    extra="$(field_of "$lio2" space_amp)|$(field_of "$lio2" cpu)|$(field_of "$rio2" ra)|$(field_of "$rio2" ra_process)|$(field_of "$rio2" cpu)"
+    rows+=("$engine|$rep|$(ops_of "$OUT_DIR/$tag.load.txt" "$LOAD")|$(field_of "$lio" wa)|$(field_of "$lio" wa_process)|$(field_of "$tio" wa_process)|$(field_of "$tio" db_size)|$load_peak|$(ops_of "$OUT_DIR/$tag.read.txt" "$READ")|$(found_of "$OUT_DIR/$tag.read.txt")|$read_peak|$extra")
   done
 done
 
 # Ratios against wisckey's first repeat.
 base_load= base_read=
 for r in "${rows[@]}"; do
-  IFS='|' read -r e rep lo _ _ _ _ _ ro _ _ <<<"$r"
+  IFS='|' read -r e rep lo _ _ _ _ _ ro _ _ _ _ _ _ _ <<<"$r"
   if [[ $e == wisckey && -z $base_load ]]; then base_load=$lo base_read=$ro; fi
 done
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "-"; else printf "%.2f", a / b }'; }
 {
   echo
-  echo "| engine | rep | $LOAD ops/s | WA device | WA process | WA process incl. close | DB size MiB | peak MiB (load) | $READ ops/s | found | peak MiB (read) | $LOAD vs wisckey | $READ vs wisckey |"
-  echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+  echo "| engine | rep | $LOAD ops/s | WA device | WA process | WA process incl. close | DB size MiB | space amp | CPU (load) | peak MiB (load) | $READ ops/s | found | RA device | RA process | CPU (read) | peak MiB (read) | $LOAD vs wisckey | $READ vs wisckey |"
+  echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
   for r in "${rows[@]}"; do
-    IFS='|' read -r e rep lo wa wap wat size lpk ro found rpk <<<"$r"
-    echo "| $e | $rep | $lo | $wa | $wap | $wat | $size | $lpk | $ro | $found | $rpk | $(ratio "$lo" "$base_load") | $(ratio "$ro" "$base_read") |"
+    IFS='|' read -r e rep lo wa wap wat size lpk ro found rpk sa lcpu ra rap rcpu <<<"$r"
+    echo "| $e | $rep | $lo | $wa | $wap | $wat | $size | $sa | $lcpu | $lpk | $ro | $found | $ra | $rap | $rcpu | $rpk | $(ratio "$lo" "$base_load") | $(ratio "$ro" "$base_read") |"
   done
 } | tee "$OUT_DIR/summary.md"
 echo "raw outputs in $OUT_DIR"

@@ -1,17 +1,17 @@
-// bench_common.h: the workload, flags, I/O accounting and report lines shared by the C++ peer
-// programs (LevelDB, RocksDB). It mirrors crates/wisckey-cli/src/bench/ bit for bit: same
-// splitmix64 key streams (seed ^ fnv1a64(name) ^ (thread+1)*GOLDEN, index = next() % num),
-// zero-padded decimal keys, values sliced from a splitmix64-filled pool, and the same two
-// report lines per benchmark. An engine plugs in by implementing `Engine`.
+// bench_common.h: the workload, flags, benchmark bodies and report lines shared by the C++
+// peer programs (LevelDB, RocksDB); measurement is in bench_io.h. It mirrors
+// crates/wisckey-cli/src/bench/ bit for bit: same splitmix64 key streams
+// (seed ^ fnv1a64(name) ^ (thread+1)*GOLDEN, index = next() % num), zero-padded decimal keys
+// (readmissing: plus a '.' suffix), values sliced from a splitmix64-filled pool, the same
+// benchmark definitions (see crates/wisckey-cli/src/bench/ops.rs and docs/BENCHMARKS.md)
+// and the same report lines. An engine plugs in by implementing `Engine` and `Cursor`.
 // Thread-safety: the driver runs `threads` workers that share one Engine, whose methods must
 // be thread-safe (LevelDB and RocksDB DB handles are).
 #pragma once
 
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
-#include <dirent.h>
 
+#include <atomic>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -24,6 +24,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "bench_io.h"
 
 namespace wbench {
 
@@ -101,6 +103,9 @@ struct Flags {
   size_t cache_size = 64 << 20;
   int bloom_bits = 10;
   bool sync = false;
+  uint64_t seek_nexts = 0;
+  uint64_t batch_size = 1;
+  bool histogram = false;
   bool blob = false;           // RocksDB only: integrated BlobDB.
   size_t min_blob_size = 512;  // RocksDB only.
 };
@@ -134,6 +139,10 @@ inline Flags ParseFlags(int argc, char** argv) {
     else if (k == "cache_size") f.cache_size = strtoull(v.c_str(), nullptr, 10);
     else if (k == "bloom_bits") f.bloom_bits = atoi(v.c_str());
     else if (k == "sync") f.sync = ParseBool(v);
+    else if (k == "seek_nexts") f.seek_nexts = strtoull(v.c_str(), nullptr, 10);
+    else if (k == "batch_size") f.batch_size = strtoull(v.c_str(), nullptr, 10);
+    else if (k == "histogram") f.histogram = ParseBool(v);
+    else if (k == "quiet") { /* no progress bars in the peers */ }
     else if (k == "blob") f.blob = ParseBool(v);
     else if (k == "min_blob_size") f.min_blob_size = strtoull(v.c_str(), nullptr, 10);
     else if (k == "value_threshold") { /* wisckey-only knob; accepted and ignored */ }
@@ -144,6 +153,7 @@ inline Flags ParseFlags(int argc, char** argv) {
   }
   if (f.reads < 0) f.reads = static_cast<int64_t>(f.num);
   if (f.threads == 0) f.threads = 1;
+  if (f.batch_size == 0) f.batch_size = 1;
   if (std::to_string(f.num ? f.num - 1 : 0).size() > f.key_size) {
     fprintf(stderr, "--key_size=%zu cannot hold keys below %" PRIu64 "\n", f.key_size, f.num);
     exit(2);
@@ -151,120 +161,48 @@ inline Flags ParseFlags(int argc, char** argv) {
   return f;
 }
 
-// ---- I/O accounting (see crates/wisckey-cli/src/bench/iostat.rs) ----
-
-struct Device {
-  std::string name;
-  std::string stat_path;
-};
-
-inline bool DeviceOf(std::string path, Device* out) {
-  struct stat st;
-  while (stat(path.c_str(), &st) != 0) {
-    size_t slash = path.find_last_of('/');
-    if (slash == std::string::npos || path == "/") return false;
-    path = slash == 0 ? "/" : path.substr(0, slash);
-  }
-  char sys[64];
-  snprintf(sys, sizeof sys, "/sys/dev/block/%u:%u", major(st.st_dev), minor(st.st_dev));
-  out->stat_path = std::string(sys) + "/stat";
-  std::ifstream probe(out->stat_path);
-  if (!probe.good()) return false;
-  char resolved[4096];
-  if (realpath(sys, resolved) != nullptr) {
-    std::string r = resolved;
-    out->name = r.substr(r.find_last_of('/') + 1);
-  } else {
-    out->name = sys + 15;
-  }
-  return true;
-}
-
-struct IoSample {
-  bool has_device = false, has_process = false;
-  uint64_t device_bytes = 0, process_bytes = 0;
-};
-
-inline IoSample Sample(const Device* dev) {
-  IoSample s;
-  if (dev != nullptr) {
-    std::ifstream in(dev->stat_path);
-    uint64_t v[7];
-    bool ok = true;
-    for (int i = 0; i < 7 && ok; i++) ok = static_cast<bool>(in >> v[i]);
-    if (ok) {
-      s.has_device = true;
-      s.device_bytes = v[6] * 512;
-    }
-  }
-  std::ifstream io("/proc/self/io");
-  std::string key;
-  uint64_t val, written = 0, cancelled = 0;
-  bool got = false;
-  while (io >> key >> val) {
-    if (key == "write_bytes:") { written = val; got = true; }
-    if (key == "cancelled_write_bytes:") cancelled = val;
-  }
-  if (got) {
-    s.has_process = true;
-    s.process_bytes = written > cancelled ? written - cancelled : 0;
-  }
-  return s;
-}
-
-inline uint64_t DirSizeOnDisk(const std::string& dir) {
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return 0;
-  uint64_t total = 0;
-  while (struct dirent* e = readdir(d)) {
-    std::string n = e->d_name;
-    if (n == "." || n == "..") continue;
-    std::string p = dir + "/" + n;
-    struct stat st;
-    if (lstat(p.c_str(), &st) != 0) continue;
-    if (S_ISDIR(st.st_mode)) total += DirSizeOnDisk(p);
-    else total += static_cast<uint64_t>(st.st_blocks) * 512;
-  }
-  closedir(d);
-  return total;
-}
-
-inline double MiB(uint64_t b) { return b / 1048576.0; }
-
-inline std::string Ratio(uint64_t w, uint64_t user) {
-  if (user == 0) return "n/a";
-  char buf[32];
-  snprintf(buf, sizeof buf, "%.3f", static_cast<double>(w) / user);
-  return buf;
-}
-
-inline void PrintIoLine(const Device* dev, const IoSample& b, const IoSample& a,
-                        uint64_t user, const std::string& db) {
-  std::string dev_part, proc_part;
-  char buf[512];
-  if (dev != nullptr && b.has_device && a.has_device) {
-    uint64_t w = a.device_bytes - b.device_bytes;
-    snprintf(buf, sizeof buf, "wa=%s (device %s wrote %.1f MiB / user %.1f MiB)",
-             Ratio(w, user).c_str(), dev->name.c_str(), MiB(w), MiB(user));
-  } else {
-    snprintf(buf, sizeof buf, "wa=n/a (no readable block device counter; user %.1f MiB)",
-             MiB(user));
-  }
-  dev_part = buf;
-  if (b.has_process && a.has_process) {
-    uint64_t w = a.process_bytes > b.process_bytes ? a.process_bytes - b.process_bytes : 0;
-    snprintf(buf, sizeof buf, "wa_process=%s (process wrote %.1f MiB)", Ratio(w, user).c_str(),
-             MiB(w));
-  } else {
-    snprintf(buf, sizeof buf, "wa_process=n/a (/proc/self/io unreadable)");
-  }
-  proc_part = buf;
-  printf("%-12s   %s %s db_size=%.1f MiB\n", "", dev_part.c_str(), proc_part.c_str(),
-         MiB(DirSizeOnDisk(db)));
-  fflush(stdout);
-}
-
 // ---- engine interface and driver ----
+
+// An iterator over the whole database; errors are reported by Error() (empty when fine).
+class Cursor {
+ public:
+  virtual ~Cursor() = default;
+  virtual void SeekToFirst() = 0;
+  virtual void SeekToLast() = 0;
+  virtual void Seek(const std::string& key) = 0;
+  virtual void Next() = 0;
+  virtual void Prev() = 0;
+  virtual bool Valid() = 0;
+  virtual bool KeyEquals(const std::string& key) = 0;
+  virtual size_t KeySize() = 0;
+  // Copies the current value into *out (so mmap'd engines really read it); returns its size.
+  virtual size_t CopyValue(std::string* out) = 0;
+  virtual std::string Error() = 0;
+};
+
+// Cursor over a LevelDB- or RocksDB-style iterator (same method names).
+template <class It>
+class IterCursor : public Cursor {
+ public:
+  explicit IterCursor(It* it) : it_(it) {}
+  void SeekToFirst() override { it_->SeekToFirst(); }
+  void SeekToLast() override { it_->SeekToLast(); }
+  void Seek(const std::string& key) override { it_->Seek(key); }
+  void Next() override { it_->Next(); }
+  void Prev() override { it_->Prev(); }
+  bool Valid() override { return it_->Valid(); }
+  bool KeyEquals(const std::string& key) override { return it_->key().ToString() == key; }
+  size_t KeySize() override { return it_->key().size(); }
+  size_t CopyValue(std::string* out) override {
+    auto v = it_->value();
+    out->assign(v.data(), v.size());
+    return v.size();
+  }
+  std::string Error() override { return it_->status().ok() ? "" : it_->status().ToString(); }
+
+ private:
+  std::unique_ptr<It> it_;
+};
 
 class Engine {
  public:
@@ -274,54 +212,177 @@ class Engine {
   virtual void Close() = 0;
   virtual void Destroy() = 0;  // removes the database
   virtual void Put(const std::string& key, const char* value, size_t len, bool sync) = 0;
+  virtual void Delete(const std::string& key, bool sync) = 0;
   // Returns the value length, or -1 if absent.
   virtual int64_t Get(const std::string& key) = 0;
-  // Scans up to `limit` entries from the first; returns entries and adds bytes to *bytes.
-  virtual uint64_t Scan(uint64_t limit, uint64_t* bytes) = 0;
+  // Gets every key; adds found keys and key+value bytes. Default: a loop over Get.
+  virtual void MultiGet(const std::vector<std::string>& keys, uint64_t* found,
+                        uint64_t* bytes) {
+    for (const auto& k : keys) {
+      int64_t len = Get(k);
+      if (len >= 0) {
+        (*found)++;
+        *bytes += k.size() + static_cast<uint64_t>(len);
+      }
+    }
+  }
+  virtual std::unique_ptr<Cursor> NewCursor() = 0;
+  // "L0=n L1=n ..." for the stats benchmark, and an optional engine-specific line.
+  virtual std::string LevelCounts() = 0;
+  virtual std::string StatsExtra() { return ""; }
 };
+
+inline void CheckCursor(Cursor* c, const char* what) {
+  std::string err = c->Error();
+  if (!err.empty()) {
+    fprintf(stderr, "%s: %s\n", what, err.c_str());
+    exit(1);
+  }
+}
 
 struct WorkerStats {
-  uint64_t ops = 0, bytes = 0, found = 0;
+  uint64_t ops = 0, written = 0, read = 0, found = 0;
   double busy = 0;
+  Latencies lat;
 };
 
-inline WorkerStats RunWorker(Engine* e, const Flags& f, const std::string& name,
-                             uint64_t thread) {
-  WorkerStats s;
-  auto start = std::chrono::steady_clock::now();
-  SplitMix64 keys = KeyStream(f.seed, name, thread);
-  std::string key;
-  if (name == "fillseq" || name == "fillrandom" || name == "overwrite" || name == "fillsync") {
-    bool random = name != "fillseq";
-    bool sync = name == "fillsync" ? true : f.sync;
-    uint64_t count = name == "fillsync" ? (f.num / 1000 ? f.num / 1000 : 1) : f.num;
-    ValuePool values(f.value_size);
-    for (uint64_t i = 0; i < count; i++) {
-      FormatKey(random ? keys.Next() % f.num : i, f.key_size, &key);
-      e->Put(key, values.Next(), f.value_size, sync);
-      s.ops++;
-      s.bytes += f.key_size + f.value_size;
-    }
-  } else if (name == "readrandom") {
-    for (int64_t i = 0; i < f.reads; i++) {
-      FormatKey(keys.Next() % f.num, f.key_size, &key);
-      int64_t len = e->Get(key);
-      if (len >= 0) {
-        s.found++;
-        s.bytes += key.size() + static_cast<uint64_t>(len);
+inline bool ReportsFound(const std::string& n) {
+  return n == "readrandom" || n == "readmissing" || n == "multireadrandom" ||
+         n == "seekrandom" || n == "readwhilewriting";
+}
+
+class Worker {
+ public:
+  Worker(Engine* e, const Flags& f, LiveKeys* live, const std::string& stream, uint64_t thread)
+      : e_(e), f_(f), live_(live), keys_(KeyStream(f.seed, stream, thread)) {}
+
+  WorkerStats Run(const std::string& name) {
+    auto start = std::chrono::steady_clock::now();
+    if (name == "fillseq" || name == "fillrandom" || name == "overwrite" || name == "fillsync") {
+      Fill(name != "fillseq", name == "fillsync");
+    } else if (name == "deleterandom") {
+      for (uint64_t i = 0; i < f_.num; i++) {
+        uint64_t idx = keys_.Next() % f_.num;
+        FormatKey(idx, f_.key_size, &key_);
+        auto t = Now();
+        e_->Delete(key_, f_.sync);
+        Done(t, 1);
+        live_->Remove(idx);
+        s_.written += f_.key_size;
       }
-      s.ops++;
+    } else if (name == "readrandom" || name == "readmissing" || name == "readwhilewriting") {
+      for (int64_t i = 0; i < f_.reads; i++) {
+        FormatKey(keys_.Next() % f_.num, f_.key_size, &key_);
+        if (name == "readmissing") key_.push_back('.');
+        auto t = Now();
+        int64_t len = e_->Get(key_);
+        Done(t, 1);
+        if (len >= 0) {
+          s_.found++;
+          s_.read += key_.size() + static_cast<uint64_t>(len);
+        }
+      }
+    } else if (name == "multireadrandom") {
+      uint64_t remaining = static_cast<uint64_t>(f_.reads);
+      std::vector<std::string> batch;
+      while (remaining > 0) {
+        uint64_t n = remaining < f_.batch_size ? remaining : f_.batch_size;
+        remaining -= n;
+        batch.assign(n, std::string());
+        for (auto& k : batch) FormatKey(keys_.Next() % f_.num, f_.key_size, &k);
+        auto t = Now();
+        e_->MultiGet(batch, &s_.found, &s_.read);
+        Done(t, n);
+      }
+    } else if (name == "readseq" || name == "readreverse") {
+      bool reverse = name == "readreverse";
+      std::unique_ptr<Cursor> c = e_->NewCursor();
+      if (reverse) c->SeekToLast(); else c->SeekToFirst();
+      for (int64_t n = 0; n < f_.reads && c->Valid(); n++) {
+        auto t = Now();
+        s_.read += c->KeySize() + c->CopyValue(&value_);
+        if (reverse) c->Prev(); else c->Next();
+        Done(t, 1);
+      }
+      CheckCursor(c.get(), "scan");
+    } else if (name == "seekrandom") {
+      for (int64_t i = 0; i < f_.reads; i++) {
+        FormatKey(keys_.Next() % f_.num, f_.key_size, &key_);
+        auto t = Now();
+        std::unique_ptr<Cursor> c = e_->NewCursor();
+        c->Seek(key_);
+        if (c->Valid() && c->KeyEquals(key_)) s_.found++;
+        for (uint64_t j = 0; j < f_.seek_nexts && c->Valid(); j++) {
+          s_.read += c->KeySize() + c->CopyValue(&value_);
+          c->Next();
+        }
+        CheckCursor(c.get(), "seek");
+        Done(t, 1);
+      }
     }
-  } else if (name == "readseq") {
-    s.ops = e->Scan(static_cast<uint64_t>(f.reads), &s.bytes);
+    s_.busy = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return std::move(s_);
   }
-  s.busy = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return s;
+
+  // The readwhilewriting writer: random puts until *stop.
+  WorkerStats WriteUntil(const std::atomic<bool>* stop) {
+    ValuePool values(f_.value_size);
+    while (!stop->load(std::memory_order_relaxed)) {
+      uint64_t idx = keys_.Next() % f_.num;
+      FormatKey(idx, f_.key_size, &key_);
+      e_->Put(key_, values.Next(), f_.value_size, f_.sync);
+      live_->Insert(idx);
+      s_.ops++;
+      s_.written += f_.key_size + f_.value_size;
+    }
+    return std::move(s_);
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point Now() { return f_.histogram ? Clock::now() : Clock::time_point(); }
+  void Done(Clock::time_point t, uint64_t ops) {
+    if (f_.histogram)
+      s_.lat.Record(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t).count());
+    s_.ops += ops;
+  }
+  void Fill(bool random, bool fill_sync) {
+    bool sync = fill_sync ? true : f_.sync;
+    uint64_t count = fill_sync ? (f_.num / 1000 ? f_.num / 1000 : 1) : f_.num;
+    ValuePool values(f_.value_size);
+    for (uint64_t i = 0; i < count; i++) {
+      uint64_t idx = random ? keys_.Next() % f_.num : i;
+      FormatKey(idx, f_.key_size, &key_);
+      auto t = Now();
+      e_->Put(key_, values.Next(), f_.value_size, sync);
+      Done(t, 1);
+      live_->Insert(idx);
+      s_.written += f_.key_size + f_.value_size;
+    }
+  }
+
+  Engine* e_;
+  const Flags& f_;
+  LiveKeys* live_;
+  SplitMix64 keys_;
+  std::string key_, value_;
+  WorkerStats s_;
+};
+
+inline SpanFacts Facts(uint64_t written, uint64_t read, const LiveKeys& live, const Flags& f) {
+  SpanFacts facts;
+  facts.user_written = written;
+  facts.user_read = read;
+  facts.has_live = live.Known();
+  facts.live_bytes = live.Count() * (f.key_size + f.value_size);
+  return facts;
 }
 
 inline int RunAll(Engine* e, const Flags& f) {
-  static const char* known[] = {"fillseq", "fillrandom", "overwrite", "fillsync",
-                                "readrandom", "readseq"};
+  static const char* known[] = {"fillseq",     "fillrandom",      "overwrite",  "fillsync",
+                                "deleterandom", "readrandom",     "readmissing",
+                                "multireadrandom", "readseq",     "readreverse", "seekrandom",
+                                "readwhilewriting", "stats"};
   for (const auto& b : f.benchmarks) {
     bool ok = false;
     for (const char* k : known) ok = ok || b == k;
@@ -343,8 +404,16 @@ inline int RunAll(Engine* e, const Flags& f) {
   ::sync();
   IoSample at_open = Sample(devp);
   e->Open();
-  uint64_t user_total = 0;
+  LiveKeys live(f.num, !f.use_existing_db);
+  uint64_t written_total = 0, read_total = 0;
   for (const auto& name : f.benchmarks) {
+    if (name == "stats") {
+      printf("%-12s : tables per level: %s\n", "stats", e->LevelCounts().c_str());
+      std::string extra = e->StatsExtra();
+      if (!extra.empty()) printf("%-12s   %s\n", "", extra.c_str());
+      fflush(stdout);
+      continue;
+    }
     bool fresh = name == "fillseq" || name == "fillrandom" || name == "fillsync";
     if (fresh) {
       if (f.use_existing_db) {
@@ -353,43 +422,68 @@ inline int RunAll(Engine* e, const Flags& f) {
       }
       e->Close();
       e->Destroy();
+      live.Reset();
       e->Open();
     }
     ::sync();
     IoSample before = Sample(devp);
+    double cpu_before = CpuSeconds();
     auto start = std::chrono::steady_clock::now();
+    std::atomic<bool> stop{false};
+    WorkerStats writer_stats;
+    std::thread writer;
+    if (name == "readwhilewriting") {
+      // The writer's stream is thread index `threads`, after the readers'.
+      writer = std::thread([&] {
+        writer_stats = Worker(e, f, &live, name, f.threads).WriteUntil(&stop);
+      });
+    }
     std::vector<WorkerStats> stats(f.threads);
     std::vector<std::thread> workers;
     for (uint64_t t = 0; t < f.threads; t++)
-      workers.emplace_back([&, t] { stats[t] = RunWorker(e, f, name, t); });
+      workers.emplace_back([&, t] { stats[t] = Worker(e, f, &live, name, t).Run(name); });
     for (auto& w : workers) w.join();
     double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    stop.store(true);
+    if (writer.joinable()) writer.join();
+    double cpu_after = CpuSeconds();
     WorkerStats tot;
     for (auto& s : stats) {
       tot.ops += s.ops;
-      tot.bytes += s.bytes;
+      tot.written += s.written;
+      tot.read += s.read;
       tot.found += s.found;
       tot.busy += s.busy;
+      tot.lat.Merge(s.lat);
     }
+    tot.written += writer_stats.written;
     if (wall < 1e-9) wall = 1e-9;
     uint64_t ops = tot.ops ? tot.ops : 1;
+    bool found = ReportsFound(name);
+    uint64_t bytes = (tot.read > 0 || found) ? tot.read : tot.written;
     printf("%-12s : %11.3f micros/op %.0f ops/sec; %6.1f MB/s", name.c_str(),
-           tot.busy * 1e6 / ops, tot.ops / wall, tot.bytes / wall / 1048576.0);
-    if (name == "readrandom")
-      printf(" (%" PRIu64 " of %" PRIu64 " found)", tot.found, tot.ops);
+           tot.busy * 1e6 / ops, tot.ops / wall, bytes / wall / 1048576.0);
+    if (found) printf(" (%" PRIu64 " of %" PRIu64 " found)", tot.found, tot.ops);
     printf("\n");
-    bool writes = name != "readrandom" && name != "readseq";
     ::sync();
     IoSample after = Sample(devp);
-    PrintIoLine(devp, before, after, writes ? tot.bytes : 0, f.db);
-    if (writes) user_total += tot.bytes;
+    SpanFacts facts = Facts(tot.written, tot.read, live, f);
+    if (cpu_before >= 0 && cpu_after >= 0) {
+      facts.cpu = cpu_after - cpu_before;
+      facts.wall = wall;
+    }
+    PrintAmpLines(devp, before, after, facts, f.db);
+    if (f.histogram) tot.lat.Print();
+    fflush(stdout);
+    written_total += tot.written;
+    read_total += tot.read;
   }
   e->Close();
   ::sync();
   IoSample at_close = Sample(devp);
   printf("%-12s : whole run from open to close (includes background work finished by close)\n",
          "total");
-  PrintIoLine(devp, at_open, at_close, user_total, f.db);
+  PrintAmpLines(devp, at_open, at_close, Facts(written_total, read_total, live, f), f.db);
   return 0;
 }
 

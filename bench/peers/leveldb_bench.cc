@@ -61,15 +61,22 @@ class LevelDbEngine : public wbench::Engine {
     Check(s, "get");
     return static_cast<int64_t>(value.size());
   }
-  uint64_t Scan(uint64_t limit, uint64_t* bytes) override {
-    std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
-    uint64_t n = 0;
-    for (it->SeekToFirst(); n < limit && it->Valid(); it->Next()) {
-      *bytes += it->key().size() + it->value().size();
-      n++;
+  void Delete(const std::string& key, bool sync) override {
+    leveldb::WriteOptions wo;
+    wo.sync = sync;
+    Check(db_->Delete(wo, key), "delete");
+  }
+  std::unique_ptr<wbench::Cursor> NewCursor() override {
+    return std::make_unique<wbench::IterCursor<leveldb::Iterator>>(
+        db_->NewIterator(leveldb::ReadOptions()));
+  }
+  std::string LevelCounts() override {
+    std::string out, v;
+    for (int level = 0; level < 7; level++) {
+      if (!db_->GetProperty("leveldb.num-files-at-level" + std::to_string(level), &v)) v = "?";
+      out += (level ? " L" : "L") + std::to_string(level) + "=" + v;
     }
-    Check(it->status(), "scan");
-    return n;
+    return out;
   }
 
  private:

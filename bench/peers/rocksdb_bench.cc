@@ -41,6 +41,8 @@ class RocksDbEngine : public wbench::Engine {
     }
   }
   ~RocksDbEngine() override { Close(); }
+  RocksDbEngine(const RocksDbEngine&) = delete;
+  RocksDbEngine& operator=(const RocksDbEngine&) = delete;
   std::string Describe() override {
     char buf[320];
     snprintf(buf, sizeof buf,
@@ -73,15 +75,44 @@ class RocksDbEngine : public wbench::Engine {
     Check(s, "get");
     return static_cast<int64_t>(value.size());
   }
-  uint64_t Scan(uint64_t limit, uint64_t* bytes) override {
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
-    uint64_t n = 0;
-    for (it->SeekToFirst(); n < limit && it->Valid(); it->Next()) {
-      *bytes += it->key().size() + it->value().size();
-      n++;
+  void Delete(const std::string& key, bool sync) override {
+    rocksdb::WriteOptions wo;
+    wo.sync = sync;
+    Check(db_->Delete(wo, key), "delete");
+  }
+  // The batched MultiGet (one call per batch).
+  void MultiGet(const std::vector<std::string>& keys, uint64_t* found,
+                uint64_t* bytes) override {
+    size_t n = keys.size();
+    std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
+    std::vector<rocksdb::PinnableSlice> values(n);
+    std::vector<rocksdb::Status> statuses(n);
+    db_->MultiGet(rocksdb::ReadOptions(), db_->DefaultColumnFamily(), n, slices.data(),
+                  values.data(), statuses.data());
+    for (size_t i = 0; i < n; i++) {
+      if (statuses[i].IsNotFound()) continue;
+      Check(statuses[i], "multiget");
+      (*found)++;
+      *bytes += keys[i].size() + values[i].size();
     }
-    Check(it->status(), "scan");
-    return n;
+  }
+  std::unique_ptr<wbench::Cursor> NewCursor() override {
+    return std::make_unique<wbench::IterCursor<rocksdb::Iterator>>(
+        db_->NewIterator(rocksdb::ReadOptions()));
+  }
+  std::string LevelCounts() override {
+    std::string out, v;
+    for (int level = 0; level < options_.num_levels; level++) {
+      if (!db_->GetProperty("rocksdb.num-files-at-level" + std::to_string(level), &v)) v = "?";
+      out += (level ? " L" : "L") + std::to_string(level) + "=" + v;
+    }
+    return out;
+  }
+  std::string StatsExtra() override {
+    uint64_t blobs = 0, blob_bytes = 0;
+    db_->GetIntProperty("rocksdb.num-blob-files", &blobs);
+    db_->GetIntProperty("rocksdb.total-blob-file-size", &blob_bytes);
+    return "blob_files=" + std::to_string(blobs) + " blob_bytes=" + std::to_string(blob_bytes);
   }
 
  private:

@@ -3,19 +3,25 @@
 // values sliced from a splitmix64-filled pool) and report lines as
 // crates/wisckey-cli/src/bench/. Options: Badger v4 defaults except compression off, block
 // cache of --cache_size bytes, and ValueThreshold=--value_threshold (512) so that 1 KiB values
-// live in the value log, as in WiscKey. Each put is its own transaction (db.Update), the
-// closest Badger has to a plain Put. Workers share one *badger.DB (it is goroutine-safe).
+// live in the value log, as in WiscKey. Each put or delete is its own transaction
+// (db.Update), the closest Badger has to a plain Put; each get its own read-only one;
+// multireadrandom reads a batch in one read-only transaction. Values are copied out
+// (ValueCopy) so mmap'd data is really read. Benchmark definitions: see
+// crates/wisckey-cli/src/bench/ops.rs; measurement: measure.go. Workers share one *badger.DB
+// (it is goroutine-safe).
 package main
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -89,127 +95,21 @@ func (p *valuePool) nextValue() []byte {
 	return v
 }
 
-// ---- I/O accounting (see crates/wisckey-cli/src/bench/iostat.rs) ----
-
-type device struct{ name, statPath string }
-
-type ioSample struct {
-	hasDevice, hasProcess bool
-	deviceBytes, process  uint64
-}
-
-func deviceOf(path string) *device {
-	var st syscall.Stat_t
-	for syscall.Stat(path, &st) != nil {
-		parent := filepath.Dir(path)
-		if parent == path {
-			return nil
-		}
-		path = parent
-	}
-	dev := uint64(st.Dev)
-	major := ((dev >> 8) & 0xfff) | ((dev >> 32) &^ 0xfff)
-	minor := (dev & 0xff) | ((dev >> 12) &^ 0xff)
-	sys := fmt.Sprintf("/sys/dev/block/%d:%d", major, minor)
-	if _, err := os.ReadFile(sys + "/stat"); err != nil {
-		return nil
-	}
-	name := fmt.Sprintf("%d:%d", major, minor)
-	if r, err := filepath.EvalSymlinks(sys); err == nil {
-		name = filepath.Base(r)
-	}
-	return &device{name, sys + "/stat"}
-}
-
-func sample(d *device) ioSample {
-	var s ioSample
-	if d != nil {
-		if b, err := os.ReadFile(d.statPath); err == nil {
-			f := strings.Fields(string(b))
-			if len(f) > 6 {
-				if v, err := strconv.ParseUint(f[6], 10, 64); err == nil {
-					s.hasDevice, s.deviceBytes = true, v*512
-				}
-			}
-		}
-	}
-	if b, err := os.ReadFile("/proc/self/io"); err == nil {
-		var written, cancelled uint64
-		for _, line := range strings.Split(string(b), "\n") {
-			f := strings.Fields(line)
-			if len(f) != 2 {
-				continue
-			}
-			v, _ := strconv.ParseUint(f[1], 10, 64)
-			switch f[0] {
-			case "write_bytes:":
-				written, s.hasProcess = v, true
-			case "cancelled_write_bytes:":
-				cancelled = v
-			}
-		}
-		if written > cancelled {
-			s.process = written - cancelled
-		}
-	}
-	return s
-}
-
-func dirSizeOnDisk(dir string) uint64 {
-	var total uint64
-	filepath.Walk(dir, func(_ string, info os.FileInfo, err error) error {
-		if err == nil && !info.IsDir() {
-			if st, ok := info.Sys().(*syscall.Stat_t); ok {
-				total += uint64(st.Blocks) * 512
-			}
-		}
-		return nil
-	})
-	return total
-}
-
-func mib(b uint64) float64 { return float64(b) / 1048576.0 }
-
-func ratio(w, user uint64) string {
-	if user == 0 {
-		return "n/a"
-	}
-	return fmt.Sprintf("%.3f", float64(w)/float64(user))
-}
-
-func printIoLine(d *device, b, a ioSample, user uint64, db string) {
-	var devPart, procPart string
-	if d != nil && b.hasDevice && a.hasDevice {
-		w := a.deviceBytes - b.deviceBytes
-		devPart = fmt.Sprintf("wa=%s (device %s wrote %.1f MiB / user %.1f MiB)", ratio(w, user), d.name, mib(w), mib(user))
-	} else {
-		devPart = fmt.Sprintf("wa=n/a (no readable block device counter; user %.1f MiB)", mib(user))
-	}
-	if b.hasProcess && a.hasProcess {
-		var w uint64
-		if a.process > b.process {
-			w = a.process - b.process
-		}
-		procPart = fmt.Sprintf("wa_process=%s (process wrote %.1f MiB)", ratio(w, user), mib(w))
-	} else {
-		procPart = "wa_process=n/a (/proc/self/io unreadable)"
-	}
-	fmt.Printf("%-12s   %s %s db_size=%.1f MiB\n", "", devPart, procPart, mib(dirSizeOnDisk(db)))
-}
-
 // ---- driver ----
 
 type config struct {
 	num, reads, threads, seed uint64
+	seekNexts, batchSize      uint64
 	valueSize, keySize        int
 	cacheSize, valueThreshold int64
-	sync, useExisting         bool
+	sync, useExisting, hist   bool
 	db                        string
 }
 
 type stats struct {
-	ops, bytes, found uint64
-	busy              float64
+	ops, written, read, found uint64
+	busy                      float64
+	lat                       latencies
 }
 
 func must(err error, what string) {
@@ -230,10 +130,51 @@ func openDB(c *config) *badger.DB {
 	return db
 }
 
-func runWorker(db *badger.DB, c *config, name string, thread uint64) stats {
-	var s stats
+type worker struct {
+	db   *badger.DB
+	c    *config
+	live *liveKeys
+	keys *splitMix64
+	s    stats
+	buf  []byte
+}
+
+func (w *worker) now() time.Time {
+	if w.c.hist {
+		return time.Now()
+	}
+	return time.Time{}
+}
+
+func (w *worker) done(t time.Time, ops uint64) {
+	if w.c.hist {
+		w.s.lat.samples = append(w.s.lat.samples, uint64(time.Since(t).Nanoseconds()))
+	}
+	w.s.ops += ops
+}
+
+func (w *worker) put(key, value []byte, syncWrites bool) {
+	must(w.db.Update(func(txn *badger.Txn) error { return txn.Set(key, value) }), "put")
+	if syncWrites {
+		must(w.db.Sync(), "sync")
+	}
+}
+
+// get returns the value length or -1; the value is copied out (it may be mmap'd).
+func (w *worker) get(txn *badger.Txn, key []byte) int {
+	item, err := txn.Get(key)
+	if err == badger.ErrKeyNotFound {
+		return -1
+	}
+	must(err, "get")
+	w.buf, err = item.ValueCopy(w.buf[:0])
+	must(err, "get value")
+	return len(w.buf)
+}
+
+func (w *worker) run(name string) stats {
 	start := time.Now()
-	keys := keyStream(c.seed, name, thread)
+	c := w.c
 	switch name {
 	case "fillseq", "fillrandom", "overwrite", "fillsync":
 		count, syncWrites := c.num, c.sync
@@ -247,55 +188,158 @@ func runWorker(db *badger.DB, c *config, name string, thread uint64) stats {
 		for i := uint64(0); i < count; i++ {
 			idx := i
 			if name != "fillseq" {
-				idx = keys.next() % c.num
+				idx = w.keys.next() % c.num
 			}
 			key, value := formatKey(idx, c.keySize), values.nextValue()
-			must(db.Update(func(txn *badger.Txn) error { return txn.Set(key, value) }), "put")
-			if syncWrites {
-				must(db.Sync(), "sync")
-			}
-			s.ops++
-			s.bytes += uint64(c.keySize + c.valueSize)
+			t := w.now()
+			w.put(key, value, syncWrites)
+			w.done(t, 1)
+			w.live.insert(idx)
+			w.s.written += uint64(c.keySize + c.valueSize)
 		}
-	case "readrandom":
+	case "deleterandom":
+		for i := uint64(0); i < c.num; i++ {
+			idx := w.keys.next() % c.num
+			key := formatKey(idx, c.keySize)
+			t := w.now()
+			must(w.db.Update(func(txn *badger.Txn) error { return txn.Delete(key) }), "delete")
+			if c.sync {
+				must(w.db.Sync(), "sync")
+			}
+			w.done(t, 1)
+			w.live.remove(idx)
+			w.s.written += uint64(c.keySize)
+		}
+	case "readrandom", "readmissing", "readwhilewriting":
 		for i := uint64(0); i < c.reads; i++ {
-			key := formatKey(keys.next()%c.num, c.keySize)
-			err := db.View(func(txn *badger.Txn) error {
-				item, err := txn.Get(key)
-				if err != nil {
-					return err
-				}
-				return item.Value(func(v []byte) error {
-					s.found++
-					s.bytes += uint64(len(key) + len(v))
-					return nil
-				})
-			})
-			if err != badger.ErrKeyNotFound {
-				must(err, "get")
+			key := formatKey(w.keys.next()%c.num, c.keySize)
+			if name == "readmissing" {
+				key = append(key, '.')
 			}
-			s.ops++
+			t := w.now()
+			n := -1
+			must(w.db.View(func(txn *badger.Txn) error { n = w.get(txn, key); return nil }), "view")
+			w.done(t, 1)
+			if n >= 0 {
+				w.s.found++
+				w.s.read += uint64(len(key) + n)
+			}
 		}
-	case "readseq":
-		must(db.View(func(txn *badger.Txn) error {
-			it := txn.NewIterator(badger.DefaultIteratorOptions)
+	case "multireadrandom":
+		// One read-only transaction per batch, a Get per key (Badger has no batched get).
+		for remaining := c.reads; remaining > 0; {
+			n := min(remaining, c.batchSize)
+			remaining -= n
+			batch := make([][]byte, n)
+			for i := range batch {
+				batch[i] = formatKey(w.keys.next()%c.num, c.keySize)
+			}
+			t := w.now()
+			must(w.db.View(func(txn *badger.Txn) error {
+				for _, key := range batch {
+					if l := w.get(txn, key); l >= 0 {
+						w.s.found++
+						w.s.read += uint64(len(key) + l)
+					}
+				}
+				return nil
+			}), "multiget")
+			w.done(t, n)
+		}
+	case "readseq", "readreverse":
+		must(w.db.View(func(txn *badger.Txn) error {
+			opts := badger.DefaultIteratorOptions
+			opts.Reverse = name == "readreverse"
+			it := txn.NewIterator(opts)
 			defer it.Close()
-			for it.Rewind(); it.Valid() && s.ops < c.reads; it.Next() {
+			var err error
+			for it.Rewind(); it.Valid() && w.s.ops < c.reads; it.Next() {
+				t := w.now()
 				item := it.Item()
-				if err := item.Value(func(v []byte) error {
-					s.bytes += uint64(len(item.Key()) + len(v))
-					return nil
-				}); err != nil {
+				if w.buf, err = item.ValueCopy(w.buf[:0]); err != nil {
 					return err
 				}
-				s.ops++
+				w.s.read += uint64(len(item.Key()) + len(w.buf))
+				w.done(t, 1)
 			}
 			return nil
 		}), "scan")
+	case "seekrandom":
+		opts := badger.DefaultIteratorOptions
+		// Prefetch only what a seek will read (the default, 100, would fetch values never used).
+		opts.PrefetchSize = int(max(c.seekNexts, 1))
+		for i := uint64(0); i < c.reads; i++ {
+			key := formatKey(w.keys.next()%c.num, c.keySize)
+			t := w.now()
+			must(w.db.View(func(txn *badger.Txn) error {
+				it := txn.NewIterator(opts)
+				defer it.Close()
+				it.Seek(key)
+				if it.Valid() && bytes.Equal(it.Item().Key(), key) {
+					w.s.found++
+				}
+				var err error
+				for j := uint64(0); j < c.seekNexts && it.Valid(); j++ {
+					item := it.Item()
+					if w.buf, err = item.ValueCopy(w.buf[:0]); err != nil {
+						return err
+					}
+					w.s.read += uint64(len(item.Key()) + len(w.buf))
+					it.Next()
+				}
+				return nil
+			}), "seek")
+			w.done(t, 1)
+		}
 	}
-	s.busy = time.Since(start).Seconds()
-	return s
+	w.s.busy = time.Since(start).Seconds()
+	return w.s
 }
+
+// writeUntil is the readwhilewriting writer: random puts until stop is set.
+func (w *worker) writeUntil(stop *atomic.Bool) stats {
+	values := newValuePool(w.c.valueSize)
+	for !stop.Load() {
+		idx := w.keys.next() % w.c.num
+		w.put(formatKey(idx, w.c.keySize), values.nextValue(), w.c.sync)
+		w.live.insert(idx)
+		w.s.ops++
+		w.s.written += uint64(w.c.keySize + w.c.valueSize)
+	}
+	return w.s
+}
+
+func levelCounts(db *badger.DB) string {
+	counts := make([]int, 7)
+	for _, t := range db.Tables() {
+		for len(counts) <= t.Level {
+			counts = append(counts, 0)
+		}
+		counts[t.Level]++
+	}
+	parts := make([]string, len(counts))
+	for i, n := range counts {
+		parts[i] = fmt.Sprintf("L%d=%d", i, n)
+	}
+	return strings.Join(parts, " ")
+}
+
+func reportsFound(name string) bool {
+	switch name {
+	case "readrandom", "readmissing", "multireadrandom", "seekrandom", "readwhilewriting":
+		return true
+	}
+	return false
+}
+
+func facts(written, read uint64, live *liveKeys, c *config) spanFacts {
+	return spanFacts{userWritten: written, userRead: read, hasLive: live.known,
+		liveBytes: live.count() * uint64(c.keySize+c.valueSize), cpu: -1}
+}
+
+var known = []string{"fillseq", "fillrandom", "overwrite", "fillsync", "deleterandom",
+	"readrandom", "readmissing", "multireadrandom", "readseq", "readreverse", "seekrandom",
+	"readwhilewriting", "stats"}
 
 func main() {
 	c := &config{}
@@ -310,31 +354,33 @@ func main() {
 	flag.Uint64Var(&c.seed, "seed", 301, "")
 	flag.Int64Var(&c.cacheSize, "cache_size", 64<<20, "")
 	flag.Int64Var(&c.valueThreshold, "value_threshold", 512, "")
-	bloomBits := flag.Int("bloom_bits", 10, "accepted for symmetry; Badger uses a 1% false-positive Bloom filter")
+	flag.Uint64Var(&c.seekNexts, "seek_nexts", 0, "")
+	flag.Uint64Var(&c.batchSize, "batch_size", 1, "")
+	flag.BoolVar(&c.hist, "histogram", false, "")
+	flag.Bool("quiet", false, "accepted for symmetry; the peers draw no progress bars")
+	flag.Int("bloom_bits", 10, "accepted for symmetry; Badger uses a 1% false-positive Bloom filter")
 	flag.BoolVar(&c.sync, "sync", false, "")
 	flag.Parse()
-	_ = bloomBits
 	c.reads = c.num
 	if *reads >= 0 {
 		c.reads = uint64(*reads)
 	}
-	if c.threads == 0 {
-		c.threads = 1
-	}
+	c.threads = max(c.threads, 1)
+	c.batchSize = max(c.batchSize, 1)
 	if len(strconv.FormatUint(c.num-1, 10)) > c.keySize {
 		fmt.Fprintf(os.Stderr, "--key_size=%d cannot hold keys below %d\n", c.keySize, c.num)
 		os.Exit(2)
 	}
 	names := []string{}
 	for _, b := range strings.Split(*benchmarks, ",") {
-		switch b {
-		case "":
-		case "fillseq", "fillrandom", "overwrite", "fillsync", "readrandom", "readseq":
-			names = append(names, b)
-		default:
+		if b == "" {
+			continue
+		}
+		if !slices.Contains(known, b) {
 			fmt.Fprintf(os.Stderr, "unknown benchmark '%s'\n", b)
 			os.Exit(2)
 		}
+		names = append(names, b)
 	}
 	fmt.Printf("engine:     badger %s (compression off, cache_size=%d, ValueThreshold=%d, MemTableSize=64 MiB, one txn per put)\n",
 		badgerVersion(), c.cacheSize, c.valueThreshold)
@@ -348,8 +394,15 @@ func main() {
 	syscall.Sync()
 	atOpen := sample(dev)
 	db := openDB(c)
-	var userTotal uint64
+	live := newLiveKeys(c.num, !c.useExisting)
+	var writtenTotal, readTotal uint64
 	for _, name := range names {
+		if name == "stats" {
+			lsm, vlog := db.Size()
+			fmt.Printf("%-12s : tables per level: %s\n", name, levelCounts(db))
+			fmt.Printf("%-12s   lsm=%.1f MiB vlog=%.1f MiB\n", "", mib(uint64(lsm)), mib(uint64(vlog)))
+			continue
+		}
 		if name == "fillseq" || name == "fillrandom" || name == "fillsync" {
 			if c.useExisting {
 				fmt.Printf("%-12s : skipped (--use_existing_db is true)\n", name)
@@ -357,50 +410,78 @@ func main() {
 			}
 			must(db.Close(), "close")
 			must(os.RemoveAll(c.db), "destroy")
+			live.reset()
 			db = openDB(c)
 		}
 		syscall.Sync()
 		before := sample(dev)
+		cpuBefore := cpuSeconds()
 		start := time.Now()
+		var stop atomic.Bool
+		var writerStats stats
+		var writerDone sync.WaitGroup
+		if name == "readwhilewriting" {
+			// The writer's stream is thread index `threads`, after the readers'.
+			writerDone.Add(1)
+			go func() {
+				defer writerDone.Done()
+				w := &worker{db: db, c: c, live: live, keys: keyStream(c.seed, name, c.threads)}
+				writerStats = w.writeUntil(&stop)
+			}()
+		}
 		results := make([]stats, c.threads)
 		var wg sync.WaitGroup
 		for t := uint64(0); t < c.threads; t++ {
 			wg.Add(1)
 			go func(t uint64) {
 				defer wg.Done()
-				results[t] = runWorker(db, c, name, t)
+				w := &worker{db: db, c: c, live: live, keys: keyStream(c.seed, name, t)}
+				results[t] = w.run(name)
 			}(t)
 		}
 		wg.Wait()
 		wall := time.Since(start).Seconds()
+		stop.Store(true)
+		writerDone.Wait()
+		cpuAfter := cpuSeconds()
 		var tot stats
-		for _, r := range results {
+		for i := range results {
+			r := &results[i]
 			tot.ops += r.ops
-			tot.bytes += r.bytes
+			tot.written += r.written
+			tot.read += r.read
 			tot.found += r.found
 			tot.busy += r.busy
+			tot.lat.merge(&r.lat)
 		}
-		ops := tot.ops
-		if ops == 0 {
-			ops = 1
+		tot.written += writerStats.written
+		ops := max(tot.ops, 1)
+		found := reportsFound(name)
+		b := tot.written
+		if tot.read > 0 || found {
+			b = tot.read
 		}
-		fmt.Printf("%-12s : %11.3f micros/op %.0f ops/sec; %6.1f MB/s", name, tot.busy*1e6/float64(ops), float64(tot.ops)/wall, float64(tot.bytes)/wall/1048576.0)
-		if name == "readrandom" {
+		fmt.Printf("%-12s : %11.3f micros/op %.0f ops/sec; %6.1f MB/s", name, tot.busy*1e6/float64(ops), float64(tot.ops)/wall, float64(b)/wall/1048576.0)
+		if found {
 			fmt.Printf(" (%d of %d found)", tot.found, tot.ops)
 		}
 		fmt.Println()
-		var user uint64
-		if name != "readrandom" && name != "readseq" {
-			user = tot.bytes
-			userTotal += user
-		}
 		syscall.Sync()
-		printIoLine(dev, before, sample(dev), user, c.db)
+		f := facts(tot.written, tot.read, live, c)
+		if cpuBefore >= 0 && cpuAfter >= 0 {
+			f.cpu, f.wall = cpuAfter-cpuBefore, wall
+		}
+		printAmpLines(dev, before, sample(dev), f, c.db)
+		if c.hist {
+			tot.lat.print()
+		}
+		writtenTotal += tot.written
+		readTotal += tot.read
 	}
 	must(db.Close(), "close")
 	syscall.Sync()
 	fmt.Printf("%-12s : whole run from open to close (includes background work finished by close)\n", "total")
-	printIoLine(dev, atOpen, sample(dev), userTotal, c.db)
+	printAmpLines(dev, atOpen, sample(dev), facts(writtenTotal, readTotal, live, c), c.db)
 }
 
 func badgerVersion() string {

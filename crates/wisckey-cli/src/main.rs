@@ -22,7 +22,7 @@ struct Cli {
 enum Command {
     /// Load, read, scan and reopen a temporary database; print throughput per phase.
     Demo(demo::DemoArgs),
-    /// db_bench-style benchmarks (fillseq, fillrandom, overwrite, fillsync, readrandom, readseq).
+    /// db_bench-style benchmarks (fill*, reads, scans, seeks, deletes, readwhilewriting) and YCSB A-F.
     Bench(bench::BenchArgs),
 }
 

@@ -2,12 +2,19 @@
 //! lines) so that wisckey's figures line up with the peer programs in `bench/peers/`, which
 //! implement the same workloads (see `workload`) and print the same lines. A run opens the
 //! database once, runs the listed benchmarks in order (the `fill*` ones on a fresh
-//! database, as db_bench does), and closes it; each benchmark prints its db_bench line and
-//! an I/O line (`iostat`). Single process; worker threads share one `Db`.
+//! database, as db_bench does), and closes it; each benchmark prints its db_bench line,
+//! two amplification/CPU lines (`iostat`) and, with `--histogram`, a latency block.
+//! Single process; worker threads share one `Db`.
 
+mod histogram;
 mod iostat;
+mod live;
+mod ops;
+mod progress;
 mod runner;
 mod workload;
+mod ycsb;
+mod ycsb_gen;
 
 use std::path::{Path, PathBuf};
 
@@ -15,12 +22,16 @@ use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Args};
 use wisckey::{Db, Options};
 
+use iostat::SpanFacts;
+use live::LiveKeys;
 use runner::{Benchmark, Config};
 
 /// Flags, spelled as db_bench spells them.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Comma-separated benchmarks: fillseq, fillrandom, overwrite, fillsync, readrandom, readseq.
+    /// Comma-separated benchmarks: fillseq, fillrandom, overwrite, fillsync, deleterandom,
+    /// readrandom, readmissing, multireadrandom, readseq, readreverse, seekrandom,
+    /// readwhilewriting, stats.
     #[arg(
         long,
         value_delimiter = ',',
@@ -30,7 +41,8 @@ pub struct BenchArgs {
     /// Number of keys (key indexes are drawn from 0..num; fills write num entries per thread).
     #[arg(long, default_value_t = 1_000_000)]
     num: u64,
-    /// Reads per thread for readrandom / entries for readseq (default: num).
+    /// Reads per thread for the random reads, seeks and multireads / entries for the scans
+    /// (default: num).
     #[arg(long)]
     reads: Option<u64>,
     /// Value size in bytes.
@@ -66,6 +78,26 @@ pub struct BenchArgs {
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value = "false",
           default_missing_value = "true", value_parser = BoolishValueParser::new())]
     sync: bool,
+    /// seekrandom: entries read (value copied) after each seek.
+    #[arg(long = "seek_nexts", default_value_t = 0)]
+    seek_nexts: u64,
+    /// multireadrandom: keys per batch.
+    #[arg(long = "batch_size", default_value_t = 1)]
+    batch_size: u64,
+    /// Print a per-operation latency histogram after each benchmark.
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value = "false",
+          default_missing_value = "true", value_parser = BoolishValueParser::new())]
+    histogram: bool,
+    /// No progress bars (they are also off when stderr is not a terminal).
+    #[arg(long)]
+    quiet: bool,
+    /// Run YCSB core workload a..f instead of --benchmarks: load --num records, then
+    /// --reads operations per thread.
+    #[arg(long)]
+    ycsb: Option<String>,
+    /// YCSB record (value) size in bytes.
+    #[arg(long = "record_size", default_value_t = 1024)]
+    record_size: usize,
 }
 
 pub fn run(args: &BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
@@ -78,6 +110,11 @@ pub fn run(args: &BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
     }
     if args.threads == 0 {
         return Err("--threads must be at least 1".into());
+    }
+    if let Some(name) = &args.ycsb {
+        let workload = ycsb::Workload::parse(name)
+            .ok_or_else(|| format!("unknown YCSB workload '{name}' (a..f)"))?;
+        return run_ycsb(args, workload);
     }
     let benchmarks = args
         .benchmarks
@@ -102,6 +139,9 @@ pub fn run(args: &BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
         threads: args.threads,
         seed: args.seed,
         sync: args.sync,
+        seek_nexts: args.seek_nexts,
+        batch_size: args.batch_size,
+        histogram: args.histogram,
     };
     print_header(args, &path, &options);
     if !args.use_existing_db {
@@ -111,8 +151,16 @@ pub fn run(args: &BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
     iostat::sync_all();
     let at_open = iostat::sample(device.as_ref());
     let mut db = Some(Db::open(&path, options.clone())?);
-    let mut user_bytes_total = 0;
+    let live = LiveKeys::new(config.num, !args.use_existing_db);
+    let mut total = SpanFacts::default();
     for bench in benchmarks {
+        if bench == Benchmark::Stats {
+            let open = db
+                .as_ref()
+                .expect("the database stays open between benchmarks");
+            print!("{}", stats_block(open, &path));
+            continue;
+        }
         if bench.fresh_db() {
             if args.use_existing_db {
                 println!("{:<12} : skipped (--use_existing_db is true)", bench.name());
@@ -122,6 +170,7 @@ pub fn run(args: &BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
                 open.close()?;
             }
             destroy_db(&path)?;
+            live.reset();
             db = Some(Db::open(&path, options.clone())?);
         }
         let open = db
@@ -129,21 +178,31 @@ pub fn run(args: &BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
             .expect("the database is reopened after every fresh fill");
         iostat::sync_all();
         let before = iostat::sample(device.as_ref());
-        let result = runner::run_benchmark(open, bench, &config)?;
-        println!("{}", result.report_line(bench.name()));
+        let bar = progress::bar(
+            bench.name(),
+            bench.ops_per_thread(&config) * config.threads,
+            args.quiet,
+        );
+        let result = runner::run_benchmark(open, bench, &config, &live, &bar)?;
+        bar.finish_and_clear();
+        println!("{}", result.report_line());
         iostat::sync_all();
         let after = iostat::sample(device.as_ref());
+        let facts = SpanFacts {
+            user_written: result.user_bytes_written,
+            user_read: result.user_bytes_read,
+            live_bytes: live_bytes(&live, &config),
+            cpu: result.cpu_secs.map(|cpu| (cpu, result.wall_secs)),
+        };
         println!(
             "{}",
-            iostat::io_line(
-                device.as_ref(),
-                before,
-                after,
-                result.user_bytes_written,
-                &path
-            )
+            iostat::amp_lines(device.as_ref(), before, after, facts, &path)
         );
-        user_bytes_total += result.user_bytes_written;
+        if let Some(latencies) = &result.latencies {
+            print!("{}", latencies.report());
+        }
+        total.user_written += result.user_bytes_written;
+        total.user_read += result.user_bytes_read;
     }
     if let Some(open) = db.take() {
         open.close()?;
@@ -154,11 +213,134 @@ pub fn run(args: &BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
         "{:<12} : whole run from open to close (includes background work finished by close)",
         "total"
     );
+    total.live_bytes = live_bytes(&live, &config);
     println!(
         "{}",
-        iostat::io_line(device.as_ref(), at_open, at_close, user_bytes_total, &path)
+        iostat::amp_lines(device.as_ref(), at_open, at_close, total, &path)
     );
     Ok(())
+}
+
+/// YCSB: load (unless --use_existing_db), then the workload's run phase, each with its
+/// amplification/CPU lines and per-operation latencies.
+fn run_ycsb(args: &BenchArgs, workload: ycsb::Workload) -> Result<(), Box<dyn std::error::Error>> {
+    let temp;
+    let path = match &args.db {
+        Some(p) => p.clone(),
+        None => {
+            temp = tempfile::tempdir()?;
+            temp.path().join("db")
+        }
+    };
+    let config = ycsb::YcsbConfig {
+        records: args.num,
+        ops: args.reads.unwrap_or(args.num),
+        record_size: args.record_size,
+        key_size: args.key_size,
+        threads: args.threads,
+        seed: args.seed,
+    };
+    let options = engine_options(args);
+    print_header(args, &path, &options);
+    println!(
+        "ycsb:       workload {} record_size={}",
+        workload.name, args.record_size
+    );
+    if !args.use_existing_db {
+        destroy_db(&path)?;
+    }
+    let device = iostat::device_of(&path);
+    let db = Db::open(&path, options)?;
+    let record_bytes = (args.key_size + args.record_size) as u64;
+    let phases: [(&str, bool); 2] = [("load", true), ("run", false)];
+    for (phase, is_load) in phases {
+        if is_load && args.use_existing_db {
+            println!(
+                "ycsb-{}-load : skipped (--use_existing_db is true)",
+                workload.name
+            );
+            continue;
+        }
+        iostat::sync_all();
+        let before = iostat::sample(device.as_ref());
+        let cpu_before = iostat::cpu_seconds();
+        let result = if is_load {
+            ycsb::load(&db, &config)?
+        } else {
+            ycsb::run(&db, workload, &config)?
+        };
+        let cpu = cpu_before.zip(iostat::cpu_seconds()).map(|(b, a)| a - b);
+        let wall = result.wall_secs.max(1e-9);
+        println!(
+            "{:<12} : {:>11.3} micros/op {:.0} ops/sec",
+            format!("ycsb-{}-{phase}", workload.name),
+            wall * 1e6 * config.threads as f64 / result.ops.max(1) as f64,
+            result.ops as f64 / wall
+        );
+        iostat::sync_all();
+        let after = iostat::sample(device.as_ref());
+        let facts = SpanFacts {
+            user_written: result.user_written,
+            user_read: result.user_read,
+            live_bytes: (!args.use_existing_db).then_some(args.num * record_bytes),
+            cpu: cpu.map(|c| (c, result.wall_secs)),
+        };
+        println!(
+            "{}",
+            iostat::amp_lines(device.as_ref(), before, after, facts, &path)
+        );
+        let names: &[&str] = if is_load {
+            &["insert"]
+        } else {
+            ycsb::run_op_names()
+        };
+        print!("{}", ycsb::op_lines(&result, names));
+    }
+    db.close()?;
+    Ok(())
+}
+
+fn live_bytes(live: &LiveKeys, config: &Config) -> Option<u64> {
+    live.count()
+        .map(|keys| keys * (config.key_size + config.value_size) as u64)
+}
+
+/// The `stats` benchmark: what the engine exposes about its shape (not timed).
+fn stats_block(db: &Db, path: &Path) -> String {
+    let levels = db.level_file_counts();
+    let files: Vec<String> = levels
+        .iter()
+        .enumerate()
+        .map(|(level, n)| format!("L{level}={n}"))
+        .collect();
+    let head = db.vlog_head().map_or_else(
+        || "none".to_string(),
+        |h| format!("{}:{}", h.segment, h.offset),
+    );
+    let (sst, vlog) = file_bytes_by_kind(path);
+    format!(
+        "{:<12} : tables per level: {}\n{:<12}   sst={:.1} MiB vlog={:.1} MiB vlog_head={head}\n",
+        "stats",
+        files.join(" "),
+        "",
+        sst as f64 / 1_048_576.0,
+        vlog as f64 / 1_048_576.0,
+    )
+}
+
+/// Logical bytes of the database's table files and value-log segments.
+fn file_bytes_by_kind(path: &Path) -> (u64, u64) {
+    let (mut sst, mut vlog) = (0, 0);
+    for entry in std::fs::read_dir(path).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let len = entry.metadata().map_or(0, |m| m.len());
+        if name.ends_with(".sst") {
+            sst += len;
+        } else if name.ends_with(".vlog") {
+            vlog += len;
+        }
+    }
+    (sst, vlog)
 }
 
 fn engine_options(args: &BenchArgs) -> Options {

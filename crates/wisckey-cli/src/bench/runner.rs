@@ -1,35 +1,55 @@
-//! The benchmark bodies and the db_bench report line. Each benchmark runs `threads` workers
-//! against one shared `Db`; a worker owns its key stream and value pool, so workers share
-//! nothing but the database. Timing covers only the operations.
+//! Runs one benchmark: `threads` workers (see `ops`) against one shared `Db`, plus one
+//! writer for readwhilewriting, and folds their counters into the db_bench report line.
+//! Timing covers only the operations; CPU time is sampled at the same two instants.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use wisckey::{Db, ReadOptions, WriteOptions};
+use indicatif::ProgressBar;
+use wisckey::Db;
 
-use super::workload::{format_key, key_stream, ValuePool};
+use super::histogram::Latencies;
+use super::iostat;
+use super::live::LiveKeys;
+use super::ops::{Worker, WorkerStats};
 
-/// The benchmarks understood so far.
+/// The benchmarks understood (db_bench names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Benchmark {
     FillSeq,
     FillRandom,
     Overwrite,
     FillSync,
+    DeleteRandom,
     ReadRandom,
+    ReadMissing,
+    MultiReadRandom,
     ReadSeq,
+    ReadReverse,
+    SeekRandom,
+    ReadWhileWriting,
+    Stats,
 }
+
+const ALL: [Benchmark; 13] = [
+    Benchmark::FillSeq,
+    Benchmark::FillRandom,
+    Benchmark::Overwrite,
+    Benchmark::FillSync,
+    Benchmark::DeleteRandom,
+    Benchmark::ReadRandom,
+    Benchmark::ReadMissing,
+    Benchmark::MultiReadRandom,
+    Benchmark::ReadSeq,
+    Benchmark::ReadReverse,
+    Benchmark::SeekRandom,
+    Benchmark::ReadWhileWriting,
+    Benchmark::Stats,
+];
 
 impl Benchmark {
     pub fn parse(name: &str) -> Option<Benchmark> {
-        Some(match name {
-            "fillseq" => Benchmark::FillSeq,
-            "fillrandom" => Benchmark::FillRandom,
-            "overwrite" => Benchmark::Overwrite,
-            "fillsync" => Benchmark::FillSync,
-            "readrandom" => Benchmark::ReadRandom,
-            "readseq" => Benchmark::ReadSeq,
-            _ => return None,
-        })
+        ALL.into_iter().find(|b| b.name() == name)
     }
 
     pub fn name(self) -> &'static str {
@@ -38,8 +58,15 @@ impl Benchmark {
             Benchmark::FillRandom => "fillrandom",
             Benchmark::Overwrite => "overwrite",
             Benchmark::FillSync => "fillsync",
+            Benchmark::DeleteRandom => "deleterandom",
             Benchmark::ReadRandom => "readrandom",
+            Benchmark::ReadMissing => "readmissing",
+            Benchmark::MultiReadRandom => "multireadrandom",
             Benchmark::ReadSeq => "readseq",
+            Benchmark::ReadReverse => "readreverse",
+            Benchmark::SeekRandom => "seekrandom",
+            Benchmark::ReadWhileWriting => "readwhilewriting",
+            Benchmark::Stats => "stats",
         }
     }
 
@@ -49,6 +76,31 @@ impl Benchmark {
             self,
             Benchmark::FillSeq | Benchmark::FillRandom | Benchmark::FillSync
         )
+    }
+
+    /// Whether the report line carries a "(F of N found)" count.
+    fn reports_found(self) -> bool {
+        matches!(
+            self,
+            Benchmark::ReadRandom
+                | Benchmark::ReadMissing
+                | Benchmark::MultiReadRandom
+                | Benchmark::SeekRandom
+                | Benchmark::ReadWhileWriting
+        )
+    }
+
+    /// Operations one worker performs (for the progress bar; scans may stop earlier).
+    pub fn ops_per_thread(self, config: &Config) -> u64 {
+        match self {
+            Benchmark::FillSync => (config.num / 1000).max(1),
+            Benchmark::FillSeq
+            | Benchmark::FillRandom
+            | Benchmark::Overwrite
+            | Benchmark::DeleteRandom => config.num,
+            Benchmark::Stats => 0,
+            _ => config.reads,
+        }
     }
 }
 
@@ -62,42 +114,46 @@ pub struct Config {
     pub threads: u64,
     pub seed: u64,
     pub sync: bool,
-}
-
-/// What one worker did.
-#[derive(Debug, Default, Clone, Copy)]
-struct WorkerStats {
-    ops: u64,
-    bytes: u64,
-    found: u64,
-    busy_secs: f64,
+    pub seek_nexts: u64,
+    pub batch_size: u64,
+    pub histogram: bool,
 }
 
 /// What one benchmark did, all workers together.
 #[derive(Debug)]
 pub struct BenchResult {
+    bench: Benchmark,
     ops: u64,
-    bytes: u64,
-    found: Option<u64>,
+    found: u64,
     busy_secs: f64,
-    wall_secs: f64,
+    pub wall_secs: f64,
+    pub cpu_secs: Option<f64>,
     pub user_bytes_written: u64,
+    pub user_bytes_read: u64,
+    pub latencies: Option<Latencies>,
 }
 
 impl BenchResult {
     /// `name : X micros/op Y ops/sec; Z MB/s` as RocksDB's db_bench prints it: micros/op is
-    /// per-thread time per op, ops/sec and MB/s are totals over wall time.
-    pub fn report_line(&self, name: &str) -> String {
+    /// per-thread time per op, ops/sec and MB/s are totals over wall time. MB/s counts the
+    /// bytes read for read benchmarks (readwhilewriting: the readers'), written otherwise.
+    pub fn report_line(&self) -> String {
         let ops = self.ops.max(1) as f64;
         let wall = self.wall_secs.max(1e-9);
+        let bytes = if self.user_bytes_read > 0 || self.bench.reports_found() {
+            self.user_bytes_read
+        } else {
+            self.user_bytes_written
+        };
         let mut line = format!(
-            "{name:<12} : {:>11.3} micros/op {:.0} ops/sec; {:>6.1} MB/s",
+            "{:<12} : {:>11.3} micros/op {:.0} ops/sec; {:>6.1} MB/s",
+            self.bench.name(),
             self.busy_secs * 1e6 / ops,
             self.ops as f64 / wall,
-            self.bytes as f64 / wall / 1_048_576.0
+            bytes as f64 / wall / 1_048_576.0
         );
-        if let Some(found) = self.found {
-            line.push_str(&format!(" ({found} of {} found)", self.ops));
+        if self.bench.reports_found() {
+            line.push_str(&format!(" ({} of {} found)", self.found, self.ops));
         }
         line
     }
@@ -107,115 +163,137 @@ pub fn run_benchmark(
     db: &Db,
     bench: Benchmark,
     config: &Config,
+    live: &LiveKeys,
+    progress: &ProgressBar,
 ) -> Result<BenchResult, Box<dyn std::error::Error>> {
+    let stop_writer = AtomicBool::new(false);
+    let stop_writer = &stop_writer;
+    let cpu_before = iostat::cpu_seconds();
     let started = Instant::now();
-    let outcomes: Vec<wisckey::Result<WorkerStats>> = std::thread::scope(|scope| {
+    let (readers, writer, wall_secs) = std::thread::scope(|scope| {
+        let writer = (bench == Benchmark::ReadWhileWriting).then(|| {
+            // The writer's stream is thread index `threads`, after the readers'.
+            let worker = Worker::new(db, config, live, progress, bench.name(), config.threads);
+            scope.spawn(move || worker.write_until(stop_writer))
+        });
         let workers: Vec<_> = (0..config.threads)
-            .map(|thread| scope.spawn(move || run_worker(db, bench, config, thread)))
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| {
-                w.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            .map(|thread| {
+                let worker = Worker::new(db, config, live, progress, bench.name(), thread);
+                scope.spawn(move || worker.run(bench))
             })
-            .collect()
+            .collect();
+        let readers: Vec<wisckey::Result<WorkerStats>> =
+            workers.into_iter().map(join_or_resume_panic).collect();
+        let wall_secs = started.elapsed().as_secs_f64();
+        stop_writer.store(true, Ordering::Relaxed);
+        let writer = writer.map(join_or_resume_panic);
+        (readers, writer, wall_secs)
     });
-    let wall_secs = started.elapsed().as_secs_f64();
-    let mut total = WorkerStats::default();
-    for outcome in outcomes {
-        let stats = outcome?;
-        total.ops += stats.ops;
-        total.bytes += stats.bytes;
-        total.found += stats.found;
-        total.busy_secs += stats.busy_secs;
-    }
-    let writes = !matches!(bench, Benchmark::ReadRandom | Benchmark::ReadSeq);
-    Ok(BenchResult {
-        ops: total.ops,
-        bytes: total.bytes,
-        found: (bench == Benchmark::ReadRandom).then_some(total.found),
-        busy_secs: total.busy_secs,
+    let cpu_secs = cpu_before.zip(iostat::cpu_seconds()).map(|(b, a)| a - b);
+    let mut result = BenchResult {
+        bench,
+        ops: 0,
+        found: 0,
+        busy_secs: 0.0,
         wall_secs,
-        user_bytes_written: if writes { total.bytes } else { 0 },
-    })
-}
-
-fn run_worker(
-    db: &Db,
-    bench: Benchmark,
-    config: &Config,
-    thread: u64,
-) -> wisckey::Result<WorkerStats> {
-    let started = Instant::now();
-    let mut stats = match bench {
-        Benchmark::FillSeq => fill(db, config, thread, bench, false)?,
-        Benchmark::FillRandom | Benchmark::Overwrite => fill(db, config, thread, bench, true)?,
-        Benchmark::FillSync => fill(db, config, thread, bench, true)?,
-        Benchmark::ReadRandom => read_random(db, config, thread)?,
-        Benchmark::ReadSeq => read_seq(db, config)?,
+        cpu_secs,
+        user_bytes_written: 0,
+        user_bytes_read: 0,
+        latencies: config.histogram.then(Latencies::new),
     };
-    stats.busy_secs = started.elapsed().as_secs_f64();
-    Ok(stats)
-}
-
-fn fill(
-    db: &Db,
-    config: &Config,
-    thread: u64,
-    bench: Benchmark,
-    random: bool,
-) -> wisckey::Result<WorkerStats> {
-    // db_bench's fillsync writes num / 1000 entries, each synced.
-    let (count, sync) = if bench == Benchmark::FillSync {
-        ((config.num / 1000).max(1), true)
-    } else {
-        (config.num, config.sync)
-    };
-    let opts = WriteOptions { sync };
-    let mut keys = key_stream(config.seed, bench.name(), thread);
-    let mut values = ValuePool::new(config.value_size);
-    let mut key = Vec::with_capacity(config.key_size);
-    let mut stats = WorkerStats::default();
-    for i in 0..count {
-        let index = if random {
-            keys.next_u64() % config.num
-        } else {
-            i
-        };
-        format_key(index, config.key_size, &mut key);
-        db.put_opt(&key, values.next_value(), &opts)?;
-        stats.ops += 1;
-        stats.bytes += (config.key_size + config.value_size) as u64;
-    }
-    Ok(stats)
-}
-
-fn read_random(db: &Db, config: &Config, thread: u64) -> wisckey::Result<WorkerStats> {
-    let mut keys = key_stream(config.seed, Benchmark::ReadRandom.name(), thread);
-    let mut key = Vec::with_capacity(config.key_size);
-    let mut stats = WorkerStats::default();
-    for _ in 0..config.reads {
-        format_key(keys.next_u64() % config.num, config.key_size, &mut key);
-        if let Some(value) = db.get(&key)? {
-            stats.found += 1;
-            stats.bytes += (key.len() + value.len()) as u64;
+    for outcome in readers {
+        let stats = outcome?;
+        result.ops += stats.ops;
+        result.found += stats.found;
+        result.busy_secs += stats.busy_secs;
+        result.user_bytes_written += stats.written;
+        result.user_bytes_read += stats.read;
+        if let (Some(all), Some(one)) = (result.latencies.as_mut(), stats.latencies.as_ref()) {
+            all.merge(one);
         }
-        stats.ops += 1;
     }
-    Ok(stats)
+    if let Some(writer) = writer {
+        result.user_bytes_written += writer?.written;
+    }
+    Ok(result)
 }
 
-fn read_seq(db: &Db, config: &Config) -> wisckey::Result<WorkerStats> {
-    let mut it = db.iter(&ReadOptions::default())?;
-    it.seek_to_first();
-    let mut stats = WorkerStats::default();
-    while it.valid() && stats.ops < config.reads {
-        let value = it.value()?;
-        stats.bytes += (it.key().len() + value.len()) as u64;
-        stats.ops += 1;
-        it.next();
+fn join_or_resume_panic<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    handle
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> Config {
+        Config {
+            num: 2000,
+            reads: 500,
+            value_size: 100,
+            key_size: 16,
+            threads: 2,
+            seed: 7,
+            sync: false,
+            seek_nexts: 5,
+            batch_size: 8,
+            histogram: true,
+        }
     }
-    it.status()?;
-    Ok(stats)
+
+    #[test]
+    fn names_round_trip() {
+        for b in ALL {
+            assert_eq!(Benchmark::parse(b.name()), Some(b));
+        }
+        assert_eq!(Benchmark::parse("nope"), None);
+    }
+
+    #[test]
+    fn every_benchmark_runs_and_counts_what_it_did() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db = Db::open(dir.path().join("db"), wisckey::Options::default()).expect("open");
+        let config = config();
+        let live = LiveKeys::new(config.num, true);
+        let bar = ProgressBar::hidden();
+        let run = |bench| run_benchmark(&db, bench, &config, &live, &bar).expect("benchmark");
+
+        let fill = run(Benchmark::FillSeq);
+        assert_eq!(fill.ops, 2 * config.num);
+        assert_eq!(live.count(), Some(config.num));
+        assert_eq!(fill.user_bytes_written, 2 * config.num * 116);
+        assert_eq!(fill.latencies.as_ref().map(Latencies::count), Some(4000));
+
+        let read = run(Benchmark::ReadRandom);
+        assert_eq!((read.ops, read.found), (1000, 1000));
+        assert!(read.report_line().contains("(1000 of 1000 found)"));
+        let missing = run(Benchmark::ReadMissing);
+        assert_eq!((missing.ops, missing.found), (1000, 0));
+        let multi = run(Benchmark::MultiReadRandom);
+        assert_eq!((multi.ops, multi.found), (1000, 1000));
+        // 500 keys per thread in batches of 8: 63 samples per thread.
+        assert_eq!(multi.latencies.as_ref().map(Latencies::count), Some(126));
+
+        let forward = run(Benchmark::ReadSeq);
+        let backward = run(Benchmark::ReadReverse);
+        assert_eq!(forward.ops, 1000);
+        assert_eq!(forward.user_bytes_read, backward.user_bytes_read);
+
+        let seek = run(Benchmark::SeekRandom);
+        assert_eq!(seek.found, 1000);
+        assert!(seek.user_bytes_read > 0 && seek.user_bytes_read <= 1000 * 5 * 116);
+
+        let rww = run(Benchmark::ReadWhileWriting);
+        assert_eq!((rww.ops, rww.found), (1000, 1000));
+
+        let deleted = run(Benchmark::DeleteRandom);
+        assert_eq!(deleted.user_bytes_written, 2 * config.num * 16);
+        let live_after = live.count().expect("known");
+        assert!(live_after < config.num, "{live_after}");
+        let after = run(Benchmark::ReadRandom);
+        assert!(after.found < after.ops);
+        db.close().expect("close");
+    }
 }

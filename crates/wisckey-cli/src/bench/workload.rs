@@ -7,6 +7,8 @@
 //! - Stream seed of benchmark `name`, thread `t`: `seed ^ fnv1a64(name) ^ (t + 1) * GOLDEN`.
 //! - Random key index: `next() % num`.
 //! - Key: the index in decimal, zero-padded to `key_size` bytes (db_bench's format).
+//! - Missing key (`readmissing`): the key of an index followed by one `.` byte, so it is
+//!   `key_size + 1` bytes long and never equal to a written key (db_bench's suffix).
 //! - Values: consecutive `value_size` slices of a pool of `max(1 MiB, value_size)` bytes
 //!   filled from splitmix64 seeded with `VALUE_POOL_SEED` (little-endian words); the slice
 //!   start wraps to 0 when the next slice would pass the end. Incompressible bytes.
@@ -61,6 +63,12 @@ pub fn format_key(index: u64, key_size: usize, out: &mut Vec<u8>) {
     let digits = index.to_string();
     out.resize(key_size.saturating_sub(digits.len()), b'0');
     out.extend_from_slice(digits.as_bytes());
+}
+
+/// Writes the never-written key of `index` into `out`: its key followed by `.`.
+pub fn format_missing_key(index: u64, key_size: usize, out: &mut Vec<u8>) {
+    format_key(index, key_size, out);
+    out.push(b'.');
 }
 
 /// Whether every index below `num` fits in `key_size` decimal digits.
@@ -126,6 +134,8 @@ mod tests {
         let mut k = Vec::new();
         format_key(42, 16, &mut k);
         assert_eq!(k, b"0000000000000042");
+        format_missing_key(42, 16, &mut k);
+        assert_eq!(k, b"0000000000000042.");
         assert!(key_size_fits(10_000_000_000_000_000, 16));
         assert!(!key_size_fits(10_000_000_000_000_001, 16));
     }
