@@ -2,7 +2,8 @@
 //!
 //! Puts (values from 0 bytes to several MiB, so overwrites switch between inline and
 //! pointer values), deletes, atomic batches, point reads, snapshots, forward and backward
-//! iteration with seeks and bounds, forced flushes and compactions, and reopen — all
+//! iteration with seeks and bounds, forced flushes and compactions, clean reopens and
+//! reopens after a power cut that follows a sync write (value-log replay) — all
 //! interleaved, with every read checked against the model.
 //!
 //! CI runs a fixed seed. Long variant (documented in README):
@@ -14,8 +15,8 @@ use std::sync::Arc;
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use wisckey::fs::MemFs;
-use wisckey::{Db, Options, ReadOptions, Snapshot, WriteBatch};
+use wisckey::fs::{MemFs, PowerLoss};
+use wisckey::{Db, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -136,7 +137,7 @@ fn check_iterator(db: &Db, model: &Model, snapshot: Option<&Snapshot>, rng: &mut
 fn run_model(seed: u64, ops: u64, dir: &Path) {
     eprintln!("model test seed = {seed} (set WISCKEY_MODEL_SEED to reproduce), ops = {ops}");
     let mut rng = SmallRng::seed_from_u64(seed);
-    let fs = MemFs::new();
+    let mut fs = MemFs::new();
     let mut db = Db::open(dir, options(&fs)).expect("open");
     let mut model = Model::new();
     let mut snapshots: Vec<(Snapshot, Model)> = Vec::new();
@@ -223,14 +224,23 @@ fn run_model(seed: u64, ops: u64, dir: &Path) {
                 "compact"
             }
             _ => {
-                // Reopen: snapshots do not survive it.
+                // Reopen: snapshots do not survive it. Either a clean close (which flushes
+                // the memtable), or a power cut right after a sync write: then the value log
+                // from the persisted head is replayed, and every write must still be there.
                 snapshots.clear();
                 if rng.gen_bool(0.5) {
-                    db.flush().expect("flush before reopen");
+                    db.close().expect("close");
+                    db = Db::open(dir, options(&fs)).expect("reopen");
+                    "reopen"
+                } else {
+                    db.put_opt(b"sync-marker", b"", &WriteOptions { sync: true })
+                        .expect("sync write");
+                    model.insert(b"sync-marker".to_vec(), Vec::new());
+                    fs = fs.power_loss_image(PowerLoss::DropUnsynced);
+                    drop(db);
+                    db = Db::open(dir, options(&fs)).expect("reopen after power loss");
+                    "power-loss-reopen"
                 }
-                db.close().expect("close");
-                db = Db::open(dir, options(&fs)).expect("reopen");
-                "reopen"
             }
         };
         *counts.entry(op).or_default() += 1;
@@ -261,9 +271,10 @@ fn run_model(seed: u64, ops: u64, dir: &Path) {
         "the run must push data below L1: {levels:?}"
     );
     assert!(
-        counts.get("compact").copied().unwrap_or(0) > 0
-            && counts.get("reopen").copied().unwrap_or(0) > 0,
-        "the run must exercise compaction and reopen"
+        ["compact", "reopen", "power-loss-reopen"]
+            .iter()
+            .all(|op| counts.get(op).copied().unwrap_or(0) > 0),
+        "the run must exercise compaction, reopen and replay after a power cut"
     );
     db.close().expect("close");
 }

@@ -226,13 +226,24 @@ impl Db {
         self.inner.state.lock().bg_error.clone()
     }
 
-    /// Stops background work, writes out and syncs the value-log buffer, and reports the
-    /// first error met while doing so. The database is closed even if this fails.
+    /// Flushes the memtable (so the next open replays nothing), stops background work,
+    /// writes out and syncs the value-log buffer, and reports the first error met while
+    /// doing so. The database is closed even if this fails. Dropping a `Db` does the same
+    /// and ignores errors.
     pub fn close(self) -> Result<()> {
         self.shutdown()
     }
 
     fn shutdown(&self) -> Result<()> {
+        if self.inner.shutting_down.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        // Flushing the memtable is cheap (keys and pointers only) and saves the next open
+        // from replaying up to `memtable_max_log_bytes` of log. Skipped after a latched error.
+        let flushed = match self.background_error() {
+            Some(_) => Ok(()),
+            None => self.flush(),
+        };
         if self.inner.shutting_down.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
@@ -254,6 +265,7 @@ impl Db {
             ));
         }
         sync_result?;
+        flushed?;
         match self.inner.state.lock().bg_error.clone() {
             Some(e) => Err(e),
             None => Ok(()),
