@@ -47,7 +47,7 @@ impl InternalIterator for MemTableIterator {
 
     fn seek(&mut self, target: &[u8]) {
         let table = Arc::clone(&self.table);
-        let probe = InternalKey(target.to_vec());
+        let probe = InternalKey::from_encoded(target);
         self.set(table.map.lower_bound(Bound::Included(&probe)));
     }
 
@@ -70,7 +70,7 @@ impl InternalIterator for MemTableIterator {
     }
 
     fn key(&self) -> &[u8] {
-        self.current.as_ref().map_or(&[], |(k, _)| &k.0)
+        self.current.as_ref().map_or(&[], |(k, _)| k.as_bytes())
     }
 
     fn value(&self) -> &[u8] {

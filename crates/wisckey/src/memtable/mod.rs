@@ -17,9 +17,7 @@ use crossbeam_skiplist::SkipMap;
 
 pub use iter::MemTableIterator;
 
-use crate::key::{
-    make_internal_key, parse_internal_key, seek_key, InternalKey, SequenceNumber, ValueKind,
-};
+use crate::key::{parse_internal_key, InternalKey, SequenceNumber, ValueKind, KIND_FOR_SEEK};
 
 /// Bytes charged per entry on top of key and value: skiplist node, pointers, allocation.
 const ENTRY_OVERHEAD: usize = 64;
@@ -38,17 +36,17 @@ impl MemTable {
 
     /// Inserts one entry.
     pub fn add(&self, seq: SequenceNumber, kind: ValueKind, user_key: &[u8], value: &[u8]) {
-        let ikey = make_internal_key(user_key, seq, kind);
-        let charge = ikey.len() + value.len() + ENTRY_OVERHEAD;
-        self.map.insert(InternalKey(ikey), value.to_vec());
+        let ikey = InternalKey::new(user_key, seq, kind as u8);
+        let charge = ikey.as_bytes().len() + value.len() + ENTRY_OVERHEAD;
+        self.map.insert(ikey, value.to_vec());
         self.approximate_bytes.fetch_add(charge, Ordering::Relaxed);
     }
 
     /// The newest entry for `user_key` with sequence `<= seq`: its kind and stored value.
     pub fn get(&self, user_key: &[u8], seq: SequenceNumber) -> Option<(ValueKind, Vec<u8>)> {
-        let probe = InternalKey(seek_key(user_key, seq));
+        let probe = InternalKey::new(user_key, seq, KIND_FOR_SEEK);
         let entry = self.map.lower_bound(std::ops::Bound::Included(&probe))?;
-        let parsed = parse_internal_key(&entry.key().0)?;
+        let parsed = parse_internal_key(entry.key().as_bytes())?;
         if parsed.user_key != user_key {
             return None;
         }
