@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use wisckey::fs::{FileSystem, MemFs};
+use wisckey::fs::{FileSystem, MemFs, PowerLoss};
 use wisckey::{Db, Error, Options};
 
 const DIR: &str = "/db";
@@ -108,12 +108,15 @@ fn record_of_another_key_is_corruption_not_data() {
 
 #[test]
 fn torn_tail_is_truncated_and_later_writes_survive() {
-    let fs = MemFs::new();
-    let db = Db::open(DIR, options(&fs)).expect("open");
+    let live = MemFs::new();
+    let db = Db::open(DIR, options(&live)).expect("open");
     for i in 0..20u32 {
         db.put(format!("k{i:02}"), vec![i as u8; 200]).expect("put");
     }
-    db.close().expect("close");
+    db.sync().expect("sync");
+    // Power cut (no clean close, so nothing was flushed and open must replay the log).
+    let fs = live.power_loss_image(PowerLoss::DropUnsynced);
+    drop(db);
     // Tear the last record: cut the file in the middle of it and add zeroed garbage.
     let path = vlog_files(&fs).pop().expect("segment");
     let mut bytes = read_file(&fs, &path);
