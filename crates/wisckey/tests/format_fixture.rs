@@ -1,0 +1,108 @@
+//! On-disk formats are forever: a small database written by format version 1 is checked in
+//! (`tests/fixtures/format-v1/`) and must keep opening with exactly these contents. It holds
+//! an SSTable (flushed inline values, pointers and a tombstone), a manifest with a value-log
+//! head, and value-log records after the head that open must replay.
+//!
+//! Regenerate only when a format version is deliberately bumped (and then add a new
+//! fixture directory instead of replacing the old one):
+//! `cargo test -p wisckey --test format_fixture -- --ignored regenerate_fixture`
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use wisckey::fs::{FileSystem, MemFs, PowerLoss};
+use wisckey::{Db, Options, ReadOptions, WriteOptions};
+
+fn fixture_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/format-v1")
+}
+
+fn options() -> Options {
+    Options {
+        value_threshold: 64,
+        ..Options::default()
+    }
+}
+
+/// The contents the fixture must hold.
+fn expected() -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut v = vec![
+        (b"".to_vec(), b"empty key".to_vec()),
+        (b"inline".to_vec(), b"small value".to_vec()),
+        (b"pointer".to_vec(), vec![b'p'; 300]),
+        (b"replayed-inline".to_vec(), b"after the head".to_vec()),
+        (b"replayed-pointer".to_vec(), vec![b'r'; 500]),
+    ];
+    v.sort();
+    v
+}
+
+#[test]
+#[ignore = "writes the fixture into the source tree; run only when bumping a format version"]
+fn regenerate_fixture() {
+    let mem = MemFs::new();
+    let dir = Path::new("/fixture");
+    let db = Db::open(dir, options().with_fs(Arc::new(mem.clone()))).expect("open");
+    db.put(b"", b"empty key").expect("put");
+    db.put(b"inline", b"small value").expect("put");
+    db.put(b"pointer", vec![b'p'; 300]).expect("put");
+    db.put(b"deleted", b"gone").expect("put");
+    db.delete(b"deleted").expect("delete");
+    db.flush().expect("flush");
+    db.put(b"replayed-inline", b"after the head").expect("put");
+    db.put_opt(
+        b"replayed-pointer",
+        vec![b'r'; 500],
+        &WriteOptions { sync: true },
+    )
+    .expect("sync put");
+    // A power cut here leaves the last two writes only in the log, after the head.
+    let image = mem.power_loss_image(PowerLoss::DropUnsynced);
+    drop(db);
+    let out = fixture_dir();
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out).expect("mkdir");
+    for name in image.list(dir).expect("list") {
+        if name == "LOCK" {
+            continue;
+        }
+        let bytes = image.contents(&dir.join(&name)).expect("contents");
+        std::fs::write(out.join(&name), bytes).expect("write fixture file");
+    }
+}
+
+#[test]
+fn format_v1_fixture_still_opens_with_the_same_contents() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path().join("db");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(fixture_dir()).expect("fixture exists") {
+        let entry = entry.expect("entry");
+        std::fs::copy(entry.path(), dir.join(entry.file_name())).expect("copy");
+        names.push(entry.file_name().to_string_lossy().into_owned());
+    }
+    assert!(
+        names.iter().any(|n| n.ends_with(".sst")),
+        "fixture has a table"
+    );
+    assert!(
+        names.iter().any(|n| n.ends_with(".vlog")),
+        "fixture has a value log"
+    );
+    let db = Db::open(&dir, options()).expect("open the v1 fixture");
+    let mut it = db.iter(&ReadOptions::default()).expect("iter");
+    it.seek_to_first();
+    let mut got = Vec::new();
+    while it.valid() {
+        got.push((it.key().to_vec(), it.value().expect("value")));
+        it.next();
+    }
+    it.status().expect("status");
+    assert_eq!(got, expected());
+    assert_eq!(db.get(b"deleted").expect("get"), None);
+    assert!(
+        db.vlog_head().is_some(),
+        "the fixture's manifest carries a head"
+    );
+}
