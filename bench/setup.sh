@@ -18,7 +18,7 @@ mkdir -p "$here/build"
 build_cc() { # name lib
   local out="$here/build/$1" src="$here/peers/$1.cc"
   if [[ ! -x $out || $src -nt $out || $here/peers/bench_common.h -nt $out ||
-        $here/peers/bench_io.h -nt $out ]]; then
+        $here/peers/bench_io.h -nt $out || $here/peers/ycsb.h -nt $out ]]; then
     g++ -O2 -std=c++17 -Wall -o "$out" "$src" "-l$2" -lpthread
   fi
 }

@@ -108,6 +108,8 @@ struct Flags {
   bool histogram = false;
   bool blob = false;           // RocksDB only: integrated BlobDB.
   size_t min_blob_size = 512;  // RocksDB only.
+  std::string ycsb;            // YCSB workload a..f instead of --benchmarks (ycsb.h).
+  size_t record_size = 1024;   // YCSB record (value) size.
 };
 
 inline bool ParseBool(const std::string& v) { return v.empty() || v == "1" || v == "true"; }
@@ -145,6 +147,8 @@ inline Flags ParseFlags(int argc, char** argv) {
     else if (k == "quiet") { /* no progress bars in the peers */ }
     else if (k == "blob") f.blob = ParseBool(v);
     else if (k == "min_blob_size") f.min_blob_size = strtoull(v.c_str(), nullptr, 10);
+    else if (k == "ycsb") f.ycsb = v;
+    else if (k == "record_size") f.record_size = strtoull(v.c_str(), nullptr, 10);
     else if (k == "value_threshold") { /* wisckey-only knob; accepted and ignored */ }
     else {
       fprintf(stderr, "unknown flag --%s\n", k.c_str());

@@ -230,6 +230,13 @@ class Latencies {
     samples_.insert(samples_.end(), o.samples_.begin(), o.samples_.end());
   }
   uint64_t Count() const { return samples_.size(); }
+  // Nearest-rank percentile given in 100000ths, in microseconds (0 when empty).
+  double PercentileMicros(uint64_t per_100k) {
+    if (samples_.empty()) return 0;
+    if (!std::is_sorted(samples_.begin(), samples_.end()))
+      std::sort(samples_.begin(), samples_.end());
+    return At(per_100k);
+  }
   void Print() {
     printf("Microseconds per op:\n");
     if (samples_.empty()) {

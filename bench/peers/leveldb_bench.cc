@@ -9,6 +9,7 @@
 #include <leveldb/write_batch.h>
 
 #include "bench_common.h"
+#include "ycsb.h"
 
 namespace {
 
@@ -93,5 +94,5 @@ int main(int argc, char** argv) {
   wbench::Flags f = wbench::ParseFlags(argc, argv);
   if (f.db.empty()) f.db = "/tmp/leveldb_bench";
   LevelDbEngine engine(f);
-  return wbench::RunAll(&engine, f);
+  return f.ycsb.empty() ? wbench::RunAll(&engine, f) : wbench::ycsb::RunYcsb(&engine, f);
 }

@@ -12,6 +12,7 @@
 #include <rocksdb/version.h>
 
 #include "bench_common.h"
+#include "ycsb.h"
 
 namespace {
 
@@ -127,5 +128,5 @@ int main(int argc, char** argv) {
   wbench::Flags f = wbench::ParseFlags(argc, argv);
   if (f.db.empty()) f.db = "/tmp/rocksdb_bench";
   RocksDbEngine engine(f);
-  return wbench::RunAll(&engine, f);
+  return f.ycsb.empty() ? wbench::RunAll(&engine, f) : wbench::ycsb::RunYcsb(&engine, f);
 }

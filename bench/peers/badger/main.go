@@ -101,6 +101,7 @@ type config struct {
 	num, reads, threads, seed uint64
 	seekNexts, batchSize      uint64
 	valueSize, keySize        int
+	recordSize                int // YCSB record (value) size (ycsb.go)
 	cacheSize, valueThreshold int64
 	sync, useExisting, hist   bool
 	db                        string
@@ -360,6 +361,8 @@ func main() {
 	flag.Bool("quiet", false, "accepted for symmetry; the peers draw no progress bars")
 	flag.Int("bloom_bits", 10, "accepted for symmetry; Badger uses a 1% false-positive Bloom filter")
 	flag.BoolVar(&c.sync, "sync", false, "")
+	ycsb := flag.String("ycsb", "", "YCSB workload a..f instead of --benchmarks (ycsb.go)")
+	flag.IntVar(&c.recordSize, "record_size", 1024, "YCSB record (value) size")
 	flag.Parse()
 	c.reads = c.num
 	if *reads >= 0 {
@@ -370,6 +373,10 @@ func main() {
 	if len(strconv.FormatUint(c.num-1, 10)) > c.keySize {
 		fmt.Fprintf(os.Stderr, "--key_size=%d cannot hold keys below %d\n", c.keySize, c.num)
 		os.Exit(2)
+	}
+	if *ycsb != "" {
+		runYcsb(c, *ycsb)
+		return
 	}
 	names := []string{}
 	for _, b := range strings.Split(*benchmarks, ",") {

@@ -227,6 +227,10 @@ func (l *latencies) at(per100k uint64) float64 {
 	return float64(l.samples[rank-1]) / 1000.0
 }
 
+func (l *latencies) sort() {
+	sort.Slice(l.samples, func(i, j int) bool { return l.samples[i] < l.samples[j] })
+}
+
 func (l *latencies) print() {
 	fmt.Println("Microseconds per op:")
 	if len(l.samples) == 0 {

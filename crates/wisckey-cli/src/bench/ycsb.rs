@@ -1,4 +1,5 @@
-//! YCSB core workloads A–F (`wisckey bench --ycsb=a`), wisckey only for now. Definitions
+//! YCSB core workloads A–F (`wisckey bench --ycsb=a`); the peers in bench/peers/ implement
+//! the same generators and print the same lines (bench/run-ycsb.sh). Definitions
 //! (docs/BENCHMARKS.md, "YCSB"; generators in `ycsb_gen`):
 //! - record `k` has key `format_key(fnvhash64(k) % 10^min(key_size, 19), key_size)` (YCSB's
 //!   hashed insert order) and one value of `--record_size` bytes from the value pool;
@@ -83,6 +84,9 @@ pub struct PhaseResult {
     pub latencies: Vec<Latencies>,
     pub user_written: u64,
     pub user_read: u64,
+    /// Per operation type: reads (read, rmw) that found their key; for scans, entries
+    /// returned. Deterministic for one thread, so engines can be checked against each other.
+    pub found: [u64; 5],
 }
 
 pub fn record_key(record: u64, key_size: usize, out: &mut Vec<u8>) {
@@ -170,6 +174,9 @@ pub fn run(db: &Db, workload: Workload, config: &YcsbConfig) -> wisckey::Result<
         total.ops += r.ops;
         total.user_written += r.user_written;
         total.user_read += r.user_read;
+        for (all, one) in total.found.iter_mut().zip(r.found) {
+            *all += one;
+        }
         for (all, one) in total.latencies.iter_mut().zip(&r.latencies) {
             all.merge(one);
         }
@@ -203,7 +210,11 @@ impl RunWorker<'_> {
             record_key(record, self.config.key_size, &mut self.key);
             let started = Instant::now();
             match op {
-                0 => self.read()?,
+                0 => {
+                    if self.read()? {
+                        self.result.found[0] += 1;
+                    }
+                }
                 1 => {
                     self.db.put(&self.key, self.values.next_value())?;
                     self.result.user_written += record_bytes;
@@ -212,9 +223,11 @@ impl RunWorker<'_> {
                     self.db.put(&self.key, self.values.next_value())?;
                     self.result.user_written += record_bytes;
                 }
-                3 => self.scan()?,
+                3 => self.result.found[3] += self.scan()?,
                 _ => {
-                    self.read()?;
+                    if self.read()? {
+                        self.result.found[4] += 1;
+                    }
                     self.db.put(&self.key, self.values.next_value())?;
                     self.result.user_written += record_bytes;
                 }
@@ -242,14 +255,18 @@ impl RunWorker<'_> {
         }
     }
 
-    fn read(&mut self) -> wisckey::Result<()> {
-        if let Some(value) = self.db.get(&self.key)? {
+    /// Whether the key was found.
+    fn read(&mut self) -> wisckey::Result<bool> {
+        let value = self.db.get(&self.key)?;
+        if let Some(value) = &value {
             self.result.user_read += (self.key.len() + value.len()) as u64;
         }
-        Ok(())
+        Ok(value.is_some())
     }
 
-    fn scan(&mut self) -> wisckey::Result<()> {
+    /// The number of entries returned.
+    fn scan(&mut self) -> wisckey::Result<u64> {
+        let mut entries = 0;
         let len = 1 + self.rng.next_u64() % MAX_SCAN;
         let mut it = self.db.iter(&ReadOptions::default())?;
         it.seek(&self.key);
@@ -259,21 +276,29 @@ impl RunWorker<'_> {
             }
             let value = it.value()?;
             self.result.user_read += (it.key().len() + value.len()) as u64;
+            entries += 1;
             it.next();
         }
-        it.status()
+        it.status()?;
+        Ok(entries)
     }
 }
 
-/// The per-operation lines: `  read   : count N  p50 X  p99 Y  p99.9 Z  (us)`.
+/// The per-operation lines: `  read   : count N  found F  p50 X  p99 Y  p99.9 Z  (us)`;
+/// `found` only for read and rmw (keys found) and scan (entries returned).
 pub fn op_lines(result: &PhaseResult, names: &[&str]) -> String {
     let mut out = String::new();
-    for (name, lat) in names.iter().zip(&result.latencies) {
+    for (i, (name, lat)) in names.iter().zip(&result.latencies).enumerate() {
         if lat.count() == 0 {
             continue;
         }
+        let found = if matches!(*name, "read" | "scan" | "rmw") {
+            format!("  found {}", result.found[i])
+        } else {
+            String::new()
+        };
         out.push_str(&format!(
-            "  {name:<6} : count {}  p50 {:.2}  p99 {:.2}  p99.9 {:.2}  (us)\n",
+            "  {name:<6} : count {}{found}  p50 {:.2}  p99 {:.2}  p99.9 {:.2}  (us)\n",
             lat.count(),
             lat.percentile_micros(50.0),
             lat.percentile_micros(99.0),
@@ -334,6 +359,8 @@ mod tests {
             // Reads of loaded records always find them.
             if name == "c" {
                 assert_eq!(r.user_read, 600 * 116, "workload c");
+                assert_eq!(r.found[0], 600, "workload c");
+                assert!(op_lines(&r, run_op_names()).contains("read   : count 600  found 600"));
             }
             assert!(op_lines(&r, run_op_names()).contains("count"));
         }

@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# run-ycsb.sh: YCSB core workloads A-F on every engine through the same generator
+# (`--ycsb=w --record_size=N` in wisckey and every peer), each engine in its own cgroup-v1
+# memory limit (bench/cgexec.sh), page cache dropped before every phase; prints Markdown
+# tables: ops/sec per workload and engine, the ratio to LevelDB (as the paper's Fig. 15), and
+# the p99 latency of each operation type.
+#
+# Order per engine (YCSB's recommended sequence): load + A (fresh DB), then B, C, F, D on the
+# same DB (--use_existing_db), then a fresh load + E (E's inserts and scans would otherwise
+# follow D's inserts). Each workload is one process: its run phase starts from a cold cache.
+#
+# Parameters (environment):
+#   RECORDS=1000000 (records loaded) OPS=1000000 (operations per thread per workload)
+#   RECORD_SIZE=1024 KEY_SIZE=16 THREADS=1 SEED=301 MEM_LIMIT=1G
+#   ENGINES="wisckey leveldb rocksdb rocksdb-blob badger"   WORKLOADS="a b c f d e"
+#   DATA_DIR=/work/bench-data (real disk)   OUT_DIR=bench/results/ycsb-<timestamp>
+#   WISCKEY_BIN=$CARGO_TARGET_DIR/release/wisckey  WISCKEY_FLAGS="" EXTRA_FLAGS=""
+#   CHECK=1: agreement check instead of a measurement: defaults become RECORDS=20000
+#     OPS=10000 THREADS=1, and the script compares every engine's per-operation counts and
+#     found counts (the "count N  found F" fields) with the first engine's, workload by
+#     workload; exits 1 on any difference.
+# Run bench/setup.sh first. Needs root (cgroups, drop_caches). Each DB is deleted after use.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+CHECK=${CHECK:-0}
+if [[ $CHECK == 1 ]]; then
+  RECORDS=${RECORDS:-20000} OPS=${OPS:-10000} THREADS=${THREADS:-1}
+fi
+RECORDS=${RECORDS:-1000000}
+OPS=${OPS:-1000000}
+RECORD_SIZE=${RECORD_SIZE:-1024}
+KEY_SIZE=${KEY_SIZE:-16}
+THREADS=${THREADS:-1}
+SEED=${SEED:-301}
+MEM_LIMIT=${MEM_LIMIT:-1G}
+ENGINES=${ENGINES:-"wisckey leveldb rocksdb rocksdb-blob badger"}
+WORKLOADS=${WORKLOADS:-"a b c f d e"}
+DATA_DIR=${DATA_DIR:-/work/bench-data}
+OUT_DIR=${OUT_DIR:-$here/results/ycsb-$(date -u +%Y%m%dT%H%M%SZ)}
+WISCKEY_BIN=${WISCKEY_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/wisckey}
+WISCKEY_FLAGS=${WISCKEY_FLAGS:-}
+EXTRA_FLAGS=${EXTRA_FLAGS:-}
+
+mkdir -p "$DATA_DIR" "$OUT_DIR"
+fstype=$(stat -f -c %T "$DATA_DIR")
+if [[ $fstype == tmpfs || $fstype == ramfs ]]; then
+  echo "DATA_DIR=$DATA_DIR is on $fstype; pick a directory on a real disk" >&2
+  exit 1
+fi
+
+engine_cmd() { # engine -> command prefix
+  case $1 in
+    wisckey) echo "$WISCKEY_BIN bench $WISCKEY_FLAGS" ;;
+    leveldb) echo "$here/build/leveldb_bench" ;;
+    rocksdb) echo "$here/build/rocksdb_bench" ;;
+    rocksdb-blob) echo "$here/build/rocksdb_bench --blob" ;;
+    badger) echo "$here/build/badger_bench" ;;
+    *) echo "unknown engine $1" >&2; return 1 ;;
+  esac
+}
+
+drop_caches() {
+  sync
+  echo 3 > /proc/sys/vm/drop_caches 2>/dev/null ||
+    echo "NOTE: could not drop the page cache (not permitted); reads may hit cached pages"
+}
+
+# ops/sec on line "$2 : ..." of file $1
+ops_of() { awk -v b="$2" '$1==b && $2==":" {for(i=1;i<=NF;i++) if($i=="ops/sec") print $(i-1)}' "$1" | head -1; }
+# "read 12.3 / update 4.5": p99 of each operation type after the run line of file $1
+p99s_of() {
+  awk '/-run +:/ {run=1; next} run && $2==":" && $3=="count" {
+         for(i=1;i<=NF;i++) if($i=="p99") v=$(i+1); out=out (out?" / ":"") $1 " " v }
+       END {print out}' "$1"
+}
+# the agreement fields: "op count N [found F]" per operation line of the run phase
+counts_of() {
+  awk '/-run +:/ {run=1; next} run && $2==":" && $3=="count" {
+         line=$1 " count " $4; if ($5=="found") line=line " found " $6; print line }' "$1"
+}
+
+common="--num=$RECORDS --reads=$OPS --record_size=$RECORD_SIZE --key_size=$KEY_SIZE --threads=$THREADS --seed=$SEED --quiet $EXTRA_FLAGS"
+{
+  echo "# YCSB run $(date -u +%Y-%m-%dT%H:%M:%SZ) $(git -C "$root" rev-parse --short HEAD 2>/dev/null || true)"
+  echo "RECORDS=$RECORDS OPS=$OPS RECORD_SIZE=$RECORD_SIZE KEY_SIZE=$KEY_SIZE THREADS=$THREADS SEED=$SEED MEM_LIMIT=$MEM_LIMIT CHECK=$CHECK"
+  echo "ENGINES=$ENGINES WORKLOADS=$WORKLOADS DATA_DIR=$DATA_DIR ($fstype)"
+  echo "WISCKEY_FLAGS=$WISCKEY_FLAGS EXTRA_FLAGS=$EXTRA_FLAGS"
+} | tee "$OUT_DIR/params.txt"
+
+run_one() { # engine workload extra-flags...
+  local engine=$1 w=$2 cmd
+  shift 2
+  cmd=$(engine_cmd "$engine")
+  drop_caches
+  echo "== $engine: ycsb-$w $*" | tee -a "$OUT_DIR/log.txt"
+  # shellcheck disable=SC2086
+  "$here/cgexec.sh" "$engine" "$MEM_LIMIT" $cmd $common --ycsb="$w" --db="$DATA_DIR/$engine" "$@" \
+    > "$OUT_DIR/$engine.$w.txt" 2>&1 || { echo "$engine ycsb-$w failed:"; tail "$OUT_DIR/$engine.$w.txt"; }
+  grep -E 'ops/sec|count' "$OUT_DIR/$engine.$w.txt" || true
+}
+
+for engine in $ENGINES; do
+  rm -rf "${DATA_DIR:?}/$engine"
+  loaded=0
+  for w in $WORKLOADS; do
+    if [[ $w == e || $loaded == 0 ]]; then
+      rm -rf "${DATA_DIR:?}/$engine"
+      run_one "$engine" "$w"
+      loaded=1
+    else
+      run_one "$engine" "$w" --use_existing_db=1
+    fi
+  done
+  rm -rf "${DATA_DIR:?}/$engine"
+done
+
+if [[ $CHECK == 1 ]]; then
+  status=0
+  first=${ENGINES%% *}
+  {
+    echo
+    echo "| workload | engine | per-op counts (run phase) | agrees with $first |"
+    echo "|---|---|---|---|"
+    for w in $WORKLOADS; do
+      want=$(counts_of "$OUT_DIR/$first.$w.txt" | paste -sd';')
+      for engine in $ENGINES; do
+        got=$(counts_of "$OUT_DIR/$engine.$w.txt" | paste -sd';')
+        ok=yes
+        if [[ -z $got || $got != "$want" ]]; then ok=NO; status=1; fi
+        echo "| $w | $engine | ${got//;/; } | $ok |"
+      done
+    done
+  } | tee "$OUT_DIR/check.md"
+  if [[ $status == 0 ]]; then echo "CHECK: all engines agree"; else echo "CHECK: MISMATCH"; fi
+  echo "raw outputs in $OUT_DIR"
+  exit $status
+fi
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "-"; else printf "%.2f", a / b }'; }
+{
+  echo
+  header="| engine | load (A) ops/s |" sep="|---|---:|"
+  for w in $WORKLOADS; do header+=" ${w^^} ops/s |"; sep+="---:|"; done
+  echo "$header"; echo "$sep"
+  for engine in $ENGINES; do
+    first_w=${WORKLOADS%% *}
+    row="| $engine | $(ops_of "$OUT_DIR/$engine.$first_w.txt" "ycsb-$first_w-load") |"
+    for w in $WORKLOADS; do row+=" $(ops_of "$OUT_DIR/$engine.$w.txt" "ycsb-$w-run") |"; done
+    echo "$row"
+  done
+  echo
+  echo "Normalised to LevelDB (engine ops/s ÷ LevelDB ops/s, as the paper's Fig. 15):"
+  echo
+  echo "$header"; echo "$sep"
+  for engine in $ENGINES; do
+    first_w=${WORKLOADS%% *}
+    base=$(ops_of "$OUT_DIR/leveldb.$first_w.txt" "ycsb-$first_w-load" 2>/dev/null || true)
+    row="| $engine | $(ratio "$(ops_of "$OUT_DIR/$engine.$first_w.txt" "ycsb-$first_w-load")" "$base") |"
+    for w in $WORKLOADS; do
+      base=$(ops_of "$OUT_DIR/leveldb.$w.txt" "ycsb-$w-run" 2>/dev/null || true)
+      row+=" $(ratio "$(ops_of "$OUT_DIR/$engine.$w.txt" "ycsb-$w-run")" "$base") |"
+    done
+    echo "$row"
+  done
+  echo
+  echo "p99 latency per operation type, µs (run phase):"
+  echo
+  header="| engine |" sep="|---|"
+  for w in $WORKLOADS; do header+=" ${w^^} |"; sep+="---|"; done
+  echo "$header"; echo "$sep"
+  for engine in $ENGINES; do
+    row="| $engine |"
+    for w in $WORKLOADS; do row+=" $(p99s_of "$OUT_DIR/$engine.$w.txt") |"; done
+    echo "$row"
+  done
+} | tee "$OUT_DIR/summary.md"
+echo "raw outputs in $OUT_DIR"
