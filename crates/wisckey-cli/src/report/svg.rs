@@ -13,7 +13,8 @@ const HEIGHT: f64 = 420.0;
 const LEFT: f64 = 80.0;
 const RIGHT: f64 = 170.0;
 const TOP: f64 = 40.0;
-const BOTTOM: f64 = 60.0;
+/// Room for category labels, slanted when they are wider than their group.
+const BOTTOM: f64 = 110.0;
 const COLOURS: [&str; 8] = [
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
 ];
@@ -202,13 +203,24 @@ pub fn bar_chart(chart: &BarChart) -> String {
     let group_w = plot_w / chart.categories.len().max(1) as f64;
     let bar_w = group_w * 0.8 / chart.series.len().max(1) as f64;
     let base = axis.fraction(axis.low).unwrap_or(0.0);
+    let widest = chart
+        .categories
+        .iter()
+        .map(|c| c.chars().count())
+        .max()
+        .unwrap_or(0);
+    let slanted = widest as f64 * 7.0 > group_w;
     for (c, category) in chart.categories.iter().enumerate() {
         let group_x = LEFT + group_w * c as f64;
+        let (x, y) = (group_x + group_w / 2.0, HEIGHT - BOTTOM + 18.0);
+        let placement = if slanted {
+            format!(r#"text-anchor="end" transform="rotate(-25 {x:.1} {y:.1})""#)
+        } else {
+            r#"text-anchor="middle""#.to_string()
+        };
         let _ = writeln!(
             out,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-            group_x + group_w / 2.0,
-            HEIGHT - BOTTOM + 18.0,
+            r#"<text x="{x:.1}" y="{y:.1}" {placement}>{}</text>"#,
             escape(category)
         );
         for (s, (_, values)) in chart.series.iter().enumerate() {
