@@ -4,6 +4,7 @@
 
 mod bench;
 mod demo;
+mod report;
 
 use clap::{Parser, Subcommand};
 
@@ -24,6 +25,8 @@ enum Command {
     Demo(demo::DemoArgs),
     /// db_bench-style benchmarks (fill*, reads, scans, seeks, deletes, readwhilewriting) and YCSB A-F.
     Bench(bench::BenchArgs),
+    /// REPORT.md and SVG charts from benchmark results folders (bench/run-side-by-side.sh).
+    Report(report::ReportArgs),
 }
 
 fn main() {
@@ -31,6 +34,7 @@ fn main() {
     let result = match cli.command {
         Command::Demo(args) => demo::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::Report(args) => report::run(&args).map_err(Into::into),
     };
     if let Err(e) = result {
         eprintln!("wisckey: {e}");

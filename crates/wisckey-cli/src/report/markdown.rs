@@ -1,0 +1,623 @@
+//! Builds REPORT.md and the chart SVGs from parsed results folders: throughput by engine and
+//! benchmark (and by value size when folders differ in it), ratios vs wisckey and vs LevelDB,
+//! write/read/space amplification and CPU, YCSB normalised to LevelDB, latency percentiles
+//! and CDFs from `--histogram` blocks, plus machine, versions, parameters and dates.
+//!
+//! Repeats of the same engine and benchmark in one folder are averaged (the table says how
+//! many). Missing figures print as `-`. Pure: returns text, writes nothing.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use super::parse::BenchResult;
+use super::svg::{self, BarChart, LineChart};
+use super::ResultsDir;
+
+pub struct Report {
+    pub markdown: String,
+    /// (file name, SVG text).
+    pub charts: Vec<(String, String)>,
+}
+
+/// One table column: a benchmark in one folder.
+#[derive(Clone, PartialEq)]
+struct Column {
+    dir: usize,
+    bench: String,
+    label: String,
+    value_size: Option<u64>,
+}
+
+struct Model<'a> {
+    engines: Vec<String>,
+    columns: Vec<Column>,
+    /// (column index, engine) -> every repeat's result.
+    cells: BTreeMap<(usize, String), Vec<&'a BenchResult>>,
+}
+
+impl Model<'_> {
+    fn results(&self, column: usize, engine: &str) -> &[&BenchResult] {
+        self.cells
+            .get(&(column, engine.to_string()))
+            .map_or(&[], Vec::as_slice)
+    }
+
+    fn mean(
+        &self,
+        column: usize,
+        engine: &str,
+        pick: impl Fn(&BenchResult) -> Option<f64>,
+    ) -> Option<f64> {
+        let values: Vec<f64> = self
+            .results(column, engine)
+            .iter()
+            .filter_map(|r| pick(r))
+            .collect();
+        (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+    }
+
+    fn ops(&self, column: usize, engine: &str) -> Option<f64> {
+        self.mean(column, engine, |r| Some(r.ops_per_sec))
+    }
+}
+
+fn build_model(dirs: &[ResultsDir]) -> Model<'_> {
+    let mut engines: Vec<String> = Vec::new();
+    for dir in dirs {
+        let listed = dir.params.get("ENGINES").unwrap_or("");
+        let found = dir.runs.iter().map(|r| r.engine.as_str());
+        for engine in listed.split_whitespace().chain(found) {
+            if !engines.iter().any(|e| e == engine) && dir.runs.iter().any(|r| r.engine == engine) {
+                engines.push(engine.to_string());
+            }
+        }
+    }
+    if let Some(at) = engines.iter().position(|e| e == "wisckey") {
+        let wisckey = engines.remove(at);
+        engines.insert(0, wisckey);
+    }
+    let mut columns: Vec<Column> = Vec::new();
+    let mut cells: BTreeMap<(usize, String), Vec<&BenchResult>> = BTreeMap::new();
+    for (d, dir) in dirs.iter().enumerate() {
+        for run in &dir.runs {
+            for result in run
+                .results
+                .iter()
+                .filter(|r| r.name != "total" && r.ops_per_sec > 0.0)
+            {
+                let value_size = dir.value_size().or(run.value_size);
+                let index = match columns
+                    .iter()
+                    .position(|c| c.dir == d && c.bench == result.name)
+                {
+                    Some(i) => i,
+                    None => {
+                        let label = if dirs.len() == 1 {
+                            result.name.clone()
+                        } else {
+                            format!("{} ({})", result.name, dir_name(dir))
+                        };
+                        columns.push(Column {
+                            dir: d,
+                            bench: result.name.clone(),
+                            label,
+                            value_size,
+                        });
+                        columns.len() - 1
+                    }
+                };
+                cells
+                    .entry((index, run.engine.clone()))
+                    .or_default()
+                    .push(result);
+            }
+        }
+    }
+    Model {
+        engines,
+        columns,
+        cells,
+    }
+}
+
+fn dir_name(dir: &ResultsDir) -> String {
+    dir.path.file_name().map_or_else(
+        || dir.path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+fn cell(value: Option<f64>, decimals: usize) -> String {
+    value.map_or_else(|| "-".to_string(), |v| format!("{v:.decimals$}"))
+}
+
+fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    a.zip(b).and_then(|(a, b)| (b > 0.0).then(|| a / b))
+}
+
+fn table_header(out: &mut String, first: &str, columns: &[String]) {
+    let _ = writeln!(out, "| {first} | {} |", columns.join(" | "));
+    let _ = writeln!(out, "|---|{}", "---:|".repeat(columns.len()));
+}
+
+/// One row per engine, one column per benchmark column.
+fn engine_table(out: &mut String, model: &Model, value: impl Fn(usize, &str) -> String) {
+    let labels: Vec<String> = model.columns.iter().map(|c| c.label.clone()).collect();
+    table_header(out, "engine", &labels);
+    for engine in &model.engines {
+        let cells: Vec<String> = (0..model.columns.len()).map(|c| value(c, engine)).collect();
+        let _ = writeln!(out, "| {engine} | {} |", cells.join(" | "));
+    }
+    out.push('\n');
+}
+
+pub fn build(dirs: &[ResultsDir], device: Option<&str>, machine: &str) -> Report {
+    let model = build_model(dirs);
+    let mut md = String::new();
+    let mut charts = Vec::new();
+    let names: Vec<String> = dirs.iter().map(dir_name).collect();
+    let _ = writeln!(md, "# Benchmark report: {}\n", names.join(", "));
+    let paths: Vec<String> = dirs.iter().map(|d| d.path.display().to_string()).collect();
+    let _ = writeln!(md, "Generated by `wisckey report {}`.\n", paths.join(" "));
+    let _ = writeln!(
+        md,
+        "- machine (where the report was generated; the runs are assumed to be from it): {machine}"
+    );
+    for (dir, name) in dirs.iter().zip(&names) {
+        let _ = writeln!(
+            md,
+            "- `{name}`: run {}, value size {} B",
+            dir.params.date.as_deref().unwrap_or("(date unknown)"),
+            cell(dir.value_size().map(|v| v as f64), 0)
+        );
+    }
+    let _ = writeln!(md, "\n## Device ceilings (fio)\n");
+    match device {
+        Some(text) => {
+            for (measure, value) in super::parse::parse_device_table(text) {
+                let _ = writeln!(md, "- {measure}: {value}");
+            }
+        }
+        None => md.push_str("Not measured with this run (see bench/fio.sh).\n"),
+    }
+
+    md.push_str("\n## Throughput (ops/s)\n\n");
+    let counts = |c: usize, e: &str| match model.results(c, e).len() {
+        0 | 1 => String::new(),
+        n => format!(" (mean of {n})"),
+    };
+    engine_table(&mut md, &model, |c, e| {
+        format!("{}{}", cell(model.ops(c, e), 0), counts(c, e))
+    });
+    md.push_str("![throughput](throughput.svg)\n\n");
+    charts.push(("throughput.svg".to_string(), throughput_chart(&model)));
+    charts.extend(value_size_charts(&model, &mut md));
+
+    for base in ["wisckey", "leveldb"] {
+        if model.engines.iter().any(|e| e == base) {
+            let _ = writeln!(md, "## Throughput relative to {base} (engine ÷ {base})\n");
+            engine_table(&mut md, &model, |c, e| {
+                cell(ratio(model.ops(c, e), model.ops(c, base)), 2)
+            });
+        }
+    }
+
+    amplification_table(&mut md, &model);
+    if let Some(svg) = write_amp_chart(&model) {
+        md.push_str("![write amplification](write-amplification.svg)\n\n");
+        charts.push(("write-amplification.svg".to_string(), svg));
+    }
+    if let Some(svg) = ycsb_section(&model, &mut md) {
+        md.push_str("![YCSB normalised](ycsb-normalised.svg)\n\n");
+        charts.push(("ycsb-normalised.svg".to_string(), svg));
+    }
+    if let Some(svg) = latency_section(&model, &mut md) {
+        md.push_str("![latency CDF](latency-cdf.svg)\n\n");
+        charts.push(("latency-cdf.svg".to_string(), svg));
+    }
+
+    md.push_str("## Versions\n\n");
+    let mut seen = Vec::new();
+    for run in dirs.iter().flat_map(|d| &d.runs) {
+        if let Some(line) = &run.engine_line {
+            if !seen.contains(line) {
+                let _ = writeln!(md, "- {}: `{line}`", run.engine);
+                seen.push(line.clone());
+            }
+        }
+    }
+    md.push_str("\n## Parameters (params.txt)\n\n");
+    for (dir, name) in dirs.iter().zip(&names) {
+        let _ = writeln!(
+            md,
+            "`{name}`:\n\n```\n{}\n```\n",
+            dir.params_text.trim_end()
+        );
+    }
+    Report {
+        markdown: md,
+        charts,
+    }
+}
+
+fn throughput_chart(model: &Model) -> String {
+    svg::bar_chart(&BarChart {
+        title: "Throughput by engine and benchmark (log scale)",
+        y_label: "ops/s",
+        categories: model.columns.iter().map(|c| c.label.clone()).collect(),
+        series: model
+            .engines
+            .iter()
+            .map(|e| {
+                (
+                    e.clone(),
+                    (0..model.columns.len()).map(|c| model.ops(c, e)).collect(),
+                )
+            })
+            .collect(),
+        log_scale: true,
+        reference: None,
+    })
+}
+
+/// One chart per benchmark measured at two or more value sizes.
+fn value_size_charts(model: &Model, md: &mut String) -> Vec<(String, String)> {
+    let mut benches: Vec<&str> = model.columns.iter().map(|c| c.bench.as_str()).collect();
+    benches.dedup();
+    let mut charts = Vec::new();
+    for bench in benches {
+        let mut sizes: Vec<u64> = model
+            .columns
+            .iter()
+            .filter(|c| c.bench == bench)
+            .filter_map(|c| c.value_size)
+            .collect();
+        sizes.sort_unstable();
+        sizes.dedup();
+        if sizes.len() < 2 {
+            continue;
+        }
+        let series = model
+            .engines
+            .iter()
+            .map(|e| {
+                let values = sizes
+                    .iter()
+                    .map(|size| {
+                        let per_dir: Vec<f64> = model
+                            .columns
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, c)| c.bench == bench && c.value_size == Some(*size))
+                            .filter_map(|(i, _)| model.ops(i, e))
+                            .collect();
+                        (!per_dir.is_empty())
+                            .then(|| per_dir.iter().sum::<f64>() / per_dir.len() as f64)
+                    })
+                    .collect();
+                (e.clone(), values)
+            })
+            .collect();
+        let name = format!("throughput-{bench}-by-value-size.svg");
+        let title = format!("{bench}: throughput by value size (log scale)");
+        charts.push((
+            name.clone(),
+            svg::bar_chart(&BarChart {
+                title: &title,
+                y_label: "ops/s",
+                categories: sizes.iter().map(|s| format!("{s} B")).collect(),
+                series,
+                log_scale: true,
+                reference: None,
+            }),
+        ));
+        let _ = writeln!(md, "![{bench} by value size]({name})\n");
+    }
+    charts
+}
+
+fn amplification_table(md: &mut String, model: &Model) {
+    md.push_str("## Amplification and CPU\n\nWA = bytes written ÷ user bytes (device counter, and the process's own I/O counters); RA likewise for reads; space amp = DB size ÷ live logical bytes (load runs only); CPU = user+sys ÷ wall (100% = one core).\n\n");
+    md.push_str("| benchmark | engine | WA device | WA process | RA device | RA process | space amp | DB MiB | CPU % |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (c, column) in model.columns.iter().enumerate() {
+        for engine in &model.engines {
+            if model.results(c, engine).is_empty() {
+                continue;
+            }
+            let f = |name: &str, decimals: usize| {
+                cell(model.mean(c, engine, |r| r.field(name)), decimals)
+            };
+            let _ = writeln!(
+                md,
+                "| {} | {engine} | {} | {} | {} | {} | {} | {} | {} |",
+                column.label,
+                f("wa", 3),
+                f("wa_process", 3),
+                f("ra", 3),
+                f("ra_process", 3),
+                f("space_amp", 3),
+                f("db_size", 1),
+                f("cpu", 0)
+            );
+        }
+    }
+    md.push('\n');
+}
+
+fn write_amp_chart(model: &Model) -> Option<String> {
+    let wa =
+        |c: usize, e: &str| model.mean(c, e, |r| r.field("wa_process").or_else(|| r.field("wa")));
+    let columns: Vec<usize> = (0..model.columns.len())
+        .filter(|c| model.engines.iter().any(|e| wa(*c, e).is_some()))
+        .collect();
+    if columns.is_empty() {
+        return None;
+    }
+    Some(svg::bar_chart(&BarChart {
+        title: "Write amplification (process I/O counters; device where absent)",
+        y_label: "bytes written / user bytes",
+        categories: columns
+            .iter()
+            .map(|c| model.columns[*c].label.clone())
+            .collect(),
+        series: model
+            .engines
+            .iter()
+            .map(|e| (e.clone(), columns.iter().map(|c| wa(*c, e)).collect()))
+            .collect(),
+        log_scale: false,
+        reference: Some(1.0),
+    }))
+}
+
+/// YCSB `ycsb-<w>-run` throughput per workload, normalised to LevelDB as in the paper's Fig. 15
+/// (to the first engine when LevelDB did not run; the chart title says which).
+fn ycsb_section(model: &Model, md: &mut String) -> Option<String> {
+    let columns: Vec<usize> = (0..model.columns.len())
+        .filter(|c| {
+            let b = &model.columns[*c].bench;
+            b.starts_with("ycsb-") && b.ends_with("-run")
+        })
+        .collect();
+    if columns.is_empty() {
+        return None;
+    }
+    let base = if model.engines.iter().any(|e| e == "leveldb") {
+        "leveldb"
+    } else {
+        model.engines.first()?.as_str()
+    };
+    let _ = writeln!(md, "## YCSB (run phase, ops/s; in brackets ÷ {base})\n");
+    let labels: Vec<String> = columns
+        .iter()
+        .map(|c| model.columns[*c].label.clone())
+        .collect();
+    table_header(md, "engine", &labels);
+    for engine in &model.engines {
+        let cells: Vec<String> = columns
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} ({})",
+                    cell(model.ops(*c, engine), 0),
+                    cell(ratio(model.ops(*c, engine), model.ops(*c, base)), 2)
+                )
+            })
+            .collect();
+        let _ = writeln!(md, "| {engine} | {} |", cells.join(" | "));
+    }
+    md.push('\n');
+    let title = format!("YCSB throughput normalised to {base}");
+    Some(svg::bar_chart(&BarChart {
+        title: &title,
+        y_label: &format!("ops/s ÷ {base}"),
+        categories: labels
+            .iter()
+            .map(|l| l.replace("ycsb-", "").replace("-run", "").to_uppercase())
+            .collect(),
+        series: model
+            .engines
+            .iter()
+            .map(|e| {
+                (
+                    e.clone(),
+                    columns
+                        .iter()
+                        .map(|c| ratio(model.ops(*c, e), model.ops(*c, base)))
+                        .collect(),
+                )
+            })
+            .collect(),
+        log_scale: false,
+        reference: Some(1.0),
+    }))
+}
+
+/// Percentile table and a CDF through (min, 0), the printed percentiles and (max, 1).
+fn latency_section(model: &Model, md: &mut String) -> Option<String> {
+    let mut series = Vec::new();
+    let mut rows = String::new();
+    for (c, column) in model.columns.iter().enumerate() {
+        for engine in &model.engines {
+            let Some(h) = model
+                .results(c, engine)
+                .iter()
+                .find_map(|r| r.histogram.as_ref())
+            else {
+                continue;
+            };
+            let p = |q: f64| {
+                cell(
+                    h.percentiles
+                        .iter()
+                        .find(|(pq, _)| (*pq - q).abs() < 1e-9)
+                        .map(|(_, v)| *v),
+                    2,
+                )
+            };
+            let _ = writeln!(
+                rows,
+                "| {} | {engine} | {} | {:.2} | {} | {} | {} | {:.2} |",
+                column.label,
+                h.count,
+                h.average,
+                p(50.0),
+                p(99.0),
+                p(99.9),
+                h.max
+            );
+            let mut points = vec![(h.min, 0.0)];
+            points.extend(h.percentiles.iter().map(|(q, v)| (*v, q / 100.0)));
+            points.push((h.max, 1.0));
+            series.push((format!("{engine} {}", column.label), points));
+        }
+    }
+    if series.is_empty() {
+        return None;
+    }
+    md.push_str("## Latency (µs per op, from --histogram)\n\n| benchmark | engine | count | mean | P50 | P99 | P99.9 | max |\n|---|---|---:|---:|---:|---:|---:|---:|\n");
+    md.push_str(&rows);
+    md.push('\n');
+    Some(svg::line_chart(&LineChart {
+        title: "Latency CDF (through the printed percentiles)",
+        x_label: "µs per op (log scale)",
+        y_label: "fraction of ops",
+        series,
+        log_x: true,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::parse::{parse_params, parse_run};
+    use super::*;
+    use std::path::PathBuf;
+
+    fn dir(name: &str, params: &str, files: &[(&str, &str)]) -> ResultsDir {
+        ResultsDir {
+            path: PathBuf::from(name),
+            params: parse_params(params),
+            params_text: params.to_string(),
+            runs: files
+                .iter()
+                .map(|(engine, text)| parse_run(engine, text))
+                .collect(),
+        }
+    }
+
+    const HIST: &str = "Microseconds per op:\nCount: 10  Average: 2.0  StdDev: 0.5\nMin: 1.0  Median: 2.0  Max: 9.0\nPercentiles: P50: 2.00 P75: 2.50 P99: 8.00 P99.9: 9.00 P99.99: 9.00\n";
+
+    fn line(name: &str, ops: u32) -> String {
+        format!("{name} : 1.0 micros/op {ops} ops/sec; 1.0 MB/s\n  wa=1.500 (x) wa_process=2.000 (y) db_size=3.0 MiB\n")
+    }
+
+    #[test]
+    fn ratios_vs_wisckey_and_leveldb_are_computed() {
+        let d = dir(
+            "d",
+            "ENGINES=leveldb wisckey\n",
+            &[
+                ("wisckey", &line("fillrandom", 200)),
+                ("leveldb", &line("fillrandom", 50)),
+            ],
+        );
+        let report = build(&[d], None, "m");
+        assert!(
+            report.markdown.contains("| wisckey | 200 |"),
+            "{}",
+            report.markdown
+        );
+        assert!(
+            report.markdown.contains("| leveldb | 0.25 |"),
+            "{}",
+            report.markdown
+        );
+        assert!(
+            report.markdown.contains("| wisckey | 4.00 |"),
+            "{}",
+            report.markdown
+        );
+        assert!(
+            report
+                .markdown
+                .contains("| fillrandom | wisckey | 1.500 | 2.000 |"),
+            "{}",
+            report.markdown
+        );
+        let wisckey_row = report.markdown.find("| wisckey |").expect("row");
+        assert!(
+            wisckey_row < report.markdown.find("| leveldb |").expect("row"),
+            "wisckey first"
+        );
+    }
+
+    #[test]
+    fn value_sizes_ycsb_and_histograms_produce_their_charts() {
+        let ycsb = format!(
+            "{}{HIST}{}",
+            line("fillrandom", 100),
+            line("ycsb-a-run", 300)
+        );
+        let small = dir(
+            "v256",
+            "VALUE_SIZE=256\n",
+            &[("wisckey", &ycsb), ("leveldb", &line("ycsb-a-run", 100))],
+        );
+        let large = dir(
+            "v4096",
+            "VALUE_SIZE=4096\n",
+            &[("wisckey", &line("fillrandom", 30))],
+        );
+        let report = build(
+            &[small, large],
+            Some("| measure | value |\n|---|---:|\n| seq write | 100 MB/s |\n"),
+            "m",
+        );
+        let names: Vec<&str> = report.charts.iter().map(|(n, _)| n.as_str()).collect();
+        for expected in [
+            "throughput.svg",
+            "throughput-fillrandom-by-value-size.svg",
+            "write-amplification.svg",
+            "ycsb-normalised.svg",
+            "latency-cdf.svg",
+        ] {
+            assert!(
+                names.contains(&expected),
+                "{expected} missing from {names:?}"
+            );
+        }
+        assert!(
+            report.markdown.contains("300 (3.00)"),
+            "{}",
+            report.markdown
+        );
+        assert!(
+            report.markdown.contains("seq write: 100 MB/s"),
+            "{}",
+            report.markdown
+        );
+        assert!(
+            report.markdown.contains("| 8.00 | 9.00 |"),
+            "{}",
+            report.markdown
+        );
+    }
+
+    #[test]
+    fn repeats_are_averaged_and_counted() {
+        let d = dir(
+            "d",
+            "",
+            &[
+                ("wisckey", &line("fillrandom", 100)),
+                ("wisckey", &line("fillrandom", 300)),
+            ],
+        );
+        let report = build(&[d], None, "m");
+        assert!(
+            report.markdown.contains("| wisckey | 200 (mean of 2) |"),
+            "{}",
+            report.markdown
+        );
+    }
+}

@@ -1,0 +1,192 @@
+//! `wisckey report <results_dir>...`: turns results folders written by
+//! bench/run-side-by-side.sh (and other scripts printing the same db_bench-style lines) into
+//! REPORT.md plus SVG charts in the output folder (default: the first results folder).
+//!
+//! Reading is tolerant (unknown files and lines are skipped, see `parse`); writing touches
+//! only REPORT.md and `*.svg` files this module names. Single-threaded.
+
+mod markdown;
+mod parse;
+mod svg;
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use parse::{Params, RunFile};
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Results folders (from bench/run-side-by-side.sh, run-ycsb.sh, ...).
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// Where REPORT.md and the charts go (default: the first results folder).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// bench/fio.sh's device.md (default: a device.md inside a results folder, if any).
+    #[arg(long)]
+    pub device: Option<PathBuf>,
+}
+
+/// One results folder, parsed.
+pub struct ResultsDir {
+    pub path: PathBuf,
+    pub params: Params,
+    pub params_text: String,
+    pub runs: Vec<RunFile>,
+}
+
+impl ResultsDir {
+    /// The value size of the folder: `VALUE_SIZE` from params, else the first run's header.
+    pub fn value_size(&self) -> Option<u64> {
+        self.params
+            .get("VALUE_SIZE")
+            .and_then(|v| v.parse().ok())
+            .or_else(|| self.runs.iter().find_map(|r| r.value_size))
+    }
+}
+
+pub fn run(args: &ReportArgs) -> Result<(), String> {
+    let mut dirs = Vec::new();
+    for dir in &args.dirs {
+        dirs.push(read_dir(dir)?);
+    }
+    let device_path = args.device.clone().or_else(|| {
+        args.dirs
+            .iter()
+            .map(|d| d.join("device.md"))
+            .find(|p| p.is_file())
+    });
+    let device = match &device_path {
+        Some(path) => Some(read_text(path)?),
+        None => None,
+    };
+    let out = args.out.clone().unwrap_or_else(|| args.dirs[0].clone());
+    std::fs::create_dir_all(&out).map_err(|e| format!("create {}: {e}", out.display()))?;
+    let report = markdown::build(&dirs, device.as_deref(), &machine_description());
+    for (name, svg) in &report.charts {
+        write_text(&out.join(name), svg)?;
+    }
+    write_text(&out.join("REPORT.md"), &report.markdown)?;
+    println!(
+        "wrote REPORT.md and {} chart(s) to {}",
+        report.charts.len(),
+        out.display()
+    );
+    Ok(())
+}
+
+fn read_dir(dir: &Path) -> Result<ResultsDir, String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("read {}: {e}", dir.display()))?;
+    let mut names: Vec<String> = entries
+        .filter_map(|entry| entry.ok())
+        .filter(|entry| entry.path().is_file())
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let params_text = match dir.join("params.txt") {
+        p if p.is_file() => read_text(&p)?,
+        _ => String::new(),
+    };
+    let mut runs = Vec::new();
+    for name in names {
+        if matches!(name.as_str(), "params.txt" | "log.txt") {
+            continue;
+        }
+        let Some((engine, _repeat, _phase)) = parse::split_file_name(&name) else {
+            continue;
+        };
+        let run = parse::parse_run(&engine, &read_text(&dir.join(&name))?);
+        if !run.results.is_empty() {
+            runs.push(run);
+        }
+    }
+    Ok(ResultsDir {
+        path: dir.to_path_buf(),
+        params: parse::parse_params(&params_text),
+        params_text,
+        runs,
+    })
+}
+
+fn read_text(path: &Path) -> Result<String, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("read {}: {e}", path.display()))?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+fn write_text(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("write {}: {e}", path.display()))
+}
+
+/// CPU model, cores, memory and kernel of the machine writing the report (the runs are
+/// assumed to have been made on it; the report says so).
+fn machine_description() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .map(|l| l.trim_start_matches([' ', '\t', ':']).to_string())
+        .unwrap_or_else(|| "unknown CPU".to_string());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let mem_gib = std::fs::read_to_string("/proc/meminfo")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|l| l.split_whitespace().next()?.parse::<f64>().ok())
+        .map_or_else(|| "?".to_string(), |kib| format!("{:.1}", kib / 1048576.0));
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    format!(
+        "{model}, {cores} cores available, {mem_gib} GiB RAM, Linux {}",
+        kernel.trim()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn committed(dir: &str) -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../bench/results")
+            .join(dir)
+    }
+
+    #[test]
+    fn report_of_final_run_has_tables_and_charts() {
+        let out = tempfile::tempdir().expect("tempdir");
+        let args = ReportArgs {
+            dirs: vec![committed("final-2m")],
+            out: Some(out.path().to_path_buf()),
+            device: None,
+        };
+        run(&args).expect("report");
+        let report = std::fs::read_to_string(out.path().join("REPORT.md")).expect("REPORT.md");
+        assert!(report.contains("| wisckey | 186609 |"), "{report}");
+        assert!(report.contains("leveldb"), "{report}");
+        assert!(out.path().join("throughput.svg").is_file());
+        assert!(out.path().join("write-amplification.svg").is_file());
+    }
+
+    #[test]
+    fn several_folders_with_different_value_sizes_chart_by_value_size() {
+        let out = tempfile::tempdir().expect("tempdir");
+        let args = ReportArgs {
+            dirs: vec![committed("small"), committed("final-2m")],
+            out: Some(out.path().to_path_buf()),
+            device: None,
+        };
+        run(&args).expect("report");
+        let report = std::fs::read_to_string(out.path().join("REPORT.md")).expect("REPORT.md");
+        assert!(report.contains("small"), "{report}");
+        assert!(report.contains("final-2m"), "{report}");
+    }
+
+    #[test]
+    fn missing_folder_is_an_error_not_a_panic() {
+        let args = ReportArgs {
+            dirs: vec![PathBuf::from("/nonexistent/wisckey-report")],
+            out: None,
+            device: None,
+        };
+        assert!(run(&args).is_err());
+    }
+}
