@@ -15,6 +15,8 @@
 # on a shared machine other jobs' drop_caches make "warm" reads randomly cold.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
 NUM=${NUM:-500000}
 READS=${READS:-100000}
 VALUE_SIZE=${VALUE_SIZE:-1024}
@@ -95,7 +97,6 @@ for rep in $(seq 1 "$REPEAT"); do
   rows+=("$rep|$(ops_of "$OUT_DIR/db_bench.r$rep.txt" fillrandom)|$(ops_of "$OUT_DIR/ours.r$rep.txt" fillrandom)|$(ops_of "$OUT_DIR/db_bench.r$rep.txt" readrandom)|$(ops_of "$OUT_DIR/ours.r$rep.txt" readrandom)")
 done
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "-"; else printf "%.2f", a / b }'; }
 {
   echo
   echo "| rep | fillrandom db_bench | fillrandom ours | ours / db_bench | readrandom db_bench | readrandom ours | ours / db_bench |"

@@ -30,32 +30,12 @@ WISCKEY_BIN=${WISCKEY_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/wisckey}
 WISCKEY_FLAGS=${WISCKEY_FLAGS:-}
 EXTRA_FLAGS=${EXTRA_FLAGS:-}
 
-mkdir -p "$DATA_DIR" "$OUT_DIR"
-fstype=$(stat -f -c %T "$DATA_DIR")
-if [[ $fstype == tmpfs || $fstype == ramfs ]]; then
-  echo "DATA_DIR=$DATA_DIR is on $fstype; pick a directory on a real disk" >&2
-  exit 1
-fi
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
+mkdir -p "$OUT_DIR"
+require_real_disk "$DATA_DIR"
 
-engine_cmd() { # engine -> command prefix
-  case $1 in
-    wisckey) echo "$WISCKEY_BIN bench $WISCKEY_FLAGS" ;;
-    leveldb) echo "$here/build/leveldb_bench" ;;
-    rocksdb) echo "$here/build/rocksdb_bench" ;;
-    rocksdb-blob) echo "$here/build/rocksdb_bench --blob" ;;
-    badger) echo "$here/build/badger_bench" ;;
-    *) echo "unknown engine $1" >&2; return 1 ;;
-  esac
-}
 
-drop_caches() {
-  sync
-  if echo 3 > /proc/sys/vm/drop_caches 2>/dev/null; then
-    echo "page cache dropped"
-  else
-    echo "NOTE: could not drop the page cache (not permitted); reads may hit cached pages"
-  fi
-}
 
 peak_mem() { # engine -> peak MiB of its cgroup
   local f=/sys/fs/cgroup/memory/wisckey-bench-$1/memory.max_usage_in_bytes
@@ -116,7 +96,6 @@ for r in "${rows[@]}"; do
   IFS='|' read -r e rep lo _ _ _ _ _ ro _ _ _ _ _ _ _ <<<"$r"
   if [[ $e == wisckey && -z $base_load ]]; then base_load=$lo base_read=$ro; fi
 done
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "-"; else printf "%.2f", a / b }'; }
 {
   echo
   echo "| engine | rep | $LOAD ops/s | WA device | WA process | WA process incl. close | DB size MiB | space amp | CPU (load) | peak MiB (load) | $READ ops/s | found | RA device | RA process | CPU (read) | peak MiB (read) | $LOAD vs wisckey | $READ vs wisckey |"

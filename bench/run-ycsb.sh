@@ -42,29 +42,12 @@ WISCKEY_BIN=${WISCKEY_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/wisckey}
 WISCKEY_FLAGS=${WISCKEY_FLAGS:-}
 EXTRA_FLAGS=${EXTRA_FLAGS:-}
 
-mkdir -p "$DATA_DIR" "$OUT_DIR"
-fstype=$(stat -f -c %T "$DATA_DIR")
-if [[ $fstype == tmpfs || $fstype == ramfs ]]; then
-  echo "DATA_DIR=$DATA_DIR is on $fstype; pick a directory on a real disk" >&2
-  exit 1
-fi
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
+mkdir -p "$OUT_DIR"
+require_real_disk "$DATA_DIR"
 
-engine_cmd() { # engine -> command prefix
-  case $1 in
-    wisckey) echo "$WISCKEY_BIN bench $WISCKEY_FLAGS" ;;
-    leveldb) echo "$here/build/leveldb_bench" ;;
-    rocksdb) echo "$here/build/rocksdb_bench" ;;
-    rocksdb-blob) echo "$here/build/rocksdb_bench --blob" ;;
-    badger) echo "$here/build/badger_bench" ;;
-    *) echo "unknown engine $1" >&2; return 1 ;;
-  esac
-}
 
-drop_caches() {
-  sync
-  echo 3 > /proc/sys/vm/drop_caches 2>/dev/null ||
-    echo "NOTE: could not drop the page cache (not permitted); reads may hit cached pages"
-}
 
 # ops/sec on line "$2 : ..." of file $1
 ops_of() { awk -v b="$2" '$1==b && $2==":" {for(i=1;i<=NF;i++) if($i=="ops/sec") print $(i-1)}' "$1" | head -1; }
@@ -131,13 +114,13 @@ if [[ $CHECK == 1 ]]; then
         echo "| $w | $engine | ${got//;/; } | $ok |"
       done
     done
-  } | tee "$OUT_DIR/check.md"
+  } > "$OUT_DIR/check.md" # not a pipe: `status` must be set in this shell, not a subshell
+  cat "$OUT_DIR/check.md"
   if [[ $status == 0 ]]; then echo "CHECK: all engines agree"; else echo "CHECK: MISMATCH"; fi
   echo "raw outputs in $OUT_DIR"
   exit $status
 fi
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "-"; else printf "%.2f", a / b }'; }
 {
   echo
   header="| engine | load (A) ops/s |" sep="|---|---:|"

@@ -1,0 +1,38 @@
+# lib.sh: helpers shared by the benchmark scripts (sourced, not run).
+# Callers set $here (this directory) and, for engine_cmd, $WISCKEY_BIN and $WISCKEY_FLAGS.
+
+# Refuses a DATA_DIR in memory (tmpfs/ramfs): the page cache would answer instead of the
+# disk. Sets $fstype.
+require_real_disk() {
+  mkdir -p "$1"
+  fstype=$(stat -f -c %T "$1")
+  if [[ $fstype == tmpfs || $fstype == ramfs ]]; then
+    echo "DATA_DIR=$1 is on $fstype; pick a directory on a real disk" >&2
+    exit 1
+  fi
+}
+
+# engine name -> command prefix of its benchmark program
+engine_cmd() {
+  case $1 in
+    wisckey) echo "$WISCKEY_BIN bench $WISCKEY_FLAGS" ;;
+    leveldb) echo "$here/build/leveldb_bench" ;;
+    rocksdb) echo "$here/build/rocksdb_bench" ;;
+    rocksdb-blob) echo "$here/build/rocksdb_bench --blob" ;;
+    badger) echo "$here/build/badger_bench" ;;
+    *) echo "unknown engine $1" >&2; return 1 ;;
+  esac
+}
+
+# Writes dirty pages back and drops the page cache (root only); says so either way.
+drop_caches() {
+  sync
+  if echo 3 > /proc/sys/vm/drop_caches 2>/dev/null; then
+    echo "page cache dropped"
+  else
+    echo "NOTE: could not drop the page cache (not permitted); reads may hit cached pages"
+  fi
+}
+
+# a / b with two decimals, or "-" when either is missing or b is 0
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "-"; else printf "%.2f", a / b }'; }
