@@ -15,6 +15,7 @@
 # on a shared machine other jobs' drop_caches make "warm" reads randomly cold.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
 # shellcheck source=bench/lib.sh
 . "$here/lib.sh"
 NUM=${NUM:-500000}
@@ -25,7 +26,6 @@ CACHE_SIZE=${CACHE_SIZE:-67108864}
 BLOOM_BITS=${BLOOM_BITS:-10}
 SEED=${SEED:-301}
 REPEAT=${REPEAT:-1}
-DATA_DIR=${DATA_DIR:-/work/bench-data}
 OUT_DIR=${OUT_DIR:-$here/results/crosscheck-$(date -u +%Y%m%dT%H%M%SZ)}
 
 need=()

@@ -1,5 +1,11 @@
 # lib.sh: helpers shared by the benchmark scripts (sourced, not run).
-# Callers set $here (this directory) and, for engine_cmd, $WISCKEY_BIN and $WISCKEY_FLAGS.
+# Callers set $here (this directory) and $root (the repository) before sourcing it.
+
+# Parameters every runner shares (override from the environment).
+DATA_DIR=${DATA_DIR:-/work/bench-data}
+WISCKEY_BIN=${WISCKEY_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/wisckey}
+WISCKEY_FLAGS=${WISCKEY_FLAGS:-}
+EXTRA_FLAGS=${EXTRA_FLAGS:-}
 
 # Refuses a DATA_DIR in memory (tmpfs/ramfs): the page cache would answer instead of the
 # disk. Sets $fstype.

@@ -24,18 +24,12 @@ ENGINES=${ENGINES:-"wisckey leveldb rocksdb rocksdb-blob badger"}
 LOAD=${LOAD:-fillrandom}
 READ=${READ:-readrandom}
 REPEAT=${REPEAT:-1}
-DATA_DIR=${DATA_DIR:-/work/bench-data}
 OUT_DIR=${OUT_DIR:-$here/results/$(date -u +%Y%m%dT%H%M%SZ)}
-WISCKEY_BIN=${WISCKEY_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/wisckey}
-WISCKEY_FLAGS=${WISCKEY_FLAGS:-}
-EXTRA_FLAGS=${EXTRA_FLAGS:-}
 
 # shellcheck source=bench/lib.sh
 . "$here/lib.sh"
 mkdir -p "$OUT_DIR"
 require_real_disk "$DATA_DIR"
-
-
 
 peak_mem() { # engine -> peak MiB of its cgroup
   local f=/sys/fs/cgroup/memory/wisckey-bench-$1/memory.max_usage_in_bytes

@@ -36,18 +36,12 @@ SEED=${SEED:-301}
 MEM_LIMIT=${MEM_LIMIT:-1G}
 ENGINES=${ENGINES:-"wisckey leveldb rocksdb rocksdb-blob badger"}
 WORKLOADS=${WORKLOADS:-"a b c f d e"}
-DATA_DIR=${DATA_DIR:-/work/bench-data}
 OUT_DIR=${OUT_DIR:-$here/results/ycsb-$(date -u +%Y%m%dT%H%M%SZ)}
-WISCKEY_BIN=${WISCKEY_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/wisckey}
-WISCKEY_FLAGS=${WISCKEY_FLAGS:-}
-EXTRA_FLAGS=${EXTRA_FLAGS:-}
 
 # shellcheck source=bench/lib.sh
 . "$here/lib.sh"
 mkdir -p "$OUT_DIR"
 require_real_disk "$DATA_DIR"
-
-
 
 # ops/sec on line "$2 : ..." of file $1
 ops_of() { awk -v b="$2" '$1==b && $2==":" {for(i=1;i<=NF;i++) if($i=="ops/sec") print $(i-1)}' "$1" | head -1; }
