@@ -23,9 +23,11 @@ engine_cmd() {
   case $1 in
     wisckey) echo "$WISCKEY_BIN bench $WISCKEY_FLAGS" ;;
     leveldb) echo "$here/build/leveldb_bench" ;;
+    leveldb-pread) echo "$here/build/leveldb_bench --pread" ;;
     rocksdb) echo "$here/build/rocksdb_bench" ;;
     rocksdb-blob) echo "$here/build/rocksdb_bench --blob" ;;
     badger) echo "$here/build/badger_bench" ;;
+    badger-madv) echo "$here/build/badger_bench --madv_random" ;;
     *) echo "unknown engine $1" >&2; return 1 ;;
   esac
 }

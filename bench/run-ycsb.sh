@@ -127,15 +127,17 @@ fi
     echo "$row"
   done
   echo
-  echo "Normalised to LevelDB (engine ops/s ÷ LevelDB ops/s, as the paper's Fig. 15):"
+  base_engine=leveldb # stock LevelDB as in the paper; its pread variant if only that one ran
+  if [[ " $ENGINES " != *" leveldb "* && " $ENGINES " == *" leveldb-pread "* ]]; then base_engine=leveldb-pread; fi
+  echo "Normalised to $base_engine (engine ops/s ÷ $base_engine ops/s, as the paper's Fig. 15):"
   echo
   echo "$header"; echo "$sep"
   for engine in $ENGINES; do
     first_w=${WORKLOADS%% *}
-    base=$(ops_of "$OUT_DIR/leveldb.$first_w.txt" "ycsb-$first_w-load" 2>/dev/null || true)
+    base=$(ops_of "$OUT_DIR/$base_engine.$first_w.txt" "ycsb-$first_w-load" 2>/dev/null || true)
     row="| $engine | $(ratio "$(ops_of "$OUT_DIR/$engine.$first_w.txt" "ycsb-$first_w-load")" "$base") |"
     for w in $WORKLOADS; do
-      base=$(ops_of "$OUT_DIR/leveldb.$w.txt" "ycsb-$w-run" 2>/dev/null || true)
+      base=$(ops_of "$OUT_DIR/$base_engine.$w.txt" "ycsb-$w-run" 2>/dev/null || true)
       row+=" $(ratio "$(ops_of "$OUT_DIR/$engine.$w.txt" "ycsb-$w-run")" "$base") |"
     done
     echo "$row"

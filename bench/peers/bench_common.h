@@ -108,6 +108,7 @@ struct Flags {
   bool histogram = false;
   bool blob = false;           // RocksDB only: integrated BlobDB.
   size_t min_blob_size = 512;  // RocksDB only.
+  bool pread = false;          // LevelDB only: read tables with pread, not mmap.
   std::string ycsb;            // YCSB workload a..f instead of --benchmarks (ycsb.h).
   size_t record_size = 1024;   // YCSB record (value) size.
 };
@@ -146,6 +147,7 @@ inline Flags ParseFlags(int argc, char** argv) {
     else if (k == "histogram") f.histogram = ParseBool(v);
     else if (k == "quiet") { /* no progress bars in the peers */ }
     else if (k == "blob") f.blob = ParseBool(v);
+    else if (k == "pread") f.pread = ParseBool(v);
     else if (k == "min_blob_size") f.min_blob_size = strtoull(v.c_str(), nullptr, 10);
     else if (k == "ycsb") f.ycsb = v;
     else if (k == "record_size") f.record_size = strtoull(v.c_str(), nullptr, 10);

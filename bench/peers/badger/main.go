@@ -104,6 +104,7 @@ type config struct {
 	recordSize                int // YCSB record (value) size (ycsb.go)
 	cacheSize, valueThreshold int64
 	sync, useExisting, hist   bool
+	madvRandom                bool
 	db                        string
 }
 
@@ -128,6 +129,9 @@ func openDB(c *config) *badger.DB {
 		WithValueThreshold(c.valueThreshold)
 	db, err := badger.Open(opts)
 	must(err, "open")
+	if c.madvRandom {
+		adviseRandomForever(c.db)
+	}
 	return db
 }
 
@@ -361,6 +365,7 @@ func main() {
 	flag.Bool("quiet", false, "accepted for symmetry; the peers draw no progress bars")
 	flag.Int("bloom_bits", 10, "accepted for symmetry; Badger uses a 1% false-positive Bloom filter")
 	flag.BoolVar(&c.sync, "sync", false, "")
+	flag.BoolVar(&c.madvRandom, "madv_random", false, "madvise(MADV_RANDOM) every mapped DB file (madvise.go)")
 	ycsb := flag.String("ycsb", "", "YCSB workload a..f instead of --benchmarks (ycsb.go)")
 	flag.IntVar(&c.recordSize, "record_size", 1024, "YCSB record (value) size")
 	flag.Parse()
@@ -389,8 +394,7 @@ func main() {
 		}
 		names = append(names, b)
 	}
-	fmt.Printf("engine:     badger %s (compression off, cache_size=%d, ValueThreshold=%d, MemTableSize=64 MiB, one txn per put)\n",
-		badgerVersion(), c.cacheSize, c.valueThreshold)
+	fmt.Printf("engine:     %s\n", describe(c))
 	fmt.Printf("keys:       %d bytes each\nvalues:     %d bytes each (incompressible)\n", c.keySize, c.valueSize)
 	fmt.Printf("entries:    %d\nthreads:    %d\ndb:         %s\n", c.num, c.threads, c.db)
 	fmt.Println("------------------------------------------------")
@@ -500,4 +504,14 @@ func badgerVersion() string {
 		}
 	}
 	return "v4 (unknown version)"
+}
+
+// describe is the "engine:" header line: version and every option that differs from stock.
+func describe(c *config) string {
+	mmap := "stock mmap"
+	if c.madvRandom {
+		mmap = "mmap with MADV_RANDOM"
+	}
+	return fmt.Sprintf("badger %s (compression off, cache_size=%d, ValueThreshold=%d, MemTableSize=64 MiB, one txn per put, %s)",
+		badgerVersion(), c.cacheSize, c.valueThreshold, mmap)
 }

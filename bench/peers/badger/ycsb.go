@@ -367,8 +367,7 @@ func runYcsb(c *config, name string) {
 		fmt.Fprintf(os.Stderr, "unknown YCSB workload '%s' (a..f)\n", name)
 		os.Exit(2)
 	}
-	fmt.Printf("engine:     badger %s (compression off, cache_size=%d, ValueThreshold=%d, MemTableSize=64 MiB, one txn per put)\n",
-		badgerVersion(), c.cacheSize, c.valueThreshold)
+	fmt.Printf("engine:     %s\n", describe(c))
 	fmt.Printf("keys:       %d bytes each\nvalues:     %d bytes each (incompressible)\n", c.keySize, c.recordSize)
 	fmt.Printf("entries:    %d\nthreads:    %d\ndb:         %s\n", c.num, c.threads, c.db)
 	fmt.Println("------------------------------------------------")

@@ -102,27 +102,40 @@ fn is_param_key(key: &str) -> bool {
             .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
 }
 
-/// `<engine>.r<rep>.<phase>.txt` -> (engine, repeat, phase); other names -> the stem as the
+/// `<engine>.r<rep>.<phase>.txt` -> (engine, repeat, phase); `<engine>.<phase>.txt` (run-ycsb.sh
+/// names files `<engine>.<workload>.txt`) -> (engine, 1, phase); other names -> the stem as the
 /// engine, repeat 1, phase "run" (a tolerant guess for outputs of other scripts).
 pub fn split_file_name(name: &str) -> Option<(String, u32, String)> {
     let stem = name.strip_suffix(".txt")?;
     let parts: Vec<&str> = stem.split('.').collect();
-    if let [engine, rep, phase] = parts.as_slice() {
-        if let Some(Ok(repeat)) = rep.strip_prefix('r').map(str::parse) {
-            return Some((engine.to_string(), repeat, phase.to_string()));
+    match parts.as_slice() {
+        [engine, rep, phase] => {
+            if let Some(Ok(repeat)) = rep.strip_prefix('r').map(str::parse) {
+                return Some((engine.to_string(), repeat, phase.to_string()));
+            }
         }
+        [engine, phase] if !engine.is_empty() && !phase.is_empty() => {
+            return Some((engine.to_string(), 1, phase.to_string()));
+        }
+        _ => {}
     }
     Some((stem.to_string(), 1, "run".to_string()))
 }
 
+/// Parses one raw output. A run with more than one thread (`threads:` header) names its
+/// results `<benchmark>/<threads>t` (e.g. `readrandom/16t`), so that a folder holding the
+/// same benchmark at 1 and 16 threads keeps them apart instead of averaging them.
 pub fn parse_run(engine: &str, text: &str) -> RunFile {
     let mut run = RunFile {
         engine: engine.to_string(),
         ..RunFile::default()
     };
+    let mut threads = 1u64;
     let mut lines = text.lines().peekable();
     while let Some(line) = lines.next() {
-        if let Some(rest) = line.strip_prefix("engine:") {
+        if let Some(rest) = line.strip_prefix("threads:") {
+            threads = rest.trim().parse().unwrap_or(1);
+        } else if let Some(rest) = line.strip_prefix("engine:") {
             run.engine_line = Some(rest.trim().to_string());
         } else if let Some(rest) = line.strip_prefix("values:") {
             run.value_size = rest.split_whitespace().next().and_then(|v| v.parse().ok());
@@ -144,6 +157,9 @@ pub fn parse_run(engine: &str, text: &str) -> RunFile {
                     break;
                 }
                 lines.next();
+            }
+            if threads > 1 && result.name != "total" {
+                result.name = format!("{}/{threads}t", result.name);
             }
             run.results.push(result);
         }
@@ -331,6 +347,10 @@ mod tests {
             Some(("rocksdb-blob".into(), 2, "read".into()))
         );
         assert_eq!(
+            split_file_name("badger-madv.e.txt"),
+            Some(("badger-madv".into(), 1, "e".into()))
+        );
+        assert_eq!(
             split_file_name("console.txt"),
             Some(("console".into(), 1, "run".into()))
         );
@@ -358,6 +378,20 @@ mod tests {
         assert_eq!(run.results[0].field("db_size"), Some(1.0));
         assert_eq!(run.results[1].name, "ycsb-a-run");
         assert_eq!(run.results[1].ops_per_sec, 100000.0);
+    }
+
+    #[test]
+    fn multi_threaded_results_are_named_by_thread_count() {
+        let one =
+            "threads:    1\nreadrandom   :      27.045 micros/op 36974 ops/sec;   23.1 MB/s\n";
+        let many =
+            "threads:    16\nreadrandom   :       2.000 micros/op 500000 ops/sec;  10.0 MB/s\n\
+                    total        : whole run from open to close\n";
+        assert_eq!(parse_run("wisckey", one).results[0].name, "readrandom");
+        let run = parse_run("wisckey", many);
+        let names: Vec<&str> = run.results.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["readrandom/16t", "total"]);
+        assert_eq!(run.results[0].ops_per_sec, 500000.0);
     }
 
     #[test]

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# run-suite.sh: the full benchmark suite of docs/BENCHMARKS.md, every engine side by side in
+# one run, each process in its own cgroup-v1 memory limit, page cache dropped before every
+# phase; ends with `wisckey report` over all of it (REPORT.md + SVG charts in $OUT_DIR).
+#
+# Per value size (folder $OUT_DIR/v<size>), per engine:
+#   fillseq (fresh DB, then deleted); fillrandom (fresh DB) and on that DB: readrandom with 1
+#   thread, readrandom with 16 threads, seekrandom with --seek_nexts=100, readseq.
+#   Engines with a read variant (leveldb -> leveldb-pread, badger -> badger-madv) then run
+#   the same four read phases on the same DB with the variant (same on-disk format, so the
+#   load is not repeated): stock mmap and pread / MADV_RANDOM both get reported.
+# Then YCSB A-F (bench/run-ycsb.sh) at each of $YCSB_SIZES into $OUT_DIR/ycsb-<size>.
+#
+# Sizes: NUM = DATA_BYTES / (value size + key size) keys are written by each fill, so every
+# value size writes the same bytes (default 2 GiB). fillrandom draws keys with replacement
+# (db_bench's definition), so ~63% of them end up live: ~1.3 GiB live at the default, larger
+# than the 1 GiB limit that also holds the engine's caches. Read counts shrink as values grow
+# so each phase reads a comparable number of bytes from the device (see counts_for).
+#
+# Parameters (environment):
+#   VALUE_SIZES="256 1024 4096 16384 65536" DATA_BYTES=2147483648 KEY_SIZE=16 SEED=301
+#   ENGINES="wisckey leveldb rocksdb rocksdb-blob badger" MEM_LIMIT=1G
+#   READ_VARIANTS="leveldb:leveldb-pread badger:badger-madv" (set empty to skip)
+#   YCSB_SIZES="1024 16384" YCSB_DATA_BYTES=2147483648
+#   YCSB_ENGINES="wisckey leveldb-pread rocksdb rocksdb-blob badger-madv"
+#   YCSB_OPS_1024=10000 YCSB_OPS_16384=2000 (run-phase operations per workload; for another
+#     size set YCSB_OPS_<size>, default 2000)
+#   SKIP_DBBENCH=0 SKIP_YCSB=0   OUT_DIR=bench/results/suite-<timestamp>
+#   DATA_DIR, WISCKEY_BIN, WISCKEY_FLAGS, EXTRA_FLAGS as in lib.sh
+# Run bench/setup.sh first. Needs root (cgroups, drop_caches). Each DB is deleted after use.
+# At the defaults this takes about two hours on a 2-core VM with one SSD.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+VALUE_SIZES=${VALUE_SIZES:-"256 1024 4096 16384 65536"}
+DATA_BYTES=${DATA_BYTES:-2147483648}
+KEY_SIZE=${KEY_SIZE:-16}
+SEED=${SEED:-301}
+MEM_LIMIT=${MEM_LIMIT:-1G}
+ENGINES=${ENGINES:-"wisckey leveldb rocksdb rocksdb-blob badger"}
+READ_VARIANTS=${READ_VARIANTS-"leveldb:leveldb-pread badger:badger-madv"}
+YCSB_SIZES=${YCSB_SIZES:-"1024 16384"}
+YCSB_DATA_BYTES=${YCSB_DATA_BYTES:-2147483648}
+YCSB_ENGINES=${YCSB_ENGINES:-"wisckey leveldb-pread rocksdb rocksdb-blob badger-madv"}
+YCSB_OPS_1024=${YCSB_OPS_1024:-10000}
+YCSB_OPS_16384=${YCSB_OPS_16384:-2000}
+SKIP_DBBENCH=${SKIP_DBBENCH:-0}
+SKIP_YCSB=${SKIP_YCSB:-0}
+OUT_DIR=${OUT_DIR:-$here/results/suite-$(date -u +%Y%m%dT%H%M%SZ)}
+
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
+mkdir -p "$OUT_DIR"
+require_real_disk "$DATA_DIR"
+
+# value size -> "reads seeks readseq_entries": readrandom ops (16 threads run twice as many
+# in total), seekrandom seeks (each reads up to 100 entries), readseq entries.
+counts_for() {
+  local v=$1
+  if ((v <= 1024)); then echo "20000 500 100000"
+  elif ((v <= 4096)); then echo "10000 200 50000"
+  elif ((v <= 16384)); then echo "4000 50 12000"
+  else echo "2000 20 3000"
+  fi
+}
+
+variant_of() { # engine -> its read variant, or nothing
+  local pair
+  for pair in $READ_VARIANTS; do
+    [[ ${pair%%:*} == "$1" ]] && echo "${pair#*:}"
+  done
+  return 0
+}
+
+# run ENGINE PHASE-TAG FLAGS...: one process in the engine's cgroup, output to
+# $dir/<engine>.r1.<tag>.txt, its report lines echoed.
+run() {
+  local engine=$1 tag=$2 cmd out
+  shift 2
+  cmd=$(engine_cmd "$engine")
+  out=$dir/$engine.r1.$tag.txt
+  drop_caches >> "$dir/log.txt"
+  echo "== $(date -u +%H:%M:%S) $engine $tag: $*" | tee -a "$dir/log.txt"
+  # shellcheck disable=SC2086
+  "$here/cgexec.sh" "$engine" "$MEM_LIMIT" $cmd $common "$@" > "$out" 2>&1 ||
+    { echo "$engine $tag failed:"; tail -5 "$out"; }
+  grep -E '^[a-z]+ +: .*ops/sec' "$out" || true
+}
+
+read_phases() { # engine db
+  local engine=$1 db=$2
+  run "$engine" readrandom --benchmarks=readrandom --threads=1 --reads="$reads" --db="$db" --use_existing_db=1
+  run "$engine" readrandom16 --benchmarks=readrandom --threads=16 --reads=$((reads * 2 / 16)) --db="$db" --use_existing_db=1
+  run "$engine" seekrandom --benchmarks=seekrandom --seek_nexts=100 --reads="$seeks" --db="$db" --use_existing_db=1
+  run "$engine" readseq --benchmarks=readseq --reads="$seq_entries" --db="$db" --use_existing_db=1
+}
+
+{
+  echo "# suite run $(date -u +%Y-%m-%dT%H:%M:%SZ) $(git -C "$root" rev-parse --short HEAD 2>/dev/null || true)"
+  echo "VALUE_SIZES=$VALUE_SIZES DATA_BYTES=$DATA_BYTES KEY_SIZE=$KEY_SIZE SEED=$SEED MEM_LIMIT=$MEM_LIMIT"
+  echo "ENGINES=$ENGINES READ_VARIANTS=$READ_VARIANTS"
+  echo "YCSB_SIZES=$YCSB_SIZES YCSB_DATA_BYTES=$YCSB_DATA_BYTES YCSB_ENGINES=$YCSB_ENGINES"
+  echo "DATA_DIR=$DATA_DIR ($fstype) WISCKEY_FLAGS=$WISCKEY_FLAGS EXTRA_FLAGS=$EXTRA_FLAGS"
+} | tee "$OUT_DIR/params.txt"
+
+dirs=()
+if [[ $SKIP_DBBENCH != 1 ]]; then
+  for value_size in $VALUE_SIZES; do
+    dir=$OUT_DIR/v$value_size
+    mkdir -p "$dir"
+    num=$((DATA_BYTES / (value_size + KEY_SIZE)))
+    read -r reads seeks seq_entries <<<"$(counts_for "$value_size")"
+    seq_entries=$((seq_entries < num ? seq_entries : num))
+    all_engines=$ENGINES
+    for engine in $ENGINES; do
+      variant=$(variant_of "$engine")
+      [[ -n $variant ]] && all_engines+=" $variant"
+    done
+    {
+      echo "# db_bench suite $(date -u +%Y-%m-%dT%H:%M:%SZ) $(git -C "$root" rev-parse --short HEAD 2>/dev/null || true)"
+      echo "NUM=$num VALUE_SIZE=$value_size KEY_SIZE=$KEY_SIZE SEED=$SEED MEM_LIMIT=$MEM_LIMIT"
+      echo "READS=$reads READS_16_THREADS_TOTAL=$((reads * 2 / 16 * 16)) SEEKS=$seeks SEEK_NEXTS=100 READSEQ_ENTRIES=$seq_entries"
+      echo "ENGINES=$all_engines DATA_DIR=$DATA_DIR ($fstype)"
+      echo "WISCKEY_FLAGS=$WISCKEY_FLAGS EXTRA_FLAGS=$EXTRA_FLAGS"
+    } > "$dir/params.txt"
+    common="--num=$num --value_size=$value_size --key_size=$KEY_SIZE --seed=$SEED --quiet $EXTRA_FLAGS"
+    for engine in $ENGINES; do
+      db=$DATA_DIR/$engine
+      rm -rf "$db"
+      run "$engine" fillseq --benchmarks=fillseq --db="$db"
+      rm -rf "$db"
+      run "$engine" fillrandom --benchmarks=fillrandom --db="$db"
+      read_phases "$engine" "$db"
+      variant=$(variant_of "$engine")
+      [[ -n $variant ]] && read_phases "$variant" "$db"
+      rm -rf "$db"
+    done
+    dirs+=("$dir")
+  done
+fi
+
+if [[ $SKIP_YCSB != 1 ]]; then
+  for size in $YCSB_SIZES; do
+    ops_var=YCSB_OPS_$size
+    RECORDS=$((YCSB_DATA_BYTES / (size + KEY_SIZE))) OPS=${!ops_var:-2000} RECORD_SIZE=$size \
+      KEY_SIZE=$KEY_SIZE SEED=$SEED MEM_LIMIT=$MEM_LIMIT ENGINES=$YCSB_ENGINES \
+      OUT_DIR=$OUT_DIR/ycsb-$size "$here/run-ycsb.sh" | tee -a "$OUT_DIR/ycsb.log"
+    dirs+=("$OUT_DIR/ycsb-$size")
+  done
+fi
+
+device=()
+[[ -f $here/results/fio/device.md ]] && device=(--device "$here/results/fio/device.md")
+"$WISCKEY_BIN" report "${dirs[@]}" --out "$OUT_DIR" "${device[@]}"
+echo "suite done: $OUT_DIR/REPORT.md"
