@@ -31,9 +31,13 @@ OUT_DIR=${OUT_DIR:-$here/results/$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$OUT_DIR"
 require_real_disk "$DATA_DIR"
 
-peak_mem() { # engine -> peak MiB of its cgroup
-  local f=/sys/fs/cgroup/memory/wisckey-bench-$1/memory.max_usage_in_bytes
-  [[ -r $f ]] && awk '{printf "%.0f", $1/1048576}' "$f" || echo "?"
+peak_mem() { # engine -> peak MiB of its cgroup (v1 or v2, as bench/cgexec.sh made it)
+  local f
+  for f in /sys/fs/cgroup/memory/wisckey-bench-$1/memory.max_usage_in_bytes \
+           /sys/fs/cgroup/wisckey-bench-$1/memory.peak; do
+    [[ -r $f ]] && { awk '{printf "%.0f", $1/1048576}' "$f"; return; }
+  done
+  echo "?"
 }
 
 # ops/sec of benchmark $2 in file $1

@@ -9,6 +9,7 @@
 mod histogram;
 mod iostat;
 mod live;
+mod memlimit;
 mod ops;
 mod progress;
 mod runner;
@@ -68,6 +69,10 @@ pub struct BenchArgs {
     /// Engine option `value_threshold` (default: the engine's default).
     #[arg(long = "value_threshold")]
     value_threshold: Option<usize>,
+    /// Engine option `scan_readahead_entries`: entries a forward scan reads ahead, their values
+    /// fetched in parallel (0 = off; default: the engine's default, 64).
+    #[arg(long = "readahead_entries")]
+    readahead_entries: Option<usize>,
     /// Block cache bytes (same value is given to every peer engine).
     #[arg(long = "cache_size", default_value_t = 64 << 20)]
     cache_size: usize,
@@ -98,9 +103,36 @@ pub struct BenchArgs {
     /// YCSB record (value) size in bytes.
     #[arg(long = "record_size", default_value_t = 1024)]
     record_size: usize,
+    /// Run inside a memory cgroup limited to this size (e.g. 1G, 512M; page cache included),
+    /// so a database larger than it is served by the device, not the page cache. cgroup v2 or
+    /// v1, whichever the machine has; needs root. bench/cgexec.sh limits the peers alike.
+    #[arg(long = "mem_limit", visible_alias = "mem-limit", value_parser = memlimit::parse_size)]
+    mem_limit: Option<u64>,
 }
 
 pub fn run(args: &BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
+    let limit = match args.mem_limit {
+        Some(bytes) => Some(memlimit::MemoryLimit::enter(
+            Path::new(memlimit::CGROUP_ROOT),
+            "wisckey",
+            bytes,
+        )?),
+        None => None,
+    };
+    if let Some(limit) = &limit {
+        println!("memory:     limit {}", limit.describe());
+    }
+    run_in_process(args)?;
+    if let Some(peak) = limit.as_ref().and_then(memlimit::MemoryLimit::peak_bytes) {
+        println!(
+            "memory:     peak {} MiB (cgroup, page cache included)",
+            peak >> 20
+        );
+    }
+    Ok(())
+}
+
+fn run_in_process(args: &BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
     if !workload::key_size_fits(args.num, args.key_size) {
         return Err(format!(
             "--key_size={} cannot hold keys below {}",
@@ -348,6 +380,9 @@ fn engine_options(args: &BenchArgs) -> Options {
     if let Some(threshold) = args.value_threshold {
         options.value_threshold = threshold;
     }
+    if let Some(entries) = args.readahead_entries {
+        options.scan_readahead_entries = entries;
+    }
     options.block_cache_size = args.cache_size;
     options.bloom_bits_per_key = args.bloom_bits;
     options
@@ -363,11 +398,14 @@ fn print_header(args: &BenchArgs, path: &Path, options: &Options) {
     println!("entries:    {}", args.num);
     println!("threads:    {}", args.threads);
     println!(
-        "options:    value_threshold={} cache_size={} bloom_bits={} memtable_size={}",
+        "options:    value_threshold={} cache_size={} bloom_bits={} memtable_size={} \
+         scan_readahead_entries={} scan_readahead_threads={}",
         options.value_threshold,
         options.block_cache_size,
         options.bloom_bits_per_key,
-        options.memtable_size
+        options.memtable_size,
+        options.scan_readahead_entries,
+        options.scan_readahead_threads
     );
     println!("db:         {}", path.display());
     println!("------------------------------------------------");

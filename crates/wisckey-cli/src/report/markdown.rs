@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::parse::BenchResult;
+use super::parse::{self, BenchResult};
 use super::svg::{self, BarChart, LineChart};
 use super::ResultsDir;
 
@@ -76,40 +76,48 @@ fn build_model(dirs: &[ResultsDir]) -> Model<'_> {
         let wisckey = engines.remove(at);
         engines.insert(0, wisckey);
     }
+    // Columns: per folder, benchmarks in db_bench's usual order (loads, then reads), others
+    // after them in order of appearance.
     let mut columns: Vec<Column> = Vec::new();
+    for (d, dir) in dirs.iter().enumerate() {
+        let mut benches: Vec<(usize, String, Option<u64>)> = Vec::new();
+        for run in &dir.runs {
+            for result in measured(run) {
+                if !benches.iter().any(|(_, b, _)| *b == result.name) {
+                    let rank = bench_rank(&result.name).unwrap_or(usize::MAX);
+                    let value_size = dir.value_size().or(run.value_size);
+                    benches.push((rank, result.name.clone(), value_size));
+                }
+            }
+        }
+        benches.sort_by_key(|(rank, _, _)| *rank); // stable: unranked keep their order
+        for (_, bench, value_size) in benches {
+            let label = if dirs.len() == 1 {
+                bench.clone()
+            } else {
+                format!("{bench} ({})", dir_name(dir))
+            };
+            columns.push(Column {
+                dir: d,
+                bench,
+                label,
+                value_size,
+            });
+        }
+    }
     let mut cells: BTreeMap<(usize, String), Vec<&BenchResult>> = BTreeMap::new();
     for (d, dir) in dirs.iter().enumerate() {
         for run in &dir.runs {
-            for result in run
-                .results
-                .iter()
-                .filter(|r| r.name != "total" && r.ops_per_sec > 0.0)
-            {
-                let value_size = dir.value_size().or(run.value_size);
-                let index = match columns
+            for result in measured(run) {
+                if let Some(index) = columns
                     .iter()
                     .position(|c| c.dir == d && c.bench == result.name)
                 {
-                    Some(i) => i,
-                    None => {
-                        let label = if dirs.len() == 1 {
-                            result.name.clone()
-                        } else {
-                            format!("{} ({})", result.name, dir_name(dir))
-                        };
-                        columns.push(Column {
-                            dir: d,
-                            bench: result.name.clone(),
-                            label,
-                            value_size,
-                        });
-                        columns.len() - 1
-                    }
-                };
-                cells
-                    .entry((index, run.engine.clone()))
-                    .or_default()
-                    .push(result);
+                    cells
+                        .entry((index, run.engine.clone()))
+                        .or_default()
+                        .push(result);
+                }
             }
         }
     }
@@ -118,6 +126,45 @@ fn build_model(dirs: &[ResultsDir]) -> Model<'_> {
         columns,
         cells,
     }
+}
+
+/// A run's benchmark results, without the whole-run `total` line and empty results.
+fn measured(run: &parse::RunFile) -> impl Iterator<Item = &BenchResult> {
+    run.results
+        .iter()
+        .filter(|r| r.name != "total" && r.ops_per_sec > 0.0)
+}
+
+/// Position of a benchmark in the report's column order; `None` for names it does not know.
+/// Multi-threaded variants (`readrandom/16t`) follow their single-threaded benchmark.
+fn bench_rank(bench: &str) -> Option<usize> {
+    const ORDER: [&str; 13] = [
+        "fillseq",
+        "fillrandom",
+        "overwrite",
+        "fillsync",
+        "readrandom",
+        "readmissing",
+        "multireadrandom",
+        "seekrandom",
+        "readseq",
+        "readreverse",
+        "readwhilewriting",
+        "deleterandom",
+        "stats",
+    ];
+    let (base, threaded) = match bench.split_once('/') {
+        Some((base, _)) => (base, 1),
+        None => (bench, 0),
+    };
+    if let Some(i) = ORDER.iter().position(|b| *b == base) {
+        return Some(i * 2 + threaded);
+    }
+    // ycsb-<w>-load before ycsb-<w>-run, workloads alphabetically.
+    let w = base.strip_prefix("ycsb-")?;
+    let (workload, phase) = w.split_once('-')?;
+    let letter = workload.bytes().next()?;
+    Some(100 + usize::from(letter) * 2 + usize::from(phase == "run"))
 }
 
 fn dir_name(dir: &ResultsDir) -> String {
@@ -174,35 +221,43 @@ pub fn build(dirs: &[ResultsDir], device: Option<&str>, machine: &str) -> Report
     let _ = writeln!(md, "\n## Device ceilings (fio)\n");
     match device {
         Some(text) => {
-            for (measure, value) in super::parse::parse_device_table(text) {
+            for (measure, value) in parse::parse_device_table(text) {
                 let _ = writeln!(md, "- {measure}: {value}");
             }
         }
         None => md.push_str("Not measured with this run (see bench/fio.sh).\n"),
     }
 
+    targets_section(&model, dirs, device, &mut md);
+
     md.push_str("\n## Throughput (ops/s)\n\n");
     let counts = |c: usize, e: &str| match model.results(c, e).len() {
         0 | 1 => String::new(),
         n => format!(" (mean of {n})"),
     };
-    engine_table(&mut md, &model, |c, e| {
-        format!("{}{}", cell(model.ops(c, e), 0), counts(c, e))
-    });
+    if dirs.len() == 1 {
+        engine_table(&mut md, &model, |c, e| {
+            format!("{}{}", cell(model.ops(c, e), 0), counts(c, e))
+        });
+    } else {
+        per_folder_tables(&model, dirs, &mut md);
+    }
     md.push_str("![throughput](throughput.svg)\n\n");
     charts.push(("throughput.svg".to_string(), throughput_chart(&model)));
     charts.extend(value_size_charts(&model, &mut md));
 
-    for base in ["wisckey", "leveldb"] {
-        if model.engines.iter().any(|e| e == base) {
-            let _ = writeln!(md, "## Throughput relative to {base} (engine ÷ {base})\n");
-            engine_table(&mut md, &model, |c, e| {
-                cell(ratio(model.ops(c, e), model.ops(c, base)), 2)
-            });
+    if dirs.len() == 1 {
+        for base in ["wisckey", "leveldb"] {
+            if model.engines.iter().any(|e| e == base) {
+                let _ = writeln!(md, "## Throughput relative to {base} (engine ÷ {base})\n");
+                engine_table(&mut md, &model, |c, e| {
+                    cell(ratio(model.ops(c, e), model.ops(c, base)), 2)
+                });
+            }
         }
     }
 
-    amplification_table(&mut md, &model);
+    amplification_table(&mut md, &model, dirs.len() == 1);
     if let Some(svg) = write_amp_chart(&model) {
         md.push_str("![write amplification](write-amplification.svg)\n\n");
         charts.push(("write-amplification.svg".to_string(), svg));
@@ -237,6 +292,233 @@ pub fn build(dirs: &[ResultsDir], device: Option<&str>, machine: &str) -> Report
     Report {
         markdown: md,
         charts,
+    }
+}
+
+/// One table per results folder: engines × that folder's benchmarks, each cell the ops/s and,
+/// for peers, wisckey's throughput divided by the peer's (above 1: wisckey is faster).
+fn per_folder_tables(model: &Model, dirs: &[ResultsDir], md: &mut String) {
+    md.push_str("One table per results folder. In brackets: wisckey ÷ that engine (above 1.00 wisckey is faster).\n\n");
+    for (d, dir) in dirs.iter().enumerate() {
+        let columns: Vec<usize> = (0..model.columns.len())
+            .filter(|c| model.columns[*c].dir == d)
+            .collect();
+        if columns.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            md,
+            "### {} (values of {} B)\n",
+            dir_name(dir),
+            cell(dir.value_size().map(|v| v as f64), 0)
+        );
+        let labels: Vec<String> = columns
+            .iter()
+            .map(|c| model.columns[*c].bench.clone())
+            .collect();
+        table_header(md, "engine", &labels);
+        for engine in &model.engines {
+            if columns.iter().all(|c| model.results(*c, engine).is_empty()) {
+                continue;
+            }
+            let cells: Vec<String> = columns
+                .iter()
+                .map(|c| {
+                    let ops = model.ops(*c, engine);
+                    if engine == "wisckey" || ops.is_none() {
+                        cell(ops, 0)
+                    } else {
+                        format!(
+                            "{} ({})",
+                            cell(ops, 0),
+                            cell(ratio(model.ops(*c, "wisckey"), ops), 2)
+                        )
+                    }
+                })
+                .collect();
+            let _ = writeln!(md, "| {engine} | {} |", cells.join(" | "));
+        }
+        md.push('\n');
+    }
+}
+
+/// The performance goals of the benchmark issue, each checked against the figures in the
+/// report: which cell, wisckey's figure, the reference, the ratio, and whether it is met.
+/// "Best peer" is the fastest other engine in that cell, read variants included. Targets whose
+/// cells did not run are listed as not measured.
+fn targets_section(model: &Model, dirs: &[ResultsDir], device: Option<&str>, md: &mut String) {
+    if !model.engines.iter().any(|e| e == "wisckey") {
+        return;
+    }
+    let columns_of = |bench: &str, min_size: u64| -> Vec<usize> {
+        (0..model.columns.len())
+            .filter(|c| {
+                let column = &model.columns[*c];
+                column.bench == bench && column.value_size.is_some_and(|v| v >= min_size)
+            })
+            .collect()
+    };
+    let best_peer = |c: usize| -> Option<(String, f64)> {
+        model
+            .engines
+            .iter()
+            .filter(|e| *e != "wisckey")
+            .filter_map(|e| model.ops(c, e).map(|ops| (e.clone(), ops)))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+    };
+    let label = |c: usize| {
+        let column = &model.columns[c];
+        format!(
+            "{} @ {} B",
+            column.bench,
+            cell(column.value_size.map(|v| v as f64), 0)
+        )
+    };
+    let mut rows: Vec<String> = Vec::new();
+    let mut row = |target: &str,
+                   at: String,
+                   ours: String,
+                   reference: String,
+                   r: Option<f64>,
+                   goal: f64,
+                   at_least: bool| {
+        let met = match r {
+            None => "not measured",
+            Some(r) if (at_least && r >= goal) || (!at_least && r <= goal) => "met",
+            Some(_) => "**missed**",
+        };
+        rows.push(format!(
+            "| {target} | {at} | {ours} | {reference} | {} | {met} |",
+            cell(r, 2)
+        ));
+    };
+    for c in columns_of("fillrandom", 1024) {
+        let peer = best_peer(c);
+        row(
+            "random load ≥ 3× best peer (≥ 1 KiB)",
+            label(c),
+            cell(model.ops(c, "wisckey"), 0),
+            peer.as_ref()
+                .map_or("-".into(), |(e, ops)| format!("{e} {ops:.0}")),
+            ratio(model.ops(c, "wisckey"), peer.map(|p| p.1)),
+            3.0,
+            true,
+        );
+    }
+    for c in columns_of("fillrandom", 1024)
+        .into_iter()
+        .filter(|c| model.columns[*c].value_size == Some(1024))
+    {
+        let base = ["leveldb", "leveldb-pread"]
+            .into_iter()
+            .find(|e| model.ops(c, e).is_some());
+        let base_ops = base.and_then(|e| model.ops(c, e));
+        row(
+            "random load ≥ 15× LevelDB (1 KiB)",
+            label(c),
+            cell(model.ops(c, "wisckey"), 0),
+            base.map_or("-".into(), |e| format!("{e} {}", cell(base_ops, 0))),
+            ratio(model.ops(c, "wisckey"), base_ops),
+            15.0,
+            true,
+        );
+    }
+    let seq_write_mb = device.and_then(|text| {
+        parse::parse_device_table(text)
+            .into_iter()
+            .find(|(measure, _)| measure.starts_with("sequential write"))
+            .and_then(|(_, value)| value.split_whitespace().next()?.parse::<f64>().ok())
+    });
+    for c in columns_of("fillrandom", 16384) {
+        let column = &model.columns[c];
+        let key_size = dirs[column.dir]
+            .params
+            .get("KEY_SIZE")
+            .and_then(|k| k.parse::<f64>().ok())
+            .unwrap_or(16.0);
+        let mb = model
+            .ops(c, "wisckey")
+            .zip(column.value_size)
+            .map(|(ops, v)| ops * (v as f64 + key_size) / 1e6);
+        row(
+            "load ≥ 80% of fio sequential write (≥ 16 KiB)",
+            label(c),
+            mb.map_or("-".into(), |mb| format!("{mb:.1} MB/s")),
+            seq_write_mb.map_or("fio not measured".into(), |d| format!("fio {d:.1} MB/s")),
+            ratio(mb, seq_write_mb),
+            0.8,
+            true,
+        );
+    }
+    for c in columns_of("fillrandom", 1024) {
+        let wa = model.mean(c, "wisckey", |r| {
+            r.field("wa_process").or_else(|| r.field("wa"))
+        });
+        row(
+            "write amplification ≤ 1.1 (≥ 1 KiB)",
+            label(c),
+            cell(wa, 3),
+            "1.1".into(),
+            wa,
+            1.1,
+            false,
+        );
+    }
+    for bench in ["readrandom", "readrandom/16t"] {
+        for c in columns_of(bench, 0) {
+            let peer = best_peer(c);
+            row(
+                "random lookups ≥ best peer (1 and 16 threads)",
+                label(c),
+                cell(model.ops(c, "wisckey"), 0),
+                peer.as_ref()
+                    .map_or("-".into(), |(e, ops)| format!("{e} {ops:.0}")),
+                ratio(model.ops(c, "wisckey"), peer.map(|p| p.1)),
+                1.0,
+                true,
+            );
+        }
+    }
+    for c in columns_of("seekrandom", 1024)
+        .into_iter()
+        .filter(|c| model.columns[*c].value_size == Some(1024))
+    {
+        let blob = model.ops(c, "rocksdb-blob");
+        row(
+            "seekrandom+100 ≥ 4× RocksDB BlobDB (1 KiB)",
+            label(c),
+            cell(model.ops(c, "wisckey"), 0),
+            format!("rocksdb-blob {}", cell(blob, 0)),
+            ratio(model.ops(c, "wisckey"), blob),
+            4.0,
+            true,
+        );
+    }
+    for c in (0..model.columns.len()).filter(|c| {
+        let b = &model.columns[*c].bench;
+        b.starts_with("ycsb-") && b.ends_with("-run")
+    }) {
+        let peer = best_peer(c);
+        row(
+            "YCSB A–F ahead of every peer",
+            label(c),
+            cell(model.ops(c, "wisckey"), 0),
+            peer.as_ref()
+                .map_or("-".into(), |(e, ops)| format!("{e} {ops:.0}")),
+            ratio(model.ops(c, "wisckey"), peer.map(|p| p.1)),
+            1.0,
+            true,
+        );
+    }
+    if rows.is_empty() {
+        return;
+    }
+    md.push_str("\n## Targets\n\nThe benchmark issue's performance goals, checked against this report's figures. Ratio = wisckey ÷ reference (for write amplification: wisckey's own figure, process counters). Best peer = the fastest other engine in that cell, read variants included.\n\n");
+    md.push_str(
+        "| target | cell | wisckey | reference | ratio | |\n|---|---|---:|---:|---:|---|\n",
+    );
+    for r in rows {
+        let _ = writeln!(md, "{r}");
     }
 }
 
@@ -316,10 +598,22 @@ fn value_size_charts(model: &Model, md: &mut String) -> Vec<(String, String)> {
     charts
 }
 
-fn amplification_table(md: &mut String, model: &Model) {
-    md.push_str("## Amplification and CPU\n\nWA = bytes written ÷ user bytes (device counter, and the process's own I/O counters); RA likewise for reads; space amp = DB size ÷ live logical bytes (load runs only); CPU = user+sys ÷ wall (100% = one core).\n\n");
-    md.push_str("| benchmark | engine | WA device | WA process | RA device | RA process | space amp | DB MiB | CPU % |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+/// With `every_benchmark` false (several folders) only loads and readrandom are listed, to keep
+/// the table readable; the raw outputs hold the figures of every phase.
+fn amplification_table(md: &mut String, model: &Model, every_benchmark: bool) {
+    md.push_str("## Amplification and CPU\n\nWA = bytes written ÷ user bytes (device counter, and the process's own I/O counters); RA likewise for reads; space amp = DB size ÷ live logical bytes (load runs only); CPU = user+sys ÷ wall (100% = one core).");
+    if !every_benchmark {
+        md.push_str(
+            " Loads and readrandom only; every other phase's figures are in its raw output.",
+        );
+    }
+    md.push_str("\n\n| benchmark | engine | WA device | WA process | RA device | RA process | space amp | DB MiB | CPU % |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
     for (c, column) in model.columns.iter().enumerate() {
+        let b = column.bench.as_str();
+        let listed = b.starts_with("fill") || b.ends_with("-load") || b == "readrandom";
+        if !(every_benchmark || listed) {
+            continue;
+        }
         for engine in &model.engines {
             if model.results(c, engine).is_empty() {
                 continue;

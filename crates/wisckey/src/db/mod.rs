@@ -17,7 +17,7 @@ mod read;
 mod recovery;
 mod write;
 
-pub(crate) use read::resolve_value;
+pub(crate) use read::{plan_pointer_read, resolve_value, PointerRead};
 
 use std::collections::{HashSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -30,6 +30,7 @@ use parking_lot::{Condvar, Mutex};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::fs::{FileLock, FileSystem};
+use crate::iter::readahead::ReaderPool;
 use crate::iter::DbIterator;
 use crate::key::SequenceNumber;
 use crate::memtable::MemTable;
@@ -73,7 +74,8 @@ pub(crate) struct DbInner {
     pub bg_cv: Condvar,
     pub writers: WriteQueue,
     pub vlog: Mutex<VlogWriter>,
-    pub vlog_reader: VlogReader,
+    /// Shared with scan read-ahead jobs, which must not keep the whole database alive.
+    pub vlog_reader: Arc<VlogReader>,
     /// Everything before this position has reached the OS (readable through `vlog_reader`).
     /// A hint for readers: it may lag behind the writer, never run ahead of it.
     pub vlog_flushed_end: Mutex<LogPosition>,
@@ -101,7 +103,17 @@ pub(crate) struct DbInner {
     pub deletion_lock: Mutex<()>,
     /// When the value-log buffer was last written out.
     pub last_log_flush: Mutex<std::time::Instant>,
+    /// Reader threads for scan read-ahead, started by the first scan that needs them.
+    pub readers: std::sync::OnceLock<ReaderPool>,
     _lock: Box<dyn FileLock>,
+}
+
+impl DbInner {
+    /// The scan read-ahead pool (started on first use).
+    pub fn readers(&self) -> &ReaderPool {
+        self.readers
+            .get_or_init(|| ReaderPool::start(self.options.scan_readahead_threads))
+    }
 }
 
 impl std::fmt::Debug for DbInner {

@@ -81,6 +81,27 @@ pub(crate) fn resolve_value(
 
 /// Reads and verifies the value-log record `encoded` points at; it must hold `key`.
 pub(crate) fn read_pointer(inner: &DbInner, key: &[u8], encoded: &[u8]) -> Result<Vec<u8>> {
+    match plan_pointer_read(inner, key, encoded)? {
+        PointerRead::Buffered(value) => Ok(value),
+        PointerRead::File { ptr, live } => inner.vlog_reader.read_value(&ptr, key, live),
+    }
+}
+
+/// Where a pointer's value comes from: already read out of the write buffer, or a positional
+/// read of a log file still to do, checked against the live range of the log as of now.
+pub(crate) enum PointerRead {
+    Buffered(Vec<u8>),
+    File { ptr: ValuePointer, live: LiveRange },
+}
+
+/// The first half of [`read_pointer`]: decodes the pointer and serves it from the write
+/// buffer if the record has not reached a file yet. Scan read-ahead does the file read on a
+/// reader thread.
+pub(crate) fn plan_pointer_read(
+    inner: &DbInner,
+    key: &[u8],
+    encoded: &[u8],
+) -> Result<PointerRead> {
     let ptr = ValuePointer::decode(encoded).ok_or_else(|| {
         Error::corruption("lsm", 0, "undecodable value pointer stored in the LSM-tree")
     })?;
@@ -97,7 +118,8 @@ pub(crate) fn read_pointer(inner: &DbInner, key: &[u8], encoded: &[u8]) -> Resul
                 key,
                 &inner.vlog_options,
                 "value-log write buffer",
-            );
+            )
+            .map(PointerRead::Buffered);
         }
         flushed = vlog.flushed_end();
     }
@@ -105,7 +127,7 @@ pub(crate) fn read_pointer(inner: &DbInner, key: &[u8], encoded: &[u8]) -> Resul
         first_segment: inner.vlog_first_live_segment.load(Ordering::Acquire),
         end: flushed,
     };
-    inner.vlog_reader.read_value(&ptr, key, live)
+    Ok(PointerRead::File { ptr, live })
 }
 
 pub(crate) fn iter(inner: &Arc<DbInner>, opts: &ReadOptions) -> Result<DbIterator> {

@@ -80,7 +80,11 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         bg_cv: Condvar::new(),
         writers: WriteQueue::default(),
         vlog: Mutex::new(vlog_writer),
-        vlog_reader: VlogReader::new(Arc::clone(&fs), dir.to_path_buf(), vlog_options.clone()),
+        vlog_reader: Arc::new(VlogReader::new(
+            Arc::clone(&fs),
+            dir.to_path_buf(),
+            vlog_options.clone(),
+        )),
         vlog_flushed_end: Mutex::new(flushed_end),
         vlog_end: Mutex::new(flushed_end),
         vlog_options,
@@ -97,6 +101,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         deletion_lock: Mutex::new(()),
         manual_compaction: AtomicBool::new(false),
         last_log_flush: Mutex::new(std::time::Instant::now()),
+        readers: std::sync::OnceLock::new(),
         options,
         _lock: lock,
     };

@@ -3,17 +3,43 @@
 //!
 //! Positioning follows LevelDB's DBIter. Moving forward, the inner iterator sits on the
 //! entry being shown. Moving backward, it sits just before all entries of the shown key,
-//! whose value is kept in `saved_*`. Values behind pointers are read only when asked for.
-//! The iterator pins the version it reads, so no table it needs is deleted under it.
+//! whose value is kept in `saved_*`. Values behind pointers are read only when asked for,
+//! except during a forward scan: from the first `next` after a positioning call the iterator
+//! reads entries ahead of the user into `ahead` (a window that doubles per refill up to
+//! `Options::scan_readahead_entries` entries and `SCAN_READAHEAD_BYTES` of values) and queues
+//! their value-log reads on the database's reader pool (`readahead`), so they proceed in
+//! parallel (WiscKey §3.3.2). While `ahead` is non-empty its front is the current entry and
+//! the inner iterator sits on its back entry (or past the end); an error met while reading
+//! ahead is held back until the entries before it have been shown. The iterator pins the
+//! version it reads, so no table it needs is deleted under it.
 
 use std::cmp::Ordering;
+use std::collections::VecDeque;
 use std::sync::Arc;
 
+use super::readahead::PendingRead;
 use super::{InternalIterator, MergingIterator};
 use crate::db::DbInner;
+use crate::db::PointerRead;
 use crate::error::{Error, Result};
 use crate::key::{parse_internal_key, seek_key, user_key, SequenceNumber, ValueKind, MAX_SEQUENCE};
 use crate::version::Version;
+
+/// Most value bytes a scan reads ahead of the user (bounds memory for large values).
+pub const SCAN_READAHEAD_BYTES: u64 = 8 << 20;
+/// Entries read ahead by the first refill after a positioning call; doubles per refill.
+const FIRST_READAHEAD_WINDOW: usize = 4;
+
+/// An entry read ahead of the user during a forward scan.
+struct AheadEntry {
+    user_key: Vec<u8>,
+    kind: ValueKind,
+    stored: Vec<u8>,
+    /// The value-log read queued for a pointer entry.
+    read: Option<Arc<PendingRead>>,
+    /// Record length behind the pointer (0 for inline values).
+    pointed_bytes: u64,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Direction {
@@ -36,6 +62,14 @@ pub struct DbIterator {
     saved_value: Vec<u8>,
     saved_kind: ValueKind,
     error: Option<Error>,
+    /// Forward scan read-ahead; see the module docs.
+    ahead: VecDeque<AheadEntry>,
+    /// Value bytes behind pointers in `ahead`.
+    ahead_bytes: u64,
+    /// Entries the next refill may hold (grows per refill).
+    window: usize,
+    /// The inner iterator's error met while reading ahead, shown once `ahead` drains.
+    ahead_error: Option<Error>,
 }
 
 impl std::fmt::Debug for DbIterator {
@@ -69,16 +103,23 @@ impl DbIterator {
             saved_value: Vec::new(),
             saved_kind: ValueKind::Deletion,
             error: None,
+            ahead: VecDeque::new(),
+            ahead_bytes: 0,
+            window: FIRST_READAHEAD_WINDOW,
+            ahead_error: None,
         }
     }
 
     /// True when positioned on a key. False at either end or after an error (see `status`).
     pub fn valid(&self) -> bool {
-        self.valid
+        !self.ahead.is_empty() || self.valid
     }
 
     /// The current user key. Requires `valid()`.
     pub fn key(&self) -> &[u8] {
+        if let Some(front) = self.ahead.front() {
+            return &front.user_key;
+        }
         match self.direction {
             Direction::Forward => user_key(self.iter.key()),
             Direction::Reverse => &self.saved_key,
@@ -87,6 +128,19 @@ impl DbIterator {
 
     /// The current value, read from the value log if it is stored there. Requires `valid()`.
     pub fn value(&self) -> Result<Vec<u8>> {
+        if let Some(front) = self.ahead.front() {
+            if let Some(result) = front.read.as_ref().and_then(|read| read.take()) {
+                return result;
+            }
+            // Inline value, or the read-ahead result was already handed out: read it here.
+            return crate::db::resolve_value(
+                &self.db,
+                &front.user_key,
+                front.kind,
+                front.stored.clone(),
+            )?
+            .ok_or_else(|| Error::corruption("iterator", 0, "positioned on a deletion"));
+        }
         let (kind, stored) = match self.direction {
             Direction::Forward => {
                 let parsed = parse_internal_key(self.iter.key())
@@ -108,6 +162,7 @@ impl DbIterator {
     }
 
     pub fn seek_to_first(&mut self) {
+        self.drop_readahead();
         match self.lower.clone() {
             Some(lower) => self.seek(&lower),
             None => {
@@ -119,6 +174,7 @@ impl DbIterator {
     }
 
     pub fn seek_to_last(&mut self) {
+        self.drop_readahead();
         self.direction = Direction::Reverse;
         self.saved_value.clear();
         match &self.upper {
@@ -137,6 +193,7 @@ impl DbIterator {
 
     /// Positions at the first key `>= target` (and within bounds).
     pub fn seek(&mut self, target: &[u8]) {
+        self.drop_readahead();
         let target = match &self.lower {
             Some(lower) if lower.as_slice() > target => lower.clone(),
             _ => target.to_vec(),
@@ -148,6 +205,33 @@ impl DbIterator {
     }
 
     pub fn next(&mut self) {
+        if !self.ahead.is_empty() {
+            self.ahead.pop_front();
+            if self.ahead.len() <= self.window / 2 {
+                self.refill_readahead();
+            }
+            if self.ahead.is_empty() {
+                // The inner iterator ran out (or failed) while reading ahead.
+                if let Some(e) = self.ahead_error.take() {
+                    self.fail(e);
+                }
+            }
+            return;
+        }
+        let was_forward = self.direction == Direction::Forward;
+        self.step_forward();
+        let options = &self.db.options;
+        let readahead = options.scan_readahead_entries > 1 && options.scan_readahead_threads > 0;
+        if was_forward && self.valid && readahead {
+            // A second entry in a row: this is a scan; read ahead from here on.
+            let current = self.current_ahead_entry();
+            self.ahead.push_back(current);
+            self.refill_readahead();
+        }
+    }
+
+    /// `next` without read-ahead: moves the inner iterator to the next visible entry.
+    fn step_forward(&mut self) {
         if !self.valid {
             return;
         }
@@ -175,6 +259,15 @@ impl DbIterator {
     }
 
     pub fn prev(&mut self) {
+        if let Some(front) = self.ahead.front() {
+            // Put the inner iterator back on the current entry (it exists and is visible at
+            // this iterator's sequence, which never changes), then step back as usual.
+            let current = front.user_key.clone();
+            self.drop_readahead();
+            self.direction = Direction::Forward;
+            self.iter.seek(&seek_key(&current, self.sequence));
+            self.find_next_user_entry(false);
+        }
         if !self.valid {
             return;
         }
@@ -276,6 +369,78 @@ impl DbIterator {
             self.valid = true;
         }
         self.check_status();
+    }
+
+    /// The entry the inner iterator is on (forward, valid), with its value read queued.
+    fn current_ahead_entry(&mut self) -> AheadEntry {
+        let (kind, user) = match parse_internal_key(self.iter.key()) {
+            Some(p) => (p.kind, p.user_key.to_vec()),
+            // find_next_user_entry stops only on keys that parse.
+            None => (ValueKind::Value, Vec::new()),
+        };
+        let stored = self.iter.value().to_vec();
+        let mut entry = AheadEntry {
+            user_key: user,
+            kind,
+            stored,
+            read: None,
+            pointed_bytes: 0,
+        };
+        if kind == ValueKind::ValuePointer {
+            let read = PendingRead::new();
+            match crate::db::plan_pointer_read(&self.db, &entry.user_key, &entry.stored) {
+                Ok(PointerRead::File { ptr, live }) => {
+                    entry.pointed_bytes = u64::from(ptr.len);
+                    // The job holds the log reader, not the database: dropping the iterator
+                    // and closing the database need not wait for reads it abandoned.
+                    let reader = Arc::clone(&self.db.vlog_reader);
+                    let job_read = Arc::clone(&read);
+                    let key = entry.user_key.clone();
+                    self.db.readers().submit(Box::new(move || {
+                        job_read.complete_with(|| reader.read_value(&ptr, &key, live));
+                    }));
+                }
+                Ok(PointerRead::Buffered(value)) => read.complete_with(|| Ok(value)),
+                Err(e) => read.complete_with(|| Err(e)),
+            }
+            entry.read = Some(read);
+        }
+        self.ahead_bytes += entry.pointed_bytes;
+        entry
+    }
+
+    /// Reads entries ahead until the window or the byte budget is full, or the inner
+    /// iterator ends; the window doubles for the next refill.
+    fn refill_readahead(&mut self) {
+        self.ahead_bytes = self.ahead.iter().map(|e| e.pointed_bytes).sum();
+        while self.ahead.len() < self.window
+            && self.ahead_bytes < SCAN_READAHEAD_BYTES
+            && self.valid
+        {
+            self.step_forward();
+            if self.valid {
+                let entry = self.current_ahead_entry();
+                self.ahead.push_back(entry);
+            } else if let Some(e) = self.error.take() {
+                self.ahead_error = Some(e);
+            }
+        }
+        self.window = (self.window * 2).min(self.db.options.scan_readahead_entries);
+    }
+
+    /// Forgets the read-ahead (before any repositioning); queued reads not yet started are
+    /// skipped.
+    fn drop_readahead(&mut self) {
+        for entry in self.ahead.drain(..) {
+            if let Some(read) = entry.read {
+                read.abandon();
+            }
+        }
+        self.ahead_bytes = 0;
+        self.window = FIRST_READAHEAD_WINDOW.min(self.db.options.scan_readahead_entries.max(1));
+        // An error the user never reached is not theirs: without read-ahead it would not
+        // have been met either.
+        self.ahead_error = None;
     }
 
     fn beyond_upper(&self, key: &[u8]) -> bool {

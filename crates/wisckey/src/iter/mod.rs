@@ -6,6 +6,7 @@
 
 pub mod db_iter;
 pub mod merge;
+pub(crate) mod readahead;
 
 pub use db_iter::DbIterator;
 pub use merge::MergingIterator;

@@ -1,6 +1,6 @@
 //! Shared by the integration tests: [`HookFs`], a `MemFs` wrapper that runs test-chosen
-//! [`Hooks`] before writable-file calls (to count them, slow them down or fail them) and
-//! delegates everything else unchanged.
+//! [`Hooks`] around writable-file calls and positional reads (to count them, slow them down
+//! or fail them) and delegates everything else unchanged.
 //!
 //! Thread-safety: `HookFs` is `Clone`; clones share the `MemFs` and the hooks, which must be
 //! `Send + Sync` because the engine calls them from its own threads.
@@ -20,6 +20,12 @@ pub trait Hooks: Send + Sync + std::fmt::Debug + 'static {
     fn before_sync_data(&self, _path: &Path) -> Result<()> {
         Ok(())
     }
+    /// Before `read_at` on a file opened for reading.
+    fn before_read(&self, _path: &Path, _offset: u64, _len: usize) -> Result<()> {
+        Ok(())
+    }
+    /// After a `read_at` that `before_read` let through (whatever its outcome).
+    fn after_read(&self, _path: &Path) {}
 }
 
 /// A `MemFs` whose writable files run `hooks` first.
@@ -81,6 +87,25 @@ impl<H: Hooks> WritableFile for HookFile<H> {
     }
 }
 
+#[derive(Debug)]
+struct HookReadFile<H> {
+    path: PathBuf,
+    inner: Arc<dyn ReadableFile>,
+    hooks: Arc<H>,
+}
+
+impl<H: Hooks> ReadableFile for HookReadFile<H> {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        self.hooks.before_read(&self.path, offset, buf.len())?;
+        let result = self.inner.read_at(offset, buf);
+        self.hooks.after_read(&self.path);
+        result
+    }
+    fn len(&self) -> Result<u64> {
+        self.inner.len()
+    }
+}
+
 impl<H: Hooks> FileSystem for HookFs<H> {
     fn create_dir_all(&self, dir: &Path) -> Result<()> {
         self.mem.create_dir_all(dir)
@@ -92,7 +117,11 @@ impl<H: Hooks> FileSystem for HookFs<H> {
         Ok(self.wrap(path, self.mem.open_append(path)?))
     }
     fn open_read(&self, path: &Path) -> Result<Arc<dyn ReadableFile>> {
-        self.mem.open_read(path)
+        Ok(Arc::new(HookReadFile {
+            path: path.to_path_buf(),
+            inner: self.mem.open_read(path)?,
+            hooks: Arc::clone(&self.hooks),
+        }))
     }
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
         self.mem.rename(from, to)

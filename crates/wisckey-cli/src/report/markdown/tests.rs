@@ -130,3 +130,116 @@ fn repeats_are_averaged_and_counted() {
         report.markdown
     );
 }
+
+fn ops_line(name: &str, ops: u32, wa_process: f64) -> String {
+    format!("{name} : 1.0 micros/op {ops} ops/sec; 1.0 MB/s\n  wa=n/a (x) wa_process={wa_process:.3} (y) db_size=3.0 MiB\n")
+}
+
+fn engine_file(values: u32, lines: &[String]) -> String {
+    format!("values:     {values} bytes each\n{}", lines.concat())
+}
+
+#[test]
+fn targets_are_checked_against_the_best_peer_and_marked_met_or_missed() {
+    let wisckey = engine_file(
+        1024,
+        &[
+            ops_line("fillrandom", 300_000, 1.04),
+            ops_line("readrandom", 900, 0.0),
+            ops_line("seekrandom", 500, 0.0),
+        ],
+    );
+    let leveldb = engine_file(
+        1024,
+        &[
+            ops_line("fillrandom", 15_000, 8.0),
+            ops_line("readrandom", 1_000, 0.0),
+            ops_line("seekrandom", 400, 0.0),
+        ],
+    );
+    let rocksdb = engine_file(
+        1024,
+        &[
+            ops_line("fillrandom", 90_000, 2.4),
+            ops_line("readrandom", 700, 0.0),
+        ],
+    );
+    let blob = engine_file(1024, &[ops_line("seekrandom", 100, 0.0)]);
+    let d = dir(
+        "v1024",
+        "VALUE_SIZE=1024\n",
+        &[
+            ("wisckey", &wisckey),
+            ("leveldb", &leveldb),
+            ("rocksdb", &rocksdb),
+            ("rocksdb-blob", &blob),
+        ],
+    );
+    let report = build(&[d], None, "m").markdown;
+    // 300000 / 90000 (best peer rocksdb) = 3.33: met; 300000 / 15000 = 20: met.
+    assert!(
+        report.contains("| random load ≥ 3× best peer (≥ 1 KiB) | fillrandom @ 1024 B | 300000 | rocksdb 90000 | 3.33 | met |"),
+        "{report}"
+    );
+    assert!(
+        report.contains("| random load ≥ 15× LevelDB (1 KiB) | fillrandom @ 1024 B | 300000 | leveldb 15000 | 20.00 | met |"),
+        "{report}"
+    );
+    assert!(
+        report.contains("| write amplification ≤ 1.1 (≥ 1 KiB) | fillrandom @ 1024 B | 1.040 | 1.1 | 1.04 | met |"),
+        "{report}"
+    );
+    // 900 / 1000 (leveldb is the best reader): missed.
+    assert!(
+        report.contains("| readrandom @ 1024 B | 900 | leveldb 1000 | 0.90 | **missed** |"),
+        "{report}"
+    );
+    // 500 / 100 = 5 ≥ 4.
+    assert!(
+        report.contains("| seekrandom @ 1024 B | 500 | rocksdb-blob 100 | 5.00 | met |"),
+        "{report}"
+    );
+    // No 16 KiB run, no device figures: that target has no row at all.
+    assert!(!report.contains("fio sequential write"), "{report}");
+}
+
+#[test]
+fn folders_get_their_own_tables_in_db_bench_order() {
+    let wisckey = engine_file(
+        256,
+        &[
+            ops_line("readrandom", 1_000, 0.0),
+            ops_line("fillrandom", 2_000, 1.0),
+            ops_line("fillseq", 3_000, 1.0),
+        ],
+    );
+    let threaded = "threads:    16\nreadrandom : 1.0 micros/op 5000 ops/sec; 1.0 MB/s\n";
+    let leveldb = engine_file(256, &[ops_line("fillseq", 1_500, 1.0)]);
+    let a = dir(
+        "v256",
+        "VALUE_SIZE=256\n",
+        &[
+            ("wisckey", &wisckey),
+            ("wisckey", threaded),
+            ("leveldb", &leveldb),
+        ],
+    );
+    let b = dir(
+        "v1024",
+        "VALUE_SIZE=1024\n",
+        &[(
+            "wisckey",
+            &engine_file(1024, &[ops_line("fillseq", 9, 1.0)]),
+        )],
+    );
+    let report = build(&[a, b], None, "m").markdown;
+    assert!(
+        report.contains("### v256 (values of 256 B)\n\n| engine | fillseq | fillrandom | readrandom | readrandom/16t |"),
+        "{report}"
+    );
+    assert!(
+        report.contains("| leveldb | 1500 (2.00) | - | - | - |"),
+        "{report}"
+    );
+    assert!(report.contains("### v1024 (values of 1024 B)"), "{report}");
+}

@@ -1,0 +1,233 @@
+//! Scan read-ahead (WiscKey §3.3.2): a forward scan queues the value-log reads of the entries
+//! ahead of it on reader threads. These tests check that the reads really overlap, that the
+//! iterator shows exactly what it shows without read-ahead (every direction change, seek and
+//! bound included), and that a damaged value is reported at its own entry only.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{HookFs, Hooks};
+use wisckey::fs::{FileSystem, MemFs};
+use wisckey::{Db, Error, Options, ReadOptions};
+
+/// Slows every value-log read down and records how many ran at once.
+#[derive(Debug, Default)]
+struct SlowLogReads {
+    running: AtomicUsize,
+    most: AtomicUsize,
+    reads: AtomicUsize,
+}
+
+impl Hooks for SlowLogReads {
+    fn before_read(&self, path: &Path, _offset: u64, _len: usize) -> wisckey::Result<()> {
+        if path.extension().is_some_and(|e| e == "vlog") {
+            let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+            self.most.fetch_max(now, Ordering::SeqCst);
+            self.reads.fetch_add(1, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        Ok(())
+    }
+    fn after_read(&self, path: &Path) {
+        if path.extension().is_some_and(|e| e == "vlog") {
+            self.running.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
+fn value(i: u32, round: u32) -> Vec<u8> {
+    // Above the 64-byte threshold, so every value lives behind a pointer.
+    format!("value-{i}-{round}-").repeat(12).into_bytes()
+}
+
+/// 600 keys written twice (the second round overwrites every third key and deletes every
+/// seventh), flushed so that the values are read from value-log files, not the buffer.
+fn fill(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut model = BTreeMap::new();
+    for i in 0..600 {
+        db.put(key(i), value(i, 0)).expect("put");
+        model.insert(key(i), value(i, 0));
+    }
+    for i in (0..600).step_by(3) {
+        db.put(key(i), value(i, 1)).expect("put");
+        model.insert(key(i), value(i, 1));
+    }
+    for i in (0..600).step_by(7) {
+        db.delete(key(i)).expect("delete");
+        model.remove(&key(i));
+    }
+    db.flush().expect("flush");
+    model
+}
+
+fn options(fs: Arc<dyn FileSystem>, readahead: bool) -> Options {
+    let mut options = Options::small_for_tests(fs);
+    if !readahead {
+        options.scan_readahead_entries = 0;
+    }
+    options
+}
+
+#[test]
+fn a_forward_scan_reads_values_in_parallel_and_without_read_ahead_one_at_a_time() {
+    for readahead in [true, false] {
+        let fs = HookFs::new(SlowLogReads::default());
+        let db =
+            Db::open(Path::new("/db"), options(Arc::new(fs.clone()), readahead)).expect("open");
+        let model = fill(&db);
+        fs.hooks.most.store(0, Ordering::SeqCst);
+        let mut it = db.iter(&ReadOptions::default()).expect("iter");
+        it.seek_to_first();
+        let mut seen = Vec::new();
+        while it.valid() {
+            seen.push((it.key().to_vec(), it.value().expect("value")));
+            it.next();
+        }
+        it.status().expect("status");
+        let expected: Vec<_> = model.into_iter().collect();
+        assert_eq!(seen, expected, "readahead={readahead}");
+        let most = fs.hooks.most.load(Ordering::SeqCst);
+        if readahead {
+            assert!(
+                most >= 4,
+                "at most {most} value reads overlapped during a scan"
+            );
+        } else {
+            assert_eq!(most, 1, "without read-ahead reads must not overlap");
+        }
+    }
+}
+
+/// Moves an iterator with and one without read-ahead through the same random walk (seeks,
+/// runs of next, direction changes, bounds) and requires identical keys, values and validity
+/// at every step.
+#[test]
+fn read_ahead_never_changes_what_the_iterator_shows() {
+    let mem = MemFs::new();
+    let db = Db::open(Path::new("/db"), options(Arc::new(mem.clone()), true)).expect("open");
+    fill(&db);
+    db.close().expect("close");
+    // The same files are opened twice, one after the other: with read-ahead, then without.
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut rand = move |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
+    };
+    let walk: Vec<(u64, u64)> = (0..400).map(|_| (rand(10), rand(620))).collect();
+    let bounds = [
+        (None, None),
+        (Some(key(100)), Some(key(350))),
+        (Some(key(590)), None),
+    ];
+    let mut traces: Vec<Vec<String>> = Vec::new();
+    for readahead in [true, false] {
+        let db =
+            Db::open(Path::new("/db"), options(Arc::new(mem.clone()), readahead)).expect("reopen");
+        let mut trace = Vec::new();
+        for (lower, upper) in &bounds {
+            let opts = ReadOptions {
+                lower_bound: lower.clone(),
+                upper_bound: upper.clone(),
+                ..ReadOptions::default()
+            };
+            let mut it = db.iter(&opts).expect("iter");
+            it.seek_to_first();
+            for (action, arg) in &walk {
+                match action {
+                    0 => it.seek(&key(*arg as u32)),
+                    1 => it.seek_to_first(),
+                    2 => it.seek_to_last(),
+                    3 => it.prev(),
+                    _ => {
+                        // Runs of next, long enough to fill the read-ahead window.
+                        for _ in 0..(arg % 90) {
+                            it.next();
+                        }
+                    }
+                }
+                if it.valid() {
+                    let v = it.value().expect("value");
+                    trace.push(format!(
+                        "{:?}={}",
+                        String::from_utf8_lossy(it.key()),
+                        v.len()
+                    ));
+                    // Asking twice gives the same value (the read-ahead result is handed out once).
+                    assert_eq!(it.value().expect("value again"), v);
+                } else {
+                    trace.push("end".to_string());
+                }
+                it.status().expect("status");
+            }
+        }
+        traces.push(trace);
+        db.close().expect("close");
+    }
+    assert_eq!(traces[0].len(), traces[1].len());
+    for (step, (with, without)) in traces[0].iter().zip(&traces[1]).enumerate() {
+        assert_eq!(with, without, "step {step}: with read-ahead vs without");
+    }
+}
+
+#[test]
+fn a_damaged_value_is_reported_at_its_entry_and_the_scan_goes_on() {
+    let mem = MemFs::new();
+    let db = Db::open(Path::new("/db"), options(Arc::new(mem.clone()), true)).expect("open");
+    for i in 0..200 {
+        db.put(key(i), value(i, 0)).expect("put");
+    }
+    db.close().expect("close");
+    // Flip one byte inside the value of key 150: find its record by content.
+    let needle = value(150, 0);
+    let mut damaged = 0;
+    for name in mem.list(Path::new("/db")).expect("list") {
+        if !name.ends_with(".vlog") {
+            continue;
+        }
+        let path = Path::new("/db").join(&name);
+        let mut bytes = mem.contents(&path).expect("contents");
+        if let Some(at) = bytes
+            .windows(needle.len())
+            .position(|w| w == needle.as_slice())
+        {
+            bytes[at + 10] ^= 0x40;
+            mem.set_contents(&path, &bytes).expect("set");
+            damaged += 1;
+        }
+    }
+    assert_eq!(damaged, 1, "the value should be in exactly one segment");
+    let db = Db::open(Path::new("/db"), options(Arc::new(mem.clone()), true)).expect("reopen");
+    let mut it = db.iter(&ReadOptions::default()).expect("iter");
+    it.seek_to_first();
+    let mut good = 0;
+    let mut bad = Vec::new();
+    while it.valid() {
+        match it.value() {
+            Ok(v) => {
+                let i: u32 = String::from_utf8_lossy(&it.key()[3..])
+                    .parse()
+                    .expect("index");
+                assert_eq!(v, value(i, 0));
+                good += 1;
+            }
+            Err(Error::Corruption { .. }) => bad.push(it.key().to_vec()),
+            Err(e) => panic!("unexpected error {e}"),
+        }
+        it.next();
+    }
+    it.status()
+        .expect("a damaged value is not an iterator error");
+    assert_eq!(bad, vec![key(150)]);
+    assert_eq!(good, 199);
+}
