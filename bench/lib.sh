@@ -22,6 +22,7 @@ require_real_disk() {
 engine_cmd() {
   case $1 in
     wisckey) echo "$WISCKEY_BIN bench $WISCKEY_FLAGS" ;;
+    wisckey-noreadahead) echo "$WISCKEY_BIN bench $WISCKEY_FLAGS --readahead_entries=0" ;;
     leveldb) echo "$here/build/leveldb_bench" ;;
     leveldb-pread) echo "$here/build/leveldb_bench --pread" ;;
     rocksdb) echo "$here/build/rocksdb_bench" ;;

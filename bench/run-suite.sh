@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # run-suite.sh: the full benchmark suite of docs/BENCHMARKS.md, every engine side by side in
-# one run, each process in its own cgroup-v1 memory limit, page cache dropped before every
+# one run, each process in its own memory cgroup (bench/cgexec.sh), page cache dropped before every
 # phase; ends with `wisckey report` over all of it (REPORT.md + SVG charts in $OUT_DIR).
 #
 # Per value size (folder $OUT_DIR/v<size>), per engine:
 #   fillseq (fresh DB, then deleted); fillrandom (fresh DB) and on that DB: readrandom with 1
 #   thread, readrandom with 16 threads, seekrandom with --seek_nexts=100, readseq.
-#   Engines with a read variant (leveldb -> leveldb-pread, badger -> badger-madv) then run
-#   the same four read phases on the same DB with the variant (same on-disk format, so the
-#   load is not repeated): stock mmap and pread / MADV_RANDOM both get reported.
+#   Engines with a read variant (wisckey -> wisckey-noreadahead, leveldb -> leveldb-pread,
+#   badger -> badger-madv) then run the same four read phases on the same DB with the
+#   variant (same on-disk format, so the load is not repeated): stock mmap and pread /
+#   MADV_RANDOM both get reported, and wisckey with scan read-ahead off.
 # Then YCSB A-F (bench/run-ycsb.sh) at each of $YCSB_SIZES into $OUT_DIR/ycsb-<size>.
 #
 # Sizes: NUM = DATA_BYTES / (value size + key size) keys are written by each fill, so every
@@ -20,12 +21,16 @@
 # Parameters (environment):
 #   VALUE_SIZES="256 1024 4096 16384 65536" DATA_BYTES=2147483648 KEY_SIZE=16 SEED=301
 #   ENGINES="wisckey leveldb rocksdb rocksdb-blob badger" MEM_LIMIT=1G
-#   READ_VARIANTS="leveldb:leveldb-pread badger:badger-madv" (set empty to skip)
+#   READ_VARIANTS="wisckey:wisckey-noreadahead leveldb:leveldb-pread badger:badger-madv"
+#     (set empty to skip; wisckey-noreadahead = scan read-ahead off, to show its effect)
+#   SKIP_CELLS="badger:256" (engine:value_size pairs not run. Badger at 256 B: values below its
+#     ValueThreshold stay in its LSM-tree, its Go heap sits at the 1 GiB limit and fillseq ran
+#     at ~5K puts/s, i.e. about an hour for the two fills; see docs/BENCHMARKS.md)
 #   YCSB_SIZES="1024 16384" YCSB_DATA_BYTES=2147483648
 #   YCSB_ENGINES="wisckey leveldb-pread rocksdb rocksdb-blob badger-madv"
 #   YCSB_OPS_1024=10000 YCSB_OPS_16384=2000 (run-phase operations per workload; for another
 #     size set YCSB_OPS_<size>, default 2000)
-#   SKIP_DBBENCH=0 SKIP_YCSB=0   OUT_DIR=bench/results/suite-<timestamp>
+#   SKIP_DBBENCH=0 SKIP_YCSB=0 SKIP_FILLSEQ=0   OUT_DIR=bench/results/suite-<timestamp>
 #   DATA_DIR, WISCKEY_BIN, WISCKEY_FLAGS, EXTRA_FLAGS as in lib.sh
 # Run bench/setup.sh first. Needs root (cgroups, drop_caches). Each DB is deleted after use.
 # At the defaults this takes about two hours on a 2-core VM with one SSD.
@@ -38,7 +43,8 @@ KEY_SIZE=${KEY_SIZE:-16}
 SEED=${SEED:-301}
 MEM_LIMIT=${MEM_LIMIT:-1G}
 ENGINES=${ENGINES:-"wisckey leveldb rocksdb rocksdb-blob badger"}
-READ_VARIANTS=${READ_VARIANTS-"leveldb:leveldb-pread badger:badger-madv"}
+READ_VARIANTS=${READ_VARIANTS-"wisckey:wisckey-noreadahead leveldb:leveldb-pread badger:badger-madv"}
+SKIP_CELLS=${SKIP_CELLS-"badger:256"}
 YCSB_SIZES=${YCSB_SIZES:-"1024 16384"}
 YCSB_DATA_BYTES=${YCSB_DATA_BYTES:-2147483648}
 YCSB_ENGINES=${YCSB_ENGINES:-"wisckey leveldb-pread rocksdb rocksdb-blob badger-madv"}
@@ -46,6 +52,7 @@ YCSB_OPS_1024=${YCSB_OPS_1024:-10000}
 YCSB_OPS_16384=${YCSB_OPS_16384:-2000}
 SKIP_DBBENCH=${SKIP_DBBENCH:-0}
 SKIP_YCSB=${SKIP_YCSB:-0}
+SKIP_FILLSEQ=${SKIP_FILLSEQ:-0}
 OUT_DIR=${OUT_DIR:-$here/results/suite-$(date -u +%Y%m%dT%H%M%SZ)}
 
 # shellcheck source=bench/lib.sh
@@ -98,7 +105,7 @@ read_phases() { # engine db
 {
   echo "# suite run $(date -u +%Y-%m-%dT%H:%M:%SZ) $(git -C "$root" rev-parse --short HEAD 2>/dev/null || true)"
   echo "VALUE_SIZES=$VALUE_SIZES DATA_BYTES=$DATA_BYTES KEY_SIZE=$KEY_SIZE SEED=$SEED MEM_LIMIT=$MEM_LIMIT"
-  echo "ENGINES=$ENGINES READ_VARIANTS=$READ_VARIANTS"
+  echo "ENGINES=$ENGINES READ_VARIANTS=$READ_VARIANTS SKIP_CELLS=$SKIP_CELLS"
   echo "YCSB_SIZES=$YCSB_SIZES YCSB_DATA_BYTES=$YCSB_DATA_BYTES YCSB_ENGINES=$YCSB_ENGINES"
   echo "DATA_DIR=$DATA_DIR ($fstype) WISCKEY_FLAGS=$WISCKEY_FLAGS EXTRA_FLAGS=$EXTRA_FLAGS"
 } | tee "$OUT_DIR/params.txt"
@@ -125,10 +132,16 @@ if [[ $SKIP_DBBENCH != 1 ]]; then
     } > "$dir/params.txt"
     common="--num=$num --value_size=$value_size --key_size=$KEY_SIZE --seed=$SEED --quiet $EXTRA_FLAGS"
     for engine in $ENGINES; do
+      if [[ " $SKIP_CELLS " == *" $engine:$value_size "* ]]; then
+        echo "== $engine at $value_size B: skipped (SKIP_CELLS)" | tee -a "$dir/log.txt"
+        continue
+      fi
       db=$DATA_DIR/$engine
       rm -rf "$db"
-      run "$engine" fillseq --benchmarks=fillseq --db="$db"
-      rm -rf "$db"
+      if [[ $SKIP_FILLSEQ != 1 ]]; then
+        run "$engine" fillseq --benchmarks=fillseq --db="$db"
+        rm -rf "$db"
+      fi
       run "$engine" fillrandom --benchmarks=fillrandom --db="$db"
       read_phases "$engine" "$db"
       variant=$(variant_of "$engine")
