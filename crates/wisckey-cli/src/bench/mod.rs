@@ -73,6 +73,9 @@ pub struct BenchArgs {
     /// fetched in parallel (0 = off; default: the engine's default, 64).
     #[arg(long = "readahead_entries")]
     readahead_entries: Option<usize>,
+    /// Engine option `scan_readahead_threads` (default: the engine's default, 16).
+    #[arg(long = "readahead_threads")]
+    readahead_threads: Option<usize>,
     /// Block cache bytes (same value is given to every peer engine).
     #[arg(long = "cache_size", default_value_t = 64 << 20)]
     cache_size: usize,
@@ -382,6 +385,9 @@ fn engine_options(args: &BenchArgs) -> Options {
     }
     if let Some(entries) = args.readahead_entries {
         options.scan_readahead_entries = entries;
+    }
+    if let Some(threads) = args.readahead_threads {
+        options.scan_readahead_threads = threads;
     }
     options.block_cache_size = args.cache_size;
     options.bloom_bits_per_key = args.bloom_bits;

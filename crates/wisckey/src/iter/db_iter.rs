@@ -81,6 +81,13 @@ impl std::fmt::Debug for DbIterator {
     }
 }
 
+impl Drop for DbIterator {
+    /// Reads queued ahead for entries the user will now never see are skipped.
+    fn drop(&mut self) {
+        self.drop_readahead();
+    }
+}
+
 impl DbIterator {
     pub(crate) fn new(
         db: Arc<DbInner>,
