@@ -266,6 +266,10 @@ pub fn build(dirs: &[ResultsDir], device: Option<&str>, machine: &str) -> Report
         md.push_str("![YCSB normalised](ycsb-normalised.svg)\n\n");
         charts.push(("ycsb-normalised.svg".to_string(), svg));
     }
+    if let Some(svg) = ycsb_latency_section(&model, &mut md) {
+        md.push_str("![YCSB p99 latency](ycsb-p99-latency.svg)\n\n");
+        charts.push(("ycsb-p99-latency.svg".to_string(), svg));
+    }
     if let Some(svg) = latency_section(&model, &mut md) {
         md.push_str("![latency CDF](latency-cdf.svg)\n\n");
         charts.push(("latency-cdf.svg".to_string(), svg));
@@ -724,6 +728,90 @@ fn ycsb_section(model: &Model, md: &mut String) -> Option<String> {
             .collect(),
         log_scale: false,
         reference: Some(1.0),
+    }))
+}
+
+/// YCSB per-operation latencies (run phase): a table per results folder, rows = workload and
+/// operation, one `p50 / p99 / p99.9` cell per engine; and a bar chart of every p99.
+fn ycsb_latency_section(model: &Model, md: &mut String) -> Option<String> {
+    let columns: Vec<usize> = (0..model.columns.len())
+        .filter(|c| {
+            let b = &model.columns[*c].bench;
+            b.starts_with("ycsb-") && b.ends_with("-run")
+        })
+        .collect();
+    let latencies = |c: usize, e: &str| {
+        model
+            .results(c, e)
+            .first()
+            .map_or(&[][..], |r| r.op_latencies.as_slice())
+    };
+    if columns
+        .iter()
+        .all(|c| model.engines.iter().all(|e| latencies(*c, e).is_empty()))
+    {
+        return None;
+    }
+    md.push_str("## YCSB latency (run phase, µs: p50 / p99 / p99.9 per operation type)\n\n");
+    let mut categories = Vec::new();
+    let mut p99s: Vec<Vec<Option<f64>>> = vec![Vec::new(); model.engines.len()];
+    let mut last_dir = None;
+    for c in &columns {
+        let column = &model.columns[*c];
+        if last_dir != Some(column.dir) {
+            if last_dir.is_some() {
+                md.push('\n');
+            }
+            last_dir = Some(column.dir);
+            let _ = writeln!(
+                md,
+                "Values of {} B:\n",
+                cell(column.value_size.map(|v| v as f64), 0)
+            );
+            table_header(md, "workload / op", &model.engines);
+        }
+        let mut ops: Vec<&str> = Vec::new();
+        for e in &model.engines {
+            for l in latencies(*c, e) {
+                if !ops.contains(&l.op.as_str()) {
+                    ops.push(&l.op);
+                }
+            }
+        }
+        let workload = column
+            .bench
+            .trim_start_matches("ycsb-")
+            .trim_end_matches("-run")
+            .to_uppercase();
+        for op in ops {
+            let label = format!("{workload} {op}");
+            let cells: Vec<String> = model
+                .engines
+                .iter()
+                .enumerate()
+                .map(|(i, e)| {
+                    let found = latencies(*c, e).iter().find(|l| l.op == op);
+                    p99s[i].push(found.map(|l| l.p99));
+                    found.map_or("-".to_string(), |l| {
+                        format!("{:.1} / {:.1} / {:.1}", l.p50, l.p99, l.p999)
+                    })
+                })
+                .collect();
+            let _ = writeln!(md, "| {label} | {} |", cells.join(" | "));
+            let size = column
+                .value_size
+                .map_or(String::new(), |v| format!(" @{v}"));
+            categories.push(format!("{label}{size}"));
+        }
+    }
+    md.push('\n');
+    Some(svg::bar_chart(&BarChart {
+        title: "YCSB p99 latency per operation (log scale; lower is better)",
+        y_label: "µs",
+        categories,
+        series: model.engines.iter().cloned().zip(p99s).collect(),
+        log_scale: true,
+        reference: None,
     }))
 }
 

@@ -47,6 +47,19 @@ pub struct BenchResult {
     pub found: Option<(u64, u64)>,
     pub fields: BTreeMap<String, f64>,
     pub histogram: Option<Histogram>,
+    /// YCSB: one line per operation type after the run line.
+    pub op_latencies: Vec<OpLatency>,
+}
+
+/// A YCSB operation line: `  read   : count 5000  found 5000  p50 5.69  p99 78.23  p99.9 4113.33  (us)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpLatency {
+    pub op: String,
+    pub count: u64,
+    /// Microseconds.
+    pub p50: f64,
+    pub p99: f64,
+    pub p999: f64,
 }
 
 impl BenchResult {
@@ -144,6 +157,8 @@ pub fn parse_run(engine: &str, text: &str) -> RunFile {
                 let trimmed = next.trim_start();
                 if trimmed.starts_with("wa=") || trimmed.starts_with("ra=") {
                     collect_fields(trimmed, &mut result.fields);
+                } else if let Some(op) = parse_op_latency(trimmed) {
+                    result.op_latencies.push(op);
                 } else if trimmed.starts_with("Microseconds per op") {
                     let block: Vec<&str> = lines.clone().skip(1).take(3).collect();
                     result.histogram = parse_histogram(&block);
@@ -208,6 +223,27 @@ fn collect_fields(line: &str, fields: &mut BTreeMap<String, f64>) {
             }
         }
     }
+}
+
+/// `<op> : count N [found F] p50 X p99 Y p99.9 Z (us)`; `None` for any other line.
+fn parse_op_latency(line: &str) -> Option<OpLatency> {
+    let (op, rest) = line.split_once(" : ")?;
+    let op = op.trim();
+    let tokens: Vec<&str> = rest.split_whitespace().collect();
+    if op.is_empty() || op.contains(char::is_whitespace) || tokens.first() != Some(&"count") {
+        return None;
+    }
+    let after = |name: &str| -> Option<f64> {
+        let at = tokens.iter().position(|t| *t == name)?;
+        tokens.get(at + 1)?.parse().ok()
+    };
+    Some(OpLatency {
+        op: op.to_string(),
+        count: after("count")? as u64,
+        p50: after("p50")?,
+        p99: after("p99")?,
+        p999: after("p99.9")?,
+    })
 }
 
 /// The three lines after `Microseconds per op:`.
@@ -378,6 +414,27 @@ mod tests {
         assert_eq!(run.results[0].field("db_size"), Some(1.0));
         assert_eq!(run.results[1].name, "ycsb-a-run");
         assert_eq!(run.results[1].ops_per_sec, 100000.0);
+        assert_eq!(
+            run.results[1].op_latencies,
+            vec![OpLatency {
+                op: "read".into(),
+                count: 5,
+                p50: 1.0,
+                p99: 2.0,
+                p999: 3.0
+            }]
+        );
+    }
+
+    #[test]
+    fn ycsb_operation_lines_with_found_counts_parse_and_others_do_not() {
+        let op = parse_op_latency(
+            "read   : count 5000  found 4990  p50 5.69  p99 78.23  p99.9 4113.33  (us)",
+        )
+        .expect("op line");
+        assert_eq!((op.op.as_str(), op.count, op.p999), ("read", 5000, 4113.33));
+        assert!(parse_op_latency("readrandom   :       2.000 micros/op 500000 ops/sec").is_none());
+        assert!(parse_op_latency("scan : count x p50 1").is_none());
     }
 
     #[test]

@@ -243,3 +243,29 @@ fn folders_get_their_own_tables_in_db_bench_order() {
     );
     assert!(report.contains("### v1024 (values of 1024 B)"), "{report}");
 }
+
+#[test]
+fn ycsb_operation_latencies_get_a_table_and_a_chart() {
+    let run = |p99: f64| {
+        format!(
+            "values:     1024 bytes each\nycsb-c-run : 10.0 micros/op 100000 ops/sec\n  read   : count 5  found 5  p50 1.00  p99 {p99:.2}  p99.9 9.00  (us)\n"
+        )
+    };
+    let d = dir(
+        "ycsb-1024",
+        "RECORD_SIZE=1024\n",
+        &[("wisckey", &run(2.0)), ("rocksdb", &run(4.0))],
+    );
+    let report = build(&[d], None, "m");
+    assert!(
+        report
+            .markdown
+            .contains("| C read | 1.0 / 2.0 / 9.0 | 1.0 / 4.0 / 9.0 |"),
+        "{}",
+        report.markdown
+    );
+    assert!(report
+        .charts
+        .iter()
+        .any(|(name, _)| name == "ycsb-p99-latency.svg"));
+}
