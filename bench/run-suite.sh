@@ -4,8 +4,9 @@
 # phase; ends with `wisckey report` over all of it (REPORT.md + SVG charts in $OUT_DIR).
 #
 # Per value size (folder $OUT_DIR/v<size>), per engine:
-#   fillseq (fresh DB, then deleted); fillrandom (fresh DB) and on that DB: readrandom with 1
-#   thread, readrandom with 16 threads, seekrandom with --seek_nexts=100, readseq.
+#   fillseq (fresh DB, then deleted); fillrandom (fresh DB), settle (see settle()), and on
+#   that DB: readrandom with 1 thread (--histogram), readrandom with 16 threads, seekrandom
+#   with --seek_nexts=100, readseq.
 #   Engines with a read variant (wisckey -> wisckey-noreadahead, leveldb -> leveldb-pread,
 #   badger -> badger-madv) then run the same four read phases on the same DB with the
 #   variant (same on-disk format, so the load is not repeated): stock mmap and pread /
@@ -30,6 +31,10 @@
 #   YCSB_ENGINES="wisckey leveldb-pread rocksdb rocksdb-blob badger-madv"
 #   YCSB_OPS_1024=10000 YCSB_OPS_16384=2000 (run-phase operations per workload; for another
 #     size set YCSB_OPS_<size>, default 2000)
+#   SETTLE_ROUNDS=5 (unmeasured readrandom rounds after each load until compaction is done;
+#     0 = measure right after the load, as runs before 2026-11-23 did)
+#   READ_TIMEOUT=120 (seconds; a read phase still running is killed and reported without a
+#     figure: stock Badger's mmap'd seekrandom / readseq under the limit take many minutes)
 #   SKIP_DBBENCH=0 SKIP_YCSB=0 SKIP_FILLSEQ=0   OUT_DIR=bench/results/suite-<timestamp>
 #   DATA_DIR, WISCKEY_BIN, WISCKEY_FLAGS, EXTRA_FLAGS as in lib.sh
 # Run bench/setup.sh first. Needs root (cgroups, drop_caches). Each DB is deleted after use.
@@ -53,6 +58,8 @@ YCSB_OPS_16384=${YCSB_OPS_16384:-2000}
 SKIP_DBBENCH=${SKIP_DBBENCH:-0}
 SKIP_YCSB=${SKIP_YCSB:-0}
 SKIP_FILLSEQ=${SKIP_FILLSEQ:-0}
+SETTLE_ROUNDS=${SETTLE_ROUNDS:-5}
+READ_TIMEOUT=${READ_TIMEOUT:-120}
 OUT_DIR=${OUT_DIR:-$here/results/suite-$(date -u +%Y%m%dT%H%M%SZ)}
 
 # shellcheck source=bench/lib.sh
@@ -79,33 +86,61 @@ variant_of() { # engine -> its read variant, or nothing
   return 0
 }
 
-# run ENGINE PHASE-TAG FLAGS...: one process in the engine's cgroup, output to
-# $dir/<engine>.r1.<tag>.txt, its report lines echoed.
+# run ENGINE PHASE-TAG TIMEOUT FLAGS...: one process in the engine's cgroup, output to
+# $dir/<engine>.r1.<tag>.txt, its report lines echoed. TIMEOUT seconds (0: none) caps the
+# process; a killed phase keeps its header and gets a last line saying so (no figure).
 run() {
-  local engine=$1 tag=$2 cmd out
-  shift 2
+  local engine=$1 tag=$2 limit=$3 cmd out rc=0
+  shift 3
   cmd=$(engine_cmd "$engine")
   out=$dir/$engine.r1.$tag.txt
   drop_caches >> "$dir/log.txt"
   echo "== $(date -u +%H:%M:%S) $engine $tag: $*" | tee -a "$dir/log.txt"
   # shellcheck disable=SC2086
-  "$here/cgexec.sh" "$engine" "$MEM_LIMIT" $cmd $common "$@" > "$out" 2>&1 ||
-    { echo "$engine $tag failed:"; tail -5 "$out"; }
+  timeout --signal=KILL "$limit" "$here/cgexec.sh" "$engine" "$MEM_LIMIT" $cmd $common "$@" > "$out" 2>&1 || rc=$?
+  if ((rc == 137 && limit > 0)); then
+    echo "run-suite.sh: killed after $limit s (READ_TIMEOUT): no result" | tee -a "$out" "$dir/log.txt"
+  elif ((rc != 0)); then
+    echo "$engine $tag failed (exit $rc):"
+    tail -5 "$out"
+  fi
   grep -E '^[a-z]+ +: .*ops/sec' "$out" || true
 }
 
+# settle ENGINE DB: unmeasured readrandom rounds (<engine>.settle<N>.log) on a freshly loaded
+# DB until a round's process wrote less than 8 MiB, i.e. the compaction debt the load left
+# behind is paid before any read phase is measured (at most SETTLE_ROUNDS rounds; LevelDB's
+# seek-triggered compactions mean it may never reach the threshold). Without this the first
+# read phase after a load shares the device with up to GBs of leftover compaction writes and
+# the read variants, run later on the same DB, look faster than the stock engine.
+settle() {
+  local engine=$1 db=$2 round wrote
+  for ((round = 1; round <= SETTLE_ROUNDS; round++)); do
+    # shellcheck disable=SC2086
+    timeout --signal=KILL "$READ_TIMEOUT" "$here/cgexec.sh" "$engine" "$MEM_LIMIT" $(engine_cmd "$engine") $common \
+      --benchmarks=readrandom --threads=1 --reads="$reads" --db="$db" --use_existing_db=1 \
+      > "$dir/$engine.settle$round.log" 2>&1 || true
+    wrote=$(awk '/^total /{t=1} t && /process wrote/{match($0, /process wrote [0-9.]+/); print substr($0, RSTART + 14, RLENGTH - 14); exit}' \
+      "$dir/$engine.settle$round.log")
+    echo "   settle round $round ($engine): process wrote ${wrote:-?} MiB" | tee -a "$dir/log.txt"
+    [[ -n $wrote ]] && awk -v w="$wrote" 'BEGIN { exit !(w < 8) }' && return 0
+  done
+  return 0
+}
+
 read_phases() { # engine db
-  local engine=$1 db=$2
-  run "$engine" readrandom --benchmarks=readrandom --threads=1 --reads="$reads" --db="$db" --use_existing_db=1
-  run "$engine" readrandom16 --benchmarks=readrandom --threads=16 --reads=$((reads * 2 / 16)) --db="$db" --use_existing_db=1
-  run "$engine" seekrandom --benchmarks=seekrandom --seek_nexts=100 --reads="$seeks" --db="$db" --use_existing_db=1
-  run "$engine" readseq --benchmarks=readseq --reads="$seq_entries" --db="$db" --use_existing_db=1
+  local engine=$1 db=$2 limit=$READ_TIMEOUT
+  run "$engine" readrandom "$limit" --benchmarks=readrandom --threads=1 --reads="$reads" --db="$db" --use_existing_db=1 --histogram
+  run "$engine" readrandom16 "$limit" --benchmarks=readrandom --threads=16 --reads=$((reads * 2 / 16)) --db="$db" --use_existing_db=1
+  run "$engine" seekrandom "$limit" --benchmarks=seekrandom --seek_nexts=100 --reads="$seeks" --db="$db" --use_existing_db=1
+  run "$engine" readseq "$limit" --benchmarks=readseq --reads="$seq_entries" --db="$db" --use_existing_db=1
 }
 
 {
   echo "# suite run $(date -u +%Y-%m-%dT%H:%M:%SZ) $(git -C "$root" rev-parse --short HEAD 2>/dev/null || true)"
   echo "VALUE_SIZES=$VALUE_SIZES DATA_BYTES=$DATA_BYTES KEY_SIZE=$KEY_SIZE SEED=$SEED MEM_LIMIT=$MEM_LIMIT"
   echo "ENGINES=$ENGINES READ_VARIANTS=$READ_VARIANTS SKIP_CELLS=$SKIP_CELLS"
+  echo "SETTLE_ROUNDS=$SETTLE_ROUNDS READ_TIMEOUT=$READ_TIMEOUT"
   echo "YCSB_SIZES=$YCSB_SIZES YCSB_DATA_BYTES=$YCSB_DATA_BYTES YCSB_ENGINES=$YCSB_ENGINES"
   echo "DATA_DIR=$DATA_DIR ($fstype) WISCKEY_FLAGS=$WISCKEY_FLAGS EXTRA_FLAGS=$EXTRA_FLAGS"
 } | tee "$OUT_DIR/params.txt"
@@ -139,12 +174,15 @@ if [[ $SKIP_DBBENCH != 1 ]]; then
       db=$DATA_DIR/$engine
       rm -rf "$db"
       if [[ $SKIP_FILLSEQ != 1 ]]; then
-        run "$engine" fillseq --benchmarks=fillseq --db="$db"
+        run "$engine" fillseq 0 --benchmarks=fillseq --db="$db"
         rm -rf "$db"
       fi
-      run "$engine" fillrandom --benchmarks=fillrandom --db="$db"
-      read_phases "$engine" "$db"
+      run "$engine" fillrandom 0 --benchmarks=fillrandom --db="$db"
       variant=$(variant_of "$engine")
+      # settle through the pread / MADV_RANDOM variant where there is one: same DB, and a
+      # stock mmap engine's thrashing reads would make each round take minutes
+      ((SETTLE_ROUNDS > 0)) && settle "${variant:-$engine}" "$db"
+      read_phases "$engine" "$db"
       [[ -n $variant ]] && read_phases "$variant" "$db"
       rm -rf "$db"
     done
