@@ -242,6 +242,7 @@ pub fn build(dirs: &[ResultsDir], device: Option<&str>, machine: &str) -> Report
     } else {
         per_folder_tables(&model, dirs, &mut md);
     }
+    without_result_section(dirs, &mut md);
     md.push_str("![throughput](throughput.svg)\n\n");
     charts.push(("throughput.svg".to_string(), throughput_chart(&model)));
     charts.extend(value_size_charts(&model, &mut md));
@@ -297,6 +298,21 @@ pub fn build(dirs: &[ResultsDir], device: Option<&str>, machine: &str) -> Report
         markdown: md,
         charts,
     }
+}
+
+/// Outputs that produced no figure, each with its last line (the script's timeout message,
+/// or the engine's error), so an empty cell above has its reason next to it.
+fn without_result_section(dirs: &[ResultsDir], md: &mut String) {
+    if dirs.iter().all(|d| d.without_result.is_empty()) {
+        return;
+    }
+    md.push_str("## Phases without a figure\n\nRaw outputs holding no benchmark line (their cells above are empty), with the output's last line:\n\n");
+    for dir in dirs {
+        for (file, last) in &dir.without_result {
+            let _ = writeln!(md, "- `{}/{file}`: {last}", dir_name(dir));
+        }
+    }
+    md.push('\n');
 }
 
 /// One table per results folder: engines × that folder's benchmarks, each cell the ops/s and,
@@ -550,8 +566,13 @@ fn throughput_chart(model: &Model) -> String {
 
 /// One chart per benchmark measured at two or more value sizes.
 fn value_size_charts(model: &Model, md: &mut String) -> Vec<(String, String)> {
-    let mut benches: Vec<&str> = model.columns.iter().map(|c| c.bench.as_str()).collect();
-    benches.dedup();
+    // Every folder repeats the benchmark names, so keep each name's first appearance only.
+    let mut benches: Vec<&str> = Vec::new();
+    for column in &model.columns {
+        if !benches.contains(&column.bench.as_str()) {
+            benches.push(column.bench.as_str());
+        }
+    }
     let mut charts = Vec::new();
     for bench in benches {
         let mut sizes: Vec<u64> = model
@@ -585,6 +606,8 @@ fn value_size_charts(model: &Model, md: &mut String) -> Vec<(String, String)> {
                     .collect();
                 (e.clone(), values)
             })
+            // Read variants have no load figures: leave them out rather than as empty slots.
+            .filter(|(_, values): &(String, Vec<Option<f64>>)| values.iter().any(Option::is_some))
             .collect();
         let name = format!("throughput-{}-by-value-size.svg", bench.replace('/', "-"));
         let title = format!("{bench}: throughput by value size (log scale)");
@@ -673,27 +696,23 @@ fn write_amp_chart(model: &Model) -> Option<String> {
 /// YCSB `ycsb-<w>-run` throughput per workload, normalised to LevelDB as in the paper's Fig. 15
 /// (to the first engine when LevelDB did not run; the chart title says which).
 fn ycsb_section(model: &Model, md: &mut String) -> Option<String> {
-    let columns: Vec<usize> = (0..model.columns.len())
-        .filter(|c| {
-            let b = &model.columns[*c].bench;
-            b.starts_with("ycsb-") && b.ends_with("-run")
-        })
-        .collect();
+    let columns = ycsb_run_columns(model);
     if columns.is_empty() {
         return None;
     }
-    // Stock LevelDB as in the paper's Fig. 15; its pread variant when only that one ran.
+    let engines = engines_with_results(model, &columns);
+    // Stock LevelDB as in the paper's Fig. 15; its pread variant when only that one ran YCSB.
     let base = ["leveldb", "leveldb-pread"]
         .into_iter()
-        .find(|b| model.engines.iter().any(|e| e == b))
-        .or_else(|| model.engines.first().map(String::as_str))?;
+        .find(|b| engines.contains(b))
+        .or_else(|| engines.first().copied())?;
     let _ = writeln!(md, "## YCSB (run phase, ops/s; in brackets ÷ {base})\n");
     let labels: Vec<String> = columns
         .iter()
         .map(|c| model.columns[*c].label.clone())
         .collect();
     table_header(md, "engine", &labels);
-    for engine in &model.engines {
+    for engine in &engines {
         let cells: Vec<String> = columns
             .iter()
             .map(|c| {
@@ -715,12 +734,11 @@ fn ycsb_section(model: &Model, md: &mut String) -> Option<String> {
             .iter()
             .map(|l| l.replace("ycsb-", "").replace("-run", "").to_uppercase())
             .collect(),
-        series: model
-            .engines
+        series: engines
             .iter()
             .map(|e| {
                 (
-                    e.clone(),
+                    e.to_string(),
                     columns
                         .iter()
                         .map(|c| ratio(model.ops(*c, e), model.ops(*c, base)))
@@ -733,15 +751,32 @@ fn ycsb_section(model: &Model, md: &mut String) -> Option<String> {
     }))
 }
 
-/// YCSB per-operation latencies (run phase): a table per results folder, rows = workload and
-/// operation, one `p50 / p99 / p99.9` cell per engine; and a bar chart of every p99.
-fn ycsb_latency_section(model: &Model, md: &mut String) -> Option<String> {
-    let columns: Vec<usize> = (0..model.columns.len())
+/// The `ycsb-<w>-run` columns, in table order.
+fn ycsb_run_columns(model: &Model) -> Vec<usize> {
+    (0..model.columns.len())
         .filter(|c| {
             let b = &model.columns[*c].bench;
             b.starts_with("ycsb-") && b.ends_with("-run")
         })
-        .collect();
+        .collect()
+}
+
+/// Engines with a result in at least one of `columns` (the db_bench-only variants of a mixed
+/// report would otherwise fill the YCSB tables with empty rows).
+fn engines_with_results<'m>(model: &'m Model, columns: &[usize]) -> Vec<&'m str> {
+    model
+        .engines
+        .iter()
+        .filter(|e| columns.iter().any(|c| !model.results(*c, e).is_empty()))
+        .map(String::as_str)
+        .collect()
+}
+
+/// YCSB per-operation latencies (run phase): a table per results folder, rows = workload and
+/// operation, one `p50 / p99 / p99.9` cell per engine; and a bar chart of every p99.
+fn ycsb_latency_section(model: &Model, md: &mut String) -> Option<String> {
+    let columns = ycsb_run_columns(model);
+    let engines = engines_with_results(model, &columns);
     let latencies = |c: usize, e: &str| {
         model
             .results(c, e)
@@ -750,13 +785,13 @@ fn ycsb_latency_section(model: &Model, md: &mut String) -> Option<String> {
     };
     if columns
         .iter()
-        .all(|c| model.engines.iter().all(|e| latencies(*c, e).is_empty()))
+        .all(|c| engines.iter().all(|e| latencies(*c, e).is_empty()))
     {
         return None;
     }
     md.push_str("## YCSB latency (run phase, µs: p50 / p99 / p99.9 per operation type)\n\n");
     let mut categories = Vec::new();
-    let mut p99s: Vec<Vec<Option<f64>>> = vec![Vec::new(); model.engines.len()];
+    let mut p99s: Vec<Vec<Option<f64>>> = vec![Vec::new(); engines.len()];
     let mut last_dir = None;
     for c in &columns {
         let column = &model.columns[*c];
@@ -770,10 +805,11 @@ fn ycsb_latency_section(model: &Model, md: &mut String) -> Option<String> {
                 "Values of {} B:\n",
                 cell(column.value_size.map(|v| v as f64), 0)
             );
-            table_header(md, "workload / op", &model.engines);
+            let header: Vec<String> = engines.iter().map(|e| e.to_string()).collect();
+            table_header(md, "workload / op", &header);
         }
         let mut ops: Vec<&str> = Vec::new();
-        for e in &model.engines {
+        for e in &engines {
             for l in latencies(*c, e) {
                 if !ops.contains(&l.op.as_str()) {
                     ops.push(&l.op);
@@ -787,8 +823,7 @@ fn ycsb_latency_section(model: &Model, md: &mut String) -> Option<String> {
             .to_uppercase();
         for op in ops {
             let label = format!("{workload} {op}");
-            let cells: Vec<String> = model
-                .engines
+            let cells: Vec<String> = engines
                 .iter()
                 .enumerate()
                 .map(|(i, e)| {
@@ -811,7 +846,7 @@ fn ycsb_latency_section(model: &Model, md: &mut String) -> Option<String> {
         title: "YCSB p99 latency per operation (log scale; lower is better)",
         y_label: "µs",
         categories,
-        series: model.engines.iter().cloned().zip(p99s).collect(),
+        series: engines.iter().map(|e| e.to_string()).zip(p99s).collect(),
         log_scale: true,
         reference: None,
     }))

@@ -33,6 +33,10 @@ pub struct ResultsDir {
     pub params: Params,
     pub params_text: String,
     pub runs: Vec<RunFile>,
+    /// Raw outputs that hold no benchmark line (a phase killed by a script's timeout, or one
+    /// that failed): (file name, its last non-empty line), so the report can say why a cell
+    /// is empty instead of leaving it silently blank.
+    pub without_result: Vec<(String, String)>,
 }
 
 impl ResultsDir {
@@ -88,6 +92,7 @@ fn read_dir(dir: &Path) -> Result<ResultsDir, String> {
         _ => String::new(),
     };
     let mut runs = Vec::new();
+    let mut without_result = Vec::new();
     for name in names {
         if matches!(name.as_str(), "params.txt" | "log.txt") {
             continue;
@@ -95,8 +100,12 @@ fn read_dir(dir: &Path) -> Result<ResultsDir, String> {
         let Some((engine, _repeat, _phase)) = parse::split_file_name(&name) else {
             continue;
         };
-        let run = parse::parse_run(&engine, &read_text(&dir.join(&name))?);
-        if !run.results.is_empty() {
+        let text = read_text(&dir.join(&name))?;
+        let run = parse::parse_run(&engine, &text);
+        if run.results.is_empty() {
+            let last = text.lines().rev().find(|l| !l.trim().is_empty());
+            without_result.push((name, last.unwrap_or("(empty file)").trim().to_string()));
+        } else {
             runs.push(run);
         }
     }
@@ -105,6 +114,7 @@ fn read_dir(dir: &Path) -> Result<ResultsDir, String> {
         params: parse::parse_params(&params_text),
         params_text,
         runs,
+        without_result,
     })
 }
 
@@ -178,6 +188,34 @@ mod tests {
         let report = std::fs::read_to_string(out.path().join("REPORT.md")).expect("REPORT.md");
         assert!(report.contains("small"), "{report}");
         assert!(report.contains("final-2m"), "{report}");
+    }
+
+    #[test]
+    fn each_value_size_chart_is_linked_once_however_many_folders() {
+        let out = tempfile::tempdir().expect("tempdir");
+        let suite = "suite-20261123T072017Z";
+        let args = ReportArgs {
+            dirs: ["v256", "v1024", "v4096"]
+                .iter()
+                .map(|d| committed(&format!("{suite}/{d}")))
+                .collect(),
+            out: Some(out.path().to_path_buf()),
+            device: None,
+        };
+        run(&args).expect("report");
+        let report = std::fs::read_to_string(out.path().join("REPORT.md")).expect("REPORT.md");
+        let link = "(throughput-readrandom-by-value-size.svg)";
+        assert_eq!(report.matches(link).count(), 1, "{report}");
+        assert!(out
+            .path()
+            .join("throughput-readrandom-by-value-size.svg")
+            .is_file());
+        // The read-only variant has no load figures, so it has no series in the load chart.
+        let fill =
+            std::fs::read_to_string(out.path().join("throughput-fillrandom-by-value-size.svg"))
+                .expect("fillrandom chart");
+        assert!(fill.contains(">rocksdb-blob<"), "{fill}");
+        assert!(!fill.contains("wisckey-noreadahead"), "{fill}");
     }
 
     #[test]

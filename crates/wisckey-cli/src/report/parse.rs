@@ -346,22 +346,39 @@ mod tests {
     #[test]
     fn every_committed_raw_output_parses() {
         let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bench/results");
-        let mut checked = 0;
-        for dir in [
+        let mut dirs: Vec<String> = [
             "final-2m",
             "full",
             "small",
             "small-seekrandom",
             "badger-2k",
             "repeat",
-        ] {
+        ]
+        .map(String::from)
+        .to_vec();
+        // the full suites: every v<size>/ and ycsb-<size>/ folder (YCSB outputs included)
+        for suite in std::fs::read_dir(&root).expect("results folder") {
+            let suite = suite.expect("dir entry").file_name();
+            let suite = suite.to_string_lossy();
+            if !suite.starts_with("suite-") {
+                continue;
+            }
+            for sub in std::fs::read_dir(root.join(&*suite)).expect("suite folder") {
+                let sub = sub.expect("dir entry");
+                if sub.path().is_dir() {
+                    dirs.push(format!("{suite}/{}", sub.file_name().to_string_lossy()));
+                }
+            }
+        }
+        let mut checked = 0;
+        for dir in &dirs {
             for entry in std::fs::read_dir(root.join(dir)).expect("committed folder") {
                 let name = entry.expect("dir entry").file_name();
                 let name = name.to_string_lossy();
                 let Some((engine, _rep, _phase)) = split_file_name(&name) else {
                     continue;
                 };
-                if !name.contains(".r1.") {
+                if !name.contains(".r1.") && !dir.contains("/ycsb-") {
                     continue;
                 }
                 let text = results_file(&format!("{dir}/{name}"));
@@ -373,7 +390,7 @@ mod tests {
                 checked += parsed;
             }
         }
-        assert!(checked > 30, "only {checked} report lines found");
+        assert!(checked > 300, "only {checked} report lines found");
     }
 
     #[test]

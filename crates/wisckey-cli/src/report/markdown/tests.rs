@@ -12,6 +12,7 @@ fn dir(name: &str, params: &str, files: &[(&str, &str)]) -> ResultsDir {
             .iter()
             .map(|(engine, text)| parse_run(engine, text))
             .collect(),
+        without_result: Vec::new(),
     }
 }
 
@@ -271,4 +272,54 @@ fn ycsb_operation_latencies_get_a_table_and_a_chart() {
         .charts
         .iter()
         .any(|(name, _)| name == "ycsb-p99-latency.svg"));
+}
+
+#[test]
+fn phases_without_a_result_are_listed_with_their_last_line() {
+    let mut d = dir(
+        "v1024",
+        "VALUE_SIZE=1024\n",
+        &[("wisckey", &line("seekrandom", 500))],
+    );
+    d.without_result.push((
+        "badger.r1.seekrandom.txt".to_string(),
+        "run-suite.sh: killed after 120 s (READ_TIMEOUT): no result".to_string(),
+    ));
+    let md = build(&[d], None, "m").markdown;
+    assert!(md.contains("## Phases without a figure"), "{md}");
+    assert!(
+        md.contains("`v1024/badger.r1.seekrandom.txt`: run-suite.sh: killed after 120 s"),
+        "{md}"
+    );
+    let quiet = build(&[dir("d", "", &[("wisckey", &line("x", 1))])], None, "m").markdown;
+    assert!(!quiet.contains("Phases without a figure"), "{quiet}");
+}
+
+#[test]
+fn ycsb_is_normalised_to_the_leveldb_variant_that_ran_it_and_skips_engines_without_ycsb() {
+    let db_bench = dir(
+        "v1024",
+        "VALUE_SIZE=1024\n",
+        &[
+            ("wisckey", &line("fillrandom", 900)),
+            ("leveldb", &line("fillrandom", 100)),
+        ],
+    );
+    let ycsb = dir(
+        "ycsb-1024",
+        "RECORD_SIZE=1024\n",
+        &[
+            ("wisckey", &line("ycsb-a-run", 300)),
+            ("leveldb-pread", &line("ycsb-a-run", 100)),
+        ],
+    );
+    let md = build(&[db_bench, ycsb], None, "m").markdown;
+    assert!(
+        md.contains("## YCSB (run phase, ops/s; in brackets ÷ leveldb-pread)"),
+        "{md}"
+    );
+    assert!(md.contains("| wisckey | 300 (3.00) |"), "{md}");
+    let ycsb_table = &md[md.find("## YCSB (run phase").expect("YCSB section")..];
+    let ycsb_table = &ycsb_table[..ycsb_table.find("![").expect("chart link")];
+    assert!(!ycsb_table.contains("| leveldb |"), "{ycsb_table}");
 }
