@@ -3,6 +3,11 @@
 # one run, each process in its own memory cgroup (bench/cgexec.sh), page cache dropped before every
 # phase; ends with `wisckey report` over all of it (REPORT.md + SVG charts in $OUT_DIR).
 #
+# First the device's ceilings with bench/fio.sh into $OUT_DIR/fio (the report's Targets table
+# reads them), and a shorter fio again at the end into $OUT_DIR/fio-end: this VM's virtual
+# disk has measured 873 MB/s and 3.6 GB/s sequential write on different boots, so a ceiling
+# is only meaningful from the same boot as the run it judges.
+#
 # Per value size (folder $OUT_DIR/v<size>), per engine:
 #   fillseq (fresh DB, then deleted); fillrandom (fresh DB), settle (see settle()), and on
 #   that DB: readrandom with 1 thread (--histogram), readrandom with 16 threads, seekrandom
@@ -35,10 +40,12 @@
 #     0 = measure right after the load, as runs before 2026-11-23 did)
 #   READ_TIMEOUT=120 (seconds; a read phase still running is killed and reported without a
 #     figure: stock Badger's mmap'd seekrandom / readseq under the limit take many minutes)
+#   FIO=1 (0 = no fio; the report then reads bench/results/fio/device.md if present)
 #   SKIP_DBBENCH=0 SKIP_YCSB=0 SKIP_FILLSEQ=0   OUT_DIR=bench/results/suite-<timestamp>
 #   DATA_DIR, WISCKEY_BIN, WISCKEY_FLAGS, EXTRA_FLAGS as in lib.sh
 # Run bench/setup.sh first. Needs root (cgroups, drop_caches). Each DB is deleted after use.
-# At the defaults this takes about two hours on a 2-core VM with one SSD.
+# At the defaults this took about an hour on a 2-core VM with one SSD (2026-11-23: db_bench
+# part 35 min, YCSB 1 KiB 7 min, YCSB 16 KiB about 8 min, fio 3 min).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -58,6 +65,7 @@ YCSB_OPS_16384=${YCSB_OPS_16384:-2000}
 SKIP_DBBENCH=${SKIP_DBBENCH:-0}
 SKIP_YCSB=${SKIP_YCSB:-0}
 SKIP_FILLSEQ=${SKIP_FILLSEQ:-0}
+FIO=${FIO:-1}
 SETTLE_ROUNDS=${SETTLE_ROUNDS:-5}
 READ_TIMEOUT=${READ_TIMEOUT:-120}
 OUT_DIR=${OUT_DIR:-$here/results/suite-$(date -u +%Y%m%dT%H%M%SZ)}
@@ -145,6 +153,10 @@ read_phases() { # engine db
   echo "DATA_DIR=$DATA_DIR ($fstype) WISCKEY_FLAGS=$WISCKEY_FLAGS EXTRA_FLAGS=$EXTRA_FLAGS"
 } | tee "$OUT_DIR/params.txt"
 
+if [[ $FIO == 1 ]]; then
+  DATA_DIR=$DATA_DIR OUT_DIR=$OUT_DIR/fio "$here/fio.sh"
+fi
+
 dirs=()
 if [[ $SKIP_DBBENCH != 1 ]]; then
   for value_size in $VALUE_SIZES; do
@@ -200,7 +212,16 @@ if [[ $SKIP_YCSB != 1 ]]; then
   done
 fi
 
+if [[ $FIO == 1 ]]; then
+  DATA_DIR=$DATA_DIR OUT_DIR=$OUT_DIR/fio-end RUNTIME=10 "$here/fio.sh"
+fi
+echo "# suite finished $(date -u +%Y-%m-%dT%H:%M:%SZ)" >> "$OUT_DIR/params.txt"
+
 device=()
-[[ -f $here/results/fio/device.md ]] && device=(--device "$here/results/fio/device.md")
+if [[ -f $OUT_DIR/fio/device.md ]]; then
+  device=(--device "$OUT_DIR/fio/device.md")
+elif [[ -f $here/results/fio/device.md ]]; then
+  device=(--device "$here/results/fio/device.md")
+fi
 "$WISCKEY_BIN" report "${dirs[@]}" --out "$OUT_DIR" "${device[@]}"
 echo "suite done: $OUT_DIR/REPORT.md"
