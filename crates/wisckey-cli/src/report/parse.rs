@@ -214,12 +214,20 @@ fn parse_report_line(line: &str) -> Option<BenchResult> {
     Some(result)
 }
 
-/// `key=1.23`, `key=90%` tokens; `n/a` values are skipped.
+/// `key=1.23`, `key=90%` tokens (`n/a` values are skipped), and the process counter's bytes
+/// (`(process wrote X MiB)` as `process_wrote_mib`, likewise `process_read_mib`): present even
+/// when the ratio is n/a, as in a read phase that a peer's background compaction writes in.
 fn collect_fields(line: &str, fields: &mut BTreeMap<String, f64>) {
-    for token in line.split_whitespace() {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    for (i, token) in words.iter().enumerate() {
         if let Some((key, value)) = token.split_once('=') {
             if let Ok(v) = value.trim_end_matches('%').parse::<f64>() {
                 fields.insert(key.to_string(), v);
+            }
+        }
+        if let ["(process", verb @ ("wrote" | "read"), amount, "MiB)", ..] = &words[i..] {
+            if let Ok(v) = amount.parse::<f64>() {
+                fields.insert(format!("process_{verb}_mib"), v);
             }
         }
     }
@@ -313,6 +321,17 @@ mod tests {
     }
 
     #[test]
+    fn process_bytes_are_kept_when_the_ratio_is_not_applicable() {
+        let text = "readrandom   :      90.3 micros/op 11074 ops/sec;    7.0 MB/s (12614 of 20000 found)\n               wa=n/a (device vda wrote 481.0 MiB / user 0.0 MiB) wa_process=n/a (process wrote 479.9 MiB) db_size=2295.7 MiB\n               ra=55.664 (device vda read 1201.1 MiB / user 19.6 MiB) ra_process=55.664 (process read 1093.0 MiB) space_amp=n/a cpu=115% (user+sys 2.08 s / wall 1.81 s)\n";
+        let run = parse_run("rocksdb", text);
+        let read = &run.results[0];
+        assert_eq!(read.field("wa_process"), None);
+        assert_eq!(read.field("process_wrote_mib"), Some(479.9));
+        assert_eq!(read.field("process_read_mib"), Some(1093.0));
+        assert_eq!(read.field("ra_process"), Some(55.664));
+    }
+
+    #[test]
     fn wisckey_load_file_gives_throughput_and_amplification() {
         let run = parse_run("wisckey", &results_file("final-2m/wisckey.r1.load.txt"));
         assert_eq!(run.value_size, Some(1024));
@@ -330,6 +349,7 @@ mod tests {
         assert_eq!(fill.field("space_amp"), Some(1.640));
         assert_eq!(fill.field("cpu"), Some(90.0));
         assert_eq!(fill.field("ra"), None, "n/a is absent, not zero");
+        assert_eq!(fill.field("process_wrote_mib"), Some(2057.1));
         assert_eq!(run.results[1].field("db_size"), Some(2067.1));
     }
 

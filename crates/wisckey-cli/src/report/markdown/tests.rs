@@ -323,3 +323,19 @@ fn ycsb_is_normalised_to_the_leveldb_variant_that_ran_it_and_skips_engines_witho
     let ycsb_table = &ycsb_table[..ycsb_table.find("![").expect("chart link")];
     assert!(!ycsb_table.contains("| leveldb |"), "{ycsb_table}");
 }
+
+#[test]
+fn bytes_written_during_a_read_phase_are_shown() {
+    let compacting = "readrandom : 90.0 micros/op 11074 ops/sec; 7.0 MB/s\n  wa=n/a (device vda wrote 481.0 MiB / user 0.0 MiB) wa_process=n/a (process wrote 479.9 MiB) db_size=2295.7 MiB\n";
+    let idle = "readrandom : 70.0 micros/op 13503 ops/sec; 7.0 MB/s\n  wa=n/a (device vda wrote 0.0 MiB / user 0.0 MiB) wa_process=n/a (process wrote 0.0 MiB) db_size=2118.6 MiB\n";
+    let d = dir("d", "", &[("wisckey", idle), ("rocksdb", compacting)]);
+    let md = build(&[d], None, "m").markdown;
+    assert!(
+        md.contains("| readrandom | rocksdb | - | - | 479.9 |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| readrandom | wisckey | - | - | 0.0 |"),
+        "{md}"
+    );
+}
