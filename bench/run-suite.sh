@@ -44,8 +44,8 @@
 #   SKIP_DBBENCH=0 SKIP_YCSB=0 SKIP_FILLSEQ=0   OUT_DIR=bench/results/suite-<timestamp>
 #   DATA_DIR, WISCKEY_BIN, WISCKEY_FLAGS, EXTRA_FLAGS as in lib.sh
 # Run bench/setup.sh first. Needs root (cgroups, drop_caches). Each DB is deleted after use.
-# At the defaults this took about an hour on a 2-core VM with one SSD (2026-11-23: db_bench
-# part 35 min, YCSB 1 KiB 7 min, YCSB 16 KiB about 8 min, fio 3 min).
+# At the defaults this took 62 minutes on a 2-core VM with one SSD (2026-11-23 10:05 run: fio
+# 2 min, db_bench part 43 min, YCSB 1 KiB 11 min, YCSB 16 KiB 6 min, final fio 1 min).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
