@@ -793,6 +793,7 @@ fn ycsb_latency_section(model: &Model, md: &mut String) -> Option<String> {
     md.push_str("## YCSB latency (run phase, µs: p50 / p99 / p99.9 per operation type)\n\n");
     let mut categories = Vec::new();
     let mut p99s: Vec<Vec<Option<f64>>> = vec![Vec::new(); engines.len()];
+    let header: Vec<String> = engines.iter().map(|e| e.to_string()).collect();
     let mut last_dir = None;
     for c in &columns {
         let column = &model.columns[*c];
@@ -806,7 +807,6 @@ fn ycsb_latency_section(model: &Model, md: &mut String) -> Option<String> {
                 "Values of {} B:\n",
                 cell(column.value_size.map(|v| v as f64), 0)
             );
-            let header: Vec<String> = engines.iter().map(|e| e.to_string()).collect();
             table_header(md, "workload / op", &header);
         }
         let mut ops: Vec<&str> = Vec::new();
@@ -847,7 +847,7 @@ fn ycsb_latency_section(model: &Model, md: &mut String) -> Option<String> {
         title: "YCSB p99 latency per operation (log scale; lower is better)",
         y_label: "µs",
         categories,
-        series: engines.iter().map(|e| e.to_string()).zip(p99s).collect(),
+        series: header.into_iter().zip(p99s).collect(),
         log_scale: true,
         reference: None,
     }))
