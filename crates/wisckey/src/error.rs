@@ -19,6 +19,13 @@ pub enum Error {
         context: String,
         source: Arc<std::io::Error>,
     },
+    /// The device is full (ENOSPC, or a quota). Nothing is corrupt: free space (delete data
+    /// and let it be collected, or remove other files) and retry. A write that fails with
+    /// this before reaching the log leaves the database usable without a reopen.
+    NoSpace {
+        context: String,
+        source: Arc<std::io::Error>,
+    },
     /// Stored bytes failed validation: bad checksum, impossible length, wrong key, pointer
     /// outside the live log, ...
     Corruption {
@@ -44,11 +51,18 @@ pub enum Error {
 }
 
 impl Error {
-    /// Wraps an OS error with a description of what was being done.
+    /// Wraps an OS error with a description of what was being done. A full device
+    /// becomes [`Error::NoSpace`], so callers never mistake it for another failure.
     pub fn io(context: impl Into<String>, source: std::io::Error) -> Error {
-        Error::Io {
-            context: context.into(),
-            source: Arc::new(source),
+        let no_space = source.raw_os_error() == Some(libc::ENOSPC)
+            || source.raw_os_error() == Some(libc::EDQUOT)
+            || source.kind() == std::io::ErrorKind::StorageFull
+            || source.kind() == std::io::ErrorKind::QuotaExceeded;
+        let (context, source) = (context.into(), Arc::new(source));
+        if no_space {
+            Error::NoSpace { context, source }
+        } else {
+            Error::Io { context, source }
         }
     }
 
@@ -61,15 +75,9 @@ impl Error {
         }
     }
 
-    /// True when this is an I/O error caused by a full device (ENOSPC).
+    /// True when the device is full ([`Error::NoSpace`]).
     pub fn is_no_space(&self) -> bool {
-        match self {
-            Error::Io { source, .. } => {
-                source.raw_os_error() == Some(libc::ENOSPC)
-                    || source.kind() == std::io::ErrorKind::StorageFull
-            }
-            _ => false,
-        }
+        matches!(self, Error::NoSpace { .. })
     }
 
     /// True for `Corruption`.
@@ -82,6 +90,9 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Io { context, source } => write!(f, "I/O error: {context}: {source}"),
+            Error::NoSpace { context, source } => {
+                write!(f, "no space left on the device: {context}: {source}")
+            }
             Error::Corruption {
                 file,
                 offset,
@@ -106,7 +117,7 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::Io { source, .. } => Some(source.as_ref()),
+            Error::Io { source, .. } | Error::NoSpace { source, .. } => Some(source.as_ref()),
             _ => None,
         }
     }

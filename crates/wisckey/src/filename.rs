@@ -10,11 +10,13 @@
 //! | current pointer    | `CURRENT`           |
 //! | lock               | `LOCK`              |
 //! | temporary          | `000009.tmp`        |
+//! | disk-space reserve | `RESERVE`           |
 
 use std::path::{Path, PathBuf};
 
 pub const CURRENT: &str = "CURRENT";
 pub const LOCK: &str = "LOCK";
+pub const RESERVE: &str = "RESERVE";
 
 /// What a file in the database directory is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,6 +27,7 @@ pub enum FileKind {
     Temp(u64),
     Current,
     Lock,
+    Reserve,
 }
 
 pub fn table_file_name(dir: &Path, number: u64) -> PathBuf {
@@ -48,6 +51,7 @@ pub fn parse_file_name(name: &str) -> Option<FileKind> {
     match name {
         CURRENT => return Some(FileKind::Current),
         LOCK => return Some(FileKind::Lock),
+        RESERVE => return Some(FileKind::Reserve),
         _ => {}
     }
     if let Some(num) = name.strip_prefix("MANIFEST-") {

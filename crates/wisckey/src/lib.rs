@@ -32,8 +32,9 @@ pub mod vlog;
 
 pub use batch::WriteBatch;
 pub use db::Db;
+pub use db::{RecoveryReport, SalvagedDamage};
 pub use error::{Error, Result};
 pub use iter::DbIterator;
-pub use options::{Options, ReadOptions, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE};
+pub use options::{Options, ReadOptions, RecoveryMode, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 pub use position::LogPosition;
 pub use snapshot::Snapshot;

@@ -88,6 +88,34 @@ pub struct Options {
     /// that reads ahead. Default 16 (enough to keep an SSD's queue busy; the paper used 32).
     /// 0 turns read-ahead off.
     pub scan_readahead_threads: usize,
+    /// What open does when the value log is damaged (not merely torn at its end). Default
+    /// [`RecoveryMode::Strict`]: refuse, change nothing, and say where the damage is.
+    pub recovery_mode: RecoveryMode,
+    /// Disk space reserved ahead of the value log's write position, in chunks of this many
+    /// bytes, so a full disk fails a write before it is acknowledged instead of losing
+    /// acknowledged buffered writes later. Default 4 MiB (at most this much is allocated
+    /// past the end of the active segment). 0 turns it off.
+    pub vlog_preallocate_size: u64,
+    /// Size of the `RESERVE` file kept in the database directory. When the disk fills up,
+    /// it is deleted so that memtable flushes, manifest rewrites, open and close (and the
+    /// deletes that free space) can still complete; it is re-created once space is back.
+    /// Default 16 MiB. 0 turns it off.
+    pub disk_reserve_size: u64,
+}
+
+/// How open treats a value log that is damaged in the middle (valid records follow bad
+/// bytes) or shorter than the manifest's replay head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RecoveryMode {
+    /// Refuse to open; nothing on disk is changed. A torn tail (bad bytes with nothing
+    /// valid after them, as a crash leaves) is still cut off: it holds no acknowledged
+    /// sync write.
+    #[default]
+    Strict,
+    /// Keep the log up to the damage, drop everything after it, and report what was dropped
+    /// ([`crate::Db::recovery_report`], and a warning through the `log` crate). Reads of
+    /// values that were lost return `Corruption`; they never return other data.
+    SalvagePrefix,
 }
 
 impl Default for Options {
@@ -116,6 +144,9 @@ impl Default for Options {
             l0_stop_trigger: 12,
             scan_readahead_entries: 64,
             scan_readahead_threads: 16,
+            recovery_mode: RecoveryMode::Strict,
+            vlog_preallocate_size: 4 << 20,
+            disk_reserve_size: 16 << 20,
         }
     }
 }

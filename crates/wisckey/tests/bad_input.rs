@@ -85,8 +85,9 @@ fn foreign_directory_is_refused_untouched() {
     assert_eq!(before, after, "nothing was created or removed");
 }
 
+/// CURRENT is a wisckey file: garbage in it is damage (issue 10), reported as corruption.
 #[test]
-fn garbage_current_file_is_not_a_database() {
+fn garbage_current_file_is_corruption() {
     let fs = MemFs::new();
     let dir = Path::new("/db");
     fs.create_dir_all(dir).expect("mkdir");
@@ -95,7 +96,7 @@ fn garbage_current_file_is_not_a_database() {
     drop(f);
     assert!(matches!(
         Db::open(dir, mem_options(&fs)),
-        Err(Error::NotADatabase(_))
+        Err(Error::Corruption { ref file, .. }) if file == "CURRENT"
     ));
 }
 

@@ -65,8 +65,13 @@ pub(crate) fn run(inner: &DbInner, task: &CompactionTask) -> Result<()> {
     let mut state = inner.state.lock();
     if let Err(e) = state.versions.log_and_apply(edit) {
         // The edit may have reached the manifest anyway: the outputs stay pending (never
-        // swept), and the error is latched so nothing builds on an unknown state.
+        // swept in this process). A full disk is retried by the caller (the manifest is
+        // rewritten from memory next time, so the edit is either durable with its outputs
+        // kept or superseded); anything else is latched so nothing builds on an unknown state.
         drop(state);
+        if e.is_no_space() {
+            return Err(e);
+        }
         return Err(latch_error(inner, e));
     }
     for n in &outputs {

@@ -70,12 +70,34 @@ fn run_background(inner: &DbInner) {
             Work::Flush(imm) => flush_memtable(inner, imm),
             Work::Compact => compact_once(inner),
         };
-        if let Err(e) = result {
-            latch_error(inner, e);
+        match result {
+            Ok(()) => {
+                let had_no_space = inner.state.lock().no_space.take().is_some();
+                if had_no_space {
+                    super::space::ensure_reserve(inner);
+                }
+            }
+            // A full disk is not latched: nothing was lost (the memtable stays queued, the
+            // log holds its records), so the work is retried and resumes once space is back.
+            Err(e) if e.is_no_space() => {
+                let released = super::space::release_reserve(inner);
+                let mut state = inner.state.lock();
+                state.no_space = Some(e);
+                inner.bg_cv.notify_all();
+                if !released && !inner.shutting_down.load(Ordering::Acquire) {
+                    inner.bg_cv.wait_for(&mut state, NO_SPACE_RETRY);
+                }
+            }
+            Err(e) => {
+                latch_error(inner, e);
+            }
         }
         inner.bg_cv.notify_all();
     }
 }
+
+/// How long background work waits before retrying after the disk was full.
+const NO_SPACE_RETRY: std::time::Duration = std::time::Duration::from_millis(100);
 
 fn run_log_flusher(inner: &DbInner) {
     let interval = inner.options.vlog_flush_interval;
@@ -165,6 +187,11 @@ fn flush_memtable(inner: &DbInner, imm: ImmutableMemtable) -> Result<()> {
     if let Some(e) = &state.bg_error {
         return Err(e.clone());
     }
+    // The head passes into segments the writer created since the last flush: list them, so
+    // that open refuses if one goes missing, and their numbers are never used again.
+    let listed_up_to = state.versions.vlog_segments().last().copied().unwrap_or(0);
+    edit.vlog_segments_added = (listed_up_to + 1..=imm.log_end.segment).collect();
+    edit.next_vlog_segment = Some(imm.log_end.segment + 1);
     let visible = inner.visible_seq.load(Ordering::Acquire);
     if visible > state.versions.last_sequence() {
         state.versions.set_last_sequence(visible);
@@ -226,9 +253,11 @@ fn compact_once(inner: &DbInner) -> Result<()> {
     }
 }
 
-/// Blocks until every immutable memtable is flushed (or a background error is latched).
+/// Blocks until every immutable memtable is flushed (or a background error is latched, or
+/// flushes keep failing for lack of disk space for a while: that error is returned).
 pub(crate) fn wait_for_flushes(inner: &DbInner) -> Result<()> {
     let mut state = inner.state.lock();
+    let mut no_space_since: Option<std::time::Instant> = None;
     loop {
         if let Some(e) = &state.bg_error {
             return Err(e.clone());
@@ -236,8 +265,16 @@ pub(crate) fn wait_for_flushes(inner: &DbInner) -> Result<()> {
         if state.imms.is_empty() {
             return Ok(());
         }
+        match (&state.no_space, no_space_since) {
+            (Some(e), Some(since)) if since.elapsed() >= NO_SPACE_RETRY * 5 => {
+                return Err(e.clone());
+            }
+            (Some(_), None) => no_space_since = Some(std::time::Instant::now()),
+            (None, _) => no_space_since = None,
+            _ => {}
+        }
         inner.bg_cv.notify_all();
-        inner.bg_cv.wait(&mut state);
+        inner.bg_cv.wait_for(&mut state, NO_SPACE_RETRY);
     }
 }
 

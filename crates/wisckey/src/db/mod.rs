@@ -15,7 +15,10 @@
 pub(crate) mod background;
 mod read;
 mod recovery;
+mod space;
 mod write;
+
+pub use recovery::{RecoveryReport, SalvagedDamage};
 
 pub(crate) use read::{plan_pointer_read, resolve_value, PointerRead};
 
@@ -60,6 +63,10 @@ pub(crate) struct State {
     pub imms: VecDeque<ImmutableMemtable>,
     pub versions: VersionSet,
     pub bg_error: Option<Error>,
+    /// Set while background work fails for lack of disk space (not latched: it is retried,
+    /// and writes resume once space is back). Writers that would have to wait for that work
+    /// fail with it instead of waiting.
+    pub no_space: Option<Error>,
     /// Table numbers being written by a flush or compaction: not yet in any version, and
     /// not to be deleted as obsolete.
     pub pending_outputs: HashSet<u64>,
@@ -105,6 +112,10 @@ pub(crate) struct DbInner {
     pub last_log_flush: Mutex<std::time::Instant>,
     /// Reader threads for scan read-ahead, started by the first scan that needs them.
     pub readers: std::sync::OnceLock<ReaderPool>,
+    /// The `RESERVE` file holds its space (see `space`).
+    pub reserve_present: AtomicBool,
+    /// What open found and salvaged.
+    pub recovery_report: RecoveryReport,
     _lock: Box<dyn FileLock>,
 }
 
@@ -134,7 +145,8 @@ impl Db {
     /// Opens (or creates, per `options`) the database in `path`, replaying the value log
     /// from the persisted head.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
-        let inner = recovery::open(path.as_ref(), options)?;
+        let (mut inner, report) = recovery::open(path.as_ref(), options)?;
+        inner.recovery_report = report;
         let inner = Arc::new(inner);
         let handles = background::spawn(Arc::clone(&inner))?;
         Ok(Db {
@@ -231,6 +243,12 @@ impl Db {
     /// Value-log replay head persisted in the manifest (None before the first flush).
     pub fn vlog_head(&self) -> Option<LogPosition> {
         self.inner.state.lock().versions.vlog_head()
+    }
+
+    /// What the last open found in the value log: records replayed, bytes of a torn tail
+    /// cut off, and anything `RecoveryMode::SalvagePrefix` dropped.
+    pub fn recovery_report(&self) -> &RecoveryReport {
+        &self.inner.recovery_report
     }
 
     /// The latched background error, if any.

@@ -3,15 +3,20 @@
 //! *is* the log, §3.4.2).
 //!
 //! Invariants on open:
-//! - nothing in a directory that is not a wisckey database is changed: the check for foreign
-//!   files runs before the LOCK file is created;
+//! - validate first, write last: the manifest is read, every segment it lists is checked,
+//!   and the log is replayed into memory before anything on disk changes; a failed open
+//!   changes nothing (except creating the LOCK file, which holds no data);
+//! - a directory is initialised only if it holds nothing of ours, or only what an
+//!   interrupted creation leaves (an empty manifest, its temp file, an empty first segment);
+//!   anything else without CURRENT is refused, and nothing is deleted;
 //! - replay starts at the manifest's head, re-inserts every complete batch into a fresh
 //!   memtable with its original sequence numbers, and stops at the first torn or invalid
-//!   record; the log is truncated there so later appends never sit behind garbage;
+//!   record. A torn tail is cut off; damage (valid data after the bad bytes) or a log shorter
+//!   than the head is refused unless the user chose `RecoveryMode::SalvagePrefix`, and then
+//!   reported. The writer never appends where an old pointer could still point;
 //! - new writes get sequence numbers above everything in the tables and in the log.
 
-use std::collections::HashSet;
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, HashSet, VecDeque};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
@@ -21,18 +26,49 @@ use parking_lot::{Condvar, Mutex};
 use super::write::WriteQueue;
 use super::{make_table_cache, DbInner, State};
 use crate::error::{Error, Result};
-use crate::filename::{parse_file_name, vlog_file_name, CURRENT, LOCK};
+use crate::filename::{parse_file_name, vlog_file_name, FileKind, CURRENT, LOCK};
 use crate::fs::FileSystem;
 use crate::key::ValueKind;
 use crate::memtable::MemTable;
-use crate::options::{Options, MAX_KEY_SIZE, MAX_VALUE_SIZE};
+use crate::options::{Options, RecoveryMode, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 use crate::position::LogPosition;
 use crate::snapshot::SnapshotRegistry;
-use crate::version::{TableSource, VersionSet};
-use crate::vlog::{self, VlogOptions, VlogReader, VlogWriter};
+use crate::version::{LoadedState, TableSource, VersionSet};
+use crate::vlog::{self, VlogOptions, VlogReader, VlogWriter, SEGMENT_HEADER_LEN};
 
-pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
+/// What open found and, under `RecoveryMode::SalvagePrefix`, dropped.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RecoveryReport {
+    /// Log records replayed into the memtable.
+    pub replayed_records: u64,
+    /// Bytes of a torn tail that were cut off (writes a crash interrupted; never an
+    /// acknowledged sync write).
+    pub torn_tail_bytes: u64,
+    /// Damage that salvage stepped over (empty in `Strict` mode, which refuses instead).
+    pub salvaged: Vec<SalvagedDamage>,
+}
+
+/// One place where salvage dropped data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SalvagedDamage {
+    /// Where the dropped data started.
+    pub at: LogPosition,
+    /// What was wrong.
+    pub reason: String,
+    /// Bytes dropped (or missing).
+    pub bytes_dropped: u64,
+    /// Valid records dropped after the damage (0 where the bytes are missing altogether).
+    pub records_dropped: u64,
+}
+
+pub(crate) fn open(dir: &Path, options: Options) -> Result<(DbInner, RecoveryReport)> {
     options.validate()?;
+    if dir.as_os_str().is_empty() {
+        return Err(Error::InvalidArgument(
+            "the database path is empty; name a directory".into(),
+        ));
+    }
     let fs = Arc::clone(&options.fs);
     let exists = fs.exists(&dir.join(CURRENT))?;
     if exists && options.error_if_exists {
@@ -41,27 +77,62 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             dir.display()
         )));
     }
-    if !exists {
-        prepare_new_directory(&*fs, dir, &options)?;
-    }
-    let lock = fs.lock(&dir.join(LOCK))?;
-    let mut versions = if exists {
-        VersionSet::recover(Arc::clone(&fs), dir)?
-    } else {
-        VersionSet::create(Arc::clone(&fs), dir)?
-    };
-
     let vlog_options = VlogOptions {
         segment_size: options.vlog_segment_size,
         buffer_size: options.vlog_buffer_size,
         max_key_size: MAX_KEY_SIZE,
         max_value_size: MAX_VALUE_SIZE,
+        preallocate_size: options.vlog_preallocate_size,
     };
+    let lock = if exists {
+        fs.lock(&dir.join(LOCK))?
+    } else {
+        let leftovers = check_new_directory(&*fs, dir, &options)?;
+        fs.create_dir_all(dir)?;
+        let lock = fs.lock(&dir.join(LOCK))?;
+        // Another process may have created the database between the check and the lock.
+        if !fs.exists(&dir.join(CURRENT))? {
+            create_database(&fs, dir, &leftovers, &vlog_options)?;
+        }
+        lock
+    };
+
+    // Read and check everything; nothing is written until the log has been replayed.
+    let mut loaded = VersionSet::load(&*fs, dir)?;
+    let mut report = RecoveryReport::default();
+    let plan = plan_replay(&*fs, dir, &loaded, options.recovery_mode, &mut report)?;
     let mem = MemTable::new();
-    let replayed = replay_value_log(&*fs, dir, &versions, &vlog_options, &options, &mem)?;
-    let (vlog_writer, max_replayed_seq) = (replayed.writer, replayed.max_sequence);
-    let last_sequence = versions.last_sequence().max(max_replayed_seq);
-    versions.set_last_sequence(last_sequence);
+    let replayed = replay_value_log(&*fs, dir, &plan, &vlog_options, &options, &mem, &mut report)?;
+
+    // Writes: cut the log back to its valid end, then record the state in a new manifest.
+    let (vlog_writer, segments, new_head) = finish_log(&fs, dir, &plan, &replayed, &vlog_options)?;
+    let next_segment = segments.last().map_or(1, |s| s + 1);
+    loaded.set_vlog_segments(segments, next_segment);
+    if let Some(head) = new_head {
+        loaded.set_vlog_head(head);
+    }
+    loaded.set_last_sequence(replayed.max_sequence);
+    let versions = match VersionSet::install(Arc::clone(&fs), dir, loaded.clone()) {
+        // Opening must work on a full disk: give the manifest the reserve's space.
+        Err(e) if e.is_no_space() && fs.exists(&dir.join(crate::filename::RESERVE))? => {
+            fs.remove(&dir.join(crate::filename::RESERVE))?;
+            log::warn!("wisckey: the disk is full; released the space reserve to open");
+            VersionSet::install(Arc::clone(&fs), dir, loaded)?
+        }
+        other => other?,
+    };
+    let last_sequence = versions.last_sequence();
+    for damage in &report.salvaged {
+        log::warn!(
+            "wisckey: salvage dropped {} bytes ({} valid records) of the value log at segment \
+             {} offset {}: {}",
+            damage.bytes_dropped,
+            damage.records_dropped,
+            damage.at.segment,
+            damage.at.offset,
+            damage.reason
+        );
+    }
 
     let table_cache = make_table_cache(dir, &options);
     let tables: Arc<dyn TableSource> = table_cache.clone();
@@ -75,6 +146,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             imms: VecDeque::new(),
             versions,
             bg_error: None,
+            no_space: None,
             pending_outputs: HashSet::new(),
         }),
         bg_cv: Condvar::new(),
@@ -102,122 +174,429 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         manual_compaction: AtomicBool::new(false),
         last_log_flush: Mutex::new(std::time::Instant::now()),
         readers: std::sync::OnceLock::new(),
+        reserve_present: AtomicBool::new(false),
+        recovery_report: RecoveryReport::default(),
         options,
         _lock: lock,
     };
+    inner.reserve_present.store(
+        inner.fs.exists(&dir.join(crate::filename::RESERVE))?,
+        std::sync::atomic::Ordering::Release,
+    );
+    super::space::ensure_reserve(&inner);
     super::background::delete_obsolete_files(&inner)?;
-    Ok(inner)
+    Ok((inner, report))
 }
 
-/// Checks that `dir` may become a new database and creates it. A directory that holds
-/// files wisckey never writes is refused untouched. Our own leftovers without a CURRENT file
-/// come from a creation that crashed before it finished — no write was ever acknowledged
-/// there — and are removed.
-fn prepare_new_directory(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<()> {
+/// Checks that `dir` (which has no CURRENT) may become a new database. Returns the files an
+/// interrupted creation left behind, which creation replaces. A directory holding files
+/// wisckey never writes is `NotADatabase`; one holding data of ours is `Corruption` naming
+/// what was found. Writes nothing.
+fn check_new_directory(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<Vec<String>> {
     if !options.create_if_missing {
         return Err(Error::InvalidArgument(format!(
             "database {} does not exist (create_if_missing is false)",
             dir.display()
         )));
     }
-    if fs.exists(dir)? {
-        let names = fs.list(dir)?;
-        if let Some(foreign) = names.iter().find(|n| parse_file_name(n).is_none()) {
-            return Err(Error::NotADatabase(format!(
-                "{} has no CURRENT file and holds '{foreign}', which wisckey did not write",
-                dir.display()
-            )));
-        }
-        for name in names.iter().filter(|n| n.as_str() != LOCK) {
-            fs.remove(&dir.join(name))?;
-        }
-    } else {
-        fs.create_dir_all(dir)?;
+    if !fs.exists(dir)? {
+        return Ok(Vec::new());
     }
+    let names = fs.list(dir)?;
+    if let Some(foreign) = names.iter().find(|n| parse_file_name(n).is_none()) {
+        return Err(Error::NotADatabase(format!(
+            "{} has no CURRENT file and holds '{foreign}', which wisckey did not write",
+            dir.display()
+        )));
+    }
+    let mut leftovers = Vec::new();
+    let mut data = Vec::new();
+    for name in &names {
+        let Some(kind) = parse_file_name(name) else {
+            continue;
+        };
+        let path = dir.join(name);
+        let from_creation = match kind {
+            FileKind::Lock | FileKind::Reserve => true,
+            // The temp file creation writes CURRENT through.
+            FileKind::Temp(2) => true,
+            FileKind::ValueLog(1) => fs.file_size(&path)? <= SEGMENT_HEADER_LEN,
+            FileKind::Manifest(1) => crate::version::is_empty_new_manifest(fs, dir, 1),
+            _ => false,
+        };
+        if from_creation {
+            if !matches!(kind, FileKind::Lock) {
+                leftovers.push(name.clone());
+            }
+        } else {
+            data.push(name.clone());
+        }
+    }
+    if data.is_empty() {
+        return Ok(leftovers);
+    }
+    data.sort();
+    let newest_manifest = names
+        .iter()
+        .filter_map(|n| match parse_file_name(n) {
+            Some(FileKind::Manifest(m)) => Some(m),
+            _ => None,
+        })
+        .max();
+    let hint = match newest_manifest {
+        Some(m) => format!(
+            "If only CURRENT was lost, write \"MANIFEST-{m:06}\\n\" (the newest manifest) into \
+             {CURRENT}; otherwise repair the database"
+        ),
+        None => "The manifest is gone too: repair the database".to_string(),
+    };
+    let shown: Vec<&str> = data.iter().take(8).map(String::as_str).collect();
+    let more = data.len().saturating_sub(shown.len());
+    Err(Error::corruption(
+        CURRENT,
+        0,
+        format!(
+            "missing, but {} holds database files ({}{}). Refusing to create a new database \
+             over them; nothing was changed. {hint}",
+            dir.display(),
+            shown.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        ),
+    ))
+}
+
+/// Initialises a new database: the first value-log segment (header synced), then the
+/// manifest that lists it, then CURRENT. Until CURRENT exists, what is on disk counts as an
+/// interrupted creation and is replaced by the next open.
+fn create_database(
+    fs: &Arc<dyn FileSystem>,
+    dir: &Path,
+    leftovers: &[String],
+    vlog_options: &VlogOptions,
+) -> Result<()> {
+    for name in leftovers {
+        fs.remove(&dir.join(name))?;
+    }
+    let mut writer =
+        VlogWriter::create(Arc::clone(fs), dir.to_path_buf(), 1, vlog_options.clone())?;
+    writer.sync()?;
+    drop(writer);
+    VersionSet::create(
+        Arc::clone(fs),
+        dir,
+        Some(LogPosition::new(1, SEGMENT_HEADER_LEN)),
+    )?;
     Ok(())
+}
+
+/// Where replay starts, decided from the manifest and the segments present.
+#[derive(Debug)]
+struct ReplayPlan {
+    /// Segments present at open, ascending.
+    present: Vec<u64>,
+    /// Replay from here; `None`: nothing to replay.
+    start: Option<LogPosition>,
+    /// The newest segment's header never became durable: it holds nothing acknowledged.
+    torn_last_segment: Option<u64>,
+    /// The writer must start a new segment (the log's end lies where old pointers point).
+    force_new_segment: bool,
+}
+
+/// Checks the segments against the manifest and decides where replay starts. Reads only.
+fn plan_replay(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    loaded: &LoadedState,
+    mode: RecoveryMode,
+    report: &mut RecoveryReport,
+) -> Result<ReplayPlan> {
+    let mut present = vlog::list_segments(fs, dir)?;
+    let torn_last_segment = vlog::torn_last_segment(fs, dir)?;
+    if let Some(torn) = torn_last_segment {
+        if loaded.vlog_segments().is_some_and(|s| s.contains(&torn)) {
+            // Listed segments were synced before the head passed into them.
+            let name = vlog_file_name(dir, torn).display().to_string();
+            return Err(Error::corruption(
+                name,
+                0,
+                "segment header is damaged, but the manifest lists the segment",
+            ));
+        }
+        present.retain(|&s| s != torn);
+    }
+    let present_set: BTreeSet<u64> = present.iter().copied().collect();
+    let manifest_name = format!("MANIFEST-{:06}", loaded.manifest_number());
+
+    if let Some(listed) = loaded.vlog_segments() {
+        let missing: Vec<u64> = listed.difference(&present_set).copied().collect();
+        if let Some(&first) = missing.first() {
+            let name = vlog_file_name(dir, first).display().to_string();
+            return Err(Error::corruption(
+                name,
+                0,
+                format!(
+                    "value-log segment is missing ({} of the {} segments {manifest_name} lists \
+                     are missing: {:?}). Their values cannot be read. Nothing was changed: \
+                     restore the files, or repair the database",
+                    missing.len(),
+                    listed.len(),
+                    missing.iter().take(16).collect::<Vec<_>>()
+                ),
+            ));
+        }
+    }
+
+    let Some(head) = loaded.vlog_head() else {
+        // A format-1 database that never flushed: replay from its first segment, which must
+        // be segment 1 (it is where a new database's log starts).
+        return match present.first() {
+            Some(&1) => Ok(ReplayPlan {
+                present,
+                start: Some(LogPosition::new(1, 0)),
+                torn_last_segment,
+                force_new_segment: false,
+            }),
+            Some(&first) => Err(Error::corruption(
+                vlog_file_name(dir, 1).display().to_string(),
+                0,
+                format!(
+                    "value-log segments 1..{first} are missing (no replay head is recorded, so \
+                     replay must start at segment 1). Nothing was changed"
+                ),
+            )),
+            None if loaded.num_tables() == 0 && loaded.last_sequence() == 0 => Ok(ReplayPlan {
+                present,
+                start: None,
+                torn_last_segment,
+                force_new_segment: true,
+            }),
+            None => Err(Error::corruption(
+                dir.display().to_string(),
+                0,
+                "every value-log segment is missing, but the database holds tables. Nothing \
+                 was changed",
+            )),
+        };
+    };
+
+    let head_name = vlog_file_name(dir, head.segment).display().to_string();
+    if !present_set.contains(&head.segment) {
+        return Err(Error::corruption(
+            head_name,
+            0,
+            format!("the segment the replay head points into is missing ({manifest_name}). Nothing was changed"),
+        ));
+    }
+    let head_len = fs.file_size(&vlog_file_name(dir, head.segment))?;
+    if head.offset <= head_len {
+        return Ok(ReplayPlan {
+            present,
+            start: Some(head),
+            torn_last_segment,
+            force_new_segment: false,
+        });
+    }
+    let missing = head.offset - head_len;
+    let reason = format!(
+        "segment is {head_len} bytes, but {manifest_name} records the replay head at offset \
+         {}: {missing} bytes of values already in tables are missing (the file was truncated)",
+        head.offset
+    );
+    if mode == RecoveryMode::Strict {
+        return Err(Error::corruption(
+            head_name,
+            head_len,
+            format!(
+                "{reason}. Nothing was changed. Open with RecoveryMode::SalvagePrefix to keep \
+                 the surviving prefix (reads of the lost values then report corruption)"
+            ),
+        ));
+    }
+    report.salvaged.push(SalvagedDamage {
+        at: LogPosition::new(head.segment, head_len),
+        reason,
+        bytes_dropped: missing,
+        records_dropped: 0,
+    });
+    // Old pointers reach up to the head: never append into this segment again.
+    let next = head.segment + 1;
+    Ok(ReplayPlan {
+        start: present_set
+            .contains(&next)
+            .then_some(LogPosition::new(next, 0)),
+        present,
+        torn_last_segment,
+        force_new_segment: true,
+    })
 }
 
 /// What replay found.
 struct Replayed {
-    /// Positioned at the end of the valid log.
-    writer: VlogWriter,
+    /// End of the valid log (`None`: nothing was replayed).
+    end: Option<LogPosition>,
     /// Highest sequence number replayed (0 if none).
     max_sequence: u64,
     /// Log bytes replayed into the memtable.
     log_bytes: u64,
+    /// The writer must start a new segment.
+    force_new_segment: bool,
 }
 
-/// Replays the value log from the persisted head into `mem`, truncates a torn tail, and
-/// returns a writer positioned at the end.
+/// Replays the value log from the plan's start into `mem`. Reads only. Damage is an error
+/// in `Strict` mode and a report entry under salvage.
 fn replay_value_log(
     fs: &dyn FileSystem,
     dir: &Path,
-    versions: &VersionSet,
+    plan: &ReplayPlan,
     vlog_options: &VlogOptions,
     options: &Options,
     mem: &MemTable,
+    report: &mut RecoveryReport,
 ) -> Result<Replayed> {
-    let torn = vlog::remove_torn_last_segment(fs, dir)?;
-    let segments = vlog::list_segments(fs, dir)?;
-    let Some(&first) = segments.first() else {
-        let first_segment = torn.unwrap_or(1).max(versions.next_vlog_segment());
-        let writer = VlogWriter::create(
-            Arc::clone(&options.fs),
-            dir.to_path_buf(),
-            first_segment,
-            vlog_options.clone(),
-        )?;
+    let Some(start) = plan.start else {
         return Ok(Replayed {
-            writer,
+            end: None,
             max_sequence: 0,
             log_bytes: 0,
+            force_new_segment: plan.force_new_segment,
         });
     };
-    let start = versions
-        .vlog_head()
-        .unwrap_or_else(|| LogPosition::new(first, 0));
     let mut max_seq = 0;
     let mut log_bytes = 0u64;
+    let mut records = 0u64;
     let mut encoded = Vec::new();
-    let end = vlog::scan(fs, dir, start, vlog_options, &mut |batch| {
-        for record in batch {
-            match record.kind {
-                ValueKind::Value if record.value.len() >= options.value_threshold => {
-                    encoded.clear();
-                    record.ptr.encode(&mut encoded);
-                    mem.add(
-                        record.sequence,
-                        ValueKind::ValuePointer,
-                        &record.key,
-                        &encoded,
-                    );
+    let present_from_start: Vec<u64> = plan
+        .present
+        .iter()
+        .copied()
+        .filter(|&s| s >= start.segment)
+        .collect();
+    let outcome = vlog::scan_segments(
+        fs,
+        dir,
+        &present_from_start,
+        start,
+        vlog_options,
+        &mut |batch| {
+            for record in batch {
+                match record.kind {
+                    ValueKind::Value if record.value.len() >= options.value_threshold => {
+                        encoded.clear();
+                        record.ptr.encode(&mut encoded);
+                        mem.add(
+                            record.sequence,
+                            ValueKind::ValuePointer,
+                            &record.key,
+                            &encoded,
+                        );
+                    }
+                    kind => mem.add(record.sequence, kind, &record.key, &record.value),
                 }
-                kind => mem.add(record.sequence, kind, &record.key, &record.value),
+                max_seq = max_seq.max(record.sequence);
+                log_bytes += u64::from(record.ptr.len);
+                records += 1;
             }
-            max_seq = max_seq.max(record.sequence);
-            log_bytes += u64::from(record.ptr.len);
+            Ok(())
+        },
+    )?;
+    report.replayed_records = records;
+    let end = outcome.end;
+    let tail_bytes: u64 = {
+        let mut bytes = fs
+            .file_size(&vlog_file_name(dir, end.segment))?
+            .saturating_sub(end.offset);
+        for &later in plan.present.iter().filter(|&&s| s > end.segment) {
+            bytes += fs.file_size(&vlog_file_name(dir, later))?;
         }
-        Ok(())
-    })?;
-    // Segments after the end hold nothing valid (scan proved it); drop them so the writer's
-    // next segment number follows the end.
+        bytes
+    };
+    match outcome.damage {
+        Some(damage) if options.recovery_mode == RecoveryMode::Strict => {
+            return Err(damage.to_error(dir));
+        }
+        Some(damage) => report.salvaged.push(SalvagedDamage {
+            at: damage.at,
+            reason: damage.reason,
+            bytes_dropped: tail_bytes,
+            records_dropped: damage.records_after,
+        }),
+        None => report.torn_tail_bytes = tail_bytes,
+    }
+    Ok(Replayed {
+        end: Some(end),
+        max_sequence: max_seq,
+        log_bytes,
+        force_new_segment: plan.force_new_segment,
+    })
+}
+
+/// Cuts the log back to its valid end (removing a torn newest segment and segments past the
+/// end) and returns the writer, the segments that make up the log, and a replay head to
+/// persist when the writer had to start a new segment. The first writes of this open.
+fn finish_log(
+    fs: &Arc<dyn FileSystem>,
+    dir: &Path,
+    plan: &ReplayPlan,
+    replayed: &Replayed,
+    vlog_options: &VlogOptions,
+) -> Result<(VlogWriter, BTreeSet<u64>, Option<LogPosition>)> {
     let mut removed = false;
-    for &segment in segments.iter().filter(|&&s| s > end.segment) {
-        fs.remove(&vlog_file_name(dir, segment))?;
+    if let Some(torn) = plan.torn_last_segment {
+        fs.remove(&vlog_file_name(dir, torn))?;
         removed = true;
+    }
+    let mut segments: BTreeSet<u64> = plan.present.iter().copied().collect();
+    if let Some(end) = replayed.end {
+        // Segments after the end hold nothing valid (or salvage chose to drop them).
+        for &segment in plan.present.iter().filter(|&&s| s > end.segment) {
+            fs.remove(&vlog_file_name(dir, segment))?;
+            segments.remove(&segment);
+            removed = true;
+        }
     }
     if removed {
         fs.sync_dir(dir)?;
     }
-    let writer = VlogWriter::open(
-        Arc::clone(&options.fs),
-        dir.to_path_buf(),
-        end,
-        vlog_options.clone(),
-    )?;
-    Ok(Replayed {
-        writer,
-        max_sequence: max_seq,
-        log_bytes,
-    })
+    let mut new_head = None;
+    let writer = match replayed.end {
+        Some(end) if !replayed.force_new_segment => {
+            VlogWriter::open(Arc::clone(fs), dir.to_path_buf(), end, vlog_options.clone())?
+        }
+        _ => {
+            if let Some(end) = replayed.end {
+                // Cut the segment back to its valid end, but never append to it again.
+                let mut file = fs.open_append(&vlog_file_name(dir, end.segment))?;
+                if file.len() > end.offset {
+                    file.set_len(end.offset)?;
+                    file.sync_data()?;
+                }
+            }
+            let number = segments
+                .last()
+                .map_or(1, |s| s + 1)
+                .max(plan.torn_last_segment.map_or(0, |t| t + 1));
+            let mut writer = VlogWriter::create(
+                Arc::clone(fs),
+                dir.to_path_buf(),
+                number,
+                vlog_options.clone(),
+            )?;
+            // The manifest will list it: its header must be durable first.
+            writer.sync()?;
+            segments.insert(number);
+            // Replay must not start in a segment shorter than the head recorded for it.
+            new_head = Some(match plan.start {
+                Some(start) => {
+                    LogPosition::new(start.segment, start.offset.max(SEGMENT_HEADER_LEN))
+                }
+                None => LogPosition::new(number, SEGMENT_HEADER_LEN),
+            });
+            writer
+        }
+    };
+    Ok((writer, segments, new_head))
 }

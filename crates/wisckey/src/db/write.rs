@@ -9,7 +9,10 @@
 //!
 //! Before appending, the leader makes room: it switches a full memtable to the immutable
 //! list, stalls while too many immutable memtables or L0 files wait for the background
-//! thread, and delays each write by ~1 ms while L0 is over its slowdown trigger.
+//! thread, and delays each write by ~1 ms while L0 is over its slowdown trigger. Then it
+//! reserves the group's log space: on a full disk the group fails with `Error::NoSpace`
+//! before any of it is buffered, nothing is latched, and later writes succeed once space is
+//! back. A group of deletes only may spend the disk reserve (deletes free space).
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
@@ -23,7 +26,7 @@ use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::key::ValueKind;
 use crate::memtable::MemTable;
-use crate::vlog::{BatchEntry, ValuePointer};
+use crate::vlog::{BatchEntry, ValuePointer, RECORD_HEADER_LEN};
 
 /// Largest group a leader assembles, in payload bytes.
 const MAX_GROUP_BYTES: usize = 1 << 20;
@@ -153,6 +156,7 @@ fn lead(inner: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
     let batches: Vec<WriteBatch> = group.iter().filter_map(|w| w.batch.lock().take()).collect();
     let sync = group.iter().any(|w| w.sync);
     let first_seq = inner.visible_seq.load(Ordering::Acquire) + 1;
+    reserve_log_space(inner, &batches)?;
 
     // The log lock is released before a failure is latched (lock order: state before vlog).
     // Any failure is latched: buffered records of acknowledged writes may be gone.
@@ -179,6 +183,41 @@ fn lead(inner: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
     }
     inner.visible_seq.store(seq - 1, Ordering::Release);
     Ok(())
+}
+
+/// Reserves log space for the whole group before any of it is appended. A clean failure
+/// (the device is full) is returned as is and fails only this group; a failure that
+/// poisoned the log (writing out earlier buffered records) is latched.
+fn reserve_log_space(inner: &DbInner, batches: &[WriteBatch]) -> Result<()> {
+    let group_len: u64 = batches
+        .iter()
+        .flat_map(|b| &b.ops)
+        .map(|op| (RECORD_HEADER_LEN + op.key.len() + op.value.len()) as u64)
+        .sum();
+    let deletes_only = batches
+        .iter()
+        .flat_map(|b| &b.ops)
+        .all(|op| op.kind == ValueKind::Deletion);
+    let mut released = false;
+    loop {
+        let (result, poisoned) = {
+            let mut vlog = inner.vlog.lock();
+            let result = vlog.reserve(group_len);
+            (result, vlog.is_poisoned())
+        };
+        match result {
+            Ok(()) => return Ok(()),
+            Err(e) if poisoned => return Err(latch_error(inner, e)),
+            // Deletes are how a user frees space: let them use the reserve.
+            Err(e) if e.is_no_space() && deletes_only && !released => {
+                released = super::space::release_reserve(inner);
+                if !released {
+                    return Err(e);
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// Appends the group's batches to the value log, then syncs or writes the buffer out as the
@@ -260,6 +299,11 @@ fn make_room(inner: &DbInner, mut force: bool) -> Result<Arc<MemTable>> {
         if state.imms.len() >= options.max_immutable_memtables
             || l0_files >= options.l0_stop_trigger
         {
+            // Waiting for background work that fails for lack of space could last forever:
+            // fail this write cleanly instead (nothing of it has been appended).
+            if let Some(e) = &state.no_space {
+                return Err(e.clone());
+            }
             inner.bg_cv.wait(&mut state);
             continue;
         }

@@ -98,11 +98,13 @@ pub enum FsOp {
     ReadAt,
     /// `ReadableFile::len`.
     ReadLen,
+    /// `WritableFile::preallocate`.
+    Preallocate,
 }
 
 impl FsOp {
     /// Every op, in declaration order: `ALL[op as usize] == op`.
-    pub const ALL: [FsOp; 17] = [
+    pub const ALL: [FsOp; 18] = [
         FsOp::CreateDirAll,
         FsOp::Create,
         FsOp::OpenAppend,
@@ -120,6 +122,7 @@ impl FsOp {
         FsOp::SetLen,
         FsOp::ReadAt,
         FsOp::ReadLen,
+        FsOp::Preallocate,
     ];
 
     /// Whether the call changes the file system (is counted under [`FaultOps::Writes`]).
@@ -134,7 +137,8 @@ impl FsOp {
             | FsOp::PunchHole
             | FsOp::Append
             | FsOp::SyncData
-            | FsOp::SetLen => true,
+            | FsOp::SetLen
+            | FsOp::Preallocate => true,
             FsOp::OpenRead
             | FsOp::List
             | FsOp::Exists
@@ -164,6 +168,7 @@ impl FsOp {
             FsOp::SetLen => "set_len",
             FsOp::ReadAt => "read_at",
             FsOp::ReadLen => "len",
+            FsOp::Preallocate => "preallocate",
         }
     }
 }
@@ -435,6 +440,11 @@ impl WritableFile for FaultWritable {
 
     fn len(&self) -> u64 {
         self.inner.len()
+    }
+
+    fn preallocate(&mut self, up_to: u64) -> Result<()> {
+        check(&self.state, FsOp::Preallocate, &self.path)?;
+        self.inner.preallocate(up_to)
     }
 }
 

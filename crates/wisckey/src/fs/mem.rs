@@ -403,6 +403,11 @@ impl WritableFile for MemWritable {
     fn len(&self) -> u64 {
         self.inode.lock().data.len() as u64
     }
+
+    fn preallocate(&mut self, _up_to: u64) -> Result<()> {
+        // Memory has no block allocator to reserve from; FaultFs injects ENOSPC here.
+        Ok(())
+    }
 }
 
 #[derive(Debug)]

@@ -103,6 +103,10 @@ pub trait WritableFile: Send + std::fmt::Debug {
     fn set_len(&mut self, len: u64) -> Result<()>;
     /// Current length (bytes appended, including those not yet durable).
     fn len(&self) -> u64;
+    /// Reserves disk space so that appends up to a file length of `up_to` bytes cannot fail
+    /// for lack of space; the file's length does not change. A file system that cannot
+    /// reserve (no `fallocate`) returns Ok and reserves nothing.
+    fn preallocate(&mut self, up_to: u64) -> Result<()>;
 }
 
 /// An exclusive lock held until dropped.

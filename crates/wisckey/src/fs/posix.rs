@@ -247,6 +247,39 @@ impl WritableFile for PosixWritable {
     fn len(&self) -> u64 {
         self.len
     }
+
+    fn preallocate(&mut self, up_to: u64) -> Result<()> {
+        if up_to <= self.len {
+            return Ok(());
+        }
+        let (Ok(start), Ok(length)) = (i64::try_from(self.len), i64::try_from(up_to - self.len))
+        else {
+            return Err(Error::InvalidArgument(format!(
+                "preallocate {}: {up_to} bytes exceed the OS offset type",
+                self.path.display()
+            )));
+        };
+        // SAFETY: the descriptor is valid while `self.file` is borrowed; fallocate takes plain
+        // integers and touches no memory of ours.
+        let rc = unsafe {
+            libc::fallocate(
+                self.file.as_raw_fd(),
+                libc::FALLOC_FL_KEEP_SIZE,
+                start,
+                length,
+            )
+        };
+        if rc == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            // No reservation on this file system: appends then find out about space late,
+            // as they would without this call.
+            Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => Ok(()),
+            _ => Err(io_err("preallocate", &self.path, e)),
+        }
+    }
 }
 
 /// Holds the `flock`ed descriptor; closing it (on drop) releases the lock.

@@ -486,6 +486,9 @@ impl crate::fs::WritableFile for FailingFile {
     fn len(&self) -> u64 {
         self.len
     }
+    fn preallocate(&mut self, _up_to: u64) -> crate::Result<()> {
+        Ok(())
+    }
 }
 
 #[test]

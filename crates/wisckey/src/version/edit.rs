@@ -14,6 +14,8 @@
 //! | 6    | vlog_head         | segment varint64, offset varint64                          |
 //! | 7    | vlog_tail         | segment varint64, offset varint64                          |
 //! | 8    | next_vlog_segment | varint64                                                   |
+//! | 9    | vlog_segment_added | segment varint64 (manifest format 2)                      |
+//! | 10   | vlog_segment_removed | segment varint64 (manifest format 2)                    |
 //! | 1024..=65535 | extra     | opaque bytes (length-prefixed), kept for future metadata   |
 //!
 //! Any other tag is `Corruption`: an old build must not silently misread a manifest whose
@@ -42,6 +44,8 @@ pub mod tags {
     pub const VLOG_HEAD: u32 = 6;
     pub const VLOG_TAIL: u32 = 7;
     pub const NEXT_VLOG_SEGMENT: u32 = 8;
+    pub const VLOG_SEGMENT_ADDED: u32 = 9;
+    pub const VLOG_SEGMENT_REMOVED: u32 = 10;
 }
 
 /// Tags reserved for [`VersionEdit::extra`]: opaque engine metadata added by later versions.
@@ -61,6 +65,10 @@ pub struct VersionEdit {
     pub vlog_head: Option<LogPosition>,
     pub vlog_tail: Option<LogPosition>,
     pub next_vlog_segment: Option<u64>,
+    /// Value-log segments that became part of the log (applied before `removed`).
+    pub vlog_segments_added: Vec<u64>,
+    /// Value-log segments that are no longer part of the log (their files may be deleted).
+    pub vlog_segments_removed: Vec<u64>,
     /// `(tag in EXTRA_TAGS, bytes)`; a later entry with the same tag replaces an earlier one.
     pub extra: Vec<(u32, Vec<u8>)>,
 }
@@ -124,6 +132,15 @@ impl VersionEdit {
         if let Some(s) = self.next_vlog_segment {
             put_varint32(&mut out, tags::NEXT_VLOG_SEGMENT);
             put_varint64(&mut out, s);
+        }
+        for (tag, segments) in [
+            (tags::VLOG_SEGMENT_ADDED, &self.vlog_segments_added),
+            (tags::VLOG_SEGMENT_REMOVED, &self.vlog_segments_removed),
+        ] {
+            for &segment in segments {
+                put_varint32(&mut out, tag);
+                put_varint64(&mut out, segment);
+            }
         }
         for (tag, bytes) in &self.extra {
             put_varint32(&mut out, *tag);
@@ -192,6 +209,14 @@ impl VersionEdit {
                         d.varint64()
                             .ok_or_else(|| corrupt("bad next_vlog_segment"))?,
                     );
+                }
+                tags::VLOG_SEGMENT_ADDED | tags::VLOG_SEGMENT_REMOVED => {
+                    let segment = d.varint64().ok_or_else(|| corrupt("bad segment number"))?;
+                    if tag == tags::VLOG_SEGMENT_ADDED {
+                        edit.vlog_segments_added.push(segment);
+                    } else {
+                        edit.vlog_segments_removed.push(segment);
+                    }
                 }
                 t if EXTRA_TAGS.contains(&t) => {
                     let bytes = d
@@ -329,7 +354,7 @@ mod tests {
     #[test]
     fn unknown_tags_bad_levels_and_bad_keys_are_corruption() {
         let mut b = Vec::new();
-        put_varint32(&mut b, 9);
+        put_varint32(&mut b, 11);
         put_varint64(&mut b, 1);
         let err = VersionEdit::decode(&b, "MANIFEST-000003", 40).expect_err("unknown tag");
         assert!(

@@ -6,10 +6,12 @@
 //! record: masked crc32c(payload) u32 LE | payload length u32 LE | payload
 //! ```
 //!
-//! Reading rules: a record that is cut short, or whose checksum fails while being the last
-//! thing in the file (or followed only by zero bytes), is a torn append that was never
-//! acknowledged and is ignored; a bad record followed by more data is `Corruption`. Record
-//! lengths are checked against the bytes remaining before anything is sliced.
+//! Reading rules: every edit is synced before the next is appended, so only the last record
+//! can be torn. A record that is cut short or fails its checksum is a torn append (never
+//! acknowledged, ignored) only if no valid record starts anywhere after it; otherwise it is
+//! `Corruption` — a flipped bit in a length field must never make the rest of the manifest
+//! look like a torn tail. Record lengths are checked against the bytes remaining before
+//! anything is sliced.
 //!
 //! Thread-safety: `ManifestWriter` has a single owner (the `VersionSet`).
 
@@ -25,8 +27,9 @@ use super::edit::VersionEdit;
 
 /// First 8 bytes of every manifest.
 pub const MANIFEST_MAGIC: [u8; 8] = *b"WKMANFST";
-/// Newest manifest format this build reads and the one it writes.
-pub const MANIFEST_FORMAT_VERSION: u32 = 1;
+/// Newest manifest format this build reads and the one it writes. Version 2 added the
+/// value-log segment set (edit tags 9 and 10); version 1 is still read.
+pub const MANIFEST_FORMAT_VERSION: u32 = 2;
 
 const HEADER_LEN: usize = 12;
 const RECORD_HEADER_LEN: usize = 8;
@@ -88,12 +91,20 @@ fn frame_record(dst: &mut Vec<u8>, payload: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// What a manifest holds.
+#[derive(Debug)]
+pub(crate) struct ManifestContents {
+    pub format_version: u32,
+    /// Every intact edit, with the file offset of its payload.
+    pub edits: Vec<(u64, VersionEdit)>,
+}
+
 /// Reads every intact edit of manifest `number`, with the file offset of each payload.
 pub(crate) fn read_manifest(
     fs: &dyn FileSystem,
     dir: &Path,
     number: u64,
-) -> Result<Vec<(u64, VersionEdit)>> {
+) -> Result<ManifestContents> {
     let path = manifest_file_name(dir, number);
     let name = path
         .file_name()
@@ -123,60 +134,67 @@ pub(crate) fn read_manifest(
     let mut edits = Vec::new();
     let mut pos = HEADER_LEN;
     while pos < data.len() {
-        let rest = &data[pos..];
-        let (Some(masked), Some(len)) = (
-            decode_fixed32(rest),
-            decode_fixed32(rest.get(4..).unwrap_or(&[])),
-        ) else {
-            break; // Torn: the record header itself is incomplete.
-        };
-        let Some(payload) = usize::try_from(len)
-            .ok()
-            .and_then(|len| rest.get(RECORD_HEADER_LEN..RECORD_HEADER_LEN.checked_add(len)?))
-        else {
-            break; // Torn: the payload runs past the end of the file.
-        };
-        let end = pos + RECORD_HEADER_LEN + payload.len();
-        if crc32c(payload) != unmask(masked) {
-            // Every edit is synced before the next is appended, so at most the last record
-            // can be unsynced, and only it can be torn — even when a crash persisted its
-            // later bytes but not its earlier ones, or garbled its length. A bad record
-            // followed by a record that checks out was synced: that is real corruption.
-            if !valid_record_at(&data, end) {
-                break;
+        let Some((payload, end)) = record_at(&data, pos) else {
+            // Cut short, garbled length or bad checksum. Every edit is synced before the
+            // next is appended, so only the last record can be torn; a valid record anywhere
+            // after this one proves this one was synced, and then it is damage.
+            if let Some(next) = (pos + 1..data.len()).find(|&p| record_at(&data, p).is_some()) {
+                return Err(Error::corruption(
+                    &name,
+                    pos as u64,
+                    format!(
+                        "manifest record fails its checks but a valid record follows at offset \
+                         {next}: the manifest is damaged, not torn. Nothing was changed"
+                    ),
+                ));
             }
-            return Err(Error::corruption(
-                &name,
-                pos as u64,
-                "manifest record checksum mismatch",
-            ));
-        }
+            break;
+        };
         let offset = (pos + RECORD_HEADER_LEN) as u64;
         edits.push((offset, VersionEdit::decode(payload, &name, offset)?));
         pos = end;
     }
-    Ok(edits)
+    Ok(ManifestContents {
+        format_version: version,
+        edits,
+    })
 }
 
-/// Whether a complete record with a matching checksum starts at `pos`.
-fn valid_record_at(data: &[u8], pos: usize) -> bool {
-    let Some(rest) = data.get(pos..) else {
-        return false;
+/// Whether manifest `number` is what an interrupted creation leaves: unreadable as a
+/// manifest (torn while being written) or one snapshot of an empty database (no tables, no
+/// replay head past the first segment's header, no sequence numbers used). Reads only.
+pub fn is_empty_new_manifest(fs: &dyn FileSystem, dir: &Path, number: u64) -> bool {
+    let Ok(contents) = read_manifest(fs, dir, number) else {
+        // Creation syncs the manifest before CURRENT; an unreadable one is a torn creation
+        // only if it is tiny (header plus at most one short record).
+        return fs
+            .file_size(&manifest_file_name(dir, number))
+            .is_ok_and(|len| len <= 4096);
     };
-    let (Some(masked), Some(len)) = (
-        decode_fixed32(rest),
-        decode_fixed32(rest.get(4..).unwrap_or(&[])),
-    ) else {
-        return false;
-    };
-    usize::try_from(len)
-        .ok()
-        .and_then(|len| rest.get(RECORD_HEADER_LEN..RECORD_HEADER_LEN.checked_add(len)?))
-        .is_some_and(|payload| crc32c(payload) == unmask(masked))
+    contents.edits.len() <= 1
+        && contents.edits.iter().all(|(_, e)| {
+            e.new_files.is_empty()
+                && e.last_sequence.unwrap_or(0) == 0
+                && e.vlog_head
+                    .is_none_or(|h| h.segment == 1 && h.offset <= crate::vlog::SEGMENT_HEADER_LEN)
+        })
 }
 
-/// Number of the manifest `CURRENT` names. Anything but `MANIFEST-<digits>\n` (or a missing
-/// CURRENT) is `NotADatabase`.
+/// The payload and end offset of the complete, checksum-valid record starting at `pos`.
+/// An empty payload never counts: zero-filled bytes must not look like records.
+fn record_at(data: &[u8], pos: usize) -> Option<(&[u8], usize)> {
+    let rest = data.get(pos..)?;
+    let masked = decode_fixed32(rest)?;
+    let len = usize::try_from(decode_fixed32(rest.get(4..)?)?).ok()?;
+    if len == 0 {
+        return None;
+    }
+    let payload = rest.get(RECORD_HEADER_LEN..RECORD_HEADER_LEN.checked_add(len)?)?;
+    (crc32c(payload) == unmask(masked)).then_some((payload, pos + RECORD_HEADER_LEN + len))
+}
+
+/// Number of the manifest `CURRENT` names. A missing CURRENT is `NotADatabase`; anything
+/// but `MANIFEST-<digits>\n` in it is `Corruption` (CURRENT is ours and was damaged).
 pub(crate) fn read_current(fs: &dyn FileSystem, dir: &Path) -> Result<u64> {
     let path = dir.join(CURRENT);
     if !fs.exists(&path)? {
@@ -187,7 +205,14 @@ pub(crate) fn read_current(fs: &dyn FileSystem, dir: &Path) -> Result<u64> {
     }
     let file = fs.open_read(&path)?;
     let len = file.len()?;
-    let garbage = || Error::NotADatabase(format!("{} does not name a manifest", path.display()));
+    let garbage = || {
+        Error::corruption(
+            CURRENT,
+            0,
+            "does not hold 'MANIFEST-<number>\\n'; it was damaged. Nothing was changed: write \
+             the name of the newest MANIFEST file into it, or repair the database",
+        )
+    };
     if len > MAX_CURRENT_LEN {
         return Err(garbage());
     }

@@ -26,8 +26,8 @@ pub(crate) mod testutil;
 pub use edit::{tags, VersionEdit, EXTRA_TAGS};
 pub use level_iter::LevelIterator;
 pub use levels::{FileMeta, Version};
-pub use manifest::{MANIFEST_FORMAT_VERSION, MANIFEST_MAGIC};
-pub use set::{VersionSet, DEFAULT_MANIFEST_SIZE_LIMIT};
+pub use manifest::{is_empty_new_manifest, MANIFEST_FORMAT_VERSION, MANIFEST_MAGIC};
+pub use set::{LoadedState, VersionSet, DEFAULT_MANIFEST_SIZE_LIMIT};
 
 use crate::error::Result;
 use crate::iter::InternalIterator;

@@ -9,11 +9,17 @@
 //!   and synced before CURRENT is switched (temp file + sync + rename + dir sync);
 //! - after a failed append the manifest may end in garbage, so the next `log_and_apply`
 //!   starts a fresh manifest instead of appending after it;
-//! - `next_file_number` is greater than every file number in use (tables, manifests).
+//! - `next_file_number` is greater than every file number in use (tables, manifests) and
+//!   every numbered file found in the directory at open, so no number is ever reused;
+//! - opening reads first ([`VersionSet::load`]) and writes only once the caller has checked
+//!   everything ([`VersionSet::install`]): a failed open changes nothing;
+//! - from manifest format 2 on, the set of value-log segments is manifest state: a segment
+//!   is added by the edit whose replay head first passes into it, and `next_vlog_segment`
+//!   is above every segment ever listed, so a segment number is never reused.
 //!
 //! Thread-safety: NOT internally synchronized; the database holds a mutex around it.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
 
@@ -24,7 +30,9 @@ use crate::position::LogPosition;
 
 use super::edit::{VersionEdit, EXTRA_TAGS};
 use super::levels::{Version, VersionBuilder};
-use super::manifest::{read_current, read_manifest, write_current, ManifestWriter};
+use super::manifest::{
+    read_current, read_manifest, write_current, ManifestWriter, MANIFEST_FORMAT_VERSION,
+};
 use super::NUM_LEVELS;
 
 /// A manifest is rolled over to a fresh snapshot once it grows past this many bytes.
@@ -38,6 +46,8 @@ struct Counters {
     vlog_head: Option<LogPosition>,
     vlog_tail: Option<LogPosition>,
     next_vlog_segment: u64,
+    /// Value-log segments that are part of the log (manifest format 2 on).
+    vlog_segments: BTreeSet<u64>,
     compact_pointers: Vec<Option<Vec<u8>>>,
     extra: BTreeMap<u32, Vec<u8>>,
 }
@@ -50,6 +60,7 @@ impl Counters {
             vlog_head: None,
             vlog_tail: None,
             next_vlog_segment: 1,
+            vlog_segments: BTreeSet::new(),
             compact_pointers: vec![None; NUM_LEVELS],
             extra: BTreeMap::new(),
         }
@@ -66,6 +77,13 @@ impl Counters {
         if let Some(s) = edit.next_vlog_segment {
             self.next_vlog_segment = self.next_vlog_segment.max(s);
         }
+        for &segment in &edit.vlog_segments_added {
+            self.vlog_segments.insert(segment);
+            self.next_vlog_segment = self.next_vlog_segment.max(segment.saturating_add(1));
+        }
+        for segment in &edit.vlog_segments_removed {
+            self.vlog_segments.remove(segment);
+        }
         self.vlog_head = edit.vlog_head.or(self.vlog_head);
         self.vlog_tail = edit.vlog_tail.or(self.vlog_tail);
         for (level, ikey) in &edit.compact_pointers {
@@ -80,6 +98,68 @@ impl Counters {
 
     fn mark_used(&mut self, number: u64) {
         self.next_file_number = self.next_file_number.max(number.saturating_add(1));
+    }
+}
+
+/// A manifest's state as read by [`VersionSet::load`], before anything is written.
+#[derive(Debug, Clone)]
+pub struct LoadedState {
+    version: Version,
+    counters: Counters,
+    manifest_number: u64,
+    /// The manifest was written in format 1, which did not record value-log segments.
+    segments_untracked: bool,
+}
+
+impl LoadedState {
+    pub fn vlog_head(&self) -> Option<LogPosition> {
+        self.counters.vlog_head
+    }
+
+    pub fn last_sequence(&self) -> u64 {
+        self.counters.last_sequence
+    }
+
+    pub fn next_vlog_segment(&self) -> u64 {
+        self.counters.next_vlog_segment
+    }
+
+    /// The value-log segments the manifest lists, or `None` for a format-1 manifest (which
+    /// did not record them).
+    pub fn vlog_segments(&self) -> Option<&BTreeSet<u64>> {
+        (!self.segments_untracked).then_some(&self.counters.vlog_segments)
+    }
+
+    pub fn manifest_number(&self) -> u64 {
+        self.manifest_number
+    }
+
+    /// Number of table files in the version.
+    pub fn num_tables(&self) -> usize {
+        self.version.all_files().count()
+    }
+
+    /// Makes `segments` the log's segment set and `next` (at least) the next segment number;
+    /// becomes durable with [`VersionSet::install`].
+    pub fn set_vlog_segments(&mut self, segments: BTreeSet<u64>, next: u64) {
+        let above = segments.last().map_or(0, |s| s + 1);
+        self.counters.next_vlog_segment = self.counters.next_vlog_segment.max(next).max(above);
+        self.counters.vlog_segments = segments;
+        self.segments_untracked = false;
+    }
+
+    /// Moves the replay head (salvage of a log whose head lies past its end).
+    pub fn set_vlog_head(&mut self, head: LogPosition) {
+        self.counters.vlog_head = Some(head);
+    }
+
+    /// Ensures `number` is never handed out again (a numbered file found in the directory).
+    pub fn mark_file_number_used(&mut self, number: u64) {
+        self.counters.mark_used(number);
+    }
+
+    pub fn set_last_sequence(&mut self, seq: u64) {
+        self.counters.last_sequence = self.counters.last_sequence.max(seq);
     }
 }
 
@@ -103,8 +183,14 @@ pub struct VersionSet {
 
 impl VersionSet {
     /// Initializes a new database in `dir`: MANIFEST-000001 with an empty snapshot, then
-    /// CURRENT. Fails with `InvalidArgument` if `dir` already has a CURRENT file.
-    pub fn create(fs: Arc<dyn FileSystem>, dir: &Path) -> Result<VersionSet> {
+    /// CURRENT. `first_segment`, if given, is the value-log segment the caller already
+    /// created (and synced): it is listed, and the replay head starts at its first record.
+    /// Fails with `InvalidArgument` if `dir` already has a CURRENT file.
+    pub fn create(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        first_segment: Option<LogPosition>,
+    ) -> Result<VersionSet> {
         fs.create_dir_all(dir)?;
         if fs.exists(&dir.join(CURRENT))? {
             return Err(Error::InvalidArgument(format!(
@@ -112,13 +198,25 @@ impl VersionSet {
                 dir.display()
             )));
         }
-        Self::install_new_manifest(fs, dir, Version::empty(), Counters::new(), None)
+        let mut counters = Counters::new();
+        if let Some(head) = first_segment {
+            counters.vlog_segments.insert(head.segment);
+            counters.next_vlog_segment = head.segment + 1;
+            counters.vlog_head = Some(head);
+        }
+        Self::install_new_manifest(fs, dir, Version::empty(), counters, None)
     }
 
-    /// Opens the database in `dir`: replays the manifest CURRENT names, then writes the
-    /// state into a fresh manifest, switches CURRENT to it and removes the old one.
+    /// Opens the database in `dir`: [`VersionSet::load`], then [`VersionSet::install`].
     pub fn recover(fs: Arc<dyn FileSystem>, dir: &Path) -> Result<VersionSet> {
-        let old_number = read_current(fs.as_ref(), dir)?;
+        let loaded = Self::load(fs.as_ref(), dir)?;
+        Self::install(fs, dir, loaded)
+    }
+
+    /// Reads the manifest CURRENT names and rebuilds its state. Writes nothing. Every numbered
+    /// file in `dir` is marked used, so no number found on disk is handed out again.
+    pub fn load(fs: &dyn FileSystem, dir: &Path) -> Result<LoadedState> {
+        let old_number = read_current(fs, dir)?;
         let name = format!("MANIFEST-{old_number:06}");
         if !fs.exists(&manifest_file_name(dir, old_number))? {
             return Err(Error::corruption(
@@ -127,7 +225,8 @@ impl VersionSet {
                 format!("names missing {name}"),
             ));
         }
-        let edits = read_manifest(fs.as_ref(), dir, old_number)?;
+        let contents = read_manifest(fs, dir, old_number)?;
+        let edits = contents.edits;
         let mut builder = VersionBuilder::new(&Version::empty());
         let mut counters = Counters::new();
         let mut saw_next_file = false;
@@ -154,7 +253,28 @@ impl VersionSet {
         for (_, file) in version.all_files() {
             counters.mark_used(file.number);
         }
-        Self::install_new_manifest(fs, dir, version, counters, Some(old_number))
+        for name in fs.list(dir)? {
+            match crate::filename::parse_file_name(&name) {
+                Some(
+                    crate::filename::FileKind::Table(n)
+                    | crate::filename::FileKind::Manifest(n)
+                    | crate::filename::FileKind::Temp(n),
+                ) => counters.mark_used(n),
+                _ => {}
+            }
+        }
+        Ok(LoadedState {
+            version,
+            counters,
+            manifest_number: old_number,
+            segments_untracked: contents.format_version < MANIFEST_FORMAT_VERSION,
+        })
+    }
+
+    /// Writes `loaded` into a fresh manifest, switches CURRENT to it and removes the old one.
+    pub fn install(fs: Arc<dyn FileSystem>, dir: &Path, loaded: LoadedState) -> Result<VersionSet> {
+        let old = loaded.manifest_number;
+        Self::install_new_manifest(fs, dir, loaded.version, loaded.counters, Some(old))
     }
 
     /// Writes a manifest holding a snapshot of `version` + `counters`, points CURRENT at it
@@ -302,6 +422,11 @@ impl VersionSet {
         self.counters.next_vlog_segment
     }
 
+    /// The value-log segments the manifest lists.
+    pub fn vlog_segments(&self) -> &BTreeSet<u64> {
+        &self.counters.vlog_segments
+    }
+
     pub fn compact_pointer(&self, level: usize) -> Option<&[u8]> {
         self.counters.compact_pointers.get(level)?.as_deref()
     }
@@ -351,6 +476,8 @@ fn snapshot_edit(version: &Version, counters: &Counters) -> VersionEdit {
         vlog_head: counters.vlog_head,
         vlog_tail: counters.vlog_tail,
         next_vlog_segment: Some(counters.next_vlog_segment),
+        vlog_segments_added: counters.vlog_segments.iter().copied().collect(),
+        vlog_segments_removed: Vec::new(),
         extra: counters
             .extra
             .iter()

@@ -56,8 +56,8 @@ impl TestFs {
 
 fn new_set() -> (TestFs, VersionSet) {
     let fs = TestFs::new();
-    let set =
-        VersionSet::create(Arc::clone(&fs.fault) as Arc<dyn FileSystem>, dir()).expect("create");
+    let set = VersionSet::create(Arc::clone(&fs.fault) as Arc<dyn FileSystem>, dir(), None)
+        .expect("create");
     (fs, set)
 }
 
@@ -143,7 +143,7 @@ fn new_database_state_and_create_refuses_existing() {
         b"MANIFEST-000001\n"
     );
     assert_eq!(fs.names(dir()), vec!["CURRENT", "MANIFEST-000001"]);
-    let again = VersionSet::create(Arc::clone(&fs.fault) as Arc<dyn FileSystem>, dir());
+    let again = VersionSet::create(Arc::clone(&fs.fault) as Arc<dyn FileSystem>, dir(), None);
     assert!(matches!(again, Err(Error::InvalidArgument(_))));
 }
 
@@ -216,8 +216,10 @@ fn corrupt_middle_record_is_corruption() {
     }
 }
 
+/// A damaged CURRENT is damage to a database, not a foreign directory (issue 10); a missing
+/// one is still "not a database".
 #[test]
-fn current_garbage_is_not_a_database() {
+fn damaged_current_is_corruption_and_missing_current_is_not_a_database() {
     let (fs, set) = new_set();
     drop(set);
     for garbage in [
@@ -229,12 +231,12 @@ fn current_garbage_is_not_a_database() {
     ] {
         fs.write(&dir().join("CURRENT"), garbage);
         assert!(
-            matches!(recover(&fs), Err(Error::NotADatabase(_))),
+            matches!(recover(&fs), Err(Error::Corruption { ref file, .. }) if file == "CURRENT"),
             "{garbage:?}"
         );
     }
     fs.write(&dir().join("CURRENT"), &[b'M'; 1000]);
-    assert!(matches!(recover(&fs), Err(Error::NotADatabase(_))));
+    assert!(matches!(recover(&fs), Err(Error::Corruption { .. })));
     let empty = TestFs::new();
     assert!(matches!(recover(&empty), Err(Error::NotADatabase(_))));
 }

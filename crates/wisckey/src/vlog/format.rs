@@ -17,14 +17,21 @@ use super::VlogOptions;
 
 /// First 8 bytes of every segment (`"WKVLOG\x00\x01"` read as little endian).
 pub const SEGMENT_MAGIC: u64 = u64::from_le_bytes(*b"WKVLOG\x00\x01");
-/// Newest segment format this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// Newest segment format this build writes and reads. Version 2 added
+/// [`FLAG_SYNCED_BEFORE`]; version-1 segments are still read, never appended to.
+pub const FORMAT_VERSION: u32 = 2;
 /// Size of the segment header; the first record starts here.
 pub const SEGMENT_HEADER_LEN: u64 = 32;
 /// Fixed part of a record: crc u32, key_len u32, value_len u32, sequence u64, kind u8, flags u8.
 pub const RECORD_HEADER_LEN: usize = 22;
 /// Record flag: this record ends its write batch.
 pub const FLAG_LAST_IN_BATCH: u8 = 0x01;
+/// Record flag (format 2): every byte of this segment before this record was durable
+/// (fdatasync returned) when the record was appended. Recovery uses it to tell damage in
+/// synced data (a flagged valid record follows it: `Corruption`) from a torn, never-synced
+/// tail (nothing flagged follows it).
+pub const FLAG_SYNCED_BEFORE: u8 = 0x02;
+const KNOWN_FLAGS: u8 = FLAG_LAST_IN_BATCH | FLAG_SYNCED_BEFORE;
 
 /// The header at offset 0 of every segment.
 ///
@@ -33,6 +40,8 @@ pub const FLAG_LAST_IN_BATCH: u8 = 0x01;
 /// it to ignore bytes a failed write left behind in the previous segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SegmentHeader {
+    /// Format version the segment was written in ([`FORMAT_VERSION`] for new segments).
+    pub version: u32,
     pub segment: u64,
     pub prev_segment_end: u64,
 }
@@ -41,7 +50,7 @@ impl SegmentHeader {
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(SEGMENT_HEADER_LEN as usize);
         put_fixed64(&mut out, SEGMENT_MAGIC);
-        put_fixed32(&mut out, FORMAT_VERSION);
+        put_fixed32(&mut out, self.version);
         put_fixed64(&mut out, self.segment);
         put_fixed64(&mut out, self.prev_segment_end);
         let crc = mask(crc32c(&out));
@@ -80,7 +89,11 @@ impl SegmentHeader {
         }
         let segment = decode_fixed64(&buf[12..]).ok_or_else(|| bad("truncated"))?;
         let prev_segment_end = decode_fixed64(&buf[20..]).ok_or_else(|| bad("truncated"))?;
+        if version == 0 {
+            return Err(bad("format version 0"));
+        }
         Ok(SegmentHeader {
+            version,
             segment,
             prev_segment_end,
         })
@@ -128,6 +141,8 @@ pub struct RecordRef<'a> {
     pub sequence: u64,
     pub kind: ValueKind,
     pub last_in_batch: bool,
+    /// [`FLAG_SYNCED_BEFORE`] was set.
+    pub synced_before: bool,
     pub key: &'a [u8],
     pub value: &'a [u8],
 }
@@ -143,7 +158,7 @@ pub fn encode_record(
     dst: &mut Vec<u8>,
     sequence: u64,
     kind: ValueKind,
-    last_in_batch: bool,
+    flags: u8,
     key: &[u8],
     value: &[u8],
 ) {
@@ -153,7 +168,7 @@ pub fn encode_record(
     put_fixed32(dst, value.len() as u32);
     put_fixed64(dst, sequence);
     dst.push(kind as u8);
-    dst.push(if last_in_batch { FLAG_LAST_IN_BATCH } else { 0 });
+    dst.push(flags);
     let crc = crc32c_extend(crc32c_extend(crc32c(&dst[start + 4..]), key), value);
     dst[start..start + 4].copy_from_slice(&mask(crc).to_le_bytes());
     dst.extend_from_slice(key);
@@ -205,7 +220,7 @@ pub fn decode_record<'a>(
         _ => return Err("invalid record kind"),
     };
     let flags = buf[21];
-    if flags & !FLAG_LAST_IN_BATCH != 0 {
+    if flags & !KNOWN_FLAGS != 0 {
         return Err("unknown record flags");
     }
     let key = &buf[RECORD_HEADER_LEN..RECORD_HEADER_LEN + key_len];
@@ -217,6 +232,7 @@ pub fn decode_record<'a>(
         sequence,
         kind,
         last_in_batch: flags & FLAG_LAST_IN_BATCH != 0,
+        synced_before: flags & FLAG_SYNCED_BEFORE != 0,
         key,
         value,
     };
@@ -233,12 +249,14 @@ mod tests {
             buffer_size: 4096,
             max_key_size: 1024,
             max_value_size: 2 << 20,
+            preallocate_size: 0,
         }
     }
 
     fn encoded(seq: u64, kind: ValueKind, last: bool, key: &[u8], value: &[u8]) -> Vec<u8> {
         let mut buf = Vec::new();
-        encode_record(&mut buf, seq, kind, last, key, value);
+        let flags = if last { FLAG_LAST_IN_BATCH } else { 0 };
+        encode_record(&mut buf, seq, kind, flags, key, value);
         buf
     }
 
@@ -282,6 +300,7 @@ mod tests {
         let small = VlogOptions {
             max_key_size: 3,
             max_value_size: 3,
+            preallocate_size: 0,
             ..opts()
         };
         let long_key = encoded(1, ValueKind::Value, true, b"abcd", b"v");
@@ -298,6 +317,7 @@ mod tests {
         huge[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
         let unlimited = VlogOptions {
             max_value_size: usize::MAX / 2,
+            preallocate_size: 0,
             ..opts()
         };
         assert!(decode_record(&huge, &unlimited).is_err());
@@ -336,6 +356,7 @@ mod tests {
     #[test]
     fn segment_header_round_trips_and_rejects_bad_magic_version_crc() {
         let header = SegmentHeader {
+            version: FORMAT_VERSION,
             segment: 9,
             prev_segment_end: 1234,
         };

@@ -22,7 +22,7 @@ use std::path::Path;
 
 pub use format::{ValuePointer, FORMAT_VERSION, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN};
 pub use reader::{extract_value, LiveRange, VlogReader};
-pub use scan::{scan, ScannedRecord};
+pub use scan::{scan, scan_log, scan_segments, LogDamage, ScanOutcome, ScannedRecord};
 pub use writer::{BatchEntry, VlogWriter};
 
 use crate::error::{Error, Result};
@@ -40,6 +40,10 @@ pub struct VlogOptions {
     pub buffer_size: usize,
     pub max_key_size: usize,
     pub max_value_size: usize,
+    /// Disk space reserved ahead of the write position, in chunks of this many bytes
+    /// (`fallocate` with KEEP_SIZE), so a full device is reported before a write is
+    /// acknowledged rather than when the buffer is written out. 0 disables it.
+    pub preallocate_size: u64,
 }
 
 impl Default for VlogOptions {
@@ -49,6 +53,7 @@ impl Default for VlogOptions {
             buffer_size: 1 << 20,
             max_key_size: 64 << 10,
             max_value_size: 256 << 20,
+            preallocate_size: 4 << 20,
         }
     }
 }
@@ -100,11 +105,11 @@ pub fn list_segments(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<u64>> {
     Ok(segments)
 }
 
-/// Removes the newest segment if its header never became durable (a crash right after the
-/// segment was created). Such a segment holds no acknowledged sync write — the writer syncs
-/// header and records together — so dropping it loses at most a suffix of non-sync writes.
-/// Returns the removed segment's number.
-pub fn remove_torn_last_segment(fs: &dyn FileSystem, dir: &Path) -> Result<Option<u64>> {
+/// The newest segment, if its header never became durable (a crash right after the segment
+/// was created). Such a segment holds no acknowledged sync write — the writer syncs header
+/// and records together — so dropping it loses at most a suffix of non-sync writes. Reads
+/// only.
+pub fn torn_last_segment(fs: &dyn FileSystem, dir: &Path) -> Result<Option<u64>> {
     let Some(&last) = list_segments(fs, dir)?.last() else {
         return Ok(None);
     };
@@ -121,10 +126,5 @@ pub fn remove_torn_last_segment(fs: &dyn FileSystem, dir: &Path) -> Result<Optio
         Err(Error::Corruption { .. }) => true,
         Err(e) => return Err(e),
     };
-    if !torn {
-        return Ok(None);
-    }
-    fs.remove(&path)?;
-    fs.sync_dir(dir)?;
-    Ok(Some(last))
+    Ok(torn.then_some(last))
 }

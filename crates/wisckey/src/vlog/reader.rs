@@ -153,6 +153,7 @@ mod tests {
             buffer_size: 1 << 20,
             max_key_size: 100,
             max_value_size: 10_000,
+            preallocate_size: 0,
         }
     }
 

@@ -8,8 +8,13 @@
 //! - the scan moves to segment `k + 1` only if segment `k` ended cleanly exactly there;
 //! - otherwise the log ends at the end of the last complete batch: the first record that is
 //!   torn, zero-filled, fails its checksum, or a batch without its `LAST_IN_BATCH` record.
-//!   If any later segment then holds a complete batch, the log has a hole (a crash cannot
-//!   cause one, because the writer syncs a segment before the next) => `Corruption`.
+//!   That is a torn tail only if nothing after it was ever synced. It is *damage* when
+//!   - a later segment holds a complete batch (the writer syncs a segment before starting
+//!     the next, so a crash cannot leave a hole), or
+//!   - a valid record carrying `FLAG_SYNCED_BEFORE` follows in the same segment (that flag
+//!     says every byte before it was durable, so the bad bytes were synced data).
+//!   [`scan_log`] reports damage with where it is and what lies after it; [`scan`] turns it
+//!   into `Corruption`. Recovery refuses damage unless the user asked for salvage.
 //!
 //! Lengths read from disk are checked against the configured maxima and the bytes left in
 //! the segment before anything is allocated. Stateless; thread-safe.
@@ -17,7 +22,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::format::{decode_record, record_len_from_header, SegmentHeader, SEGMENT_HEADER_LEN};
+use super::format::{
+    decode_record, record_len_from_header, SegmentHeader, FLAG_SYNCED_BEFORE, SEGMENT_HEADER_LEN,
+};
 use super::{list_segments, ValuePointer, VlogOptions, RECORD_HEADER_LEN};
 use crate::error::{Error, Result};
 use crate::filename::vlog_file_name;
@@ -38,10 +45,46 @@ pub struct ScannedRecord {
     pub value: Vec<u8>,
 }
 
-/// Calls `f` for each complete batch from `start` on, across segments `start.segment..=`
-/// the last one present, and returns the position just past the last complete batch (where
-/// the writer continues; the caller truncates that segment there and deletes later ones).
-/// `start.offset` below the header size means "from the first record".
+/// Where a scanned log stopped being valid although valid data follows (see module docs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogDamage {
+    /// The segment and offset of the first bad byte (the end of the last good batch).
+    pub at: LogPosition,
+    /// What follows the bad bytes.
+    pub reason: String,
+    /// Bytes after `at` that salvage would drop (the rest of the segment and every later
+    /// segment's records).
+    pub bytes_after: u64,
+    /// Valid records found after `at` (they would be dropped by salvage).
+    pub records_after: u64,
+}
+
+impl LogDamage {
+    /// The damage as a `Corruption` error that says how to proceed.
+    pub fn to_error(&self, dir: &Path) -> Error {
+        let name = vlog_file_name(dir, self.at.segment).display().to_string();
+        Error::corruption(
+            name,
+            self.at.offset,
+            format!(
+                "{}; {} valid records ({} bytes) follow the damage. Nothing was changed. \
+                 Open with RecoveryMode::SalvagePrefix to keep the log before it and drop them",
+                self.reason, self.records_after, self.bytes_after
+            ),
+        )
+    }
+}
+
+/// What [`scan_log`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScanOutcome {
+    /// Just past the last complete batch handed to the callback.
+    pub end: LogPosition,
+    /// Set when the log ends at damage rather than at a torn tail.
+    pub damage: Option<LogDamage>,
+}
+
+/// Like [`scan_log`], but damage in the middle of the log is a `Corruption` error.
 pub fn scan(
     fs: &dyn FileSystem,
     dir: &Path,
@@ -49,10 +92,42 @@ pub fn scan(
     opts: &VlogOptions,
     f: &mut dyn FnMut(&[ScannedRecord]) -> Result<()>,
 ) -> Result<LogPosition> {
+    let outcome = scan_log(fs, dir, start, opts, f)?;
+    match outcome.damage {
+        Some(damage) => Err(damage.to_error(dir)),
+        None => Ok(outcome.end),
+    }
+}
+
+/// Calls `f` for each complete batch from `start` on, across segments `start.segment..=`
+/// the last one present, and returns the position just past the last complete batch (where
+/// the writer continues; the caller truncates that segment there and deletes later ones),
+/// and whether valid data follows it (damage, not a torn tail).
+/// `start.offset` below the header size means "from the first record". Reads only.
+pub fn scan_log(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    start: LogPosition,
+    opts: &VlogOptions,
+    f: &mut dyn FnMut(&[ScannedRecord]) -> Result<()>,
+) -> Result<ScanOutcome> {
     let segments: Vec<u64> = list_segments(fs, dir)?
         .into_iter()
         .filter(|&n| n >= start.segment)
         .collect();
+    scan_segments(fs, dir, &segments, start, opts, f)
+}
+
+/// [`scan_log`] over the given segments (ascending, the first being `start.segment`)
+/// instead of every segment present.
+pub fn scan_segments(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    segments: &[u64],
+    start: LogPosition,
+    opts: &VlogOptions,
+    f: &mut dyn FnMut(&[ScannedRecord]) -> Result<()>,
+) -> Result<ScanOutcome> {
     if segments.first() != Some(&start.segment) {
         let name = vlog_file_name(dir, start.segment).display().to_string();
         return Err(Error::corruption(
@@ -96,22 +171,42 @@ pub fn scan(
             from = SEGMENT_HEADER_LEN;
             continue;
         }
+        let at = LogPosition::new(segment, end);
+        let (records_here, synced_after) = segment_scan.probe_after(end)?;
+        let mut bytes_after = limit - end;
+        let mut records_after = records_here;
+        let mut reason = synced_after.map(|offset| {
+            format!(
+                "a record that fails its checks is followed by synced records (at offset {offset})"
+            )
+        });
         for &later in &segments[i + 1..] {
-            if segment_has_batch(fs, dir, later, opts)? {
-                return Err(Error::corruption(
-                    &name,
-                    end,
-                    format!("hole in the value log: the log ends here but segment {later} holds valid batches"),
+            let later_len = fs.file_size(&vlog_file_name(dir, later))?;
+            bytes_after += later_len.saturating_sub(SEGMENT_HEADER_LEN);
+            let batches = count_records(fs, dir, later, opts)?;
+            if batches > 0 && reason.is_none() {
+                reason = Some(format!(
+                    "hole in the value log: the log ends here but segment {later} holds valid batches"
                 ));
             }
+            records_after += batches;
         }
-        return Ok(LogPosition::new(segment, end));
+        let damage = reason.map(|reason| LogDamage {
+            at,
+            reason,
+            bytes_after,
+            records_after,
+        });
+        return Ok(ScanOutcome { end: at, damage });
     }
     // Unreachable in practice: the last segment has no successor, so its iteration returns.
     let last = *segments
         .last()
         .expect("segments holds at least start.segment");
-    Ok(LogPosition::new(last, from))
+    Ok(ScanOutcome {
+        end: LogPosition::new(last, from),
+        damage: None,
+    })
 }
 
 fn read_header(file: &dyn ReadableFile, name: &str) -> Result<SegmentHeader> {
@@ -129,27 +224,29 @@ fn next_segment_prev_end(fs: &dyn FileSystem, dir: &Path, n: u64) -> Result<Opti
     match read_header(file.as_ref(), &name) {
         Ok(h) if h.segment == n && h.prev_segment_end != 0 => Ok(Some(h.prev_segment_end)),
         Ok(_) => Ok(None),
-        Err(e @ Error::Io { .. }) | Err(e @ Error::UnsupportedVersion { .. }) => Err(e),
+        Err(e @ (Error::Io { .. } | Error::NoSpace { .. } | Error::UnsupportedVersion { .. })) => {
+            Err(e)
+        }
         Err(_) => Ok(None),
     }
 }
 
-/// Whether segment `n` holds at least one complete batch right after its header slot
+/// Records in the complete batches at the start of segment `n`, right after its header slot
 /// (whatever the header itself looks like).
-fn segment_has_batch(fs: &dyn FileSystem, dir: &Path, n: u64, opts: &VlogOptions) -> Result<bool> {
+fn count_records(fs: &dyn FileSystem, dir: &Path, n: u64, opts: &VlogOptions) -> Result<u64> {
     let path = vlog_file_name(dir, n);
     let name = path.display().to_string();
     let file = fs.open_read(&path)?;
     let len = file.len()?;
     if len < SEGMENT_HEADER_LEN {
-        return Ok(false);
+        return Ok(0);
     }
-    let mut found = false;
-    SegmentScan::new(file, &name, n, len, opts).run(SEGMENT_HEADER_LEN, &mut |_| {
-        found = true;
-        Ok(false)
+    let mut records = 0u64;
+    SegmentScan::new(file, &name, n, len, opts).run(SEGMENT_HEADER_LEN, &mut |batch| {
+        records += batch.len() as u64;
+        Ok(true)
     })?;
-    Ok(found)
+    Ok(records)
 }
 
 /// Reads one segment's records through a read-ahead window.
@@ -196,6 +293,38 @@ impl<'a> SegmentScan<'a> {
         }
         let start = (offset - self.window_start) as usize;
         Ok(&self.window[start..start + len])
+    }
+
+    /// Looks at every byte offset after `end` (where replay stopped) for records that pass
+    /// their checks. Returns how many it found (stepping over each one found) and the offset
+    /// of the first that carries `FLAG_SYNCED_BEFORE`, if any. Reads only what is below
+    /// `limit`; a torn tail is usually short, and damage is usually followed by a valid
+    /// record right after the damaged one, so this rarely reads much.
+    fn probe_after(&mut self, end: u64) -> Result<(u64, Option<u64>)> {
+        let opts = self.opts;
+        let mut found = 0u64;
+        let mut synced = None;
+        let mut offset = end + 1;
+        while self.limit.saturating_sub(offset) >= RECORD_HEADER_LEN as u64 {
+            let available = self.limit - offset;
+            let header = self.bytes(offset, RECORD_HEADER_LEN)?;
+            let Ok(len) = record_len_from_header(header, available, opts) else {
+                offset += 1;
+                continue;
+            };
+            let flags = header[RECORD_HEADER_LEN - 1];
+            let bytes = self.bytes(offset, len)?;
+            if decode_record(bytes, opts).is_err() {
+                offset += 1;
+                continue;
+            }
+            found += 1;
+            if flags & FLAG_SYNCED_BEFORE != 0 && synced.is_none() {
+                synced = Some(offset);
+            }
+            offset += len as u64;
+        }
+        Ok((found, synced))
     }
 
     /// Replays complete batches from `from`; `on_batch` returns whether to go on. Returns the

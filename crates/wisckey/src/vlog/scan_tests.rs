@@ -7,7 +7,7 @@ use rand::{Rng, SeedableRng};
 
 use super::*;
 use crate::fs::MemFs;
-use crate::vlog::format::{encode_record, FORMAT_VERSION};
+use crate::vlog::format::{encode_record, FLAG_LAST_IN_BATCH, FORMAT_VERSION};
 use crate::vlog::{BatchEntry, VlogWriter};
 
 fn dir() -> PathBuf {
@@ -20,6 +20,7 @@ fn opts(segment_size: u64) -> VlogOptions {
         buffer_size: 256,
         max_key_size: 64,
         max_value_size: 4096,
+        preallocate_size: 0,
     }
 }
 
@@ -137,8 +138,8 @@ fn batch_missing_its_last_record_is_dropped() {
     let o = opts(1 << 20);
     let (expected, w) = write_log(&fs, &o, &[2]);
     let mut bytes = fs.contents(&seg(1)).expect("segment");
-    encode_record(&mut bytes, 3, ValueKind::Value, false, b"x", b"1");
-    encode_record(&mut bytes, 4, ValueKind::Deletion, false, b"y", b"");
+    encode_record(&mut bytes, 3, ValueKind::Value, 0, b"x", b"1");
+    encode_record(&mut bytes, 4, ValueKind::Deletion, 0, b"y", b"");
     fs.set_contents(&seg(1), &bytes).expect("set_contents");
     assert_eq!(replay(&fs, &o), (expected, w.end()));
 }
@@ -173,16 +174,25 @@ fn later_segments_without_valid_batches_are_garbage_not_holes() {
     // A crash while creating segment 2, and a segment 3 holding only a torn record.
     fs.set_contents(&seg(2), &[0u8; 10]).expect("set_contents");
     let mut torn = SegmentHeader {
+        version: crate::vlog::FORMAT_VERSION,
         segment: 3,
         prev_segment_end: 0,
     }
     .encode();
-    encode_record(&mut torn, 9, ValueKind::Value, true, b"k", b"v");
+    encode_record(
+        &mut torn,
+        9,
+        ValueKind::Value,
+        FLAG_LAST_IN_BATCH,
+        b"k",
+        b"v",
+    );
     torn.pop();
     fs.set_contents(&seg(3), &torn).expect("set_contents");
     assert_eq!(replay(&fs, &o), (expected.clone(), w.end()));
     // A freshly rolled, still empty segment 2 is where the log continues.
     let header = SegmentHeader {
+        version: crate::vlog::FORMAT_VERSION,
         segment: 2,
         prev_segment_end: w.end().offset,
     }

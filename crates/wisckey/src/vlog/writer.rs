@@ -11,14 +11,24 @@
 //!   entry durable before anything in it is reported durable, so the durable part of the log
 //!   is always a prefix;
 //! - after a failed sync the error is latched and returned by every later call: the kernel
-//!   may have dropped the dirty pages, so a retried fsync could report success falsely.
+//!   may have dropped the dirty pages, so a retried fsync could report success falsely;
+//! - [`VlogWriter::reserve`] runs before a group's records are buffered: it rolls over if
+//!   the group will not fit and preallocates the segment's space, so a full device is
+//!   reported (cleanly, nothing buffered, nothing poisoned) before any write that needs the
+//!   space is acknowledged, and buffered bytes never meet ENOSPC when written out;
+//! - the first record appended after a sync that covered the whole active segment carries
+//!   `FLAG_SYNCED_BEFORE`, which lets recovery tell damage in synced data from a torn tail;
+//! - a segment of an older format version is never appended to: the writer rolls over.
 //!
 //! Not shared between threads (`&mut self`); `Send`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::format::{encode_record, record_len, SegmentHeader, SEGMENT_HEADER_LEN};
+use super::format::{
+    encode_record, record_len, SegmentHeader, FLAG_LAST_IN_BATCH, FLAG_SYNCED_BEFORE,
+    FORMAT_VERSION, SEGMENT_HEADER_LEN,
+};
 use super::{ValuePointer, VlogOptions};
 use crate::error::{Error, Result};
 use crate::filename::vlog_file_name;
@@ -50,8 +60,11 @@ pub struct VlogWriter {
     synced_end: LogPosition,
     /// The active segment was created and its directory entry is not yet durable.
     dir_entry_unsynced: bool,
-    /// A failed write left junk at the end of the active segment that could not be cut off.
+    /// A failed write left junk at the end of the active segment that could not be cut off,
+    /// or the segment has an older format version.
     must_roll: bool,
+    /// Space of the active segment is preallocated up to this file length.
+    reserved_to: u64,
     sync_failure: Option<Error>,
 }
 
@@ -108,7 +121,10 @@ impl VlogWriter {
             buf: Vec::new(),
             synced_end: end,
             dir_entry_unsynced: false,
-            must_roll: false,
+            // An old binary must never find records of a newer format in a segment whose
+            // header promises the old one.
+            must_roll: decoded.version < FORMAT_VERSION,
+            reserved_to: end.offset,
             sync_failure: None,
         })
     }
@@ -141,8 +157,50 @@ impl VlogWriter {
             synced_end: LogPosition::new(first_segment, 0),
             dir_entry_unsynced: true,
             must_roll: false,
+            reserved_to: SEGMENT_HEADER_LEN,
             sync_failure: None,
         })
+    }
+
+    /// Prepares for a group of batches of `group_len` encoded bytes in total: rolls over to a
+    /// new segment if the group would cross `segment_size` (or the active segment must not
+    /// be appended to), then preallocates space in the active segment for the group and
+    /// what is buffered. Call it before the group's first `append_batch`.
+    ///
+    /// A full device (or any failure to create the next segment) returns the error with the
+    /// writer unchanged: nothing of the group is buffered and earlier buffered bytes stay
+    /// intact, so the caller may fail just this group. If the error came from writing out or
+    /// syncing earlier bytes, the writer is poisoned ([`VlogWriter::is_poisoned`]).
+    pub fn reserve(&mut self, group_len: u64) -> Result<()> {
+        self.check_not_failed()?;
+        let offset = self.end().offset;
+        let crosses = offset > SEGMENT_HEADER_LEN && offset + group_len > self.opts.segment_size;
+        if self.must_roll || crosses {
+            if let Err(e) = self.write_out() {
+                self.poison(e.clone());
+                return Err(e);
+            }
+            self.roll()?;
+        }
+        if self.opts.preallocate_size == 0 {
+            return Ok(());
+        }
+        let needed = self.end().offset + group_len;
+        if needed <= self.reserved_to {
+            return Ok(());
+        }
+        // Reserve in chunks so most groups need no system call, but never far past the
+        // segment's target size: reserved, unused space counts as disk use.
+        let chunk_end = self.reserved_to + self.opts.preallocate_size;
+        let target = needed.max(chunk_end.min(self.opts.segment_size));
+        self.file.preallocate(target)?;
+        self.reserved_to = target;
+        Ok(())
+    }
+
+    /// Whether a failure made this writer refuse every later call.
+    pub fn is_poisoned(&self) -> bool {
+        self.sync_failure.is_some()
     }
 
     /// Encodes a batch whose first record gets sequence `first_seq` into the buffer, starting
@@ -171,13 +229,21 @@ impl VlogWriter {
             }
         }
         let mut pointers = Vec::with_capacity(entries.len());
+        let segment_synced = !self.dir_entry_unsynced && self.synced_end == self.end();
         for (i, entry) in entries.iter().enumerate() {
             let offset = self.flushed_len + self.buf.len() as u64;
+            let mut flags = 0;
+            if i + 1 == entries.len() {
+                flags |= FLAG_LAST_IN_BATCH;
+            }
+            if i == 0 && segment_synced {
+                flags |= FLAG_SYNCED_BEFORE;
+            }
             encode_record(
                 &mut self.buf,
                 first_seq + i as u64,
                 entry.kind,
-                i + 1 == entries.len(),
+                flags,
                 entry.key,
                 entry.value,
             );
@@ -342,6 +408,15 @@ impl VlogWriter {
         let next = self.segment + 1;
         let path = vlog_file_name(&self.dir, next);
         let file = start_segment(self.fs.as_ref(), &path, next, self.flushed_len)?;
+        if self.reserved_to > self.flushed_len {
+            // Best effort: give back the finished segment's unused preallocation. Failing
+            // leaves at most `preallocate_size` allocated past its end.
+            let old = vlog_file_name(&self.dir, self.segment);
+            let _ = self
+                .fs
+                .punch_hole(&old, self.flushed_len, self.reserved_to - self.flushed_len);
+        }
+        self.reserved_to = SEGMENT_HEADER_LEN;
         self.file = file;
         self.segment = next;
         self.flushed_len = SEGMENT_HEADER_LEN;
@@ -368,6 +443,7 @@ fn start_segment(
 ) -> Result<Box<dyn WritableFile>> {
     let mut file = fs.create(path)?;
     let header = SegmentHeader {
+        version: crate::vlog::FORMAT_VERSION,
         segment,
         prev_segment_end,
     };

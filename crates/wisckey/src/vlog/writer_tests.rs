@@ -17,6 +17,7 @@ fn opts(segment_size: u64, buffer_size: usize) -> VlogOptions {
         buffer_size,
         max_key_size: 64,
         max_value_size: 4096,
+        preallocate_size: 0,
     }
 }
 

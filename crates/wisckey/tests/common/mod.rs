@@ -85,6 +85,9 @@ impl<H: Hooks> WritableFile for HookFile<H> {
     fn len(&self) -> u64 {
         self.inner.len()
     }
+    fn preallocate(&mut self, up_to: u64) -> Result<()> {
+        self.inner.preallocate(up_to)
+    }
 }
 
 #[derive(Debug)]

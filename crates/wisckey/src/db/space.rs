@@ -1,0 +1,66 @@
+//! Running out of disk space without losing anything.
+//!
+//! Owns the `RESERVE` file: disk space the database holds back (allocated with
+//! `fallocate`, file length 0) so that the work which *frees* space — memtable flushes,
+//! manifest rewrites, open and close, deletes, and later value-log GC — can still complete
+//! when the device is full. The first ENOSPC such work meets deletes the reserve and the
+//! work is retried; the reserve is re-created once a flush succeeds again.
+//!
+//! Invariants:
+//! - the reserve is never needed for correctness: without it (size 0, or a file system
+//!   without `fallocate`) a full disk still only fails operations cleanly;
+//! - only space-freeing or must-finish work spends it; ordinary puts fail with
+//!   `Error::NoSpace` before they are acknowledged (the value log's preallocation).
+
+use std::sync::atomic::Ordering;
+
+use super::DbInner;
+use crate::filename::RESERVE;
+
+/// Creates the reserve file if it is missing and space allows; a failure is not an error
+/// (the database works without it) and is retried after the next successful flush.
+pub(crate) fn ensure_reserve(inner: &DbInner) {
+    let size = inner.options.disk_reserve_size;
+    if size == 0 || inner.reserve_present.load(Ordering::Acquire) {
+        return;
+    }
+    let path = inner.dir.join(RESERVE);
+    let created = (|| {
+        if inner.fs.exists(&path)? && inner.fs.file_size(&path)? == 0 {
+            // Re-reserve: a previous run may have been cut short after creating it.
+            let mut file = inner.fs.open_append(&path)?;
+            file.preallocate(size)?;
+            return file.sync_data();
+        }
+        let mut file = inner.fs.create(&path)?;
+        file.preallocate(size)?;
+        file.sync_data()
+    })();
+    match created {
+        Ok(()) => inner.reserve_present.store(true, Ordering::Release),
+        Err(e) => {
+            let _ = inner.fs.remove(&path);
+            log::debug!("wisckey: disk reserve not created: {e}");
+        }
+    }
+}
+
+/// Deletes the reserve file so that work that must finish gets its space. Returns whether
+/// there was a reserve to give (the caller retries only then).
+pub(crate) fn release_reserve(inner: &DbInner) -> bool {
+    if !inner.reserve_present.swap(false, Ordering::AcqRel) {
+        return false;
+    }
+    match inner.fs.remove(&inner.dir.join(RESERVE)) {
+        Ok(()) => {
+            log::warn!(
+                "wisckey: the disk is full; released the {}-byte reserve in {} so flushes and \
+                 deletes can finish. Free space (delete data, remove other files)",
+                inner.options.disk_reserve_size,
+                inner.dir.display()
+            );
+            true
+        }
+        Err(_) => false,
+    }
+}
