@@ -254,13 +254,11 @@ impl VersionSet {
             counters.mark_used(file.number);
         }
         for name in fs.list(dir)? {
-            match crate::filename::parse_file_name(&name) {
-                Some(
-                    crate::filename::FileKind::Table(n)
-                    | crate::filename::FileKind::Manifest(n)
-                    | crate::filename::FileKind::Temp(n),
-                ) => counters.mark_used(n),
-                _ => {}
+            use crate::filename::{parse_file_name, FileKind};
+            if let Some(FileKind::Table(n) | FileKind::Manifest(n) | FileKind::Temp(n)) =
+                parse_file_name(&name)
+            {
+                counters.mark_used(n);
             }
         }
         Ok(LoadedState {

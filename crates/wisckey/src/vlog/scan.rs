@@ -13,8 +13,9 @@
 //!     the next, so a crash cannot leave a hole), or
 //!   - a valid record carrying `FLAG_SYNCED_BEFORE` follows in the same segment (that flag
 //!     says every byte before it was durable, so the bad bytes were synced data).
-//!   [`scan_log`] reports damage with where it is and what lies after it; [`scan`] turns it
-//!   into `Corruption`. Recovery refuses damage unless the user asked for salvage.
+//!
+//! [`scan_log`] reports damage with where it is and what lies after it; [`scan`] turns it
+//! into `Corruption`. Recovery refuses damage unless the user asked for salvage.
 //!
 //! Lengths read from disk are checked against the configured maxima and the bytes left in
 //! the segment before anything is allocated. Stateless; thread-safe.
