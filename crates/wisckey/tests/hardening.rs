@@ -218,7 +218,7 @@ fn segment_shorter_than_the_head_is_refused_then_salvaged_on_request() {
             other => panic!("key {i}: {other:?}"),
         }
     }
-    assert!(lost >= 1 && lost <= 4, "{lost} values lost");
+    assert!((1..=4).contains(&lost), "{lost} values lost");
     db.put(b"after", b"salvage").expect("writes go on");
     db.close().expect("close");
     // The database is whole again: a strict open works.
