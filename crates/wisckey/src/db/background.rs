@@ -66,6 +66,7 @@ fn run_background(inner: &DbInner) {
                 inner.bg_cv.wait(&mut state);
             }
         };
+        inner.background_rounds.fetch_add(1, Ordering::Relaxed);
         let result = match work {
             Work::Flush(imm) => flush_memtable(inner, imm),
             Work::Compact => compact_once(inner),
@@ -285,6 +286,19 @@ pub(crate) fn compact_range(
     end: Option<&[u8]>,
 ) -> Result<()> {
     let _only_one = inner.compaction_lock.lock();
+    // While this holds the compaction lock, the background thread must not pick
+    // compactions: it would fail to get the lock and pick again at once, spinning (and
+    // waking stalled writers) for as long as this runs. It keeps flushing.
+    inner.manual_compaction.store(true, Ordering::Release);
+    struct ClearOnDrop<'a>(&'a DbInner);
+    impl Drop for ClearOnDrop<'_> {
+        fn drop(&mut self) {
+            self.0.manual_compaction.store(false, Ordering::Release);
+            let _state = self.0.state.lock();
+            self.0.bg_cv.notify_all();
+        }
+    }
+    let _clear = ClearOnDrop(inner);
     let deepest = {
         let version = inner.state.lock().versions.current();
         (1..NUM_LEVELS)

@@ -112,6 +112,9 @@ pub(crate) struct DbInner {
     pub last_log_flush: Mutex<std::time::Instant>,
     /// Reader threads for scan read-ahead, started by the first scan that needs them.
     pub readers: std::sync::OnceLock<ReaderPool>,
+    /// Rounds of background work started (flushes and compaction attempts); lets a test
+    /// bound how often the background thread wakes.
+    pub background_rounds: AtomicU64,
     /// The `RESERVE` file holds its space (see `space`).
     pub reserve_present: AtomicBool,
     /// What open found and salvaged.
@@ -368,3 +371,7 @@ pub(crate) fn make_table_cache(dir: &Path, options: &Options) -> Arc<TableCache>
         block_cache,
     ))
 }
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;
