@@ -66,7 +66,6 @@ fn run_background(inner: &DbInner) {
                 inner.bg_cv.wait(&mut state);
             }
         };
-        inner.background_rounds.fetch_add(1, Ordering::Relaxed);
         let result = match work {
             Work::Flush(imm) => flush_memtable(inner, imm),
             Work::Compact => compact_once(inner),
@@ -238,6 +237,7 @@ fn write_memtable_table(inner: &DbInner, imm: &ImmutableMemtable, number: u64) -
 /// thread also flushes memtables, which writers may be stalled on.
 fn compact_once(inner: &DbInner) -> Result<()> {
     let Some(_only_one) = inner.compaction_lock.try_lock() else {
+        inner.compaction_lock_misses.fetch_add(1, Ordering::Relaxed);
         return Ok(());
     };
     let task = {

@@ -112,9 +112,9 @@ pub(crate) struct DbInner {
     pub last_log_flush: Mutex<std::time::Instant>,
     /// Reader threads for scan read-ahead, started by the first scan that needs them.
     pub readers: std::sync::OnceLock<ReaderPool>,
-    /// Rounds of background work started (flushes and compaction attempts); lets a test
-    /// bound how often the background thread wakes.
-    pub background_rounds: AtomicU64,
+    /// Background compaction attempts that found the compaction lock taken (by a manual
+    /// compaction) and did nothing; lets a test see the background thread spin.
+    pub compaction_lock_misses: AtomicU64,
     /// The `RESERVE` file holds its space (see `space`).
     pub reserve_present: AtomicBool,
     /// What open found and salvaged.

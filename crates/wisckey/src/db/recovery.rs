@@ -174,7 +174,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<(DbInner, RecoveryRep
         manual_compaction: AtomicBool::new(false),
         last_log_flush: Mutex::new(std::time::Instant::now()),
         readers: std::sync::OnceLock::new(),
-        background_rounds: AtomicU64::new(0),
+        compaction_lock_misses: AtomicU64::new(0),
         reserve_present: AtomicBool::new(false),
         recovery_report: RecoveryReport::default(),
         options,

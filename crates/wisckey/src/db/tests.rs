@@ -26,14 +26,14 @@ fn compact_range_does_not_make_the_background_thread_spin() {
         .expect("put");
     }
     db.flush().expect("flush");
-    let before = db.inner.background_rounds.load(Ordering::Relaxed);
+    let before = db.inner.compaction_lock_misses.load(Ordering::Relaxed);
     db.compact_range(None, None).expect("compact_range");
-    let rounds = db.inner.background_rounds.load(Ordering::Relaxed) - before;
-    eprintln!("background rounds during compact_range: {rounds}");
-    // Flushes and the compactions picked after the manual one ends: a handful. Spinning
-    // was hundreds of thousands.
+    let rounds = db.inner.compaction_lock_misses.load(Ordering::Relaxed) - before;
+    eprintln!("background compaction attempts that found the lock taken: {rounds}");
+    // At most a race at the start; spinning was tens of thousands (87,246 in one run with
+    // the flag never set).
     assert!(
-        rounds < 200,
-        "{rounds} background rounds during one compact_range"
+        rounds < 10,
+        "{rounds} wasted background rounds during one compact_range"
     );
 }
