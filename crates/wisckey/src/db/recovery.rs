@@ -482,10 +482,11 @@ fn replay_value_log(
         &present_from_start,
         start,
         vlog_options,
+        options.value_threshold,
         &mut |batch| {
             for record in batch {
                 match record.kind {
-                    ValueKind::Value if record.value.len() >= options.value_threshold => {
+                    ValueKind::Value if record.value_len >= options.value_threshold => {
                         encoded.clear();
                         record.ptr.encode(&mut encoded);
                         mem.add(

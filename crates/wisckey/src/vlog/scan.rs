@@ -43,7 +43,10 @@ pub struct ScannedRecord {
     pub sequence: u64,
     pub kind: ValueKind,
     pub key: Vec<u8>,
+    /// The value, or empty when it was not copied (see [`scan_segments`]'s
+    /// `copy_values_below`); `value_len` is its length either way.
     pub value: Vec<u8>,
+    pub value_len: usize,
 }
 
 /// Where a scanned log stopped being valid although valid data follows (see module docs).
@@ -116,17 +119,20 @@ pub fn scan_log(
         .into_iter()
         .filter(|&n| n >= start.segment)
         .collect();
-    scan_segments(fs, dir, &segments, start, opts, f)
+    scan_segments(fs, dir, &segments, start, opts, usize::MAX, f)
 }
 
 /// [`scan_log`] over the given segments (ascending, the first being `start.segment`)
-/// instead of every segment present.
+/// instead of every segment present. Values of `copy_values_below` bytes or more are
+/// checked but not copied into the records handed to `f`, so replaying a batch holds its
+/// keys and small values, not its large values (recovery needs only their pointers).
 pub fn scan_segments(
     fs: &dyn FileSystem,
     dir: &Path,
     segments: &[u64],
     start: LogPosition,
     opts: &VlogOptions,
+    copy_values_below: usize,
     f: &mut dyn FnMut(&[ScannedRecord]) -> Result<()>,
 ) -> Result<ScanOutcome> {
     if segments.first() != Some(&start.segment) {
@@ -167,6 +173,7 @@ pub fn scan_segments(
         };
         let limit = declared_end.unwrap_or(file_len);
         let mut segment_scan = SegmentScan::new(file, &name, segment, limit, opts);
+        segment_scan.copy_values_below = copy_values_below;
         let end = segment_scan.run(from, &mut |batch| f(batch).map(|()| true))?;
         if declared_end == Some(end) {
             from = SEGMENT_HEADER_LEN;
@@ -258,6 +265,8 @@ struct SegmentScan<'a> {
     /// Bytes at or after this offset are not looked at.
     limit: u64,
     opts: &'a VlogOptions,
+    /// Values this long or longer are not copied into scanned records.
+    copy_values_below: usize,
     window_start: u64,
     window: Vec<u8>,
 }
@@ -276,6 +285,7 @@ impl<'a> SegmentScan<'a> {
             segment,
             limit,
             opts,
+            copy_values_below: usize::MAX,
             window_start: 0,
             window: Vec::new(),
         }
@@ -339,6 +349,7 @@ impl<'a> SegmentScan<'a> {
         let mut batch_end = from;
         let mut batch: Vec<ScannedRecord> = Vec::new();
         let (name, segment, opts) = (self.name, self.segment, self.opts);
+        let copy_values_below = self.copy_values_below;
         while self.limit - offset >= RECORD_HEADER_LEN as u64 {
             let available = self.limit - offset;
             let header = self.bytes(offset, RECORD_HEADER_LEN)?;
@@ -370,7 +381,12 @@ impl<'a> SegmentScan<'a> {
                 sequence: record.sequence,
                 kind: record.kind,
                 key: record.key.to_vec(),
-                value: record.value.to_vec(),
+                value: if record.value.len() < copy_values_below {
+                    record.value.to_vec()
+                } else {
+                    Vec::new()
+                },
+                value_len: record.value.len(),
             });
             offset += len as u64;
             if record.last_in_batch {
