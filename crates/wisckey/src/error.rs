@@ -48,6 +48,8 @@ pub enum Error {
     Locked(String),
     /// The database has been closed.
     Closed,
+    /// An internal invariant failed: a bug in wisckey, not damaged data. Please report it.
+    Internal(String),
 }
 
 impl Error {
@@ -110,6 +112,7 @@ impl fmt::Display for Error {
             ),
             Error::Locked(msg) => write!(f, "database is locked: {msg}"),
             Error::Closed => write!(f, "database is closed"),
+            Error::Internal(msg) => write!(f, "internal error (a bug in wisckey): {msg}"),
         }
     }
 }

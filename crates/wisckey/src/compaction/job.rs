@@ -62,22 +62,21 @@ pub(crate) fn run(inner: &DbInner, task: &CompactionTask) -> Result<()> {
             }
         }
     }
-    let mut state = inner.state.lock();
-    if let Err(e) = state.versions.log_and_apply(edit) {
+    let installed = crate::db::install_edit(inner, edit, |state| {
+        for n in &outputs {
+            state.pending_outputs.remove(n);
+        }
+    });
+    if let Err(e) = installed {
         // The edit may have reached the manifest anyway: the outputs stay pending (never
         // swept in this process). A full disk is retried by the caller (the manifest is
         // rewritten from memory next time, so the edit is either durable with its outputs
         // kept or superseded); anything else is latched so nothing builds on an unknown state.
-        drop(state);
         if e.is_no_space() {
             return Err(e);
         }
         return Err(latch_error(inner, e));
     }
-    for n in &outputs {
-        state.pending_outputs.remove(n);
-    }
-    drop(state);
     delete_obsolete_files(inner)
 }
 

@@ -183,28 +183,34 @@ fn flush_memtable(inner: &DbInner, imm: ImmutableMemtable) -> Result<()> {
         Ok(())
     })?;
     edit.vlog_head = Some(imm.log_end);
-    let mut state = inner.state.lock();
-    if let Some(e) = &state.bg_error {
-        return Err(e.clone());
+    // Held from here: the segment list below depends on the last install.
+    let one_install = inner.manifest_lock.lock();
+    {
+        let mut state = inner.state.lock();
+        if let Some(e) = &state.bg_error {
+            return Err(e.clone());
+        }
+        // The head passes into segments the writer created since the last flush: list them,
+        // so that open refuses if one goes missing, and their numbers are never used again.
+        let listed_up_to = state.versions.vlog_segments().last().copied().unwrap_or(0);
+        edit.vlog_segments_added = (listed_up_to + 1..=imm.log_end.segment).collect();
+        edit.next_vlog_segment = Some(imm.log_end.segment + 1);
+        let visible = inner.visible_seq.load(Ordering::Acquire);
+        if visible > state.versions.last_sequence() {
+            state.versions.set_last_sequence(visible);
+        }
     }
-    // The head passes into segments the writer created since the last flush: list them, so
-    // that open refuses if one goes missing, and their numbers are never used again.
-    let listed_up_to = state.versions.vlog_segments().last().copied().unwrap_or(0);
-    edit.vlog_segments_added = (listed_up_to + 1..=imm.log_end.segment).collect();
-    edit.next_vlog_segment = Some(imm.log_end.segment + 1);
-    let visible = inner.visible_seq.load(Ordering::Acquire);
-    if visible > state.versions.last_sequence() {
-        state.versions.set_last_sequence(visible);
-    }
+    drop(one_install);
     // On failure the edit may still have reached the manifest: the table stays pending (never
-    // swept) and the error is latched by the caller.
-    state.versions.log_and_apply(edit)?;
-    if let Some(n) = number {
-        state.pending_outputs.remove(&n);
-    }
-    let front = state.imms.pop_front();
-    debug_assert!(front.is_some_and(|f| Arc::ptr_eq(&f.table, &imm.table)));
-    drop(state);
+    // swept) and the error is latched (or, for a full disk, retried) by the caller. Readers
+    // see the memtable until the table is installed, in the same critical section.
+    super::install_edit(inner, edit, |state| {
+        if let Some(n) = number {
+            state.pending_outputs.remove(&n);
+        }
+        let front = state.imms.pop_front();
+        debug_assert!(front.is_some_and(|f| Arc::ptr_eq(&f.table, &imm.table)));
+    })?;
     inner.bg_cv.notify_all();
     delete_obsolete_files(inner)
 }
@@ -330,19 +336,22 @@ pub(crate) fn compact_range(
 pub(crate) fn delete_obsolete_files(inner: &DbInner) -> Result<()> {
     let _one_sweeper = inner.deletion_lock.lock();
     let names = inner.fs.list(&inner.dir)?;
-    let (live, pending, manifest) = {
+    let (live, pending, manifest, being_written) = {
         let state = inner.state.lock();
         (
             state.versions.live_table_files(),
             state.pending_outputs.clone(),
             state.versions.manifest_file_number(),
+            state.versions.files_being_written(),
         )
     };
     for name in names {
         let obsolete = match parse_file_name(&name) {
             Some(FileKind::Table(n)) => !live.contains(&n) && !pending.contains(&n),
-            Some(FileKind::Temp(_)) => true,
-            Some(FileKind::Manifest(n)) => n < manifest,
+            // A roll-over in flight writes its manifest and CURRENT's temp file without the
+            // state lock.
+            Some(FileKind::Temp(n)) => !being_written.contains(&n),
+            Some(FileKind::Manifest(n)) => n < manifest && !being_written.contains(&n),
             _ => false,
         };
         if obsolete {

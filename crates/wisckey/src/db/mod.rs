@@ -108,6 +108,9 @@ pub(crate) struct DbInner {
     pub manual_compaction: AtomicBool,
     /// Serializes obsolete-file sweeps.
     pub deletion_lock: Mutex<()>,
+    /// Serializes version installs (prepare → manifest I/O → finish), so the manifest's
+    /// append and fsync run without the `state` lock. Taken before `state`.
+    pub manifest_lock: Mutex<()>,
     /// When the value-log buffer was last written out.
     pub last_log_flush: Mutex<std::time::Instant>,
     /// Reader threads for scan read-ahead, started by the first scan that needs them.
@@ -343,6 +346,24 @@ pub(crate) fn with_vlog<T>(
         vlog.poison(e.clone());
     }
     result
+}
+
+/// Makes `edit` durable in the manifest and installs it, holding `state` only to prepare
+/// and to install: readers and writers are not stalled for the manifest's fsync. `state`
+/// must not be held by the caller; `on_installed` runs under it right after the install (or
+/// is skipped on error). The caller holds `manifest_lock` from before it computed the edit
+/// when the edit depends on state that another install could change.
+pub(crate) fn install_edit<T>(
+    inner: &DbInner,
+    edit: crate::version::VersionEdit,
+    on_installed: impl FnOnce(&mut State) -> T,
+) -> Result<T> {
+    let _one_install = inner.manifest_lock.lock();
+    let mut write = inner.state.lock().versions.prepare_apply(edit)?;
+    let result = write.write();
+    let mut state = inner.state.lock();
+    state.versions.finish_apply(write, result)?;
+    Ok(on_installed(&mut state))
 }
 
 /// Latches `error` as the background error (the first one wins) and wakes waiters.

@@ -171,6 +171,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<(DbInner, RecoveryRep
         shutting_down: AtomicBool::new(false),
         compaction_lock: Mutex::new(()),
         deletion_lock: Mutex::new(()),
+        manifest_lock: Mutex::new(()),
         manual_compaction: AtomicBool::new(false),
         last_log_flush: Mutex::new(std::time::Instant::now()),
         readers: std::sync::OnceLock::new(),

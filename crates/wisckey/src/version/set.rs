@@ -23,6 +23,8 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
 
+use parking_lot::Mutex;
+
 use crate::error::{Error, Result};
 use crate::filename::{manifest_file_name, CURRENT};
 use crate::fs::FileSystem;
@@ -101,6 +103,56 @@ impl Counters {
     }
 }
 
+/// An edit being made durable: built by [`VersionSet::prepare_apply`] under the set's lock,
+/// written by [`ManifestWrite::write`] without it.
+#[derive(Debug)]
+pub struct ManifestWrite {
+    fs: Arc<dyn FileSystem>,
+    dir: PathBuf,
+    version: Version,
+    counters: Counters,
+    kind: WriteKind,
+    /// A successful roll-over's new writer and snapshot length.
+    rolled: Option<(ManifestWriter, u64)>,
+}
+
+#[derive(Debug)]
+enum WriteKind {
+    /// Append one record to the current manifest.
+    Append {
+        record: Vec<u8>,
+        writer: Arc<Mutex<ManifestWriter>>,
+    },
+    /// Start manifest `number` (temp file `number + 1`) with a snapshot, switch CURRENT.
+    Roll {
+        number: u64,
+        snapshot: VersionEdit,
+        old: u64,
+    },
+}
+
+impl ManifestWrite {
+    /// The I/O: appends and syncs the record, or writes the new manifest and switches
+    /// CURRENT. Runs without the set's lock.
+    pub fn write(&mut self) -> Result<()> {
+        match &self.kind {
+            WriteKind::Append { record, writer } => writer.lock().add_record(record),
+            WriteKind::Roll {
+                number, snapshot, ..
+            } => {
+                let rolled = VersionSet::write_snapshot_manifest(
+                    self.fs.as_ref(),
+                    &self.dir,
+                    *number,
+                    snapshot,
+                )?;
+                self.rolled = Some(rolled);
+                Ok(())
+            }
+        }
+    }
+}
+
 /// A manifest's state as read by [`VersionSet::load`], before anything is written.
 #[derive(Debug, Clone)]
 pub struct LoadedState {
@@ -172,7 +224,11 @@ pub struct VersionSet {
     /// Versions that were current once; those still alive pin their files.
     older: Vec<Weak<Version>>,
     counters: Counters,
-    manifest: ManifestWriter,
+    /// Shared with an in-flight [`ManifestWrite`], which appends without the set's lock.
+    manifest: Arc<Mutex<ManifestWriter>>,
+    /// Set between `prepare_apply` and `finish_apply`: the numbers a roll-over is writing
+    /// (zeros for an append).
+    in_flight: Option<[u64; 2]>,
     /// Set after a failed manifest write: the file may end in garbage, so roll first.
     manifest_broken: bool,
     manifest_size_limit: u64,
@@ -284,8 +340,11 @@ impl VersionSet {
         mut counters: Counters,
         old: Option<u64>,
     ) -> Result<VersionSet> {
+        let number = counters.next_file_number;
+        counters.next_file_number = number + 2;
+        let snapshot = snapshot_edit(&version, &counters);
         let (manifest, snapshot_len) =
-            Self::write_snapshot_manifest(fs.as_ref(), dir, &version, &mut counters)?;
+            Self::write_snapshot_manifest(fs.as_ref(), dir, number, &snapshot)?;
         if let Some(old) = old {
             // Best effort: CURRENT no longer names it; the obsolete-file sweep retries.
             let _ = fs.remove(&manifest_file_name(dir, old));
@@ -296,26 +355,25 @@ impl VersionSet {
             current: Arc::new(version),
             older: Vec::new(),
             counters,
-            manifest,
+            manifest: Arc::new(Mutex::new(manifest)),
+            in_flight: None,
             manifest_broken: false,
             manifest_size_limit: DEFAULT_MANIFEST_SIZE_LIMIT,
             snapshot_len,
         })
     }
 
-    /// New manifest (synced) + CURRENT switch. Consumes two file numbers from `counters`
-    /// before the snapshot is taken, so the snapshot's next_file_number covers them.
+    /// New manifest `number` (synced) holding `snapshot`, then the CURRENT switch through
+    /// temp file `number + 1`. The caller reserved both numbers before building the snapshot,
+    /// so the snapshot's next_file_number covers them.
     fn write_snapshot_manifest(
         fs: &dyn FileSystem,
         dir: &Path,
-        version: &Version,
-        counters: &mut Counters,
+        number: u64,
+        snapshot: &VersionEdit,
     ) -> Result<(ManifestWriter, u64)> {
-        let number = counters.next_file_number;
         let temp_number = number + 1;
-        counters.next_file_number = number + 2;
-        let snapshot = snapshot_edit(version, counters);
-        let created = ManifestWriter::create(fs, dir, number, &snapshot);
+        let created = ManifestWriter::create(fs, dir, number, snapshot);
         let result = created.and_then(|writer| {
             write_current(fs, dir, number, temp_number)?;
             let len = writer.len();
@@ -333,10 +391,29 @@ impl VersionSet {
     }
 
     /// Applies `edit`, makes it durable in the manifest, then installs and returns the new
-    /// version. On error nothing in memory changes (file numbers handed out stay used); the
-    /// edit may or may not have reached the disk, so the caller must latch the error and
-    /// must not delete files the edit added.
-    pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<Arc<Version>> {
+    /// version: [`VersionSet::prepare_apply`], [`ManifestWrite::write`] and
+    /// [`VersionSet::finish_apply`] in one go. On error nothing in memory changes (file numbers
+    /// handed out stay used); the edit may or may not have reached the disk, so the caller
+    /// must latch the error and must not delete files the edit added.
+    pub fn log_and_apply(&mut self, edit: VersionEdit) -> Result<Arc<Version>> {
+        let mut write = self.prepare_apply(edit)?;
+        let result = write.write();
+        self.finish_apply(write, result)
+    }
+
+    /// First step of applying `edit`: builds the new version and the bytes that make it
+    /// durable, in memory only. The caller then runs [`ManifestWrite::write`] *without* the
+    /// lock that guards this set (readers and writers go on meanwhile) and hands the result to
+    /// [`VersionSet::finish_apply`]. At most one write may be in flight: the caller serializes
+    /// prepare → write → finish (the database's `manifest_lock`). Until finish, `current()`
+    /// stays the old version; numbers a roll-over will use are reserved here and reported by
+    /// [`VersionSet::files_being_written`] so no sweep removes them.
+    pub fn prepare_apply(&mut self, mut edit: VersionEdit) -> Result<ManifestWrite> {
+        if self.in_flight.is_some() {
+            return Err(Error::Internal(
+                "a manifest write is already in flight".into(),
+            ));
+        }
         if let Some((tag, _)) = edit.extra.iter().find(|(t, _)| !EXTRA_TAGS.contains(t)) {
             return Err(Error::InvalidArgument(format!(
                 "extra tag {tag} outside the reserved range"
@@ -348,34 +425,87 @@ impl VersionSet {
             counters.mark_used(file.number);
         }
         counters.apply(&edit);
-        edit.next_file_number = Some(counters.next_file_number);
-        edit.last_sequence = Some(counters.last_sequence);
 
         let roll_at = self
             .manifest_size_limit
             .max(self.snapshot_len.saturating_mul(4));
-        if self.manifest_broken || self.manifest.len() >= roll_at {
-            let old = self.manifest.number();
-            let result =
-                Self::write_snapshot_manifest(self.fs.as_ref(), &self.dir, &version, &mut counters);
-            // The two numbers were used on disk even if the roll failed.
-            self.counters.next_file_number = counters.next_file_number;
-            let (writer, snapshot_len) = result.inspect_err(|_| self.manifest_broken = true)?;
-            self.manifest = writer;
-            self.snapshot_len = snapshot_len;
-            self.manifest_broken = false;
-            let _ = self.fs.remove(&manifest_file_name(&self.dir, old));
-        } else if let Err(e) = self.manifest.add_record(&edit.encode()) {
+        let kind = if self.manifest_broken || self.manifest.lock().len() >= roll_at {
+            // The two numbers are used on disk even if the roll fails.
+            let number = counters
+                .next_file_number
+                .max(self.counters.next_file_number);
+            counters.next_file_number = number + 2;
+            self.counters.next_file_number = number + 2;
+            self.in_flight = Some([number, number + 1]);
+            let snapshot = snapshot_edit(&version, &counters);
+            WriteKind::Roll {
+                number,
+                snapshot,
+                old: self.manifest.lock().number(),
+            }
+        } else {
+            edit.next_file_number = Some(counters.next_file_number);
+            edit.last_sequence = Some(counters.last_sequence);
+            self.in_flight = Some([0, 0]);
+            WriteKind::Append {
+                record: edit.encode(),
+                writer: Arc::clone(&self.manifest),
+            }
+        };
+        Ok(ManifestWrite {
+            fs: Arc::clone(&self.fs),
+            dir: self.dir.clone(),
+            version,
+            counters,
+            kind,
+            rolled: None,
+        })
+    }
+
+    /// Last step of applying an edit: on success installs the new version and returns it; on
+    /// failure changes nothing but marks the manifest for a roll-over (it may end in garbage).
+    pub fn finish_apply(
+        &mut self,
+        write: ManifestWrite,
+        result: Result<()>,
+    ) -> Result<Arc<Version>> {
+        self.in_flight = None;
+        if let Err(e) = result {
             self.manifest_broken = true;
             return Err(e);
         }
-
+        let ManifestWrite {
+            version,
+            mut counters,
+            kind,
+            rolled,
+            ..
+        } = write;
+        if let (WriteKind::Roll { old, .. }, Some((writer, snapshot_len))) = (kind, rolled) {
+            self.manifest = Arc::new(Mutex::new(writer));
+            self.snapshot_len = snapshot_len;
+            let _ = self.fs.remove(&manifest_file_name(&self.dir, old));
+        }
+        self.manifest_broken = false;
+        // Numbers handed out and sequences recorded while the write was in flight stay.
+        counters.next_file_number = counters
+            .next_file_number
+            .max(self.counters.next_file_number);
+        counters.last_sequence = counters.last_sequence.max(self.counters.last_sequence);
         let version = Arc::new(version);
         let previous = std::mem::replace(&mut self.current, Arc::clone(&version));
         self.older.retain(|w| w.strong_count() > 0);
         self.older.push(Arc::downgrade(&previous));
         self.counters = counters;
         Ok(version)
+    }
+
+    /// File numbers (a new manifest and its CURRENT temp file) that an in-flight roll-over
+    /// is writing: the obsolete-file sweep must leave them alone.
+    pub fn files_being_written(&self) -> Vec<u64> {
+        self.in_flight
+            .map(|numbers| numbers.into_iter().filter(|&n| n != 0).collect())
+            .unwrap_or_default()
     }
 
     pub fn current(&self) -> Arc<Version> {
@@ -449,7 +579,7 @@ impl VersionSet {
     }
 
     pub fn manifest_file_number(&self) -> u64 {
-        self.manifest.number()
+        self.manifest.lock().number()
     }
 
     /// Overrides the size at which the manifest rolls over (tests use a tiny limit).
