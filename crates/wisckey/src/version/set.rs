@@ -126,7 +126,7 @@ enum WriteKind {
     /// Start manifest `number` (temp file `number + 1`) with a snapshot, switch CURRENT.
     Roll {
         number: u64,
-        snapshot: VersionEdit,
+        snapshot: Box<VersionEdit>,
         old: u64,
     },
 }
@@ -437,7 +437,7 @@ impl VersionSet {
             counters.next_file_number = number + 2;
             self.counters.next_file_number = number + 2;
             self.in_flight = Some([number, number + 1]);
-            let snapshot = snapshot_edit(&version, &counters);
+            let snapshot = Box::new(snapshot_edit(&version, &counters));
             WriteKind::Roll {
                 number,
                 snapshot,
