@@ -19,6 +19,9 @@ pub(crate) struct BatchOp {
 pub struct WriteBatch {
     pub(crate) ops: Vec<BatchOp>,
     bytes: usize,
+    /// The first operation refused for its size: it was not copied, and writing the batch
+    /// returns this error (a batch is all or nothing).
+    refused: Option<String>,
 }
 
 impl WriteBatch {
@@ -26,7 +29,9 @@ impl WriteBatch {
         WriteBatch::default()
     }
 
-    /// Adds a put. A later operation on the same key in the batch wins.
+    /// Adds a put. A later operation on the same key in the batch wins. A key over
+    /// [`crate::MAX_KEY_SIZE`] or a value over [`crate::MAX_VALUE_SIZE`] is not copied; the
+    /// batch then fails with `InvalidArgument` when written.
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> &mut Self {
         self.push(ValueKind::Value, key.as_ref(), value.as_ref())
     }
@@ -37,6 +42,14 @@ impl WriteBatch {
     }
 
     fn push(&mut self, kind: ValueKind, key: &[u8], value: &[u8]) -> &mut Self {
+        if self.refused.is_some() {
+            return self;
+        }
+        // Checked before copying: an oversize value must not cost its size in memory first.
+        if let Err(why) = crate::options::check_entry_size(key.len(), value.len()) {
+            self.refused = Some(why);
+            return self;
+        }
         self.bytes += key.len() + value.len();
         self.ops.push(BatchOp {
             kind,
@@ -63,6 +76,12 @@ impl WriteBatch {
     pub fn clear(&mut self) {
         self.ops.clear();
         self.bytes = 0;
+        self.refused = None;
+    }
+
+    /// Why an operation was refused (see [`WriteBatch::put`]), if one was.
+    pub(crate) fn refused(&self) -> Option<&str> {
+        self.refused.as_deref()
     }
 }
 

@@ -50,6 +50,8 @@ pub enum Error {
     Closed,
     /// An internal invariant failed: a bug in wisckey, not damaged data. Please report it.
     Internal(String),
+    /// Work was abandoned before it ran (e.g. a scan's read-ahead after the iterator moved on).
+    Aborted(String),
 }
 
 impl Error {
@@ -113,6 +115,7 @@ impl fmt::Display for Error {
             Error::Locked(msg) => write!(f, "database is locked: {msg}"),
             Error::Closed => write!(f, "database is closed"),
             Error::Internal(msg) => write!(f, "internal error (a bug in wisckey): {msg}"),
+            Error::Aborted(msg) => write!(f, "aborted: {msg}"),
         }
     }
 }

@@ -15,6 +15,22 @@ pub const MAX_KEY_SIZE: usize = 64 * 1024;
 /// Largest value accepted: 256 MiB (a value is written, read and verified as one unit).
 pub const MAX_VALUE_SIZE: usize = 256 * 1024 * 1024;
 
+/// Checks one key and value against [`MAX_KEY_SIZE`] and [`MAX_VALUE_SIZE`]; the message
+/// names the limit.
+pub(crate) fn check_entry_size(key_len: usize, value_len: usize) -> Result<(), String> {
+    if key_len > MAX_KEY_SIZE {
+        return Err(format!(
+            "key of {key_len} bytes exceeds the maximum key size of {MAX_KEY_SIZE} bytes"
+        ));
+    }
+    if value_len > MAX_VALUE_SIZE {
+        return Err(format!(
+            "value of {value_len} bytes exceeds the maximum value size of {MAX_VALUE_SIZE} bytes"
+        ));
+    }
+    Ok(())
+}
+
 /// How the database is opened and tuned.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -99,8 +115,13 @@ pub struct Options {
     /// Size of the `RESERVE` file kept in the database directory. When the disk fills up,
     /// it is deleted so that memtable flushes, manifest rewrites, open and close (and the
     /// deletes that free space) can still complete; it is re-created once space is back.
-    /// Default 16 MiB. 0 turns it off.
+    /// Default 32 MiB (a full default memtable flushes to a table of ~25 MB). 0 turns it off.
     pub disk_reserve_size: u64,
+    /// Largest write batch accepted, in key and value bytes. A batch is held whole in the
+    /// value-log buffer and in the memtable, so this bounds the memory one write can take.
+    /// Default 512 MiB (room for one value of the maximum size and more). Larger batches
+    /// fail with `InvalidArgument` before they reach the log.
+    pub max_batch_size: usize,
 }
 
 /// How open treats a value log that is damaged in the middle (valid records follow bad
@@ -146,7 +167,8 @@ impl Default for Options {
             scan_readahead_threads: 16,
             recovery_mode: RecoveryMode::Strict,
             vlog_preallocate_size: 4 << 20,
-            disk_reserve_size: 16 << 20,
+            disk_reserve_size: 32 << 20,
+            max_batch_size: 512 << 20,
         }
     }
 }
@@ -167,6 +189,8 @@ impl Options {
             max_open_tables: 16,
             target_file_size: 16 << 10,
             level1_max_bytes: 64 << 10,
+            vlog_preallocate_size: 64 << 10,
+            disk_reserve_size: 256 << 10,
             ..Options::default()
         }
     }
@@ -192,6 +216,10 @@ impl Options {
             "vlog_segment_size must be at least 4096 bytes",
         )?;
         check(self.vlog_buffer_size > 0, "vlog_buffer_size must be > 0")?;
+        check(
+            self.max_batch_size >= 1 << 20,
+            "max_batch_size must be at least 1 MiB",
+        )?;
         check(
             self.memtable_size >= 1024,
             "memtable_size must be at least 1024 bytes",

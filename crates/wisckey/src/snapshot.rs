@@ -96,6 +96,11 @@ impl Snapshot {
     pub fn sequence(&self) -> SequenceNumber {
         self.inner.sequence
     }
+
+    /// Whether this snapshot was taken from the database that owns `registry`.
+    pub(crate) fn belongs_to(&self, registry: &Arc<SnapshotRegistry>) -> bool {
+        Arc::ptr_eq(&self.inner.registry, registry)
+    }
 }
 
 #[cfg(test)]

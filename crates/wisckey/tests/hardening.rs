@@ -536,3 +536,101 @@ impl Drop for TmpfsMount {
             .status();
     }
 }
+
+/// Defect: an iterator outliving `close()` kept reading and kept the LOCK, so a reopen
+/// failed with "locked". Iterators now borrow the `Db` (closing with one alive does not
+/// compile: see the `compile_fail` example on `Db::iter`); a snapshot outliving its
+/// database is inert, and using it on another database is refused.
+#[test]
+fn snapshot_outliving_close_does_not_hold_the_database_and_is_refused_elsewhere() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(tmp.path(), small_posix()).expect("open");
+    db.put(b"k", b"old").expect("put");
+    let old_snapshot = db.snapshot();
+    {
+        let mut it = db.iter(&wisckey::ReadOptions::default()).expect("iter");
+        it.seek_to_first();
+        assert_eq!(it.key(), b"k");
+    }
+    db.close().expect("close with a snapshot alive");
+    let db = Db::open(tmp.path(), small_posix()).expect("reopen: nothing holds the LOCK");
+    let foreign = wisckey::ReadOptions {
+        snapshot: Some(old_snapshot.clone()),
+        ..Default::default()
+    };
+    for result in [
+        db.get_opt(b"k", &foreign).map(|_| ()),
+        db.iter(&foreign).map(|_| ()),
+    ] {
+        match result {
+            Err(Error::InvalidArgument(msg)) => assert!(msg.contains("another database"), "{msg}"),
+            other => panic!("expected InvalidArgument, got {other:?}"),
+        }
+    }
+    let own = wisckey::ReadOptions {
+        snapshot: Some(db.snapshot()),
+        ..Default::default()
+    };
+    assert_eq!(db.get_opt(b"k", &own).expect("get"), Some(b"old".to_vec()));
+}
+
+/// Defect: `key()`/`value()` on an unpositioned iterator reported corruption.
+#[test]
+fn unpositioned_iterator_reports_no_corruption() {
+    let db = Db::open("/db", Options::small_for_tests(Arc::new(MemFs::new()))).expect("open");
+    db.put(b"a", vec![1u8; 200]).expect("put");
+    let mut it = db.iter(&wisckey::ReadOptions::default()).expect("iter");
+    let check = |it: &wisckey::DbIterator<'_>| {
+        assert!(!it.valid());
+        assert_eq!(it.key(), b"");
+        match it.value() {
+            Err(Error::InvalidArgument(msg)) => assert!(msg.contains("not positioned"), "{msg}"),
+            other => panic!("expected InvalidArgument, got {other:?}"),
+        }
+    };
+    check(&it);
+    it.seek_to_first();
+    assert_eq!(it.value().expect("value"), vec![1u8; 200]);
+    it.next();
+    check(&it);
+    it.status().expect("no error");
+}
+
+/// Defect: a 1 GiB value was copied (1 GiB allocated) before "exceeds the maximum value
+/// size"; batches had no total bound.
+#[test]
+fn oversize_values_and_batches_are_refused_before_they_are_copied() {
+    let db = Db::open("/db", Options::small_for_tests(Arc::new(MemFs::new()))).expect("open");
+    let huge = vec![0u8; wisckey::MAX_VALUE_SIZE + 1];
+    match db.put(b"k", &huge) {
+        Err(Error::InvalidArgument(msg)) => assert!(msg.contains("maximum value size"), "{msg}"),
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+    let mut batch = wisckey::WriteBatch::new();
+    batch
+        .put(b"small", b"v")
+        .put(b"k", &huge)
+        .put(b"later", b"v");
+    assert_eq!(
+        batch.payload_bytes(),
+        6,
+        "the oversize value was not copied"
+    );
+    assert!(matches!(db.write(batch), Err(Error::InvalidArgument(_))));
+    assert_eq!(db.get(b"small").expect("get"), None, "all or nothing");
+
+    let limited = Options {
+        max_batch_size: 1 << 20,
+        ..Options::small_for_tests(Arc::new(MemFs::new()))
+    };
+    let db = Db::open("/db2", limited).expect("open");
+    let mut batch = wisckey::WriteBatch::new();
+    for i in 0..5u32 {
+        batch.put(i.to_be_bytes(), vec![0u8; 300 << 10]);
+    }
+    match db.write(batch) {
+        Err(Error::InvalidArgument(msg)) => assert!(msg.contains("max_batch_size"), "{msg}"),
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+    assert_eq!(db.get(0u32.to_be_bytes()).expect("get"), None);
+}

@@ -262,6 +262,7 @@ fn run_model(seed: u64, ops: u64, dir: &Path) {
         it.next();
     }
     it.status().expect("status");
+    drop(it);
     assert_eq!(seen.len(), model.len(), "final key count");
     assert!(seen == model, "final contents differ from the model");
     let levels = db.level_file_counts();

@@ -51,7 +51,7 @@ fn run_background(inner: &DbInner) {
                         break Work::Flush(imm.clone());
                     }
                     let version = state.versions.current();
-                    let manual_running = inner.manual_compaction.load(Ordering::Acquire);
+                    let manual_running = inner.manual_compaction.load(Ordering::Acquire) > 0;
                     if !manual_running
                         && compaction::pick_compaction(
                             &version,
@@ -174,11 +174,10 @@ fn flush_memtable(inner: &DbInner, imm: ImmutableMemtable) -> Result<()> {
             vlog.sync()?;
         }
         if vlog.synced_end() < imm.log_end {
-            return Err(Error::corruption(
-                "value log",
-                imm.log_end.offset,
-                "records of a memtable being flushed are missing from the log",
-            ));
+            return Err(Error::Internal(format!(
+                "records of a memtable being flushed are missing from the log (before {:?})",
+                imm.log_end
+            )));
         }
         Ok(())
     })?;
@@ -291,20 +290,22 @@ pub(crate) fn compact_range(
     begin: Option<&[u8]>,
     end: Option<&[u8]>,
 ) -> Result<()> {
-    let _only_one = inner.compaction_lock.lock();
-    // While this holds the compaction lock, the background thread must not pick
-    // compactions: it would fail to get the lock and pick again at once, spinning (and
-    // waking stalled writers) for as long as this runs. It keeps flushing.
-    inner.manual_compaction.store(true, Ordering::Release);
+    // While a manual compaction waits for or holds the compaction lock, the background
+    // thread must not pick compactions: it would fail to get the lock and pick again at once,
+    // spinning (and waking stalled writers) for as long as this runs. It keeps flushing.
+    // The flag is set before the lock is taken and cleared after it is released (guards drop
+    // in reverse order), so no moment has the lock held without the flag.
     struct ClearOnDrop<'a>(&'a DbInner);
     impl Drop for ClearOnDrop<'_> {
         fn drop(&mut self) {
-            self.0.manual_compaction.store(false, Ordering::Release);
+            self.0.manual_compaction.fetch_sub(1, Ordering::AcqRel);
             let _state = self.0.state.lock();
             self.0.bg_cv.notify_all();
         }
     }
+    inner.manual_compaction.fetch_add(1, Ordering::AcqRel);
     let _clear = ClearOnDrop(inner);
+    let _only_one = inner.compaction_lock.lock();
     let deepest = {
         let version = inner.state.lock().versions.current();
         (1..NUM_LEVELS)

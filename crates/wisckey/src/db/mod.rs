@@ -37,7 +37,7 @@ use crate::iter::readahead::ReaderPool;
 use crate::iter::DbIterator;
 use crate::key::SequenceNumber;
 use crate::memtable::MemTable;
-use crate::options::{Options, ReadOptions, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE};
+use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::position::LogPosition;
 use crate::snapshot::{Snapshot, SnapshotRegistry};
 use crate::sstable::{BlockCache, TableCache};
@@ -103,9 +103,9 @@ pub(crate) struct DbInner {
     pub shutting_down: AtomicBool,
     /// Serializes compactions (background and manual).
     pub compaction_lock: Mutex<()>,
-    /// Set while `compact_range` runs; the background thread then leaves compaction alone
-    /// (and keeps flushing).
-    pub manual_compaction: AtomicBool,
+    /// Number of `compact_range` calls waiting for or holding `compaction_lock`; while it is
+    /// nonzero the background thread leaves compaction alone (and keeps flushing).
+    pub manual_compaction: std::sync::atomic::AtomicUsize,
     /// Serializes obsolete-file sweeps.
     pub deletion_lock: Mutex<()>,
     /// Serializes version installs (prepare → manifest I/O → finish), so the manifest's
@@ -172,6 +172,9 @@ impl Db {
         value: impl AsRef<[u8]>,
         opts: &WriteOptions,
     ) -> Result<()> {
+        let (key, value) = (key.as_ref(), value.as_ref());
+        // Before the batch copies them: an oversize value must not be copied first.
+        crate::options::check_entry_size(key.len(), value.len()).map_err(Error::InvalidArgument)?;
         let mut batch = WriteBatch::new();
         batch.put(key, value);
         self.write_opt(batch, opts)
@@ -194,7 +197,7 @@ impl Db {
     }
 
     pub fn write_opt(&self, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
-        validate_batch(&batch)?;
+        validate_batch(&batch, self.inner.options.max_batch_size)?;
         write::write(&self.inner, batch, opts.sync)
     }
 
@@ -216,7 +219,21 @@ impl Db {
 
     /// An iterator over the keys (and lazily read values) visible at the read options'
     /// snapshot (or now), within its bounds. It starts unpositioned: call a seek first.
-    pub fn iter(&self, opts: &ReadOptions) -> Result<DbIterator> {
+    ///
+    /// The iterator borrows the database, so the database cannot be closed (or dropped)
+    /// while it is alive:
+    ///
+    /// ```compile_fail
+    /// # fn main() -> wisckey::Result<()> {
+    /// let dir = tempfile::tempdir().expect("tempdir");
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// let it = db.iter(&wisckey::ReadOptions::default())?;
+    /// db.close()?; // error: cannot move out of `db` because it is borrowed
+    /// drop(it);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn iter(&self, opts: &ReadOptions) -> Result<DbIterator<'_>> {
         read::iter(&self.inner, opts)
     }
 
@@ -295,10 +312,7 @@ impl Db {
         let sync_result = self.inner.vlog.lock().sync();
         if panicked {
             // A panicking background thread is a bug; report it instead of propagating.
-            return Err(Error::io(
-                "background thread panicked",
-                std::io::Error::other("panic"),
-            ));
+            return Err(Error::Internal("a background thread panicked".into()));
         }
         sync_result?;
         flushed?;
@@ -315,20 +329,15 @@ impl Drop for Db {
     }
 }
 
-fn validate_batch(batch: &WriteBatch) -> Result<()> {
-    for op in &batch.ops {
-        if op.key.len() > MAX_KEY_SIZE {
-            return Err(Error::InvalidArgument(format!(
-                "key of {} bytes exceeds the maximum key size of {MAX_KEY_SIZE} bytes",
-                op.key.len()
-            )));
-        }
-        if op.value.len() > MAX_VALUE_SIZE {
-            return Err(Error::InvalidArgument(format!(
-                "value of {} bytes exceeds the maximum value size of {MAX_VALUE_SIZE} bytes",
-                op.value.len()
-            )));
-        }
+fn validate_batch(batch: &WriteBatch, max_batch_size: usize) -> Result<()> {
+    if let Some(why) = batch.refused() {
+        return Err(Error::InvalidArgument(why.to_string()));
+    }
+    if batch.payload_bytes() > max_batch_size {
+        return Err(Error::InvalidArgument(format!(
+            "write batch of {} key and value bytes exceeds max_batch_size {max_batch_size}",
+            batch.payload_bytes()
+        )));
     }
     Ok(())
 }
@@ -373,12 +382,17 @@ pub(crate) fn latch_error(inner: &DbInner, error: Error) -> Error {
     latched
 }
 
-/// The sequence number reads should use for `opts`.
-pub(crate) fn read_sequence(inner: &DbInner, opts: &ReadOptions) -> SequenceNumber {
-    opts.snapshot.as_ref().map_or_else(
-        || inner.visible_seq.load(Ordering::Acquire),
-        Snapshot::sequence,
-    )
+/// The sequence number reads should use for `opts`. A snapshot of another database is
+/// refused: its sequence number means nothing here, and this database's compactions do
+/// not keep what it would see.
+pub(crate) fn read_sequence(inner: &DbInner, opts: &ReadOptions) -> Result<SequenceNumber> {
+    match &opts.snapshot {
+        None => Ok(inner.visible_seq.load(Ordering::Acquire)),
+        Some(snapshot) if snapshot.belongs_to(&inner.snapshots) => Ok(snapshot.sequence()),
+        Some(_) => Err(Error::InvalidArgument(
+            "the snapshot in ReadOptions belongs to another database".into(),
+        )),
+    }
 }
 
 /// Builds the block and table caches.

@@ -28,10 +28,10 @@ struct View {
     version: Arc<Version>,
 }
 
-fn capture(inner: &DbInner, opts: &ReadOptions) -> View {
+fn capture(inner: &DbInner, opts: &ReadOptions) -> Result<View> {
     let state = inner.state.lock();
-    View {
-        sequence: read_sequence(inner, opts),
+    Ok(View {
+        sequence: read_sequence(inner, opts)?,
         mem: Arc::clone(&state.mem),
         imms: state
             .imms
@@ -40,11 +40,11 @@ fn capture(inner: &DbInner, opts: &ReadOptions) -> View {
             .map(|i| Arc::clone(&i.table))
             .collect(),
         version: state.versions.current(),
-    }
+    })
 }
 
 pub(crate) fn get(inner: &DbInner, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
-    let view = capture(inner, opts);
+    let view = capture(inner, opts)?;
     let seq = view.sequence;
     let found = view
         .mem
@@ -106,8 +106,8 @@ pub(crate) fn plan_pointer_read(
         Error::corruption("lsm", 0, "undecodable value pointer stored in the LSM-tree")
     })?;
     let record_end = LogPosition::new(ptr.segment, ptr.offset + u64::from(ptr.len));
-    // `vlog_flushed_end` is a lock-free hint that may lag behind the writer; only when the
-    // record looks unflushed is the writer consulted for the truth.
+    // `vlog_flushed_end` is a hint behind its own short lock (never held across I/O) that may
+    // lag behind the writer; only when the record looks unflushed is the writer consulted.
     let mut flushed = *inner.vlog_flushed_end.lock();
     if record_end > flushed {
         let vlog = inner.vlog.lock();
@@ -130,8 +130,8 @@ pub(crate) fn plan_pointer_read(
     Ok(PointerRead::File { ptr, live })
 }
 
-pub(crate) fn iter(inner: &Arc<DbInner>, opts: &ReadOptions) -> Result<DbIterator> {
-    let view = capture(inner, opts);
+pub(crate) fn iter<'a>(inner: &Arc<DbInner>, opts: &ReadOptions) -> Result<DbIterator<'a>> {
+    let view = capture(inner, opts)?;
     let seq = view.sequence;
     let mut children: Vec<Box<dyn InternalIterator>> =
         Vec::with_capacity(2 + view.imms.len() + view.version.num_files(0));

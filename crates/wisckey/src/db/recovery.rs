@@ -172,7 +172,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<(DbInner, RecoveryRep
         compaction_lock: Mutex::new(()),
         deletion_lock: Mutex::new(()),
         manifest_lock: Mutex::new(()),
-        manual_compaction: AtomicBool::new(false),
+        manual_compaction: std::sync::atomic::AtomicUsize::new(0),
         last_log_flush: Mutex::new(std::time::Instant::now()),
         readers: std::sync::OnceLock::new(),
         compaction_lock_misses: AtomicU64::new(0),

@@ -48,8 +48,11 @@ enum Direction {
 }
 
 /// Iterates over user keys and values; see [`crate::Db::iter`].
-pub struct DbIterator {
+pub struct DbIterator<'a> {
     db: Arc<DbInner>,
+    /// Borrows the `Db`: it cannot be closed or dropped while an iterator is alive (an
+    /// iterator keeps the database's files, and its LOCK, in use).
+    _db: std::marker::PhantomData<&'a crate::Db>,
     iter: MergingIterator,
     sequence: SequenceNumber,
     _version: Arc<Version>,
@@ -72,7 +75,7 @@ pub struct DbIterator {
     ahead_error: Option<Error>,
 }
 
-impl std::fmt::Debug for DbIterator {
+impl std::fmt::Debug for DbIterator<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DbIterator")
             .field("sequence", &self.sequence)
@@ -81,14 +84,14 @@ impl std::fmt::Debug for DbIterator {
     }
 }
 
-impl Drop for DbIterator {
+impl Drop for DbIterator<'_> {
     /// Reads queued ahead for entries the user will now never see are skipped.
     fn drop(&mut self) {
         self.drop_readahead();
     }
 }
 
-impl DbIterator {
+impl DbIterator<'_> {
     pub(crate) fn new(
         db: Arc<DbInner>,
         iter: MergingIterator,
@@ -96,9 +99,10 @@ impl DbIterator {
         version: Arc<Version>,
         lower: Option<Vec<u8>>,
         upper: Option<Vec<u8>>,
-    ) -> DbIterator {
+    ) -> Self {
         DbIterator {
             db,
+            _db: std::marker::PhantomData,
             iter,
             sequence,
             _version: version,
@@ -122,8 +126,12 @@ impl DbIterator {
         !self.ahead.is_empty() || self.valid
     }
 
-    /// The current user key. Requires `valid()`.
+    /// The current user key, or an empty slice when the iterator is not positioned on an
+    /// entry (`valid()` is false).
     pub fn key(&self) -> &[u8] {
+        if !self.valid() {
+            return &[];
+        }
         if let Some(front) = self.ahead.front() {
             return &front.user_key;
         }
@@ -133,8 +141,15 @@ impl DbIterator {
         }
     }
 
-    /// The current value, read from the value log if it is stored there. Requires `valid()`.
+    /// The current value, read from the value log if it is stored there. When the iterator
+    /// is not positioned on an entry (`valid()` is false) this is `InvalidArgument`, never
+    /// `Corruption`: nothing is damaged.
     pub fn value(&self) -> Result<Vec<u8>> {
+        if !self.valid() {
+            return Err(Error::InvalidArgument(
+                "the iterator is not positioned on an entry: seek first, and check valid()".into(),
+            ));
+        }
         if let Some(front) = self.ahead.front() {
             if let Some(result) = front.read.as_ref().and_then(|read| read.take()) {
                 return result;
@@ -146,7 +161,7 @@ impl DbIterator {
                 front.kind,
                 front.stored.clone(),
             )?
-            .ok_or_else(|| Error::corruption("iterator", 0, "positioned on a deletion"));
+            .ok_or_else(|| Error::Internal("iterator positioned on a deletion".into()));
         }
         let (kind, stored) = match self.direction {
             Direction::Forward => {
@@ -157,7 +172,7 @@ impl DbIterator {
             Direction::Reverse => (self.saved_kind, self.saved_value.clone()),
         };
         crate::db::resolve_value(&self.db, self.key(), kind, stored)?
-            .ok_or_else(|| Error::corruption("iterator", 0, "positioned on a deletion"))
+            .ok_or_else(|| Error::Internal("iterator positioned on a deletion".into()))
     }
 
     /// The first error met; an iterator that hit one is not valid.

@@ -109,15 +109,13 @@ impl PendingRead {
     /// `read` completes the slot with an error instead of leaving waiters blocked.
     pub(crate) fn complete_with(&self, read: impl FnOnce() -> Result<Vec<u8>>) {
         let result = if self.abandoned.load(Ordering::Relaxed) {
-            Err(Error::InvalidArgument(
+            Err(Error::Aborted(
                 "read-ahead abandoned before it ran".to_string(),
             ))
         } else {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(read)).unwrap_or_else(|_| {
-                Err(Error::corruption(
-                    "value log",
-                    0,
-                    "value read panicked in a reader thread",
+                Err(Error::Internal(
+                    "a value read panicked in a reader thread".to_string(),
                 ))
             })
         };

@@ -73,11 +73,13 @@ impl Version {
     }
 
     /// The version that results from applying `edit` to `self`. Errors (deleting a missing
-    /// file, adding a duplicate number, overlapping files at L1+) are `InvalidArgument`.
+    /// file, adding a duplicate number, overlapping files at L1+) are `Internal`: the engine
+    /// built an edit that does not fit its own version. (Recovery, which applies edits read
+    /// from disk, reports the same failures as `Corruption`.)
     pub fn apply(&self, edit: &VersionEdit) -> Result<Version> {
         let mut builder = VersionBuilder::new(self);
-        builder.apply(edit).map_err(Error::InvalidArgument)?;
-        builder.build().map_err(Error::InvalidArgument)
+        builder.apply(edit).map_err(Error::Internal)?;
+        builder.build().map_err(Error::Internal)
     }
 
     /// Files at `level`: L0 newest first, L1+ in key order. Empty for out-of-range levels.

@@ -35,7 +35,8 @@ use crate::iter::InternalIterator;
 /// Number of LSM levels, L0 to L6.
 pub const NUM_LEVELS: usize = 7;
 
-/// What a Version needs from the table layer (implemented for the real TableCache later).
+/// What a Version needs from the table layer (implemented by `sstable::TableCache`; tests
+/// use a fake).
 pub trait TableSource: Send + Sync {
     /// First entry in table `number` with internal key >= ikey whose user key == user_key(ikey).
     fn get(&self, number: u64, file_size: u64, ikey: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>>;
