@@ -702,8 +702,10 @@ fn enospc_at_every_call_loses_no_acknowledged_write() {
         (calls, model)
     };
     let (calls, _) = workload(&FaultFs::new(Arc::new(MemFs::new())), None);
-    assert!(calls > 20, "the workload makes {calls} such calls");
-    for k in 1..=calls {
+    // Background flushes make the count vary a little from run to run; every k up to a few
+    // past it is tried (a k past the last call injects nothing, which is checked too).
+    assert!(calls >= 10, "the workload makes {calls} such calls");
+    for k in 1..=calls + 5 {
         workload(&FaultFs::new(Arc::new(MemFs::new())), Some(k));
     }
     eprintln!("ENOSPC injected at each of {calls} calls");
