@@ -291,10 +291,9 @@ fn find(hay: &[u8], needle: &[u8]) -> usize {
         .expect("needle present")
 }
 
-/// Defect: a damaged record in the replayed part of the log followed by valid records was
-/// treated as a torn tail, so acknowledged sync writes after it vanished without an error.
-#[test]
-fn damaged_log_record_before_synced_records_is_refused_then_salvaged_on_request() {
+/// Twenty sync puts (all in the replayed part of one segment: nothing is flushed), then the
+/// directory as a power cut would leave it. Returns it and the options to open it with.
+fn twenty_sync_puts_then_power_cut() -> (tempfile::TempDir, Options) {
     let live = tempfile::tempdir().expect("tempdir");
     let options = Options {
         memtable_size: 64 << 20,
@@ -310,6 +309,14 @@ fn damaged_log_record_before_synced_records_is_refused_then_salvaged_on_request(
     let crashed = tempfile::tempdir().expect("tempdir");
     crash_copy(live.path(), crashed.path());
     drop(db);
+    (crashed, options)
+}
+
+/// Defect: a damaged record in the replayed part of the log followed by valid records was
+/// treated as a torn tail, so acknowledged sync writes after it vanished without an error.
+#[test]
+fn damaged_log_record_before_synced_records_is_refused_then_salvaged_on_request() {
+    let (crashed, options) = twenty_sync_puts_then_power_cut();
     let dir = crashed.path();
     let segment = names_with(dir, ".vlog").pop().expect("segment");
     let mut bytes = std::fs::read(dir.join(&segment)).expect("read");
@@ -341,21 +348,7 @@ fn damaged_log_record_before_synced_records_is_refused_then_salvaged_on_request(
 /// silently, as a crash leaves it, and reported as such.
 #[test]
 fn torn_log_tail_is_cut_off_and_reported() {
-    let live = tempfile::tempdir().expect("tempdir");
-    let options = Options {
-        memtable_size: 64 << 20,
-        memtable_max_log_bytes: 64 << 20,
-        vlog_segment_size: 16 << 20,
-        ..small_posix()
-    };
-    let db = Db::open(live.path(), options.clone()).expect("open");
-    for i in 0..20 {
-        db.put_opt(format!("key{i:05}"), value(i), &SYNC)
-            .expect("sync put");
-    }
-    let crashed = tempfile::tempdir().expect("tempdir");
-    crash_copy(live.path(), crashed.path());
-    drop(db);
+    let (crashed, options) = twenty_sync_puts_then_power_cut();
     let dir = crashed.path();
     let segment = names_with(dir, ".vlog").pop().expect("segment");
     let bytes = std::fs::read(dir.join(&segment)).expect("read");

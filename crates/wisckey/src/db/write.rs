@@ -21,12 +21,12 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
-use super::{latch_error, with_vlog, DbInner, ImmutableMemtable};
+use super::{latch_error, DbInner, ImmutableMemtable};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::key::ValueKind;
 use crate::memtable::MemTable;
-use crate::vlog::{BatchEntry, ValuePointer, RECORD_HEADER_LEN};
+use crate::vlog::{BatchEntry, ValuePointer, VlogWriter, RECORD_HEADER_LEN};
 
 /// Largest group a leader assembles, in payload bytes.
 const MAX_GROUP_BYTES: usize = 1 << 20;
@@ -156,13 +156,14 @@ fn lead(inner: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
     let batches: Vec<WriteBatch> = group.iter().filter_map(|w| w.batch.lock().take()).collect();
     let sync = group.iter().any(|w| w.sync);
     let first_seq = inner.visible_seq.load(Ordering::Acquire) + 1;
-    reserve_log_space(inner, &batches)?;
 
     // The log lock is released before a failure is latched (lock order: state before vlog).
-    // Any failure is latched: buffered records of acknowledged writes may be gone.
+    // A failure after the group's space was reserved is latched: buffered records of
+    // acknowledged writes may be gone. A failure to reserve fails only this group.
     let pointers = match append_group(inner, &batches, first_seq, sync) {
         Ok(p) => p,
-        Err(e) => return Err(latch_error(inner, e)),
+        Err(GroupFailure::Clean(e)) => return Err(e),
+        Err(GroupFailure::Poisoned(e)) => return Err(latch_error(inner, e)),
     };
 
     let threshold = inner.options.value_threshold;
@@ -185,89 +186,110 @@ fn lead(inner: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
     Ok(())
 }
 
-/// Reserves log space for the whole group before any of it is appended. A clean failure
-/// (the device is full) is returned as is and fails only this group; a failure that
-/// poisoned the log (writing out earlier buffered records) is latched.
-fn reserve_log_space(inner: &DbInner, batches: &[WriteBatch]) -> Result<()> {
-    let group_len: u64 = batches
-        .iter()
-        .flat_map(|b| &b.ops)
-        .map(|op| (RECORD_HEADER_LEN + op.key.len() + op.value.len()) as u64)
-        .sum();
-    let deletes_only = batches
-        .iter()
-        .flat_map(|b| &b.ops)
-        .all(|op| op.kind == ValueKind::Deletion);
-    let mut released = false;
-    loop {
-        let (result, poisoned) = {
-            let mut vlog = inner.vlog.lock();
-            let result = vlog.reserve(group_len);
-            (result, vlog.is_poisoned())
-        };
-        match result {
-            Ok(()) => return Ok(()),
-            Err(e) if poisoned => return Err(latch_error(inner, e)),
-            // Deletes are how a user frees space: let them use the reserve.
-            Err(e) if e.is_no_space() && deletes_only && !released => {
-                released = super::space::release_reserve(inner);
-                if !released {
-                    return Err(e);
-                }
-            }
-            Err(e) => return Err(e),
-        }
-    }
+/// Why a group failed to reach the log.
+enum GroupFailure {
+    /// Nothing of the group was buffered and the log is intact (e.g. the disk is full):
+    /// fail just this group.
+    Clean(Error),
+    /// The log writer is poisoned: the error must be latched.
+    Poisoned(Error),
 }
 
-/// Appends the group's batches to the value log, then syncs or writes the buffer out as the
-/// group and the options require. Returns each batch's record pointers.
+/// Reserves the group's log space (see `VlogWriter::reserve`), appends its batches, then
+/// syncs or writes the buffer out as the group and the options require. Returns each batch's
+/// record pointers. One hold of the log lock; a failure after the reservation poisons the
+/// writer before the lock is released (as `with_vlog` does).
 fn append_group(
     inner: &DbInner,
     batches: &[WriteBatch],
     first_seq: u64,
     sync: bool,
-) -> Result<Vec<Vec<ValuePointer>>> {
-    with_vlog(inner, |vlog| {
-        let mut pointers = Vec::with_capacity(batches.len());
-        let mut seq = first_seq;
-        let mut log_bytes = 0u64;
-        for batch in batches {
-            if batch.is_empty() {
-                pointers.push(Vec::new());
-                continue;
-            }
-            let entries: Vec<BatchEntry<'_>> = batch
-                .ops
-                .iter()
-                .map(|op| BatchEntry {
-                    kind: op.kind,
-                    key: &op.key,
-                    value: &op.value,
-                })
-                .collect();
-            let ptrs = vlog.append_batch(seq, &entries)?;
-            log_bytes += ptrs.iter().map(|p| u64::from(p.len)).sum::<u64>();
-            seq += batch.ops.len() as u64;
-            pointers.push(ptrs);
-        }
-        let flush_now = inner.options.write_through_to_os
-            || inner.last_log_flush.lock().elapsed() >= inner.options.vlog_flush_interval;
-        if sync {
-            vlog.sync()?;
-        } else if flush_now {
-            vlog.flush()?;
-        }
-        if sync || flush_now {
-            *inner.last_log_flush.lock() = std::time::Instant::now();
-        }
-        *inner.vlog_flushed_end.lock() = vlog.flushed_end();
-        *inner.vlog_end.lock() = vlog.end();
-        inner
-            .log_bytes_in_mem
-            .fetch_add(log_bytes, Ordering::Relaxed);
-        Ok(pointers)
+) -> Result<Vec<Vec<ValuePointer>>, GroupFailure> {
+    let mut vlog = inner.vlog.lock();
+    reserve_log_space(inner, &mut vlog, batches)?;
+    let result = append_reserved(inner, &mut vlog, batches, first_seq, sync);
+    result.map_err(|e| {
+        vlog.poison(e.clone());
+        GroupFailure::Poisoned(e)
     })
+}
+
+/// Reserves log space for the whole group before any of it is appended. A group of deletes
+/// only may spend the disk reserve: deletes are how a user frees space.
+fn reserve_log_space(
+    inner: &DbInner,
+    vlog: &mut VlogWriter,
+    batches: &[WriteBatch],
+) -> Result<(), GroupFailure> {
+    let ops = || batches.iter().flat_map(|b| &b.ops);
+    let group_len: u64 = ops()
+        .map(|op| (RECORD_HEADER_LEN + op.key.len() + op.value.len()) as u64)
+        .sum();
+    let mut result = vlog.reserve(group_len);
+    if let Err(e) = &result {
+        let deletes_only = ops().all(|op| op.kind == ValueKind::Deletion);
+        if e.is_no_space()
+            && !vlog.is_poisoned()
+            && deletes_only
+            && super::space::release_reserve(inner)
+        {
+            result = vlog.reserve(group_len);
+        }
+    }
+    result.map_err(|e| {
+        if vlog.is_poisoned() {
+            GroupFailure::Poisoned(e)
+        } else {
+            GroupFailure::Clean(e)
+        }
+    })
+}
+
+fn append_reserved(
+    inner: &DbInner,
+    vlog: &mut VlogWriter,
+    batches: &[WriteBatch],
+    first_seq: u64,
+    sync: bool,
+) -> Result<Vec<Vec<ValuePointer>>> {
+    let mut pointers = Vec::with_capacity(batches.len());
+    let mut seq = first_seq;
+    let mut log_bytes = 0u64;
+    for batch in batches {
+        if batch.is_empty() {
+            pointers.push(Vec::new());
+            continue;
+        }
+        let entries: Vec<BatchEntry<'_>> = batch
+            .ops
+            .iter()
+            .map(|op| BatchEntry {
+                kind: op.kind,
+                key: &op.key,
+                value: &op.value,
+            })
+            .collect();
+        let ptrs = vlog.append_batch(seq, &entries)?;
+        log_bytes += ptrs.iter().map(|p| u64::from(p.len)).sum::<u64>();
+        seq += batch.ops.len() as u64;
+        pointers.push(ptrs);
+    }
+    let flush_now = inner.options.write_through_to_os
+        || inner.last_log_flush.lock().elapsed() >= inner.options.vlog_flush_interval;
+    if sync {
+        vlog.sync()?;
+    } else if flush_now {
+        vlog.flush()?;
+    }
+    if sync || flush_now {
+        *inner.last_log_flush.lock() = std::time::Instant::now();
+    }
+    *inner.vlog_flushed_end.lock() = vlog.flushed_end();
+    *inner.vlog_end.lock() = vlog.end();
+    inner
+        .log_bytes_in_mem
+        .fetch_add(log_bytes, Ordering::Relaxed);
+    Ok(pointers)
 }
 
 /// Returns the memtable to insert into, switching and stalling as needed.
