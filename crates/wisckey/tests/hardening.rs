@@ -586,6 +586,24 @@ fn unpositioned_iterator_reports_no_corruption() {
     assert_eq!(it.value().expect("value"), vec![1u8; 200]);
     it.next();
     check(&it);
+    it.seek(b"zzz");
+    check(&it);
+    it.seek_to_first();
+    it.prev();
+    check(&it);
+    it.status().expect("no error");
+    drop(it);
+    // Stopped by the upper bound: nothing past the bound shows.
+    db.put(b"b", vec![2u8; 200]).expect("put");
+    let bounded = wisckey::ReadOptions {
+        upper_bound: Some(b"b".to_vec()),
+        ..Default::default()
+    };
+    let mut it = db.iter(&bounded).expect("iter");
+    it.seek_to_first();
+    assert_eq!(it.key(), b"a");
+    it.next();
+    check(&it);
     it.status().expect("no error");
 }
 
