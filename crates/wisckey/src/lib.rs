@@ -20,6 +20,7 @@ pub mod db;
 pub mod error;
 pub mod filename;
 pub mod fs;
+pub mod gc;
 pub mod iter;
 pub mod key;
 pub mod memtable;
@@ -32,8 +33,9 @@ pub mod vlog;
 
 pub use batch::WriteBatch;
 pub use db::Db;
-pub use db::{RecoveryReport, SalvagedDamage};
+pub use db::{DbStats, GcOptions, GcTotals, RecoveryReport, SalvagedDamage, ValueLogStats};
 pub use error::{Error, Result};
+pub use gc::{GcOutcome, SegmentState, SegmentView};
 pub use iter::DbIterator;
 pub use options::{Options, ReadOptions, RecoveryMode, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 pub use position::LogPosition;

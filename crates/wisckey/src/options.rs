@@ -122,6 +122,13 @@ pub struct Options {
     /// Default 512 MiB (room for one value of the maximum size and more). Larger batches
     /// fail with `InvalidArgument` before they reach the log.
     pub max_batch_size: usize,
+    /// Value-log garbage collection runs in the background whenever the log's bytes on disk
+    /// exceed this many times its live bytes, and collects segments (most garbage first,
+    /// by cost–benefit) until the log is back at this ratio. Default 1.5: disk use for values
+    /// at most about 1.5× the live values, at the cost of rewriting a segment's live part
+    /// when it is collected. Lower: less disk, more rewriting; higher: the reverse.
+    /// `f64::INFINITY` turns background GC off ([`crate::Db::gc`] still works). Must be > 1.
+    pub gc_space_amp_target: f64,
 }
 
 /// How open treats a value log that is damaged in the middle (valid records follow bad
@@ -169,6 +176,7 @@ impl Default for Options {
             vlog_preallocate_size: 4 << 20,
             disk_reserve_size: 32 << 20,
             max_batch_size: 512 << 20,
+            gc_space_amp_target: 1.5,
         }
     }
 }
@@ -211,6 +219,10 @@ impl Options {
                 Err(Error::InvalidArgument(msg.to_string()))
             }
         };
+        check(
+            self.gc_space_amp_target > 1.0,
+            "gc_space_amp_target must be greater than 1 (f64::INFINITY turns GC off)",
+        )?;
         check(
             self.vlog_segment_size >= 4096,
             "vlog_segment_size must be at least 4096 bytes",

@@ -9,7 +9,8 @@
 //! - that prefix includes every write acknowledged before the last acknowledged sync write.
 //!
 //! Crash points are spread over the whole workload, which crosses value-log buffer
-//! write-outs, segment roll-over, memtable flushes (head persistence) and compactions.
+//! write-outs, segment roll-over, memtable flushes (head persistence), compactions and
+//! value-log GC (relocation, sync, segment removal and deletion).
 //!
 //! Long variant: `WISCKEY_CRASH_POINTS=2000 cargo test --release --test crash -- --nocapture`.
 
@@ -20,7 +21,7 @@ use std::sync::Arc;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use wisckey::fs::{FaultFs, FaultKind, FaultOps, FileSystem, MemFs, PowerLoss};
-use wisckey::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use wisckey::{Db, GcOptions, Options, ReadOptions, WriteBatch, WriteOptions};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -124,6 +125,14 @@ fn run_until_failure(fs: Arc<dyn FileSystem>, writes: &[Write]) -> usize {
             break;
         }
         if i % 120 == 119 && db.compact_range(None, None).is_err() {
+            break;
+        }
+        // And value-log GC: relocation, sync, manifest edit and segment deletion.
+        let gc = GcOptions {
+            compact_first: false,
+            ..GcOptions::default()
+        };
+        if i % 120 == 79 && db.gc(&gc).is_err() {
             break;
         }
     }

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use wisckey::fs::{MemFs, PowerLoss};
-use wisckey::{Db, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+use wisckey::{Db, GcOptions, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -142,6 +142,7 @@ fn run_model(seed: u64, ops: u64, dir: &Path) {
     let mut model = Model::new();
     let mut snapshots: Vec<(Snapshot, Model)> = Vec::new();
     let mut counts = BTreeMap::<&str, u64>::new();
+    let mut segments_collected = 0u64;
     for step in 0..ops {
         let roll = rng.gen_range(0..1000);
         let op = match roll {
@@ -211,7 +212,19 @@ fn run_model(seed: u64, ops: u64, dir: &Path) {
                 db.flush().expect("flush");
                 "flush"
             }
-            980..=991 => {
+            986..=991 => {
+                // Value-log GC interleaved with everything else, snapshots and iterators
+                // included (it must keep what they can read).
+                let gc_options = GcOptions {
+                    compact_first: rng.gen_bool(0.5),
+                    space_amp_target: if rng.gen_bool(0.5) { 1.0 } else { 1.3 },
+                    min_dead_fraction: 0.01,
+                };
+                let done = db.gc(&gc_options).expect("gc");
+                segments_collected += done.segments_collected;
+                "gc"
+            }
+            980..=985 => {
                 let a = random_key(&mut rng);
                 let b = random_key(&mut rng);
                 let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
@@ -272,7 +285,11 @@ fn run_model(seed: u64, ops: u64, dir: &Path) {
         "the run must push data below L1: {levels:?}"
     );
     assert!(
-        ["compact", "reopen", "power-loss-reopen"]
+        segments_collected > 0,
+        "the run must collect value-log segments ({counts:?})"
+    );
+    assert!(
+        ["compact", "reopen", "power-loss-reopen", "gc"]
             .iter()
             .all(|op| counts.get(op).copied().unwrap_or(0) > 0),
         "the run must exercise compaction, reopen and replay after a power cut"

@@ -9,7 +9,7 @@
 //!
 //! REQUIRE: the caller holds `DbInner::compaction_lock`.
 
-use super::CompactionTask;
+use super::{CompactionTask, DroppedEntries};
 use crate::db::background::{allocate_table_number, delete_obsolete_files, table_options};
 use crate::db::{latch_error, DbInner};
 use crate::error::{Error, Result};
@@ -24,8 +24,13 @@ struct Output {
     meta: FileMeta,
 }
 
-/// Runs `task` and installs its result.
-pub(crate) fn run(inner: &DbInner, task: &CompactionTask) -> Result<()> {
+/// Runs `task` and installs its result; `dropped` hears of every entry left out, and its
+/// counts go into the same edit.
+pub(crate) fn run(
+    inner: &DbInner,
+    task: &CompactionTask,
+    dropped: &mut dyn DroppedEntries,
+) -> Result<()> {
     let mut edit = VersionEdit::default();
     for f in &task.inputs {
         edit.deleted_files.push((task.level, f.number));
@@ -48,7 +53,7 @@ pub(crate) fn run(inner: &DbInner, task: &CompactionTask) -> Result<()> {
             edit.new_files.push((task.output_level, FileMeta::clone(f)));
         }
     } else {
-        let written = merge_inputs(inner, task, &mut outputs)
+        let written = merge_inputs(inner, task, &mut outputs, dropped)
             .and_then(|metas| inner.fs.sync_dir(&inner.dir).map(|()| metas));
         match written {
             Ok(metas) => {
@@ -61,6 +66,7 @@ pub(crate) fn run(inner: &DbInner, task: &CompactionTask) -> Result<()> {
                 return Err(e);
             }
         }
+        dropped.record(&mut edit);
     }
     let installed = crate::db::install_edit(inner, edit, |state| {
         for n in &outputs {
@@ -94,6 +100,7 @@ fn merge_inputs(
     inner: &DbInner,
     task: &CompactionTask,
     numbers: &mut Vec<u64>,
+    dropped: &mut dyn DroppedEntries,
 ) -> Result<Vec<FileMeta>> {
     let version = inner.state.lock().versions.current();
     let oldest_snapshot = inner.snapshots.oldest_or_current(&inner.visible_seq);
@@ -128,7 +135,9 @@ fn merge_inputs(
         };
         last_sequence_for_key = parsed.sequence;
 
-        if !drop_entry {
+        if drop_entry {
+            dropped.dropped(parsed.kind, merged.value());
+        } else {
             let cut = current.as_ref().is_some_and(|o| {
                 new_user_key && o.builder.estimated_size() >= inner.options.target_file_size
             });

@@ -12,10 +12,12 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use super::{latch_error, with_vlog, DbInner, ImmutableMemtable};
-use crate::compaction::{self, CompactionPolicy};
+use crate::compaction::{self, CompactionPolicy, DroppedEntries};
 use crate::error::{Error, Result};
-use crate::filename::{parse_file_name, table_file_name, FileKind};
+use crate::filename::{parse_file_name, table_file_name, vlog_file_name, FileKind};
+use crate::gc::DeadBytes;
 use crate::iter::InternalIterator;
+use crate::key::parse_internal_key;
 use crate::memtable::MemTableIterator;
 use crate::sstable::{TableBuilder, TableOptions};
 use crate::version::{FileMeta, VersionEdit, NUM_LEVELS};
@@ -28,9 +30,16 @@ pub(crate) fn spawn(inner: Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
         .map_err(|e| Error::io("spawn background thread", e))?;
     let log = std::thread::Builder::new()
         .name("wisckey-log".into())
-        .spawn(move || run_log_flusher(&inner))
+        .spawn({
+            let inner = Arc::clone(&inner);
+            move || run_log_flusher(&inner)
+        })
         .map_err(|e| Error::io("spawn log flusher thread", e))?;
-    Ok(vec![bg, log])
+    let gc = std::thread::Builder::new()
+        .name("wisckey-gc".into())
+        .spawn(move || super::gc::run_background(&inner))
+        .map_err(|e| Error::io("spawn GC thread", e))?;
+    Ok(vec![bg, log, gc])
 }
 
 enum Work {
@@ -76,6 +85,8 @@ fn run_background(inner: &DbInner) {
                 if had_no_space {
                     super::space::ensure_reserve(inner);
                 }
+                // Dead bytes may have been counted: GC decides whether that is enough.
+                inner.gc_cv.notify_all();
             }
             // A full disk is not latched: nothing was lost (the memtable stays queued, the
             // log holds its records), so the work is retried and resumes once space is back.
@@ -155,10 +166,11 @@ pub(crate) fn allocate_table_number(inner: &DbInner) -> u64 {
 fn flush_memtable(inner: &DbInner, imm: ImmutableMemtable) -> Result<()> {
     let mut edit = VersionEdit::default();
     let mut number = None;
+    let mut dead = DeadBytes::default();
     if !imm.table.is_empty() {
         let n = allocate_table_number(inner);
         number = Some(n);
-        match write_memtable_table(inner, &imm, n) {
+        match write_memtable_table(inner, &imm, n, &mut dead) {
             Ok(meta) => edit.new_files.push((0, meta)),
             Err(e) => {
                 // Not referenced by any manifest: the sweep may remove the partial file.
@@ -182,22 +194,41 @@ fn flush_memtable(inner: &DbInner, imm: ImmutableMemtable) -> Result<()> {
         Ok(())
     })?;
     edit.vlog_head = Some(imm.log_end);
+    // Records of inline values and tombstones are never read once the head passes them.
+    for (segment, bytes) in imm.table.unreferenced_log_bytes() {
+        dead.add(segment, bytes);
+    }
+    dead.record(&mut edit);
     // Held from here: the segment list below depends on the last install.
     let one_install = inner.manifest_lock.lock();
-    {
+    let to_seal: Vec<u64> = {
         let mut state = inner.state.lock();
         if let Some(e) = &state.bg_error {
             return Err(e.clone());
         }
         // The head passes into segments the writer created since the last flush: list them,
         // so that open refuses if one goes missing, and their numbers are never used again.
-        let listed_up_to = state.versions.vlog_segments().last().copied().unwrap_or(0);
+        let segments = state.versions.vlog_segments();
+        let listed_up_to = segments.last_key_value().map_or(0, |(&s, _)| s);
         edit.vlog_segments_added = (listed_up_to + 1..=imm.log_end.segment).collect();
         edit.next_vlog_segment = Some(imm.log_end.segment + 1);
+        // Segments the head has left behind will never be appended to: their size is final.
+        let unsealed_listed = (segments.iter())
+            .filter(|(_, m)| m.sealed_size.is_none())
+            .map(|(&s, _)| s);
+        let to_seal = unsealed_listed
+            .chain(edit.vlog_segments_added.iter().copied())
+            .filter(|&s| s < imm.log_end.segment)
+            .collect::<Vec<u64>>();
         let visible = inner.visible_seq.load(Ordering::Acquire);
         if visible > state.versions.last_sequence() {
             state.versions.set_last_sequence(visible);
         }
+        to_seal
+    };
+    for segment in to_seal {
+        let size = inner.fs.file_size(&vlog_file_name(&inner.dir, segment))?;
+        edit.vlog_segments_sealed.push((segment, size));
     }
     drop(one_install);
     // On failure the edit may still have reached the manifest: the table stays pending (never
@@ -214,16 +245,42 @@ fn flush_memtable(inner: &DbInner, imm: ImmutableMemtable) -> Result<()> {
     delete_obsolete_files(inner)
 }
 
-fn write_memtable_table(inner: &DbInner, imm: &ImmutableMemtable, number: u64) -> Result<FileMeta> {
+/// Writes `imm` to table `number`. Versions shadowed by a newer version of the same key
+/// that every reader sees are left out (as compaction would drop them) and told to `dead`.
+fn write_memtable_table(
+    inner: &DbInner,
+    imm: &ImmutableMemtable,
+    number: u64,
+    dead: &mut dyn DroppedEntries,
+) -> Result<FileMeta> {
     let path = table_file_name(&inner.dir, number);
     let file = inner.fs.create(&path)?;
     let mut builder = TableBuilder::new(file, path.display().to_string(), table_options(inner));
+    let oldest_snapshot = inner.snapshots.oldest_or_current(&inner.visible_seq);
     let mut it = MemTableIterator::new(Arc::clone(&imm.table));
     it.seek_to_first();
-    let smallest = it.key().to_vec();
+    let mut smallest = Vec::new();
     let mut largest = Vec::new();
+    let mut current_user_key: Option<Vec<u8>> = None;
+    let mut last_sequence_for_key = u64::MAX;
     while it.valid() {
+        let parsed = parse_internal_key(it.key())
+            .ok_or_else(|| Error::Internal("memtable holds a malformed internal key".into()))?;
+        if current_user_key.as_deref() != Some(parsed.user_key) {
+            current_user_key = Some(parsed.user_key.to_vec());
+            last_sequence_for_key = u64::MAX;
+        }
+        let shadowed = last_sequence_for_key <= oldest_snapshot;
+        last_sequence_for_key = parsed.sequence;
+        if shadowed {
+            dead.dropped(parsed.kind, it.value());
+            it.next();
+            continue;
+        }
         builder.add(it.key(), it.value())?;
+        if smallest.is_empty() {
+            smallest = it.key().to_vec();
+        }
         largest.clear();
         largest.extend_from_slice(it.key());
         it.next();
@@ -254,7 +311,7 @@ fn compact_once(inner: &DbInner) -> Result<()> {
         )
     };
     match task {
-        Some(task) => compaction::run(inner, &task),
+        Some(task) => compaction::run(inner, &task, &mut DeadBytes::default()),
         None => Ok(()),
     }
 }
@@ -270,6 +327,10 @@ pub(crate) fn wait_for_flushes(inner: &DbInner) -> Result<()> {
         }
         if state.imms.is_empty() {
             return Ok(());
+        }
+        if inner.shutting_down.load(Ordering::Acquire) {
+            // The background thread is gone or going: nothing will flush these.
+            return Err(Error::Closed);
         }
         match (&state.no_space, no_space_since) {
             (Some(e), Some(since)) if since.elapsed() >= NO_SPACE_RETRY * 5 => {
@@ -322,7 +383,7 @@ pub(crate) fn compact_range(
             compaction::pick_range_compaction(&state.versions.current(), level, begin, end)
         };
         if let Some(task) = task {
-            compaction::run(inner, &task)?;
+            compaction::run(inner, &task, &mut DeadBytes::default())?;
         }
     }
     inner.bg_cv.notify_all();
@@ -346,6 +407,7 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner) -> Result<()> {
             state.versions.files_being_written(),
         )
     };
+    let removed_segments = segments_to_delete(inner, &names);
     for name in names {
         let obsolete = match parse_file_name(&name) {
             Some(FileKind::Table(n)) => !live.contains(&n) && !pending.contains(&n),
@@ -353,11 +415,14 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner) -> Result<()> {
             // state lock.
             Some(FileKind::Temp(n)) => !being_written.contains(&n),
             Some(FileKind::Manifest(n)) => n < manifest && !being_written.contains(&n),
+            Some(FileKind::ValueLog(n)) => removed_segments.contains(&n),
             _ => false,
         };
         if obsolete {
-            if let Some(FileKind::Table(n)) = parse_file_name(&name) {
-                inner.table_cache.evict(n);
+            match parse_file_name(&name) {
+                Some(FileKind::Table(n)) => inner.table_cache.evict(n),
+                Some(FileKind::ValueLog(n)) => inner.vlog_reader.forget_segment(n),
+                _ => {}
             }
             // The version set removes old manifests itself (best effort) and renames its
             // temporary file into CURRENT, so a listed file may already be gone.
@@ -366,7 +431,39 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner) -> Result<()> {
                 Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(e),
             }
+            if let Some(FileKind::ValueLog(n)) = parse_file_name(&name) {
+                let mut state = inner.state.lock();
+                if let Some(removal) = state.gc_removed.remove(&n) {
+                    state.gc_freed_bytes += removal.size;
+                }
+            }
         }
     }
     Ok(())
+}
+
+/// Value-log segments among `names` that are no longer part of the log and that nothing
+/// can read any more: below the newest listed segment (newer ones are being written), not
+/// readable through any live `Version` (one that lists it, or lists only older segments:
+/// the memtables read with it may point there), and not
+/// removed by a GC whose relocations an open snapshot cannot see.
+fn segments_to_delete(inner: &DbInner, names: &[String]) -> std::collections::BTreeSet<u64> {
+    let oldest_snapshot = inner.snapshots.oldest();
+    let state = inner.state.lock();
+    let Some((&newest_listed, _)) = state.versions.vlog_segments().last_key_value() else {
+        return Default::default();
+    };
+    names
+        .iter()
+        .filter_map(|name| match parse_file_name(name) {
+            Some(FileKind::ValueLog(n)) => Some(n),
+            _ => None,
+        })
+        .filter(|&n| n < newest_listed && !state.versions.vlog_segment_in_use(n))
+        .filter(|n| {
+            state.gc_removed.get(n).is_none_or(|removal| {
+                oldest_snapshot.is_none_or(|oldest| oldest >= removal.relocated_through)
+            })
+        })
+        .collect()
 }

@@ -13,11 +13,13 @@
 //! - the first background error is latched; later writes return it.
 
 pub(crate) mod background;
+mod gc;
 mod read;
 mod recovery;
 mod space;
 mod write;
 
+pub use gc::{DbStats, GcOptions, GcTotals, ValueLogStats};
 pub use recovery::{RecoveryReport, SalvagedDamage};
 
 pub(crate) use read::{plan_pointer_read, resolve_value, PointerRead};
@@ -70,6 +72,23 @@ pub(crate) struct State {
     /// Table numbers being written by a flush or compaction: not yet in any version, and
     /// not to be deleted as obsolete.
     pub pending_outputs: HashSet<u64>,
+    /// Value-log segments GC removed from the log whose files are not deleted yet (a
+    /// snapshot or iterator may still read them).
+    pub gc_removed: std::collections::BTreeMap<u64, GcRemoval>,
+    /// Bytes of segment files GC deleted since open.
+    pub gc_freed_bytes: u64,
+    /// Segments a collection could not read cleanly: kept, not tried again until reopen.
+    pub gc_unreadable: std::collections::BTreeSet<u64>,
+}
+
+/// A segment GC removed from the log.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct GcRemoval {
+    /// The file's size.
+    pub size: u64,
+    /// Every relocation of its records has a sequence number at most this: a snapshot at or
+    /// above it reads the relocated copies, an older one may read the segment.
+    pub relocated_through: SequenceNumber,
 }
 
 pub(crate) struct DbInner {
@@ -79,6 +98,11 @@ pub(crate) struct DbInner {
     pub state: Mutex<State>,
     /// Signalled whenever background work finishes or is needed.
     pub bg_cv: Condvar,
+    /// Signalled when a flush or compaction finished (GC may have work) and on shutdown.
+    pub gc_cv: Condvar,
+    /// One value-log GC at a time (background or `Db::gc`).
+    pub gc_lock: Mutex<()>,
+    pub gc_totals: Mutex<GcTotals>,
     pub writers: WriteQueue,
     pub vlog: Mutex<VlogWriter>,
     /// Shared with scan read-ahead jobs, which must not keep the whole database alive.
@@ -90,9 +114,6 @@ pub(crate) struct DbInner {
     /// memtable switch need not wait for the log lock (held across fsyncs).
     pub vlog_end: Mutex<LogPosition>,
     pub vlog_options: VlogOptions,
-    /// Oldest value-log segment that may still hold live values (the persisted tail's
-    /// segment); a pointer below it is corrupt.
-    pub vlog_first_live_segment: AtomicU64,
     pub table_cache: Arc<TableCache>,
     pub tables: Arc<dyn TableSource>,
     pub snapshots: Arc<SnapshotRegistry>,
@@ -263,6 +284,36 @@ impl Db {
         std::array::from_fn(|level| version.num_files(level))
     }
 
+    /// Runs value-log garbage collection now, in the calling thread, as `options` says
+    /// (by default: compact the key index, then collect every segment with dead records
+    /// until nothing is collectable). Returns what it did. Space comes back when a
+    /// collected segment's file is deleted, which waits for snapshots and iterators that
+    /// may still read it. Background GC ([`Options::gc_space_amp_target`]) does the same
+    /// without being asked.
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// let dir = tempfile::tempdir().expect("tempdir");
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// db.put(b"k", vec![1u8; 4096])?;
+    /// db.put(b"k", vec![2u8; 4096])?;
+    /// let done = db.gc(&wisckey::GcOptions::default())?;
+    /// assert!(done.bytes_read >= done.bytes_relocated);
+    /// assert_eq!(db.get(b"k")?, Some(vec![2u8; 4096]));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn gc(&self, options: &GcOptions) -> Result<crate::gc::GcOutcome> {
+        gc::gc_now(self, &self.inner, options)
+    }
+
+    /// Statistics: the tables per level, every value-log segment with its live and dead
+    /// bytes and why it is or is not collected, the log's space amplification, and what GC
+    /// has done since open.
+    pub fn stats(&self) -> Result<DbStats> {
+        gc::stats(&self.inner)
+    }
+
     /// Value-log replay head persisted in the manifest (None before the first flush).
     pub fn vlog_head(&self) -> Option<LogPosition> {
         self.inner.state.lock().versions.vlog_head()
@@ -303,6 +354,7 @@ impl Db {
         {
             let _state = self.inner.state.lock();
             self.inner.bg_cv.notify_all();
+            self.inner.gc_cv.notify_all();
         }
         let handles = std::mem::take(&mut *self.background.lock());
         // Join every thread (no short-circuit) before syncing.

@@ -4,7 +4,6 @@
 //! Value pointers are resolved here: a record still in the value log's write buffer is
 //! read from the buffer (§3.4.1), anything else with one verified positional read.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::{read_sequence, DbInner};
@@ -45,29 +44,68 @@ fn capture(inner: &DbInner, opts: &ReadOptions) -> Result<View> {
 
 pub(crate) fn get(inner: &DbInner, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
     let view = capture(inner, opts)?;
-    let seq = view.sequence;
-    let found = view
-        .mem
-        .get(key, seq)
-        .or_else(|| view.imms.iter().find_map(|m| m.get(key, seq)));
-    let (kind, stored) = match found {
-        Some(hit) => hit,
-        None => match view.version.get(&*inner.tables, &seek_key(key, seq))? {
-            Some((ikey, value)) => {
-                let parsed = parse_internal_key(&ikey).ok_or_else(|| {
-                    Error::corruption("sstable", 0, "table returned a malformed internal key")
-                })?;
-                (parsed.kind, value)
-            }
-            None => return Ok(None),
-        },
-    };
-    resolve_value(inner, key, kind, stored)
+    let found = newest_entry(
+        inner,
+        &view.mem,
+        &view.imms,
+        &view.version,
+        key,
+        view.sequence,
+    )?;
+    match found {
+        Some((kind, stored)) => resolve_value(inner, &view.version, key, kind, stored),
+        None => Ok(None),
+    }
 }
 
-/// Turns a stored LSM value into the user's value.
+/// The newest entry for `key` at `seq` in the memtable, the immutable memtables (newest
+/// first) and the version: its kind and stored value (a tombstone is returned as such).
+pub(crate) fn newest_entry(
+    inner: &DbInner,
+    mem: &MemTable,
+    imms: &[Arc<MemTable>],
+    version: &Version,
+    key: &[u8],
+    seq: SequenceNumber,
+) -> Result<Option<(ValueKind, Vec<u8>)>> {
+    if let Some(hit) = mem
+        .get(key, seq)
+        .or_else(|| imms.iter().find_map(|m| m.get(key, seq)))
+    {
+        return Ok(Some(hit));
+    }
+    match version.get(&*inner.tables, &seek_key(key, seq))? {
+        Some((ikey, value)) => {
+            let parsed = parse_internal_key(&ikey).ok_or_else(|| {
+                Error::corruption("sstable", 0, "table returned a malformed internal key")
+            })?;
+            Ok(Some((parsed.kind, value)))
+        }
+        None => Ok(None),
+    }
+}
+
+/// `key`'s newest entry right now (GC's liveness hint, taken without write leadership).
+pub(crate) fn newest_entry_now(
+    inner: &DbInner,
+    key: &[u8],
+) -> Result<Option<(ValueKind, Vec<u8>)>> {
+    let view = capture(inner, &ReadOptions::default())?;
+    newest_entry(
+        inner,
+        &view.mem,
+        &view.imms,
+        &view.version,
+        key,
+        view.sequence,
+    )
+}
+
+/// Turns a stored LSM value into the user's value. `version` is the one the reader holds
+/// (it pins the log segments the reader may follow pointers into).
 pub(crate) fn resolve_value(
     inner: &DbInner,
+    version: &Version,
     key: &[u8],
     kind: ValueKind,
     stored: Vec<u8>,
@@ -75,13 +113,18 @@ pub(crate) fn resolve_value(
     match kind {
         ValueKind::Deletion => Ok(None),
         ValueKind::Value => Ok(Some(stored)),
-        ValueKind::ValuePointer => read_pointer(inner, key, &stored).map(Some),
+        ValueKind::ValuePointer => read_pointer(inner, version, key, &stored).map(Some),
     }
 }
 
 /// Reads and verifies the value-log record `encoded` points at; it must hold `key`.
-pub(crate) fn read_pointer(inner: &DbInner, key: &[u8], encoded: &[u8]) -> Result<Vec<u8>> {
-    match plan_pointer_read(inner, key, encoded)? {
+pub(crate) fn read_pointer(
+    inner: &DbInner,
+    version: &Version,
+    key: &[u8],
+    encoded: &[u8],
+) -> Result<Vec<u8>> {
+    match plan_pointer_read(inner, version, key, encoded)? {
         PointerRead::Buffered(value) => Ok(value),
         PointerRead::File { ptr, live } => inner.vlog_reader.read_value(&ptr, key, live),
     }
@@ -99,12 +142,25 @@ pub(crate) enum PointerRead {
 /// reader thread.
 pub(crate) fn plan_pointer_read(
     inner: &DbInner,
+    version: &Version,
     key: &[u8],
     encoded: &[u8],
 ) -> Result<PointerRead> {
     let ptr = ValuePointer::decode(encoded).ok_or_else(|| {
         Error::corruption("lsm", 0, "undecodable value pointer stored in the LSM-tree")
     })?;
+    // A segment GC removed stays readable while its file is kept for old snapshots (a
+    // snapshot read uses the current version, which no longer lists it).
+    if !version.vlog_segment_readable(ptr.segment)
+        && !inner.state.lock().gc_removed.contains_key(&ptr.segment)
+    {
+        let name = crate::filename::vlog_file_name(&inner.dir, ptr.segment);
+        return Err(Error::corruption(
+            name.display().to_string(),
+            ptr.offset,
+            "value pointer: segment outside the live value log",
+        ));
+    }
     let record_end = LogPosition::new(ptr.segment, ptr.offset + u64::from(ptr.len));
     // `vlog_flushed_end` is a hint behind its own short lock (never held across I/O) that may
     // lag behind the writer; only when the record looks unflushed is the writer consulted.
@@ -123,10 +179,7 @@ pub(crate) fn plan_pointer_read(
         }
         flushed = vlog.flushed_end();
     }
-    let live = LiveRange {
-        first_segment: inner.vlog_first_live_segment.load(Ordering::Acquire),
-        end: flushed,
-    };
+    let live = LiveRange { end: flushed };
     Ok(PointerRead::File { ptr, live })
 }
 

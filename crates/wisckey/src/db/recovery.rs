@@ -16,7 +16,7 @@
 //!   reported. The writer never appends where an old pointer could still point;
 //! - new writes get sequence numbers above everything in the tables and in the log.
 
-use std::collections::{BTreeSet, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
@@ -107,7 +107,27 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<(DbInner, RecoveryRep
     // Writes: cut the log back to its valid end, then record the state in a new manifest.
     let (vlog_writer, segments, new_head) = finish_log(&fs, dir, &plan, &replayed, &vlog_options)?;
     let next_segment = segments.last().map_or(1, |s| s + 1);
-    loaded.set_vlog_segments(segments, next_segment);
+    let mut metas = BTreeMap::new();
+    for segment in segments {
+        let mut meta = loaded
+            .vlog_segment_metas()
+            .get(&segment)
+            .copied()
+            .unwrap_or_default();
+        // The writer never appends to a segment before its own: those sizes are final.
+        if segment < vlog_writer.active_segment() && meta.sealed_size.is_none() {
+            meta.sealed_size = Some(fs.file_size(&vlog_file_name(dir, segment))?);
+        }
+        metas.insert(segment, meta);
+    }
+    if loaded.segments_unaccounted() {
+        log::info!(
+            "wisckey: {} predates dead-byte accounting (manifest format 3); garbage written \
+             before this open is not counted, so GC finds only what becomes dead from now on",
+            dir.display()
+        );
+    }
+    loaded.set_vlog_segments(metas, next_segment);
     if let Some(head) = new_head {
         loaded.set_vlog_head(head);
     }
@@ -137,7 +157,6 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<(DbInner, RecoveryRep
     let table_cache = make_table_cache(dir, &options);
     let tables: Arc<dyn TableSource> = table_cache.clone();
     let flushed_end = vlog_writer.flushed_end();
-    let first_live_segment = versions.vlog_tail().map_or(0, |t| t.segment);
     let inner = DbInner {
         dir: dir.to_path_buf(),
         fs: Arc::clone(&fs),
@@ -148,8 +167,14 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<(DbInner, RecoveryRep
             bg_error: None,
             no_space: None,
             pending_outputs: HashSet::new(),
+            gc_removed: BTreeMap::new(),
+            gc_freed_bytes: 0,
+            gc_unreadable: BTreeSet::new(),
         }),
         bg_cv: Condvar::new(),
+        gc_cv: Condvar::new(),
+        gc_lock: Mutex::new(()),
+        gc_totals: Mutex::new(super::GcTotals::default()),
         writers: WriteQueue::default(),
         vlog: Mutex::new(vlog_writer),
         vlog_reader: Arc::new(VlogReader::new(
@@ -160,7 +185,6 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<(DbInner, RecoveryRep
         vlog_flushed_end: Mutex::new(flushed_end),
         vlog_end: Mutex::new(flushed_end),
         vlog_options,
-        vlog_first_live_segment: AtomicU64::new(first_live_segment),
         table_cache,
         tables,
         snapshots: Arc::new(SnapshotRegistry::default()),
@@ -330,6 +354,14 @@ fn plan_replay(
         }
         present.retain(|&s| s != torn);
     }
+    if let Some(listed) = loaded.vlog_segments() {
+        // A segment below the newest listed one that the manifest does not list was removed
+        // by GC (numbers are never reused) and its deletion did not happen before a crash:
+        // it is not part of the log. The obsolete-file sweep deletes it after open.
+        if let Some(&newest) = listed.last() {
+            present.retain(|s| listed.contains(s) || *s > newest);
+        }
+    }
     let present_set: BTreeSet<u64> = present.iter().copied().collect();
     let manifest_name = format!("MANIFEST-{:06}", loaded.manifest_number());
 
@@ -497,7 +529,10 @@ fn replay_value_log(
                             &encoded,
                         );
                     }
-                    kind => mem.add(record.sequence, kind, &record.key, &record.value),
+                    kind => {
+                        mem.add(record.sequence, kind, &record.key, &record.value);
+                        mem.add_unreferenced_log_bytes(record.ptr.segment, record.ptr.len.into());
+                    }
                 }
                 max_seq = max_seq.max(record.sequence);
                 log_bytes += u64::from(record.ptr.len);

@@ -24,6 +24,7 @@ use parking_lot::{Condvar, Mutex};
 use super::{latch_error, DbInner, ImmutableMemtable};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
+use crate::gc::Relocation;
 use crate::key::ValueKind;
 use crate::memtable::MemTable;
 use crate::vlog::{BatchEntry, ValuePointer, VlogWriter, RECORD_HEADER_LEN};
@@ -36,6 +37,13 @@ struct Writer {
     batch: Mutex<Option<WriteBatch>>,
     sync: bool,
     force_switch: bool,
+    /// With `force_switch`: switch even an empty memtable (its flush still moves the
+    /// replay head to the log's end, which GC needs to collect the segment it was in).
+    switch_even_if_empty: bool,
+    /// GC's relocations: this writer leads a group of its own and appends only those whose
+    /// key still points at the old record; `relocated` receives (records, bytes).
+    relocations: Mutex<Option<Vec<Relocation>>>,
+    relocated: Mutex<(u64, u64)>,
     /// Set by the leader (under the queue lock) when this writer's batch is done.
     result: Mutex<Option<Result<()>>>,
     /// Signalled when this writer is done or has become the front of the queue; one per
@@ -50,40 +58,62 @@ pub(crate) struct WriteQueue {
 }
 
 pub(crate) fn write(inner: &DbInner, batch: WriteBatch, sync: bool) -> Result<()> {
-    submit(inner, Some(batch), sync, false)
+    submit(inner, new_writer(Some(batch), sync, false)).map(drop)
 }
 
 /// Makes every acknowledged write durable.
 pub(crate) fn sync_log(inner: &DbInner) -> Result<()> {
-    submit(inner, None, true, false)
+    submit(inner, new_writer(None, true, false)).map(drop)
 }
 
 /// Switches the current memtable to immutable (if it holds anything) so it gets flushed.
 pub(crate) fn force_memtable_switch(inner: &DbInner) -> Result<()> {
-    submit(inner, None, false, true)
+    submit(inner, new_writer(None, false, true)).map(drop)
 }
 
-fn submit(
-    inner: &DbInner,
-    batch: Option<WriteBatch>,
-    sync: bool,
-    force_switch: bool,
-) -> Result<()> {
-    if inner.shutting_down.load(Ordering::Acquire) {
-        return Err(Error::Closed);
-    }
-    let me = Arc::new(Writer {
+/// Switches the current memtable to immutable even if it is empty: its flush moves the
+/// replay head to where the log ends now.
+pub(crate) fn force_head_forward(inner: &DbInner) -> Result<()> {
+    let writer = new_writer(None, false, true);
+    let writer = Writer {
+        switch_even_if_empty: true,
+        ..writer
+    };
+    submit(inner, writer).map(drop)
+}
+
+/// GC's relocation (see `gc::GcIndex::relocate_if_unchanged`): under write leadership,
+/// appends each relocation whose key's newest entry is still the pointer to `old`, as a new
+/// version with a fresh sequence number, and syncs the log. Returns (records, log bytes).
+pub(crate) fn relocate(inner: &DbInner, relocations: Vec<Relocation>) -> Result<(u64, u64)> {
+    let writer = new_writer(None, true, false);
+    *writer.relocations.lock() = Some(relocations);
+    submit(inner, writer)
+}
+
+fn new_writer(batch: Option<WriteBatch>, sync: bool, force_switch: bool) -> Writer {
+    Writer {
         batch: Mutex::new(batch),
         sync,
         force_switch,
+        switch_even_if_empty: false,
+        relocations: Mutex::new(None),
+        relocated: Mutex::new((0, 0)),
         result: Mutex::new(None),
         cv: Condvar::new(),
-    });
+    }
+}
+
+fn submit(inner: &DbInner, writer: Writer) -> Result<(u64, u64)> {
+    if inner.shutting_down.load(Ordering::Acquire) {
+        return Err(Error::Closed);
+    }
+    let me = Arc::new(writer);
     let mut queue = inner.writers.queue.lock();
     queue.push_back(Arc::clone(&me));
     loop {
         if let Some(result) = me.result.lock().take() {
-            return result;
+            return result.map(|()| *me.relocated.lock());
         }
         if queue.front().is_some_and(|w| Arc::ptr_eq(w, &me)) {
             break;
@@ -107,14 +137,14 @@ fn submit(
     }
     drop(queue);
     let own = me.result.lock().take();
-    own.unwrap_or(result)
+    own.unwrap_or(result).map(|()| *me.relocated.lock())
 }
 
 /// The leader plus the writers it may take along.
 fn collect_group(queue: &VecDeque<Arc<Writer>>) -> Vec<Arc<Writer>> {
     let leader = &queue[0];
     let mut group = vec![Arc::clone(leader)];
-    if leader.force_switch {
+    if leader.force_switch || leader.relocations.lock().is_some() {
         return group;
     }
     let first_bytes = leader
@@ -130,7 +160,10 @@ fn collect_group(queue: &VecDeque<Arc<Writer>>) -> Vec<Arc<Writer>> {
     };
     let mut bytes = first_bytes;
     for writer in queue.iter().skip(1) {
-        if writer.force_switch || (writer.sync && !leader.sync) {
+        if writer.force_switch
+            || (writer.sync && !leader.sync)
+            || writer.relocations.lock().is_some()
+        {
             break;
         }
         let size = writer
@@ -149,18 +182,37 @@ fn collect_group(queue: &VecDeque<Arc<Writer>>) -> Vec<Arc<Writer>> {
 
 fn lead(inner: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
     let leader = &group[0];
-    let mem = make_room(inner, leader.force_switch)?;
+    let mem = make_room(inner, leader.force_switch, leader.switch_even_if_empty)?;
     if leader.force_switch {
         return Ok(());
     }
-    let batches: Vec<WriteBatch> = group.iter().filter_map(|w| w.batch.lock().take()).collect();
+    let relocations = leader.relocations.lock().take();
+    let (batches, may_spend_reserve) = match relocations {
+        Some(relocations) => {
+            let (batch, kept_bytes) = still_pointed_at(inner, &mem, relocations)?;
+            if batch.is_empty() {
+                return Ok(());
+            }
+            *leader.relocated.lock() = (batch.ops.len() as u64, kept_bytes);
+            // GC writes to free space: on a full disk it may spend the reserve.
+            (vec![batch], true)
+        }
+        None => {
+            let batches: Vec<WriteBatch> =
+                group.iter().filter_map(|w| w.batch.lock().take()).collect();
+            // Deletes are how a user frees space: a group of deletes only may spend it too.
+            let deletes_only =
+                (batches.iter().flat_map(|b| &b.ops)).all(|op| op.kind == ValueKind::Deletion);
+            (batches, deletes_only)
+        }
+    };
     let sync = group.iter().any(|w| w.sync);
     let first_seq = inner.visible_seq.load(Ordering::Acquire) + 1;
 
     // The log lock is released before a failure is latched (lock order: state before vlog).
     // A failure after the group's space was reserved is latched: buffered records of
     // acknowledged writes may be gone. A failure to reserve fails only this group.
-    let pointers = match append_group(inner, &batches, first_seq, sync) {
+    let pointers = match append_group(inner, &batches, first_seq, sync, may_spend_reserve) {
         Ok(p) => p,
         Err(GroupFailure::Clean(e)) => return Err(e),
         Err(GroupFailure::Poisoned(e)) => return Err(latch_error(inner, e)),
@@ -177,13 +229,52 @@ fn lead(inner: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
                     ptr.encode(&mut encoded);
                     mem.add(seq, ValueKind::ValuePointer, &op.key, &encoded);
                 }
-                kind => mem.add(seq, kind, &op.key, &op.value),
+                kind => {
+                    mem.add(seq, kind, &op.key, &op.value);
+                    // The log record is never read: garbage once this memtable is flushed.
+                    mem.add_unreferenced_log_bytes(ptr.segment, ptr.len.into());
+                }
             }
             seq += 1;
         }
     }
     inner.visible_seq.store(seq - 1, Ordering::Release);
     Ok(())
+}
+
+/// The relocations whose key's newest entry is still the pointer GC read, as one batch of
+/// puts, and their log bytes. Called by the write leader, so no write can land between
+/// this check and the append: a key deleted or overwritten before it is dropped here, one
+/// written after it gets a higher sequence number than the relocation.
+fn still_pointed_at(
+    inner: &DbInner,
+    mem: &Arc<MemTable>,
+    relocations: Vec<Relocation>,
+) -> Result<(WriteBatch, u64)> {
+    let (imms, version) = {
+        let state = inner.state.lock();
+        debug_assert!(Arc::ptr_eq(&state.mem, mem));
+        let imms: Vec<Arc<MemTable>> = state
+            .imms
+            .iter()
+            .rev()
+            .map(|i| Arc::clone(&i.table))
+            .collect();
+        (imms, state.versions.current())
+    };
+    let seq = inner.visible_seq.load(Ordering::Acquire);
+    let mut batch = WriteBatch::new();
+    let mut bytes = 0u64;
+    for relocation in relocations {
+        let newest = super::read::newest_entry(inner, mem, &imms, &version, &relocation.key, seq)?;
+        let unchanged = matches!(&newest, Some((ValueKind::ValuePointer, stored))
+            if ValuePointer::decode(stored) == Some(relocation.old));
+        if unchanged {
+            bytes += (RECORD_HEADER_LEN + relocation.key.len() + relocation.value.len()) as u64;
+            batch.put(&relocation.key, &relocation.value);
+        }
+    }
+    Ok((batch, bytes))
 }
 
 /// Why a group failed to reach the log.
@@ -204,9 +295,10 @@ fn append_group(
     batches: &[WriteBatch],
     first_seq: u64,
     sync: bool,
+    may_spend_reserve: bool,
 ) -> Result<Vec<Vec<ValuePointer>>, GroupFailure> {
     let mut vlog = inner.vlog.lock();
-    reserve_log_space(inner, &mut vlog, batches)?;
+    reserve_log_space(inner, &mut vlog, batches, may_spend_reserve)?;
     let result = append_reserved(inner, &mut vlog, batches, first_seq, sync);
     result.map_err(|e| {
         vlog.poison(e.clone());
@@ -214,12 +306,13 @@ fn append_group(
     })
 }
 
-/// Reserves log space for the whole group before any of it is appended. A group of deletes
-/// only may spend the disk reserve: deletes are how a user frees space.
+/// Reserves log space for the whole group before any of it is appended. Work that frees
+/// space (deletes, GC) may spend the disk reserve.
 fn reserve_log_space(
     inner: &DbInner,
     vlog: &mut VlogWriter,
     batches: &[WriteBatch],
+    may_spend_reserve: bool,
 ) -> Result<(), GroupFailure> {
     let ops = || batches.iter().flat_map(|b| &b.ops);
     let group_len: u64 = ops()
@@ -227,10 +320,9 @@ fn reserve_log_space(
         .sum();
     let mut result = vlog.reserve(group_len);
     if let Err(e) = &result {
-        let deletes_only = ops().all(|op| op.kind == ValueKind::Deletion);
         if e.is_no_space()
             && !vlog.is_poisoned()
-            && deletes_only
+            && may_spend_reserve
             && super::space::release_reserve(inner)
         {
             result = vlog.reserve(group_len);
@@ -293,7 +385,7 @@ fn append_reserved(
 }
 
 /// Returns the memtable to insert into, switching and stalling as needed.
-fn make_room(inner: &DbInner, mut force: bool) -> Result<Arc<MemTable>> {
+fn make_room(inner: &DbInner, mut force: bool, even_if_empty: bool) -> Result<Arc<MemTable>> {
     let options = &inner.options;
     let mut allow_delay = !force;
     let mut state = inner.state.lock();
@@ -315,7 +407,7 @@ fn make_room(inner: &DbInner, mut force: bool) -> Result<Arc<MemTable>> {
         if !force && !mem_full {
             return Ok(Arc::clone(&state.mem));
         }
-        if force && state.mem.is_empty() {
+        if force && state.mem.is_empty() && !even_if_empty {
             return Ok(Arc::clone(&state.mem));
         }
         if state.imms.len() >= options.max_immutable_memtables

@@ -55,7 +55,7 @@ pub struct DbIterator<'a> {
     _db: std::marker::PhantomData<&'a crate::Db>,
     iter: MergingIterator,
     sequence: SequenceNumber,
-    _version: Arc<Version>,
+    version: Arc<Version>,
     lower: Option<Vec<u8>>,
     upper: Option<Vec<u8>>,
     direction: Direction,
@@ -105,7 +105,7 @@ impl DbIterator<'_> {
             _db: std::marker::PhantomData,
             iter,
             sequence,
-            _version: version,
+            version,
             lower,
             upper,
             direction: Direction::Forward,
@@ -157,6 +157,7 @@ impl DbIterator<'_> {
             // Inline value, or the read-ahead result was already handed out: read it here.
             return crate::db::resolve_value(
                 &self.db,
+                &self.version,
                 &front.user_key,
                 front.kind,
                 front.stored.clone(),
@@ -171,7 +172,7 @@ impl DbIterator<'_> {
             }
             Direction::Reverse => (self.saved_kind, self.saved_value.clone()),
         };
-        crate::db::resolve_value(&self.db, self.key(), kind, stored)?
+        crate::db::resolve_value(&self.db, &self.version, self.key(), kind, stored)?
             .ok_or_else(|| Error::Internal("iterator positioned on a deletion".into()))
     }
 
@@ -410,7 +411,12 @@ impl DbIterator<'_> {
         };
         if kind == ValueKind::ValuePointer {
             let read = PendingRead::new();
-            match crate::db::plan_pointer_read(&self.db, &entry.user_key, &entry.stored) {
+            match crate::db::plan_pointer_read(
+                &self.db,
+                &self.version,
+                &entry.user_key,
+                &entry.stored,
+            ) {
                 Ok(PointerRead::File { ptr, live }) => {
                     entry.pointed_bytes = u64::from(ptr.len);
                     // The job holds the log reader, not the database: dropping the iterator

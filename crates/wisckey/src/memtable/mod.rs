@@ -6,14 +6,20 @@
 //! internal key is unique because sequence numbers are. Thread-safety: `add` may be called
 //! concurrently with readers and iterators; the write path serializes `add` calls anyway.
 //!
+//! It also counts, per value-log segment, the log bytes of records its entries do not point
+//! to (inline values and tombstones): those records are garbage once the memtable is flushed
+//! and the replay head passes them. Segments are opaque numbers here.
+//!
 //! Entry values are what the LSM stores: the value itself (`ValueKind::Value`), an encoded
 //! value-log pointer (`ValueKind::ValuePointer`), or nothing (`ValueKind::Deletion`).
 
 mod iter;
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crossbeam_skiplist::SkipMap;
+use parking_lot::Mutex;
 
 pub use iter::MemTableIterator;
 
@@ -27,6 +33,7 @@ const ENTRY_OVERHEAD: usize = 64;
 pub struct MemTable {
     map: SkipMap<InternalKey, Vec<u8>>,
     approximate_bytes: AtomicUsize,
+    unreferenced_log_bytes: Mutex<BTreeMap<u64, u64>>,
 }
 
 impl MemTable {
@@ -51,6 +58,21 @@ impl MemTable {
             return None;
         }
         Some((parsed.kind, entry.value().clone()))
+    }
+
+    /// Counts `bytes` of log segment `segment` that no entry here points to.
+    pub fn add_unreferenced_log_bytes(&self, segment: u64, bytes: u64) {
+        *self
+            .unreferenced_log_bytes
+            .lock()
+            .entry(segment)
+            .or_insert(0) += bytes;
+    }
+
+    /// `(segment, bytes)` counted by [`MemTable::add_unreferenced_log_bytes`].
+    pub fn unreferenced_log_bytes(&self) -> Vec<(u64, u64)> {
+        let counts = self.unreferenced_log_bytes.lock();
+        counts.iter().map(|(&s, &b)| (s, b)).collect()
     }
 
     /// Approximate memory used by the entries.

@@ -16,6 +16,8 @@
 //! | 8    | next_vlog_segment | varint64                                                   |
 //! | 9    | vlog_segment_added | segment varint64 (manifest format 2)                      |
 //! | 10   | vlog_segment_removed | segment varint64 (manifest format 2)                    |
+//! | 11   | vlog_segment_sealed | segment varint64, size varint64 (manifest format 3)       |
+//! | 12   | vlog_dead_bytes   | segment varint64, bytes varint64 (manifest format 3): added to the segment's dead count |
 //! | 1024..=65535 | extra     | opaque bytes (length-prefixed), kept for future metadata   |
 //!
 //! Any other tag is `Corruption`: an old build must not silently misread a manifest whose
@@ -46,6 +48,8 @@ pub mod tags {
     pub const NEXT_VLOG_SEGMENT: u32 = 8;
     pub const VLOG_SEGMENT_ADDED: u32 = 9;
     pub const VLOG_SEGMENT_REMOVED: u32 = 10;
+    pub const VLOG_SEGMENT_SEALED: u32 = 11;
+    pub const VLOG_DEAD_BYTES: u32 = 12;
 }
 
 /// Tags reserved for [`VersionEdit::extra`]: opaque engine metadata added by later versions.
@@ -69,6 +73,13 @@ pub struct VersionEdit {
     pub vlog_segments_added: Vec<u64>,
     /// Value-log segments that are no longer part of the log (their files may be deleted).
     pub vlog_segments_removed: Vec<u64>,
+    /// `(segment, file size)`: the segment will never be appended to again (applied after
+    /// `added`).
+    pub vlog_segments_sealed: Vec<(u64, u64)>,
+    /// `(segment, bytes)`: log bytes of the segment that no reader can need any more
+    /// (records of dropped pointers, inline values, tombstones); added to its dead count.
+    /// Entries for segments not in the log are ignored (GC already removed them).
+    pub vlog_dead_bytes: Vec<(u64, u64)>,
     /// `(tag in EXTRA_TAGS, bytes)`; a later entry with the same tag replaces an earlier one.
     pub extra: Vec<(u32, Vec<u8>)>,
 }
@@ -140,6 +151,16 @@ impl VersionEdit {
             for &segment in segments {
                 put_varint32(&mut out, tag);
                 put_varint64(&mut out, segment);
+            }
+        }
+        for (tag, pairs) in [
+            (tags::VLOG_SEGMENT_SEALED, &self.vlog_segments_sealed),
+            (tags::VLOG_DEAD_BYTES, &self.vlog_dead_bytes),
+        ] {
+            for &(segment, n) in pairs {
+                put_varint32(&mut out, tag);
+                put_varint64(&mut out, segment);
+                put_varint64(&mut out, n);
             }
         }
         for (tag, bytes) in &self.extra {
@@ -216,6 +237,15 @@ impl VersionEdit {
                         edit.vlog_segments_added.push(segment);
                     } else {
                         edit.vlog_segments_removed.push(segment);
+                    }
+                }
+                tags::VLOG_SEGMENT_SEALED | tags::VLOG_DEAD_BYTES => {
+                    let pair = d.varint64().zip(d.varint64());
+                    let pair = pair.ok_or_else(|| corrupt("bad segment accounting"))?;
+                    if tag == tags::VLOG_SEGMENT_SEALED {
+                        edit.vlog_segments_sealed.push(pair);
+                    } else {
+                        edit.vlog_dead_bytes.push(pair);
                     }
                 }
                 t if EXTRA_TAGS.contains(&t) => {
@@ -301,6 +331,10 @@ mod tests {
         e.vlog_head = Some(LogPosition::new(3, 1 << 33));
         e.vlog_tail = Some(LogPosition::new(1, 0));
         e.next_vlog_segment = Some(4);
+        e.vlog_segments_added = vec![2, 3];
+        e.vlog_segments_removed = vec![1];
+        e.vlog_segments_sealed = vec![(2, 1 << 28)];
+        e.vlog_dead_bytes = vec![(2, 4096), (3, 0)];
         e.extra.push((*EXTRA_TAGS.start(), b"meta".to_vec()));
         e.extra.push((*EXTRA_TAGS.end(), Vec::new()));
         e

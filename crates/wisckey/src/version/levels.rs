@@ -52,10 +52,25 @@ impl FileMeta {
     }
 }
 
-/// The set of table files at each level at one point in time.
+/// What the manifest knows of one value-log segment.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SegmentMeta {
+    /// The segment's final file size once the writer has moved past it (`None` while it may
+    /// still be appended to).
+    pub sealed_size: Option<u64>,
+    /// Bytes of its records that no reader can need any more: records whose pointer was
+    /// dropped by a flush or compaction, and records of inline values and tombstones once
+    /// their memtable is flushed. Exact, never more than the records' bytes.
+    pub dead_bytes: u64,
+}
+
+/// The set of table files at each level at one point in time, and the value-log segments
+/// that are part of the log (every segment from the oldest live one up to the replay
+/// head's; newer segments are listed when the head passes into them).
 #[derive(Debug, Clone)]
 pub struct Version {
     levels: Vec<Vec<Arc<FileMeta>>>,
+    vlog_segments: Arc<BTreeMap<u64, SegmentMeta>>,
 }
 
 impl Default for Version {
@@ -69,7 +84,32 @@ impl Version {
     pub fn empty() -> Version {
         Version {
             levels: vec![Vec::new(); NUM_LEVELS],
+            vlog_segments: Arc::new(BTreeMap::new()),
         }
+    }
+
+    /// This version with `segments` as its value-log segment set.
+    pub(crate) fn with_vlog_segments(&self, segments: BTreeMap<u64, SegmentMeta>) -> Version {
+        Version {
+            levels: self.levels.clone(),
+            vlog_segments: Arc::new(segments),
+        }
+    }
+
+    /// The value-log segments listed in this version, with their accounting.
+    pub fn vlog_segments(&self) -> &BTreeMap<u64, SegmentMeta> {
+        &self.vlog_segments
+    }
+
+    /// Whether a reader of this version may follow a pointer into `segment`: it is listed,
+    /// or newer than every listed segment (written since the replay head last moved).
+    /// Segments GC removed are neither.
+    pub fn vlog_segment_readable(&self, segment: u64) -> bool {
+        self.vlog_segments.contains_key(&segment)
+            || self
+                .vlog_segments
+                .last_key_value()
+                .is_none_or(|(&newest, _)| segment > newest)
     }
 
     /// The version that results from applying `edit` to `self`. Errors (deleting a missing
@@ -216,6 +256,7 @@ impl Version {
 #[derive(Debug)]
 pub(crate) struct VersionBuilder {
     levels: Vec<BTreeMap<u64, Arc<FileMeta>>>,
+    vlog_segments: BTreeMap<u64, SegmentMeta>,
 }
 
 impl VersionBuilder {
@@ -228,7 +269,10 @@ impl VersionBuilder {
                     .collect()
             })
             .collect();
-        VersionBuilder { levels }
+        VersionBuilder {
+            levels,
+            vlog_segments: BTreeMap::clone(&base.vlog_segments),
+        }
     }
 
     /// Deletions first, then additions (so a file can move levels in one edit).
@@ -254,6 +298,30 @@ impl VersionBuilder {
             }
             self.levels[*level].insert(file.number, Arc::new(file.clone()));
         }
+        self.apply_segments(edit)
+    }
+
+    /// Segments: added, sealed, dead bytes, then removed. Dead bytes of a segment that is
+    /// not listed are ignored: a compaction may drop pointers into a segment GC removed.
+    fn apply_segments(&mut self, edit: &VersionEdit) -> std::result::Result<(), String> {
+        for &segment in &edit.vlog_segments_added {
+            self.vlog_segments.entry(segment).or_default();
+        }
+        for &(segment, size) in &edit.vlog_segments_sealed {
+            let meta = self
+                .vlog_segments
+                .get_mut(&segment)
+                .ok_or_else(|| format!("sealed value-log segment {segment} is not listed"))?;
+            meta.sealed_size = Some(size);
+        }
+        for &(segment, bytes) in &edit.vlog_dead_bytes {
+            if let Some(meta) = self.vlog_segments.get_mut(&segment) {
+                meta.dead_bytes = meta.dead_bytes.saturating_add(bytes);
+            }
+        }
+        for segment in &edit.vlog_segments_removed {
+            self.vlog_segments.remove(segment);
+        }
         Ok(())
     }
 
@@ -276,7 +344,10 @@ impl VersionBuilder {
             }
             levels.push(files);
         }
-        Ok(Version { levels })
+        Ok(Version {
+            levels,
+            vlog_segments: Arc::new(self.vlog_segments),
+        })
     }
 }
 

@@ -28,8 +28,11 @@ use super::edit::VersionEdit;
 /// First 8 bytes of every manifest.
 pub const MANIFEST_MAGIC: [u8; 8] = *b"WKMANFST";
 /// Newest manifest format this build reads and the one it writes. Version 2 added the
-/// value-log segment set (edit tags 9 and 10); version 1 is still read.
-pub const MANIFEST_FORMAT_VERSION: u32 = 2;
+/// value-log segment set (edit tags 9 and 10), version 3 the segments' sealed sizes and dead
+/// bytes (tags 11 and 12, written for GC); versions 1 and 2 are still read.
+pub const MANIFEST_FORMAT_VERSION: u32 = 3;
+/// The first format that records the value-log segment set.
+pub const SEGMENT_SET_FORMAT_VERSION: u32 = 2;
 
 const HEADER_LEN: usize = 12;
 const RECORD_HEADER_LEN: usize = 8;

@@ -25,7 +25,7 @@ pub(crate) mod testutil;
 
 pub use edit::{tags, VersionEdit, EXTRA_TAGS};
 pub use level_iter::LevelIterator;
-pub use levels::{FileMeta, Version};
+pub use levels::{FileMeta, SegmentMeta, Version};
 pub use manifest::{is_empty_new_manifest, MANIFEST_FORMAT_VERSION, MANIFEST_MAGIC};
 pub use set::{LoadedState, VersionSet, DEFAULT_MANIFEST_SIZE_LIMIT};
 

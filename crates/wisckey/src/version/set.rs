@@ -31,9 +31,10 @@ use crate::fs::FileSystem;
 use crate::position::LogPosition;
 
 use super::edit::{VersionEdit, EXTRA_TAGS};
-use super::levels::{Version, VersionBuilder};
+use super::levels::{SegmentMeta, Version, VersionBuilder};
 use super::manifest::{
     read_current, read_manifest, write_current, ManifestWriter, MANIFEST_FORMAT_VERSION,
+    SEGMENT_SET_FORMAT_VERSION,
 };
 use super::NUM_LEVELS;
 
@@ -48,8 +49,6 @@ struct Counters {
     vlog_head: Option<LogPosition>,
     vlog_tail: Option<LogPosition>,
     next_vlog_segment: u64,
-    /// Value-log segments that are part of the log (manifest format 2 on).
-    vlog_segments: BTreeSet<u64>,
     compact_pointers: Vec<Option<Vec<u8>>>,
     extra: BTreeMap<u32, Vec<u8>>,
 }
@@ -62,7 +61,6 @@ impl Counters {
             vlog_head: None,
             vlog_tail: None,
             next_vlog_segment: 1,
-            vlog_segments: BTreeSet::new(),
             compact_pointers: vec![None; NUM_LEVELS],
             extra: BTreeMap::new(),
         }
@@ -80,11 +78,7 @@ impl Counters {
             self.next_vlog_segment = self.next_vlog_segment.max(s);
         }
         for &segment in &edit.vlog_segments_added {
-            self.vlog_segments.insert(segment);
             self.next_vlog_segment = self.next_vlog_segment.max(segment.saturating_add(1));
-        }
-        for segment in &edit.vlog_segments_removed {
-            self.vlog_segments.remove(segment);
         }
         self.vlog_head = edit.vlog_head.or(self.vlog_head);
         self.vlog_tail = edit.vlog_tail.or(self.vlog_tail);
@@ -161,6 +155,9 @@ pub struct LoadedState {
     manifest_number: u64,
     /// The manifest was written in format 1, which did not record value-log segments.
     segments_untracked: bool,
+    /// The manifest was written before format 3: segments have no sealed sizes and dead
+    /// bytes were not counted (they start at 0).
+    segments_unaccounted: bool,
 }
 
 impl LoadedState {
@@ -178,8 +175,18 @@ impl LoadedState {
 
     /// The value-log segments the manifest lists, or `None` for a format-1 manifest (which
     /// did not record them).
-    pub fn vlog_segments(&self) -> Option<&BTreeSet<u64>> {
-        (!self.segments_untracked).then_some(&self.counters.vlog_segments)
+    pub fn vlog_segments(&self) -> Option<BTreeSet<u64>> {
+        (!self.segments_untracked).then(|| self.version.vlog_segments().keys().copied().collect())
+    }
+
+    /// The listed segments with their accounting (empty for a format-1 manifest).
+    pub fn vlog_segment_metas(&self) -> &BTreeMap<u64, SegmentMeta> {
+        self.version.vlog_segments()
+    }
+
+    /// Whether the manifest predates dead-byte accounting (format 3).
+    pub fn segments_unaccounted(&self) -> bool {
+        self.segments_unaccounted
     }
 
     pub fn manifest_number(&self) -> u64 {
@@ -193,11 +200,12 @@ impl LoadedState {
 
     /// Makes `segments` the log's segment set and `next` (at least) the next segment number;
     /// becomes durable with [`VersionSet::install`].
-    pub fn set_vlog_segments(&mut self, segments: BTreeSet<u64>, next: u64) {
-        let above = segments.last().map_or(0, |s| s + 1);
+    pub fn set_vlog_segments(&mut self, segments: BTreeMap<u64, SegmentMeta>, next: u64) {
+        let above = segments.last_key_value().map_or(0, |(s, _)| s + 1);
         self.counters.next_vlog_segment = self.counters.next_vlog_segment.max(next).max(above);
-        self.counters.vlog_segments = segments;
+        self.version = self.version.with_vlog_segments(segments);
         self.segments_untracked = false;
+        self.segments_unaccounted = false;
     }
 
     /// Moves the replay head (salvage of a log whose head lies past its end).
@@ -255,12 +263,14 @@ impl VersionSet {
             )));
         }
         let mut counters = Counters::new();
+        let mut segments = BTreeMap::new();
         if let Some(head) = first_segment {
-            counters.vlog_segments.insert(head.segment);
+            segments.insert(head.segment, SegmentMeta::default());
             counters.next_vlog_segment = head.segment + 1;
             counters.vlog_head = Some(head);
         }
-        Self::install_new_manifest(fs, dir, Version::empty(), counters, None)
+        let version = Version::empty().with_vlog_segments(segments);
+        Self::install_new_manifest(fs, dir, version, counters, None)
     }
 
     /// Opens the database in `dir`: [`VersionSet::load`], then [`VersionSet::install`].
@@ -321,7 +331,8 @@ impl VersionSet {
             version,
             counters,
             manifest_number: old_number,
-            segments_untracked: contents.format_version < MANIFEST_FORMAT_VERSION,
+            segments_untracked: contents.format_version < SEGMENT_SET_FORMAT_VERSION,
+            segments_unaccounted: contents.format_version < MANIFEST_FORMAT_VERSION,
         })
     }
 
@@ -550,9 +561,17 @@ impl VersionSet {
         self.counters.next_vlog_segment
     }
 
-    /// The value-log segments the manifest lists.
-    pub fn vlog_segments(&self) -> &BTreeSet<u64> {
-        &self.counters.vlog_segments
+    /// The value-log segments the current version lists, with their accounting.
+    pub fn vlog_segments(&self) -> &BTreeMap<u64, SegmentMeta> {
+        self.current.vlog_segments()
+    }
+
+    /// Whether a reader of the current version or of an older version still referenced may
+    /// follow a pointer into value-log segment `n`: the version lists it, or `n` is newer
+    /// than every segment it lists (its reader's memtables may point there).
+    pub fn vlog_segment_in_use(&self, n: u64) -> bool {
+        self.current.vlog_segment_readable(n)
+            || (self.older.iter().filter_map(Weak::upgrade)).any(|v| v.vlog_segment_readable(n))
     }
 
     pub fn compact_pointer(&self, level: usize) -> Option<&[u8]> {
@@ -604,8 +623,15 @@ fn snapshot_edit(version: &Version, counters: &Counters) -> VersionEdit {
         vlog_head: counters.vlog_head,
         vlog_tail: counters.vlog_tail,
         next_vlog_segment: Some(counters.next_vlog_segment),
-        vlog_segments_added: counters.vlog_segments.iter().copied().collect(),
+        vlog_segments_added: version.vlog_segments().keys().copied().collect(),
         vlog_segments_removed: Vec::new(),
+        vlog_segments_sealed: (version.vlog_segments().iter())
+            .filter_map(|(&s, m)| Some((s, m.sealed_size?)))
+            .collect(),
+        vlog_dead_bytes: (version.vlog_segments().iter())
+            .filter(|(_, m)| m.dead_bytes > 0)
+            .map(|(&s, m)| (s, m.dead_bytes))
+            .collect(),
         extra: counters
             .extra
             .iter()

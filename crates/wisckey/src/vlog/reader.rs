@@ -27,11 +27,11 @@ use crate::position::LogPosition;
 /// Open segment handles kept at most; beyond this an arbitrary one is closed.
 const MAX_CACHED_SEGMENTS: usize = 256;
 
-/// The part of the value log that is live right now: segments from `first_segment` (older
-/// ones are garbage collected) up to `end` (nothing has been written past it).
+/// How far the value log reaches right now: nothing has been written past `end`. (Which
+/// older segments GC removed is the caller's knowledge: the database checks a pointer's
+/// segment against the `Version` its reader holds; a deleted segment's file is missing.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LiveRange {
-    pub first_segment: u64,
     pub end: LogPosition,
 }
 
@@ -64,7 +64,7 @@ impl VlogReader {
     ) -> Result<Vec<u8>> {
         let name = vlog_file_name(&self.dir, ptr.segment).display().to_string();
         let bad = |why: &str| Error::corruption(&name, ptr.offset, format!("value pointer: {why}"));
-        if ptr.segment < limits.first_segment || ptr.segment > limits.end.segment {
+        if ptr.segment > limits.end.segment {
             return Err(bad("segment outside the live value log"));
         }
         if ptr.offset < SEGMENT_HEADER_LEN {
@@ -176,10 +176,7 @@ mod tests {
         ];
         let ptrs = w.append_batch(10, &entries).expect("append");
         w.sync().expect("sync");
-        let live = LiveRange {
-            first_segment: 1,
-            end: w.end(),
-        };
+        let live = LiveRange { end: w.end() };
         let reader = VlogReader::new(fs_dyn(&fs), dir, opts());
         (fs, reader, ptrs, live)
     }
@@ -202,14 +199,8 @@ mod tests {
             reader.read_value(&ptrs[0], b"key1", live).expect("read"),
             b"value1"
         );
-        let later = LiveRange {
-            first_segment: 2,
-            ..live
-        };
-        assert_corruption(reader.read_value(&ptrs[0], b"key1", later), "GC'd segment");
         let shorter = LiveRange {
             end: LogPosition::new(1, ptrs[0].end() - 1),
-            ..live
         };
         assert_corruption(
             reader.read_value(&ptrs[0], b"key1", shorter),
@@ -231,7 +222,6 @@ mod tests {
         };
         let all = LiveRange {
             end: LogPosition::new(u64::MAX, u64::MAX),
-            ..live
         };
         assert_corruption(reader.read_value(&overflow, b"key1", all), "overflow");
     }
@@ -241,7 +231,6 @@ mod tests {
         let (_fs, reader, ptrs, live) = setup();
         let all = LiveRange {
             end: LogPosition::new(1, u64::MAX),
-            ..live
         };
         let beyond = ValuePointer {
             offset: live.end.offset + 100,

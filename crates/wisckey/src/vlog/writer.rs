@@ -193,8 +193,15 @@ impl VlogWriter {
         // segment's target size: reserved, unused space counts as disk use.
         let chunk_end = self.reserved_to + self.opts.preallocate_size;
         let target = needed.max(chunk_end.min(self.opts.segment_size));
-        self.file.preallocate(target)?;
-        self.reserved_to = target;
+        match self.file.preallocate(target) {
+            Ok(()) => self.reserved_to = target,
+            // Nearly full: the whole chunk does not fit, but the group alone may.
+            Err(e) if e.is_no_space() && target > needed => {
+                self.file.preallocate(needed)?;
+                self.reserved_to = needed;
+            }
+            Err(e) => return Err(e),
+        }
         Ok(())
     }
 
@@ -312,6 +319,19 @@ impl VlogWriter {
         let start = usize::try_from(ptr.offset - self.flushed_len).ok()?;
         let end = start.checked_add(ptr.len as usize)?;
         self.buf.get(start..end).map(<[u8]>::to_vec)
+    }
+
+    /// Finishes the active segment now if it holds records, so that the next batch starts a
+    /// new one: GC can only collect a segment nobody appends to. Returns whether it rolled.
+    /// The caller poisons the writer on error, as for `flush`.
+    pub fn seal_active(&mut self) -> Result<bool> {
+        self.check_not_failed()?;
+        if self.end().offset <= SEGMENT_HEADER_LEN {
+            return Ok(false);
+        }
+        self.write_out()?;
+        self.roll()?;
+        Ok(true)
     }
 
     pub fn active_segment(&self) -> u64 {

@@ -109,10 +109,7 @@ fn appended_values_read_back_through_reader() {
     w.flush().expect("flush");
     assert_eq!(w.flushed_end(), w.end());
     let reader = VlogReader::new(fs.clone(), dir(), o);
-    let live = LiveRange {
-        first_segment: 1,
-        end: w.end(),
-    };
+    let live = LiveRange { end: w.end() };
     for (ptr, key, value) in &written {
         assert_eq!(&reader.read_value(ptr, key, live).expect("read"), value);
     }
@@ -136,10 +133,7 @@ fn read_buffered_sees_records_before_flush() {
     w.flush().expect("flush");
     assert!(w.read_buffered(&ptrs[1]).is_none());
     let reader = VlogReader::new(fs.clone(), dir(), o);
-    let live = LiveRange {
-        first_segment: 1,
-        end: w.end(),
-    };
+    let live = LiveRange { end: w.end() };
     assert_eq!(
         reader.read_value(&ptrs[0], b"a", live).expect("read"),
         b"alpha"

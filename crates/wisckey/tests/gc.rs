@@ -1,0 +1,317 @@
+//! Value-log GC: space comes back, nothing live is lost, nothing dead comes back, and what a
+//! snapshot or iterator can read is kept. Each test names the invariant it pins
+//! (docs/DESIGN.md, "Value-log GC").
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use wisckey::fs::{FileSystem, MemFs};
+use wisckey::{Db, GcOptions, Options, ReadOptions, SegmentState};
+
+fn mem_options(fs: &MemFs) -> Options {
+    Options {
+        // Background GC off: these tests drive GC themselves and check exact effects.
+        gc_space_amp_target: f64::INFINITY,
+        ..Options::small_for_tests(Arc::new(fs.clone()))
+    }
+}
+
+fn value(key: u32, version: u32, len: usize) -> Vec<u8> {
+    let mut v = format!("{key}:{version}:").into_bytes();
+    v.resize(len, (key as u8).wrapping_add(version as u8));
+    v
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
+fn log_bytes(fs: &dyn FileSystem, dir: &Path) -> u64 {
+    fs.list(dir)
+        .expect("list")
+        .iter()
+        .filter(|n| n.ends_with(".vlog"))
+        .map(|n| fs.file_size(&dir.join(n)).expect("size"))
+        .sum()
+}
+
+fn check_all(db: &Db, expected: &BTreeMap<Vec<u8>, Vec<u8>>, all_keys: u32) {
+    for i in 0..all_keys {
+        let k = key(i);
+        assert_eq!(
+            db.get(&k).expect("get").as_deref(),
+            expected.get(&k).map(Vec::as_slice),
+            "key {i}"
+        );
+    }
+    let mut it = db.iter(&ReadOptions::default()).expect("iter");
+    it.seek_to_first();
+    let mut seen = BTreeMap::new();
+    while it.valid() {
+        seen.insert(it.key().to_vec(), it.value().expect("value"));
+        it.next();
+    }
+    it.status().expect("status");
+    assert!(seen == *expected, "a scan shows exactly the live data");
+}
+
+/// GC never loses the newest value, and space comes back: overwrite every key several
+/// times, delete a third, collect; every live value reads back and the log shrinks to
+/// about the live data.
+#[test]
+fn gc_keeps_every_newest_value_and_gives_space_back() {
+    let fs = MemFs::new();
+    let dir = Path::new("/db");
+    let db = Db::open(dir, mem_options(&fs)).expect("open");
+    let mut expected = BTreeMap::new();
+    const KEYS: u32 = 300;
+    for version in 0..6 {
+        for i in 0..KEYS {
+            let v = value(i, version, 700);
+            db.put(key(i), &v).expect("put");
+            expected.insert(key(i), v);
+        }
+    }
+    for i in (0..KEYS).step_by(3) {
+        db.delete(key(i)).expect("delete");
+        expected.remove(&key(i));
+    }
+    let before = log_bytes(&fs, dir);
+    let done = db.gc(&GcOptions::default()).expect("gc");
+    assert!(done.segments_collected > 0, "{done:?}");
+    check_all(&db, &expected, KEYS);
+    let after = log_bytes(&fs, dir);
+    let live: u64 = expected.values().map(|v| v.len() as u64).sum();
+    assert!(after < before / 3, "log {before} -> {after} bytes");
+    assert!(
+        after < live * 2,
+        "log {after} bytes for {live} live value bytes"
+    );
+    let stats = db.stats().expect("stats");
+    assert!(stats.value_log.space_amp < 2.0, "{:?}", stats.value_log);
+    assert!(stats.gc.bytes_freed > 0 && stats.gc.work.records_relocated > 0);
+    db.close().expect("close");
+    // The relocations and the segment removals survive a reopen.
+    let db = Db::open(dir, mem_options(&fs)).expect("reopen");
+    check_all(&db, &expected, KEYS);
+    db.close().expect("close");
+}
+
+/// A snapshot and an iterator opened before GC keep reading through the old pointers of
+/// relocated records: the victim's file stays (reported as pinned by readers) until they
+/// are gone, then it is deleted.
+#[test]
+fn gc_never_frees_what_a_snapshot_or_iterator_can_read() {
+    let fs = MemFs::new();
+    let dir = Path::new("/db");
+    let db = Db::open(dir, mem_options(&fs)).expect("open");
+    const KEYS: u32 = 200;
+    let expected_value = |i: u32| value(i, i % 2, 600);
+    for i in 0..KEYS {
+        db.put(key(i), value(i, 0, 600)).expect("put");
+    }
+    // Odd keys are overwritten: their first versions are garbage; even keys' first
+    // versions are live and will be relocated.
+    for i in (1..KEYS).step_by(2) {
+        db.put(key(i), value(i, 1, 600)).expect("overwrite");
+    }
+    let snapshot = db.snapshot();
+    let mut iter = db.iter(&ReadOptions::default()).expect("iter");
+    let done = db.gc(&GcOptions::default()).expect("gc");
+    assert!(done.segments_collected > 0, "{done:?}");
+    assert!(done.records_relocated > 0, "{done:?}");
+    let stats = db.stats().expect("stats");
+    let pinned = (stats.value_log.segments.iter())
+        .filter(|s| s.state == SegmentState::PinnedByReaders)
+        .count();
+    assert!(pinned > 0, "collected segments wait for readers: {stats:?}");
+    let at_snapshot = ReadOptions {
+        snapshot: Some(snapshot.clone()),
+        ..ReadOptions::default()
+    };
+    for i in 0..KEYS {
+        let got = db.get_opt(key(i), &at_snapshot).expect("snapshot get");
+        assert_eq!(got, Some(expected_value(i)), "key {i} at the snapshot");
+    }
+    iter.seek_to_first();
+    let mut n = 0;
+    while iter.valid() {
+        assert_eq!(
+            iter.value().expect("value through an old pointer"),
+            expected_value(n)
+        );
+        n += 1;
+        iter.next();
+    }
+    iter.status().expect("status");
+    assert_eq!(n, KEYS);
+    drop(iter);
+    drop(at_snapshot);
+    drop(snapshot);
+    // Nothing pins the victims now: the next collection's sweep deletes them.
+    let before = log_bytes(&fs, dir);
+    db.gc(&GcOptions::default()).expect("gc");
+    let stats = db.stats().expect("stats");
+    assert!(
+        !(stats.value_log.segments.iter()).any(|s| s.state == SegmentState::PinnedByReaders),
+        "{stats:?}"
+    );
+    assert!(
+        log_bytes(&fs, dir) < before,
+        "the pinned files were deleted"
+    );
+    assert!(stats.gc.bytes_freed > 0);
+    for i in 0..KEYS {
+        assert_eq!(db.get(key(i)).expect("get"), Some(expected_value(i)));
+    }
+    db.close().expect("close");
+}
+
+/// The Badger #2286 pattern cannot happen: a delete and an overwrite that land while GC
+/// holds a key's record as live (after its liveness hint, before the relocation) are
+/// never shadowed by the relocation, and after compaction purges the tombstone and a
+/// reopen replays the log, the deleted key stays deleted.
+#[test]
+fn delete_and_overwrite_racing_gc_are_never_shadowed_and_never_resurrected() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Mutex;
+
+    type Racer = Box<dyn Fn() + Send + Sync>;
+    #[derive(Default)]
+    struct RaceHooks {
+        armed: AtomicBool,
+        /// Runs once, inside GC's read of a survivor's value (a positional read of a whole
+        /// record of the victim segment, after the liveness hint said "live").
+        racer: Mutex<Option<Racer>>,
+    }
+    impl std::fmt::Debug for RaceHooks {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("RaceHooks")
+        }
+    }
+    impl common::Hooks for RaceHooks {
+        fn before_read(&self, path: &Path, _offset: u64, len: usize) -> wisckey::Result<()> {
+            let is_record_read = len == RECORD_LEN;
+            let segment_one = path.ends_with("000001.vlog");
+            if is_record_read && segment_one && self.armed.swap(false, Ordering::AcqRel) {
+                if let Some(racer) = self.racer.lock().expect("lock").take() {
+                    racer();
+                }
+            }
+            Ok(())
+        }
+    }
+    const VALUE_LEN: usize = 900;
+    const RECORD_LEN: usize = wisckey::vlog::RECORD_HEADER_LEN + 9 + VALUE_LEN;
+
+    let fs = common::HookFs::new(RaceHooks::default());
+    let dir = Path::new("/db");
+    let options = Options {
+        gc_space_amp_target: f64::INFINITY,
+        ..Options::small_for_tests(Arc::new(fs.clone()))
+    };
+    let db = Arc::new(Db::open(dir, options.clone()).expect("open"));
+    // Segment 1 holds the first versions of every key; later segments overwrite all but
+    // key 0 and key 1, so those two are segment 1's survivors.
+    for i in 0..100 {
+        db.put(key(i), value(i, 0, VALUE_LEN)).expect("put");
+    }
+    for round in 1..4 {
+        for i in 2..100 {
+            db.put(key(i), value(i, round, VALUE_LEN))
+                .expect("overwrite");
+        }
+    }
+    let racing_db = Arc::clone(&db);
+    *fs.hooks.racer.lock().expect("lock") = Some(Box::new(move || {
+        // GC holds key 0 and key 1 as live right now.
+        racing_db.delete(key(0)).expect("racing delete");
+        racing_db
+            .put(key(1), b"newer than gc")
+            .expect("racing overwrite");
+    }));
+    db.compact_range(None, None).expect("compact");
+    fs.hooks.armed.store(true, Ordering::Release);
+    let done = db
+        .gc(&GcOptions {
+            compact_first: false,
+            ..GcOptions::default()
+        })
+        .expect("gc");
+    assert!(
+        !fs.hooks.armed.load(Ordering::Acquire),
+        "the race ran inside GC ({done:?})"
+    );
+    assert!(done.segments_collected > 0);
+    assert_eq!(
+        db.get(key(0)).expect("get"),
+        None,
+        "the delete is not shadowed"
+    );
+    assert_eq!(
+        db.get(key(1)).expect("get"),
+        Some(b"newer than gc".to_vec())
+    );
+    // Purge the tombstone, then replay the log after a reopen: nothing comes back.
+    db.compact_range(None, None).expect("compact");
+    let db = Arc::try_unwrap(db).expect("only owner");
+    db.close().expect("close");
+    let db = Db::open(dir, options).expect("reopen");
+    assert_eq!(
+        db.get(key(0)).expect("get"),
+        None,
+        "no resurrection after reopen"
+    );
+    assert_eq!(
+        db.get(key(1)).expect("get"),
+        Some(b"newer than gc".to_vec())
+    );
+    for i in 2..100 {
+        assert_eq!(db.get(key(i)).expect("get"), Some(value(i, 3, VALUE_LEN)));
+    }
+    db.close().expect("close");
+}
+
+/// GC is on by default and needs no call: an overwrite-heavy load keeps the log near the
+/// target instead of growing with every pass.
+#[test]
+fn background_gc_bounds_space_without_being_asked() {
+    let fs = MemFs::new();
+    let dir = Path::new("/db");
+    let options = Options {
+        vlog_segment_size: 256 << 10,
+        ..Options::small_for_tests(Arc::new(fs.clone()))
+    };
+    assert_eq!(
+        options.gc_space_amp_target,
+        Options::default().gc_space_amp_target
+    );
+    let db = Db::open(dir, options).expect("open");
+    const KEYS: u32 = 500;
+    let live = u64::from(KEYS) * 1000;
+    let mut worst_after_first_pass = 0u64;
+    for pass in 0..12 {
+        for i in 0..KEYS {
+            db.put(key(i), value(i, pass, 1000)).expect("put");
+        }
+        if pass >= 3 {
+            // Give the GC thread (which yields to writers) a moment each pass.
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            worst_after_first_pass = worst_after_first_pass.max(log_bytes(&fs, dir));
+        }
+    }
+    let stats = db.stats().expect("stats");
+    assert!(stats.gc.work.segments_collected > 0, "{:?}", stats.gc);
+    // 12 passes without GC would be 12x the live data.
+    assert!(
+        worst_after_first_pass < live * 5,
+        "log reached {worst_after_first_pass} bytes for {live} live bytes"
+    );
+    for i in 0..KEYS {
+        assert_eq!(db.get(key(i)).expect("get"), Some(value(i, 11, 1000)));
+    }
+    db.close().expect("close");
+}
