@@ -69,6 +69,11 @@ pub struct BenchArgs {
     /// Engine option `value_threshold` (default: the engine's default).
     #[arg(long = "value_threshold")]
     value_threshold: Option<usize>,
+    /// Engine option `gc_space_amp_target`: background value-log GC keeps the log's bytes on
+    /// disk at most this many times its live bytes ("inf" turns it off; default: the
+    /// engine's default, 1.5).
+    #[arg(long = "gc_space_amp_target")]
+    gc_space_amp_target: Option<f64>,
     /// Engine option `scan_readahead_entries`: entries a forward scan reads ahead, their values
     /// fetched in parallel (0 = off; default: the engine's default, 64).
     #[arg(long = "readahead_entries")]
@@ -383,6 +388,9 @@ fn engine_options(args: &BenchArgs) -> Options {
     if let Some(threshold) = args.value_threshold {
         options.value_threshold = threshold;
     }
+    if let Some(target) = args.gc_space_amp_target {
+        options.gc_space_amp_target = target;
+    }
     if let Some(entries) = args.readahead_entries {
         options.scan_readahead_entries = entries;
     }
@@ -405,13 +413,14 @@ fn print_header(args: &BenchArgs, path: &Path, options: &Options) {
     println!("threads:    {}", args.threads);
     println!(
         "options:    value_threshold={} cache_size={} bloom_bits={} memtable_size={} \
-         scan_readahead_entries={} scan_readahead_threads={}",
+         scan_readahead_entries={} scan_readahead_threads={} gc_space_amp_target={}",
         options.value_threshold,
         options.block_cache_size,
         options.bloom_bits_per_key,
         options.memtable_size,
         options.scan_readahead_entries,
-        options.scan_readahead_threads
+        options.scan_readahead_threads,
+        options.gc_space_amp_target
     );
     println!("db:         {}", path.display());
     println!("------------------------------------------------");

@@ -223,7 +223,7 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
         if let Some(e) = inner.state.lock().bg_error.clone() {
             return Err(e);
         }
-        let (choice, _, _) = choose(inner, policy)?;
+        let (choice, head_segment, active) = choose(inner, policy)?;
         let Some(&victim) = choice.victims.first() else {
             let over =
                 policy.space_amp_target <= 1.0 || choice.space_amp() > policy.space_amp_target;
@@ -236,6 +236,15 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
             if over && !unblocked && head_blocks(&choice, policy, min_size) {
                 unblocked = true;
                 unblock_head(inner)?;
+                continue;
+            }
+            // The log has rolled past the head's segment: everything before the active
+            // segment could be collectable, but only a flush counts the garbage in the
+            // memtable (overwrites of keys it holds) and moves the head past it.
+            if !unblocked && active > head_segment {
+                unblocked = true;
+                super::write::force_memtable_switch(inner)?;
+                super::background::wait_for_flushes(inner)?;
                 continue;
             }
             break;
