@@ -50,8 +50,10 @@ pub struct Options {
     /// less LSM compaction traffic, but an extra read per lookup; larger: inline values are
     /// written twice (log and LSM) and make the LSM-tree bigger.
     pub value_threshold: usize,
-    /// Target size of a value-log segment file. Default 256 MiB. Larger segments mean fewer
-    /// files; smaller ones let GC reclaim space at a finer grain.
+    /// Target size of a value-log segment file. Default 64 MiB. It is the unit GC reclaims:
+    /// the log always holds about two segments that GC cannot touch yet (the active one and
+    /// the replay head's), so smaller segments keep space amplification closer to
+    /// `gc_space_amp_target` on small databases; larger ones mean fewer files.
     pub vlog_segment_size: u64,
     /// User-space write buffer of the value log (§3.4.1). Default 1 MiB. Appends are written
     /// to the OS when it fills, on a sync write, or after `vlog_flush_interval`. This, with the
@@ -153,7 +155,7 @@ impl Default for Options {
             error_if_exists: false,
             fs: Arc::new(PosixFs::new()),
             value_threshold: 64,
-            vlog_segment_size: 256 << 20,
+            vlog_segment_size: 64 << 20,
             vlog_buffer_size: 1 << 20,
             vlog_flush_interval: Duration::from_millis(10),
             write_through_to_os: false,

@@ -20,7 +20,7 @@ use serde::Serialize;
 use super::{install_edit, with_vlog, DbInner, GcRemoval};
 use crate::error::{Error, Result};
 use crate::filename::{parse_file_name, FileKind};
-use crate::gc::cycle::{collect_segment, SegmentSource};
+use crate::gc::cycle::{collect_segment, sample_segment, SegmentSource};
 use crate::gc::picker::{space_amp, VictimChoice};
 use crate::gc::VictimPolicy;
 use crate::gc::{pick_victims, GcIndex, GcOutcome, Relocation, SegmentState, SegmentView};
@@ -34,6 +34,22 @@ const RELOCATION_BATCH_BYTES: usize = 4 << 20;
 const BACKGROUND_PERIOD: Duration = Duration::from_secs(1);
 /// Background GC rewrites only segments at least this dead.
 const BACKGROUND_MIN_DEAD_FRACTION: f64 = 0.2;
+/// While the log is over this many times the space-amplification target and GC has
+/// victims, writers are slowed (about 1 ms per write group) so GC catches up.
+const WRITE_DELAY_FACTOR: f64 = 1.25;
+/// Record bytes read from the start of a segment to estimate its dead fraction.
+const SAMPLE_BYTES: u64 = 1 << 20;
+/// Segments sampled at most per round of victim choice.
+const SAMPLES_PER_ROUND: usize = 4;
+
+/// A sampled estimate of a segment's dead bytes (see `gc::cycle::sample_segment`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DeadSample {
+    pub dead_bytes: u64,
+    /// The writer's segment when the sample was taken: it is taken again once the log has
+    /// grown past that segment (more of it may be dead by then).
+    pub active_then: u64,
+}
 
 /// What [`crate::Db::gc`] should do.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -163,12 +179,16 @@ fn choose(inner: &DbInner, policy: VictimPolicy) -> Result<(VictimChoice, u64, u
     let state = inner.state.lock();
     let head_segment = state.versions.vlog_head().map_or(active, |h| h.segment);
     let removed: BTreeSet<u64> = state.gc_removed.keys().copied().collect();
+    let estimates: BTreeMap<u64, u64> = (inner.gc_samples.lock().iter())
+        .map(|(&s, sample)| (s, sample.dead_bytes))
+        .collect();
     let mut choice = pick_victims(
         state.versions.vlog_segments(),
         &sizes,
         head_segment,
         active,
         &removed,
+        &estimates,
         policy,
     );
     choice.victims.retain(|v| !state.gc_unreadable.contains(v));
@@ -210,12 +230,85 @@ fn unblock_head(inner: &DbInner) -> Result<()> {
     super::background::wait_for_flushes(inner)
 }
 
+/// Samples up to `SAMPLES_PER_ROUND` sealed segments that are not collectable by their
+/// counts and whose sample is missing or older than the writer's segment. Returns how many.
+fn sample_stale(inner: &DbInner, choice: &VictimChoice, active: u64) -> Result<usize> {
+    let stale: Vec<(u64, u64)> = {
+        let samples = inner.gc_samples.lock();
+        (choice.segments.iter())
+            .filter(|s| {
+                matches!(
+                    s.state,
+                    SegmentState::AllLive | SegmentState::BelowThreshold
+                )
+            })
+            .filter(|s| {
+                samples
+                    .get(&s.segment)
+                    .is_none_or(|x| x.active_then < active)
+            })
+            .map(|s| (s.segment, s.size))
+            .take(SAMPLES_PER_ROUND)
+            .collect()
+    };
+    let index = LsmIndex {
+        inner,
+        paced: false,
+    };
+    for &(segment, size) in &stale {
+        let (dead, sampled) = match sample_segment(source(inner), segment, SAMPLE_BYTES, &index) {
+            Ok(found) => found,
+            // Deleted meanwhile (a concurrent collection), or unreadable: not sampled.
+            Err(e) => {
+                log::debug!("wisckey: GC could not sample segment {segment}: {e}");
+                (0, 0)
+            }
+        };
+        let records = size.saturating_sub(crate::vlog::SEGMENT_HEADER_LEN);
+        let estimate = if sampled == 0 {
+            0
+        } else {
+            (records as u128 * u128::from(dead) / u128::from(sampled)) as u64
+        };
+        inner.gc_samples.lock().insert(
+            segment,
+            DeadSample {
+                dead_bytes: estimate,
+                active_then: active,
+            },
+        );
+    }
+    Ok(stale.len())
+}
+
+fn source(inner: &DbInner) -> SegmentSource<'_> {
+    SegmentSource {
+        fs: inner.fs.as_ref(),
+        dir: &inner.dir,
+        reader: &inner.vlog_reader,
+        options: &inner.vlog_options,
+        copy_values_below: inner.options.value_threshold,
+        batch_bytes: RELOCATION_BATCH_BYTES,
+    }
+}
+
 /// Collects victims until the policy's target is met or nothing is collectable. `paced`:
 /// yield to foreground work between batches (background GC).
 pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<GcOutcome> {
     let _one_gc = inner.gc_lock.lock();
+    // Never leave writers slowed when this collection ends (a snapshot may pin what GC
+    // cannot collect).
+    struct ClearDelay<'a>(&'a DbInner);
+    impl Drop for ClearDelay<'_> {
+        fn drop(&mut self) {
+            self.0.gc_write_delay.store(false, Ordering::Release);
+        }
+    }
+    let _clear = ClearDelay(inner);
     let mut total = GcOutcome::default();
     let mut unblocked = false;
+    let mut sampled = false;
+    let mut flushed = false;
     loop {
         if inner.shutting_down.load(Ordering::Acquire) {
             break;
@@ -224,7 +317,29 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
             return Err(e);
         }
         let (choice, head_segment, active) = choose(inner, policy)?;
+        // Segments from the head's on are neither collectable nor counted (their garbage
+        // is in the memtables). Once the log has run a whole segment past the head, flush,
+        // so at most about two segments' worth of garbage waits for the head.
+        if !flushed && active >= head_segment + 2 {
+            flushed = true;
+            super::write::force_memtable_switch(inner)?;
+            super::background::wait_for_flushes(inner)?;
+            continue;
+        }
+        // Background GC slows writers while it is far behind and has work it can do.
+        let far_behind = paced
+            && !choice.victims.is_empty()
+            && choice.space_amp() > policy.space_amp_target * WRITE_DELAY_FACTOR;
+        inner.gc_write_delay.store(far_behind, Ordering::Release);
         let Some(&victim) = choice.victims.first() else {
+            // The manifest's counts lag behind (they grow as compactions drop pointers):
+            // estimate what they do not show yet, once per round.
+            if !sampled {
+                sampled = true;
+                if sample_stale(inner, &choice, active)? > 0 {
+                    continue;
+                }
+            }
             let over =
                 policy.space_amp_target <= 1.0 || choice.space_amp() > policy.space_amp_target;
             // Background GC seals the active segment only once it is a good part of a segment.
@@ -241,15 +356,15 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
             // The log has rolled past the head's segment: everything before the active
             // segment could be collectable, but only a flush counts the garbage in the
             // memtable (overwrites of keys it holds) and moves the head past it.
-            if !unblocked && active > head_segment {
-                unblocked = true;
+            if !flushed && active > head_segment {
+                flushed = true;
                 super::write::force_memtable_switch(inner)?;
                 super::background::wait_for_flushes(inner)?;
                 continue;
             }
             break;
         };
-        match collect_one(inner, victim, paced) {
+        match collect_one(inner, victim, paced && !far_behind) {
             Ok(outcome) => total.add(&outcome),
             Err(e @ Error::Corruption { .. }) => {
                 // Kept, reported, and not tried again until the next open.
@@ -272,15 +387,7 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
 /// file to the sweep.
 fn collect_one(inner: &DbInner, victim: u64, paced: bool) -> Result<GcOutcome> {
     let index = LsmIndex { inner, paced };
-    let source = SegmentSource {
-        fs: inner.fs.as_ref(),
-        dir: &inner.dir,
-        reader: &inner.vlog_reader,
-        options: &inner.vlog_options,
-        copy_values_below: inner.options.value_threshold,
-        batch_bytes: RELOCATION_BATCH_BYTES,
-    };
-    let outcome = collect_segment(source, victim, &index)?;
+    let outcome = collect_segment(source(inner), victim, &index)?;
     // Every relocation above returned: it is appended and synced, with sequence numbers
     // up to this one.
     let relocated_through = inner.visible_seq.load(Ordering::Acquire);
@@ -296,6 +403,7 @@ fn collect_one(inner: &DbInner, victim: u64, paced: bool) -> Result<GcOutcome> {
             },
         );
     })?;
+    inner.gc_samples.lock().remove(&victim);
     // Free it now if nothing pins it: on a nearly full disk the next victim's relocations
     // need this space.
     super::background::delete_obsolete_files(inner)?;
@@ -330,13 +438,18 @@ pub(crate) fn run_background(inner: &DbInner) {
         space_amp_target: target,
         min_dead_fraction: BACKGROUND_MIN_DEAD_FRACTION,
     };
+    let mut busy = false;
     loop {
         {
             let mut state = inner.state.lock();
             if inner.shutting_down.load(Ordering::Acquire) {
                 return;
             }
-            inner.gc_cv.wait_for(&mut state, BACKGROUND_PERIOD);
+            // After a round that collected something, look again at once.
+            if !busy {
+                inner.gc_cv.wait_for(&mut state, BACKGROUND_PERIOD);
+            }
+            busy = false;
             if inner.shutting_down.load(Ordering::Acquire) {
                 return;
             }
@@ -345,7 +458,8 @@ pub(crate) fn run_background(inner: &DbInner) {
             }
         }
         match run(inner, policy, true) {
-            Ok(_) | Err(Error::Closed) => {}
+            Ok(done) => busy = done.segments_collected > 0,
+            Err(Error::Closed) => {}
             // A full disk: GC is retried on the next round (it is how space comes back).
             Err(e) if e.is_no_space() => {}
             Err(e) => {

@@ -103,6 +103,10 @@ pub(crate) struct DbInner {
     /// One value-log GC at a time (background or `Db::gc`).
     pub gc_lock: Mutex<()>,
     pub gc_totals: Mutex<GcTotals>,
+    /// Set by background GC while it is far behind its target: writers are slowed.
+    pub gc_write_delay: AtomicBool,
+    /// Sampled dead-byte estimates per segment (not manifest state: estimates).
+    pub gc_samples: Mutex<std::collections::BTreeMap<u64, gc::DeadSample>>,
     pub writers: WriteQueue,
     pub vlog: Mutex<VlogWriter>,
     /// Shared with scan read-ahead jobs, which must not keep the whole database alive.

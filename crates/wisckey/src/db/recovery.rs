@@ -175,6 +175,8 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<(DbInner, RecoveryRep
         gc_cv: Condvar::new(),
         gc_lock: Mutex::new(()),
         gc_totals: Mutex::new(super::GcTotals::default()),
+        gc_samples: Mutex::new(BTreeMap::new()),
+        gc_write_delay: AtomicBool::new(false),
         writers: WriteQueue::default(),
         vlog: Mutex::new(vlog_writer),
         vlog_reader: Arc::new(VlogReader::new(

@@ -396,7 +396,8 @@ fn make_room(inner: &DbInner, mut force: bool, even_if_empty: bool) -> Result<Ar
         let l0_files = state.versions.current().num_files(0);
         let mem_full = state.mem.approximate_bytes() >= options.memtable_size
             || inner.log_bytes_in_mem.load(Ordering::Relaxed) >= options.memtable_max_log_bytes;
-        if allow_delay && l0_files >= options.l0_slowdown_trigger {
+        let gc_behind = inner.gc_write_delay.load(Ordering::Acquire);
+        if allow_delay && (l0_files >= options.l0_slowdown_trigger || gc_behind) {
             // Give compaction some of the CPU instead of stalling one write for seconds later.
             drop(state);
             std::thread::sleep(Duration::from_millis(1));

@@ -147,3 +147,40 @@ pub fn collect_segment(
     outcome.segments_collected = 1;
     Ok(outcome)
 }
+
+/// Estimates the dead fraction of sealed segment `segment` from its first `max_bytes` of
+/// records: each put record is live if the index's newest pointer for its key is that
+/// record (the same hint collection uses). Dead counts in the manifest lag behind the truth
+/// (a pointer is counted dead only when a flush or compaction drops it); a sample does not,
+/// and a record once dead stays dead, so a sample stays a fair estimate as the log grows.
+/// Returns `(dead bytes, bytes sampled)`.
+pub fn sample_segment(
+    src: SegmentSource<'_>,
+    segment: u64,
+    max_bytes: u64,
+    index: &dyn GcIndex,
+) -> Result<(u64, u64)> {
+    let mut dead = 0u64;
+    let mut sampled = 0u64;
+    vlog::scan_segment_prefix(
+        src.fs,
+        src.dir,
+        segment,
+        max_bytes,
+        src.options,
+        0,
+        &mut |batch| {
+            for record in batch {
+                let len = u64::from(record.ptr.len);
+                sampled += len;
+                let live = record.kind == ValueKind::Value
+                    && index.newest_pointer(&record.key)? == Some(record.ptr);
+                if !live {
+                    dead += len;
+                }
+            }
+            Ok(true)
+        },
+    )?;
+    Ok((dead, sampled))
+}

@@ -45,6 +45,7 @@ pub struct SegmentView {
     pub size: u64,
     /// Bytes of records still needed (size minus dead bytes minus the header).
     pub live_bytes: u64,
+    /// Dead bytes: the manifest's exact count, or the sampled estimate where larger.
     pub dead_bytes: u64,
     pub state: SegmentState,
 }
@@ -94,13 +95,16 @@ pub fn space_amp(on_disk: u64, live: u64) -> f64 {
 /// - `listed`: the current version's segments with their accounting;
 /// - `sizes`: bytes on disk of every segment file present (listed or not);
 /// - `head_segment`: the replay head's segment; `active`: the writer's segment;
-/// - `removed`: segments GC removed whose files wait for readers.
+/// - `removed`: segments GC removed whose files wait for readers;
+/// - `estimated_dead`: dead bytes estimated by sampling; a segment's dead bytes are taken as
+///   the larger of the manifest's exact (but lagging) count and the estimate.
 pub fn pick_victims(
     listed: &BTreeMap<u64, SegmentMeta>,
     sizes: &BTreeMap<u64, u64>,
     head_segment: u64,
     active: u64,
     removed: &BTreeSet<u64>,
+    estimated_dead: &BTreeMap<u64, u64>,
     policy: VictimPolicy,
 ) -> VictimChoice {
     let mut segments = Vec::new();
@@ -109,8 +113,12 @@ pub fn pick_victims(
     for (&segment, &size) in sizes {
         log_bytes += size;
         let meta = listed.get(&segment);
-        let dead = meta.map_or(0, |m| m.dead_bytes);
         let size = meta.and_then(|m| m.sealed_size).unwrap_or(size);
+        let estimate = estimated_dead.get(&segment).copied().unwrap_or(0);
+        let dead = meta
+            .map_or(0, |m| m.dead_bytes)
+            .max(estimate)
+            .min(size.saturating_sub(SEGMENT_HEADER_LEN));
         let live = if removed.contains(&segment) {
             0
         } else {
@@ -214,7 +222,15 @@ mod tests {
         .into_iter()
         .collect();
         let removed = BTreeSet::from([7]);
-        let choice = pick_victims(&listed, &sizes, 4, 6, &removed, policy(1.0));
+        let choice = pick_victims(
+            &listed,
+            &sizes,
+            4,
+            6,
+            &removed,
+            &BTreeMap::new(),
+            policy(1.0),
+        );
         assert_eq!(choice.victims, vec![1]);
         let states: Vec<SegmentState> = choice.segments.iter().map(|s| s.state).collect();
         assert_eq!(
@@ -233,6 +249,32 @@ mod tests {
     }
 
     #[test]
+    fn a_sampled_estimate_counts_where_it_exceeds_the_lagging_count() {
+        let listed = BTreeMap::from([
+            (1, meta(Some(10 * MIB), MIB / 4)),
+            (2, meta(Some(10 * MIB), 0)),
+        ]);
+        let sizes = BTreeMap::from([(1, 10 * MIB), (2, 10 * MIB), (3, MIB)]);
+        let none = BTreeSet::new();
+        let counted_only =
+            pick_victims(&listed, &sizes, 3, 3, &none, &BTreeMap::new(), policy(1.0));
+        assert!(
+            counted_only.victims.is_empty(),
+            "2.5% dead is below the threshold"
+        );
+        // Sampling found segment 2 mostly dead and segment 1 less dead than its count.
+        let estimates = BTreeMap::from([(1, 0), (2, 8 * MIB)]);
+        let sampled = pick_victims(&listed, &sizes, 3, 3, &none, &estimates, policy(1.0));
+        assert_eq!(sampled.victims, vec![2]);
+        assert_eq!(
+            sampled.segments[0].dead_bytes,
+            MIB / 4,
+            "the exact count is a floor"
+        );
+        assert!(sampled.space_amp() > counted_only.space_amp());
+    }
+
+    #[test]
     fn victims_stop_at_the_target_and_prefer_old_empty_segments() {
         let listed: BTreeMap<u64, SegmentMeta> = (1..=10)
             .map(|s| {
@@ -244,14 +286,30 @@ mod tests {
             .collect();
         let sizes: BTreeMap<u64, u64> = (1..=11).map(|s| (s, 10 * MIB)).collect();
         let none = BTreeSet::new();
-        let all = pick_victims(&listed, &sizes, 11, 11, &none, policy(1.0));
+        let all = pick_victims(
+            &listed,
+            &sizes,
+            11,
+            11,
+            &none,
+            &BTreeMap::new(),
+            policy(1.0),
+        );
         assert_eq!(
             all.victims.len(),
             10,
             "target 1.0 takes every collectable segment"
         );
         assert_eq!(all.victims[0], 2, "oldest mostly-dead segment first");
-        let some = pick_victims(&listed, &sizes, 11, 11, &none, policy(1.5));
+        let some = pick_victims(
+            &listed,
+            &sizes,
+            11,
+            11,
+            &none,
+            &BTreeMap::new(),
+            policy(1.5),
+        );
         assert!(!some.victims.is_empty() && some.victims.len() < 10);
         // The projected amplification after the chosen victims is at the target.
         let freed: u64 = (some.segments.iter())
@@ -260,7 +318,15 @@ mod tests {
             .sum();
         let projected = space_amp(all.log_bytes - freed, all.live_bytes);
         assert!(projected <= 1.5, "{projected}");
-        let at_target = pick_victims(&listed, &sizes, 11, 11, &none, policy(100.0));
+        let at_target = pick_victims(
+            &listed,
+            &sizes,
+            11,
+            11,
+            &none,
+            &BTreeMap::new(),
+            policy(100.0),
+        );
         assert!(
             at_target.victims.is_empty(),
             "nothing to do under the target"

@@ -22,7 +22,9 @@ use std::path::Path;
 
 pub use format::{ValuePointer, FORMAT_VERSION, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN};
 pub use reader::{extract_value, LiveRange, VlogReader};
-pub use scan::{scan, scan_log, scan_segments, LogDamage, ScanOutcome, ScannedRecord};
+pub use scan::{
+    scan, scan_log, scan_segment_prefix, scan_segments, LogDamage, ScanOutcome, ScannedRecord,
+};
 pub use writer::{BatchEntry, VlogWriter};
 
 use crate::error::{Error, Result};

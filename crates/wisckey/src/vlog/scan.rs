@@ -217,6 +217,41 @@ pub fn scan_segments(
     })
 }
 
+/// Hands the complete batches at the start of segment `n` to `f` until about `max_bytes`
+/// of records have been handed over, `f` returns `false`, or the valid records end (GC's
+/// sampling of a sealed segment). Values of `copy_values_below` bytes or more are not
+/// copied. Reads only; where the records end is not checked.
+pub fn scan_segment_prefix(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    n: u64,
+    max_bytes: u64,
+    opts: &VlogOptions,
+    copy_values_below: usize,
+    f: &mut dyn FnMut(&[ScannedRecord]) -> Result<bool>,
+) -> Result<()> {
+    let path = vlog_file_name(dir, n);
+    let name = path.display().to_string();
+    let file = fs.open_read(&path)?;
+    let len = file.len()?;
+    let header = read_header(file.as_ref(), &name)?;
+    if header.segment != n {
+        return Err(Error::corruption(
+            &name,
+            0,
+            format!("header names segment {}", header.segment),
+        ));
+    }
+    let mut scan = SegmentScan::new(file, &name, n, len, opts);
+    scan.copy_values_below = copy_values_below;
+    let mut seen = 0u64;
+    scan.run(SEGMENT_HEADER_LEN, &mut |batch| {
+        seen += batch.iter().map(|r| u64::from(r.ptr.len)).sum::<u64>();
+        Ok(f(batch)? && seen < max_bytes)
+    })?;
+    Ok(())
+}
+
 fn read_header(file: &dyn ReadableFile, name: &str) -> Result<SegmentHeader> {
     let mut buf = [0u8; SEGMENT_HEADER_LEN as usize];
     file.read_exact_at(0, &mut buf, name)?;
