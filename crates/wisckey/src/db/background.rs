@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use super::{latch_error, with_vlog, DbInner, ImmutableMemtable};
+use super::{latch_error, DbInner, ImmutableMemtable};
 use crate::compaction::{self, CompactionPolicy, DroppedEntries};
 use crate::error::{Error, Result};
 use crate::filename::{parse_file_name, table_file_name, vlog_file_name, FileKind};
@@ -119,13 +119,9 @@ fn run_log_flusher(inner: &DbInner) {
             continue;
         }
         drop(state);
-        if inner.last_log_flush.lock().elapsed() >= interval {
-            let flushed = with_vlog(inner, |vlog| vlog.flush().map(|()| vlog.flushed_end()));
-            match flushed {
-                Ok(end) => {
-                    *inner.vlog_flushed_end.lock() = end;
-                    *inner.last_log_flush.lock() = std::time::Instant::now();
-                }
+        if inner.vlog.since_write_out() >= interval {
+            match inner.vlog.with_writer(|vlog| vlog.flush()) {
+                Ok(()) => inner.vlog.wrote_out(),
                 Err(e) => {
                     latch_error(inner, e);
                 }
@@ -181,7 +177,7 @@ fn flush_memtable(inner: &DbInner, imm: ImmutableMemtable) -> Result<()> {
     }
     // The head may only pass records whose bytes are durable in the log. A failed write-out
     // discards buffered records, so check the synced position, not just the call's result.
-    with_vlog(inner, |vlog| {
+    inner.vlog.with_writer(|vlog| {
         if vlog.synced_end() < imm.log_end {
             vlog.sync()?;
         }
@@ -421,7 +417,7 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner) -> Result<()> {
         if obsolete {
             match parse_file_name(&name) {
                 Some(FileKind::Table(n)) => inner.table_cache.evict(n),
-                Some(FileKind::ValueLog(n)) => inner.vlog_reader.forget_segment(n),
+                Some(FileKind::ValueLog(n)) => inner.vlog.reader().forget_segment(n),
                 _ => {}
             }
             // The version set removes old manifests itself (best effort) and renames its

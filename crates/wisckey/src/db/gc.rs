@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::{install_edit, with_vlog, DbInner, GcRemoval};
+use super::{install_edit, DbInner, GcRemoval};
 use crate::error::{Error, Result};
 use crate::filename::{parse_file_name, FileKind};
 use crate::gc::cycle::{collect_segment, sample_segment, SegmentSource};
@@ -175,7 +175,7 @@ fn segment_sizes(inner: &DbInner) -> Result<BTreeMap<u64, u64>> {
 /// Victim choice over the database's current state.
 fn choose(inner: &DbInner, policy: VictimPolicy) -> Result<(VictimChoice, u64, u64)> {
     let sizes = segment_sizes(inner)?;
-    let active = inner.vlog_end.lock().segment;
+    let active = inner.vlog.end().segment;
     let state = inner.state.lock();
     let head_segment = state.versions.vlog_head().map_or(active, |h| h.segment);
     let removed: BTreeSet<u64> = state.gc_removed.keys().copied().collect();
@@ -216,16 +216,9 @@ fn head_blocks(choice: &VictimChoice, policy: VictimPolicy, min_size: u64) -> bo
 /// Seals the active segment if it holds records and moves the replay head to the log's
 /// end (a flush, of an empty memtable if need be), so every segment before is collectable.
 fn unblock_head(inner: &DbInner) -> Result<()> {
-    let sealed = with_vlog(inner, |vlog| {
-        let sealed = vlog.seal_active()?;
-        Ok((sealed, vlog.end(), vlog.flushed_end()))
-    });
-    let (_, end, flushed) = match sealed {
-        Ok(v) => v,
-        Err(e) => return Err(super::latch_error(inner, e)),
-    };
-    *inner.vlog_end.lock() = end;
-    *inner.vlog_flushed_end.lock() = flushed;
+    if let Err(e) = inner.vlog.with_writer(|vlog| vlog.seal_active()) {
+        return Err(super::latch_error(inner, e));
+    }
     super::write::force_head_forward(inner)?;
     super::background::wait_for_flushes(inner)
 }
@@ -285,8 +278,8 @@ fn source(inner: &DbInner) -> SegmentSource<'_> {
     SegmentSource {
         fs: inner.fs.as_ref(),
         dir: &inner.dir,
-        reader: &inner.vlog_reader,
-        options: &inner.vlog_options,
+        reader: inner.vlog.reader(),
+        options: inner.vlog.options(),
         copy_values_below: inner.options.value_threshold,
         batch_bytes: RELOCATION_BATCH_BYTES,
     }

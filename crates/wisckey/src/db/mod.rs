@@ -22,7 +22,8 @@ mod write;
 pub use gc::{DbStats, GcOptions, GcTotals, ValueLogStats};
 pub use recovery::{RecoveryReport, SalvagedDamage};
 
-pub(crate) use read::{plan_pointer_read, resolve_value, PointerRead};
+pub(crate) use crate::vlog::PointerRead;
+pub(crate) use read::{plan_pointer_read, resolve_value};
 
 use std::collections::{HashSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -44,7 +45,7 @@ use crate::position::LogPosition;
 use crate::snapshot::{Snapshot, SnapshotRegistry};
 use crate::sstable::{BlockCache, TableCache};
 use crate::version::{TableSource, VersionSet, NUM_LEVELS};
-use crate::vlog::{VlogOptions, VlogReader, VlogWriter};
+use crate::vlog::{ValueLog, VlogWriter};
 
 use write::WriteQueue;
 
@@ -108,16 +109,9 @@ pub(crate) struct DbInner {
     /// Sampled dead-byte estimates per segment (not manifest state: estimates).
     pub gc_samples: Mutex<std::collections::BTreeMap<u64, gc::DeadSample>>,
     pub writers: WriteQueue,
-    pub vlog: Mutex<VlogWriter>,
-    /// Shared with scan read-ahead jobs, which must not keep the whole database alive.
-    pub vlog_reader: Arc<VlogReader>,
-    /// Everything before this position has reached the OS (readable through `vlog_reader`).
-    /// A hint for readers: it may lag behind the writer, never run ahead of it.
-    pub vlog_flushed_end: Mutex<LogPosition>,
-    /// Where the next record will be appended, published by the write leader so that a
-    /// memtable switch need not wait for the log lock (held across fsyncs).
-    pub vlog_end: Mutex<LogPosition>,
-    pub vlog_options: VlogOptions,
+    /// The value log: writer, reader (shared with scan read-ahead jobs, which must not keep
+    /// the whole database alive) and the positions the writer publishes.
+    pub vlog: ValueLog,
     pub table_cache: Arc<TableCache>,
     pub tables: Arc<dyn TableSource>,
     pub snapshots: Arc<SnapshotRegistry>,
@@ -136,8 +130,6 @@ pub(crate) struct DbInner {
     /// Serializes version installs (prepare → manifest I/O → finish), so the manifest's
     /// append and fsync run without the `state` lock. Taken before `state`.
     pub manifest_lock: Mutex<()>,
-    /// When the value-log buffer was last written out.
-    pub last_log_flush: Mutex<std::time::Instant>,
     /// Reader threads for scan read-ahead, started by the first scan that needs them.
     pub readers: std::sync::OnceLock<ReaderPool>,
     /// Background compaction attempts that found the compaction lock taken (by a manual
@@ -365,7 +357,7 @@ impl Db {
         let joined: Vec<bool> = handles.into_iter().map(|h| h.join().is_err()).collect();
         let panicked = joined.contains(&true);
         // Acknowledged buffered writes reach the disk even if a background thread failed.
-        let sync_result = self.inner.vlog.lock().sync();
+        let sync_result = self.inner.vlog.with_writer(VlogWriter::sync);
         if panicked {
             // A panicking background thread is a bug; report it instead of propagating.
             return Err(Error::Internal("a background thread panicked".into()));
@@ -396,21 +388,6 @@ fn validate_batch(batch: &WriteBatch, max_batch_size: usize) -> Result<()> {
         )));
     }
     Ok(())
-}
-
-/// Runs `op` on the value-log writer. If it fails, the writer is poisoned before the lock is
-/// released, so no later append can land where discarded (possibly acknowledged) records
-/// were; the caller then latches the error (outside the log lock: state before vlog).
-pub(crate) fn with_vlog<T>(
-    inner: &DbInner,
-    op: impl FnOnce(&mut VlogWriter) -> Result<T>,
-) -> Result<T> {
-    let mut vlog = inner.vlog.lock();
-    let result = op(&mut vlog);
-    if let Err(e) = &result {
-        vlog.poison(e.clone());
-    }
-    result
 }
 
 /// Makes `edit` durable in the manifest and installs it, holding `state` only to prepare

@@ -12,9 +12,8 @@ use crate::iter::{DbIterator, InternalIterator, MergingIterator};
 use crate::key::{parse_internal_key, seek_key, SequenceNumber, ValueKind};
 use crate::memtable::{MemTable, MemTableIterator};
 use crate::options::ReadOptions;
-use crate::position::LogPosition;
 use crate::version::Version;
-use crate::vlog::{LiveRange, ValuePointer};
+use crate::vlog::{PointerRead, ValuePointer};
 
 /// The sources a read consults and the sequence to read them at, captured under the state
 /// lock: a compaction installed later decided what to drop using a sequence no larger than
@@ -126,15 +125,8 @@ pub(crate) fn read_pointer(
 ) -> Result<Vec<u8>> {
     match plan_pointer_read(inner, version, key, encoded)? {
         PointerRead::Buffered(value) => Ok(value),
-        PointerRead::File { ptr, live } => inner.vlog_reader.read_value(&ptr, key, live),
+        PointerRead::File { ptr, live } => inner.vlog.reader().read_value(&ptr, key, live),
     }
-}
-
-/// Where a pointer's value comes from: already read out of the write buffer, or a positional
-/// read of a log file still to do, checked against the live range of the log as of now.
-pub(crate) enum PointerRead {
-    Buffered(Vec<u8>),
-    File { ptr: ValuePointer, live: LiveRange },
 }
 
 /// The first half of [`read_pointer`]: decodes the pointer and serves it from the write
@@ -161,26 +153,7 @@ pub(crate) fn plan_pointer_read(
             "value pointer: segment outside the live value log",
         ));
     }
-    let record_end = LogPosition::new(ptr.segment, ptr.offset + u64::from(ptr.len));
-    // `vlog_flushed_end` is a hint behind its own short lock (never held across I/O) that may
-    // lag behind the writer; only when the record looks unflushed is the writer consulted.
-    let mut flushed = *inner.vlog_flushed_end.lock();
-    if record_end > flushed {
-        let vlog = inner.vlog.lock();
-        if let Some(bytes) = vlog.read_buffered(&ptr) {
-            return crate::vlog::extract_value(
-                &bytes,
-                &ptr,
-                key,
-                &inner.vlog_options,
-                "value-log write buffer",
-            )
-            .map(PointerRead::Buffered);
-        }
-        flushed = vlog.flushed_end();
-    }
-    let live = LiveRange { end: flushed };
-    Ok(PointerRead::File { ptr, live })
+    inner.vlog.locate(&ptr, key)
 }
 
 pub(crate) fn iter<'a>(inner: &Arc<DbInner>, opts: &ReadOptions) -> Result<DbIterator<'a>> {

@@ -34,7 +34,7 @@ use crate::options::{Options, RecoveryMode, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 use crate::position::LogPosition;
 use crate::snapshot::SnapshotRegistry;
 use crate::version::{LoadedState, TableSource, VersionSet};
-use crate::vlog::{self, VlogOptions, VlogReader, VlogWriter, SEGMENT_HEADER_LEN};
+use crate::vlog::{self, ValueLog, VlogOptions, VlogReader, VlogWriter, SEGMENT_HEADER_LEN};
 
 /// What open found and, under `RecoveryMode::SalvagePrefix`, dropped.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -156,7 +156,6 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<(DbInner, RecoveryRep
 
     let table_cache = make_table_cache(dir, &options);
     let tables: Arc<dyn TableSource> = table_cache.clone();
-    let flushed_end = vlog_writer.flushed_end();
     let inner = DbInner {
         dir: dir.to_path_buf(),
         fs: Arc::clone(&fs),
@@ -178,15 +177,11 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<(DbInner, RecoveryRep
         gc_samples: Mutex::new(BTreeMap::new()),
         gc_write_delay: AtomicBool::new(false),
         writers: WriteQueue::default(),
-        vlog: Mutex::new(vlog_writer),
-        vlog_reader: Arc::new(VlogReader::new(
-            Arc::clone(&fs),
-            dir.to_path_buf(),
-            vlog_options.clone(),
-        )),
-        vlog_flushed_end: Mutex::new(flushed_end),
-        vlog_end: Mutex::new(flushed_end),
-        vlog_options,
+        vlog: ValueLog::new(
+            vlog_writer,
+            VlogReader::new(Arc::clone(&fs), dir.to_path_buf(), vlog_options.clone()),
+            vlog_options,
+        ),
         table_cache,
         tables,
         snapshots: Arc::new(SnapshotRegistry::default()),
@@ -199,7 +194,6 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<(DbInner, RecoveryRep
         deletion_lock: Mutex::new(()),
         manifest_lock: Mutex::new(()),
         manual_compaction: std::sync::atomic::AtomicUsize::new(0),
-        last_log_flush: Mutex::new(std::time::Instant::now()),
         readers: std::sync::OnceLock::new(),
         compaction_lock_misses: AtomicU64::new(0),
         reserve_present: AtomicBool::new(false),

@@ -289,7 +289,7 @@ enum GroupFailure {
 /// Reserves the group's log space (see `VlogWriter::reserve`), appends its batches, then
 /// syncs or writes the buffer out as the group and the options require. Returns each batch's
 /// record pointers. One hold of the log lock; a failure after the reservation poisons the
-/// writer before the lock is released (as `with_vlog` does).
+/// writer before the lock is released (as `ValueLog::with_writer` does).
 fn append_group(
     inner: &DbInner,
     batches: &[WriteBatch],
@@ -297,7 +297,7 @@ fn append_group(
     sync: bool,
     may_spend_reserve: bool,
 ) -> Result<Vec<Vec<ValuePointer>>, GroupFailure> {
-    let mut vlog = inner.vlog.lock();
+    let mut vlog = inner.vlog.lock_writer();
     reserve_log_space(inner, &mut vlog, batches, may_spend_reserve)?;
     let result = append_reserved(inner, &mut vlog, batches, first_seq, sync);
     result.map_err(|e| {
@@ -367,17 +367,16 @@ fn append_reserved(
         pointers.push(ptrs);
     }
     let flush_now = inner.options.write_through_to_os
-        || inner.last_log_flush.lock().elapsed() >= inner.options.vlog_flush_interval;
+        || inner.vlog.since_write_out() >= inner.options.vlog_flush_interval;
     if sync {
         vlog.sync()?;
     } else if flush_now {
         vlog.flush()?;
     }
     if sync || flush_now {
-        *inner.last_log_flush.lock() = std::time::Instant::now();
+        inner.vlog.wrote_out();
     }
-    *inner.vlog_flushed_end.lock() = vlog.flushed_end();
-    *inner.vlog_end.lock() = vlog.end();
+    inner.vlog.publish(vlog);
     inner
         .log_bytes_in_mem
         .fetch_add(log_bytes, Ordering::Relaxed);
@@ -423,7 +422,7 @@ fn make_room(inner: &DbInner, mut force: bool, even_if_empty: bool) -> Result<Ar
             continue;
         }
         // Only the leader (this thread) appends, so the published end is exact here.
-        let log_end = *inner.vlog_end.lock();
+        let log_end = inner.vlog.end();
         let full = std::mem::replace(&mut state.mem, Arc::new(MemTable::new()));
         state.imms.push_back(ImmutableMemtable {
             table: full,

@@ -421,7 +421,7 @@ impl DbIterator<'_> {
                     entry.pointed_bytes = u64::from(ptr.len);
                     // The job holds the log reader, not the database: dropping the iterator
                     // and closing the database need not wait for reads it abandoned.
-                    let reader = Arc::clone(&self.db.vlog_reader);
+                    let reader = Arc::clone(self.db.vlog.reader());
                     let job_read = Arc::clone(&read);
                     let key = entry.user_key.clone();
                     self.db.readers().submit(Box::new(move || {

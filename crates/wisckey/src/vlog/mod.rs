@@ -7,6 +7,7 @@
 //! carries `LAST_IN_BATCH`, and never spans segments. Byte layout: `docs/FORMAT.md`;
 //! invariants: `docs/DESIGN.md`.
 //!
+//! - [`ValueLog`]: the log as the database uses it — writer, reader, published positions;
 //! - [`VlogWriter`]: single appender with a user-space buffer and segment rollover;
 //! - [`VlogReader`]: verified point reads by pointer, `Send + Sync`;
 //! - [`scan`]: sequential replay of complete batches for recovery and GC.
@@ -14,6 +15,7 @@
 //! This module knows nothing about the LSM-tree.
 
 pub mod format;
+mod log;
 mod reader;
 mod scan;
 mod writer;
@@ -21,6 +23,7 @@ mod writer;
 use std::path::Path;
 
 pub use format::{ValuePointer, FORMAT_VERSION, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN};
+pub use log::{PointerRead, ValueLog};
 pub use reader::{extract_value, LiveRange, VlogReader};
 pub use scan::{
     scan, scan_log, scan_segment_prefix, scan_segments, LogDamage, ScanOutcome, ScannedRecord,
