@@ -1,6 +1,7 @@
 //! Concurrency invariant (Badger's "bank" test): threads move money between accounts with
 //! atomic batches while others sum all balances through snapshots and iterators, with
-//! flushes and compactions running. Every consistent read must see the same total.
+//! flushes, compactions and value-log GC (a loop, and the background thread) running. Every
+//! consistent read must see the same total.
 //!
 //! Long variant: `WISCKEY_BANK_SECS=120 cargo test --release --test bank -- --nocapture`.
 
@@ -11,7 +12,7 @@ use std::time::{Duration, Instant};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use wisckey::fs::MemFs;
-use wisckey::{Db, Options, ReadOptions, WriteBatch};
+use wisckey::{Db, GcOptions, Options, ReadOptions, WriteBatch};
 
 const ACCOUNTS: u64 = 200;
 const START: u64 = 1000;
@@ -127,6 +128,24 @@ fn concurrent_transfers_preserve_the_total() {
             }
         }));
     }
+    // Value-log GC in a loop (background GC runs too, by default).
+    let collected = Arc::new(AtomicU64::new(0));
+    {
+        let (db, stop, collected) = (Arc::clone(&db), Arc::clone(&stop), Arc::clone(&collected));
+        handles.push(std::thread::spawn(move || {
+            let mut round = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let options = GcOptions {
+                    compact_first: round % 3 == 0,
+                    ..GcOptions::default()
+                };
+                let done = db.gc(&options).expect("gc");
+                collected.fetch_add(done.segments_collected, Ordering::Relaxed);
+                round += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }));
+    }
     let deadline = Instant::now() + Duration::from_secs(secs);
     let mut maintenance = 0;
     while Instant::now() < deadline {
@@ -146,7 +165,12 @@ fn concurrent_transfers_preserve_the_total() {
         transfers.load(Ordering::Relaxed),
         checks.load(Ordering::Relaxed),
     );
-    eprintln!("{t} transfers, {c} consistent reads, {maintenance} flushes/compactions");
+    let collected = collected.load(Ordering::Relaxed);
+    eprintln!(
+        "{t} transfers, {c} consistent reads, {maintenance} flushes/compactions, \
+         {collected} segments collected by the GC loop"
+    );
     assert!(t > 100 && c > 10, "the test did real work");
+    assert!(collected > 0, "the GC loop collected segments");
     assert_eq!(total_by_gets(&db), expected);
 }

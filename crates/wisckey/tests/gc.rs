@@ -151,7 +151,8 @@ fn gc_never_frees_what_a_snapshot_or_iterator_can_read() {
     // Without the iterator (and the version it holds) the snapshot alone keeps the
     // victims: a sweep leaves them, and reads at the snapshot still work.
     drop(iter);
-    db.gc(&GcOptions::default()).expect("gc with only the snapshot open");
+    db.gc(&GcOptions::default())
+        .expect("gc with only the snapshot open");
     let stats = db.stats().expect("stats");
     assert!(
         (stats.value_log.segments.iter()).any(|s| s.state == SegmentState::PinnedByReaders),
