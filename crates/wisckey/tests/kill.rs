@@ -5,7 +5,9 @@
 //! A second variant uses non-sync writes with `write_through_to_os`, which must also survive
 //! a process kill (the bytes reached the OS before the acknowledgement). A third uses plain
 //! buffered writes: a kill may lose a suffix of them, at most one value-log buffer's worth,
-//! and never leaves a hole.
+//! and never leaves a hole. A fourth runs value-log GC in a loop in the child while it
+//! writes through and rewrites earlier keys (garbage), so kills land inside relocations,
+//! syncs, manifest edits and segment deletions.
 //!
 //! CI runs a few dozen cycles with a fixed seed. Long variant:
 //! `WISCKEY_KILL_CYCLES=500 cargo test --release --test kill -- --nocapture`.
