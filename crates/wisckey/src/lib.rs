@@ -35,7 +35,7 @@ pub use batch::WriteBatch;
 pub use db::Db;
 pub use db::{DbStats, GcOptions, GcTotals, RecoveryReport, SalvagedDamage, ValueLogStats};
 pub use error::{Error, Result};
-pub use gc::{GcOutcome, SegmentState, SegmentView};
+pub use gc::{GcOutcome, SegmentState, SegmentView, VictimOrder};
 pub use iter::DbIterator;
 pub use options::{Options, ReadOptions, RecoveryMode, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 pub use position::LogPosition;

@@ -131,6 +131,10 @@ pub struct Options {
     /// when it is collected. Lower: less disk, more rewriting; higher: the reverse.
     /// `f64::INFINITY` turns background GC off ([`crate::Db::gc`] still works). Must be > 1.
     pub gc_space_amp_target: f64,
+    /// Which collectable segments GC takes first. Default
+    /// [`VictimOrder::CostBenefit`](crate::gc::VictimOrder): mostly dead, old segments first,
+    /// over all sealed segments. `OldestFirst` is the WiscKey paper's tail-first order.
+    pub gc_victim_order: crate::gc::VictimOrder,
 }
 
 /// How open treats a value log that is damaged in the middle (valid records follow bad
@@ -179,6 +183,7 @@ impl Default for Options {
             disk_reserve_size: 32 << 20,
             max_batch_size: 512 << 20,
             gc_space_amp_target: 1.5,
+            gc_victim_order: crate::gc::VictimOrder::CostBenefit,
         }
     }
 }

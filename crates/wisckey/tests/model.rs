@@ -16,7 +16,9 @@ use std::sync::Arc;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use wisckey::fs::{MemFs, PowerLoss};
-use wisckey::{Db, GcOptions, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+use wisckey::{
+    Db, GcOptions, Options, ReadOptions, Snapshot, VictimOrder, WriteBatch, WriteOptions,
+};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -219,6 +221,11 @@ fn run_model(seed: u64, ops: u64, dir: &Path) {
                     compact_first: rng.gen_bool(0.5),
                     space_amp_target: if rng.gen_bool(0.5) { 1.0 } else { 1.3 },
                     min_dead_fraction: 0.01,
+                    order: Some(if rng.gen_bool(0.5) {
+                        VictimOrder::CostBenefit
+                    } else {
+                        VictimOrder::OldestFirst
+                    }),
                 };
                 let done = db.gc(&gc_options).expect("gc");
                 segments_collected += done.segments_collected;

@@ -22,8 +22,8 @@ use crate::error::{Error, Result};
 use crate::filename::{parse_file_name, FileKind};
 use crate::gc::cycle::{collect_segment, sample_segment, SegmentSource};
 use crate::gc::picker::{space_amp, VictimChoice};
-use crate::gc::VictimPolicy;
 use crate::gc::{pick_victims, GcIndex, GcOutcome, Relocation, SegmentState, SegmentView};
+use crate::gc::{VictimOrder, VictimPolicy};
 use crate::key::ValueKind;
 use crate::version::{VersionEdit, NUM_LEVELS};
 use crate::vlog::ValuePointer;
@@ -63,6 +63,8 @@ pub struct GcOptions {
     /// known to be dead (compaction is what drops shadowed pointers). Default `true`; the
     /// key index holds only keys and pointers, so this is cheap next to the log.
     pub compact_first: bool,
+    /// Victim order. Default: [`Options::gc_victim_order`](crate::Options::gc_victim_order).
+    pub order: Option<VictimOrder>,
 }
 
 impl Default for GcOptions {
@@ -71,6 +73,7 @@ impl Default for GcOptions {
             space_amp_target: 1.0,
             min_dead_fraction: 0.01,
             compact_first: true,
+            order: None,
         }
     }
 }
@@ -419,6 +422,7 @@ pub(crate) fn gc_now(db: &crate::Db, inner: &DbInner, options: &GcOptions) -> Re
     let policy = VictimPolicy {
         space_amp_target: options.space_amp_target,
         min_dead_fraction: options.min_dead_fraction,
+        order: options.order.unwrap_or(inner.options.gc_victim_order),
     };
     run(inner, policy, false)
 }
@@ -430,6 +434,7 @@ pub(crate) fn run_background(inner: &DbInner) {
     let policy = VictimPolicy {
         space_amp_target: target,
         min_dead_fraction: BACKGROUND_MIN_DEAD_FRACTION,
+        order: inner.options.gc_victim_order,
     };
     let mut busy = false;
     loop {
@@ -470,6 +475,7 @@ pub(crate) fn stats(inner: &DbInner) -> Result<DbStats> {
     let policy = VictimPolicy {
         space_amp_target: inner.options.gc_space_amp_target,
         min_dead_fraction: BACKGROUND_MIN_DEAD_FRACTION,
+        order: inner.options.gc_victim_order,
     };
     let (choice, head_segment, active_segment) = choose(inner, policy)?;
     let version = inner.state.lock().versions.current();

@@ -34,7 +34,7 @@ use crate::version::VersionEdit;
 use crate::vlog::ValuePointer;
 
 pub use cycle::{GcOutcome, Relocation};
-pub use picker::{pick_victims, SegmentState, SegmentView, VictimPolicy};
+pub use picker::{pick_victims, SegmentState, SegmentView, VictimOrder, VictimPolicy};
 
 /// Dead log bytes per segment, counted while a flush or compaction drops entries.
 #[derive(Debug, Default)]

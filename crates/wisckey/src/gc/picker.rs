@@ -50,6 +50,19 @@ pub struct SegmentView {
     pub state: SegmentState,
 }
 
+/// In which order collectable segments become victims.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VictimOrder {
+    /// Best `(1 - u) * age / (1 + u)` first (`u` the live fraction): mostly dead, old
+    /// segments first. The default.
+    #[default]
+    CostBenefit,
+    /// Oldest first, as the WiscKey paper's GC reads the log from its tail (it keeps the
+    /// log one contiguous range, at the price of rewriting mostly-live old segments).
+    OldestFirst,
+}
+
 /// The knobs of victim choice.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct VictimPolicy {
@@ -59,6 +72,7 @@ pub struct VictimPolicy {
     /// A segment with a smaller dead fraction is never rewritten (most of its bytes would
     /// be copied to free little).
     pub min_dead_fraction: f64,
+    pub order: VictimOrder,
 }
 
 /// What the picker decided.
@@ -156,11 +170,14 @@ pub fn pick_victims(
         let age = head_segment.saturating_sub(s.segment) as f64;
         (1.0 - u) * age / (1.0 + u)
     };
-    candidates.sort_by(|a, b| {
-        score(b)
-            .total_cmp(&score(a))
-            .then(a.segment.cmp(&b.segment))
-    });
+    match policy.order {
+        VictimOrder::CostBenefit => candidates.sort_by(|a, b| {
+            score(b)
+                .total_cmp(&score(a))
+                .then(a.segment.cmp(&b.segment))
+        }),
+        VictimOrder::OldestFirst => candidates.sort_by_key(|s| s.segment),
+    }
     let mut victims = Vec::new();
     let mut projected = log_bytes;
     for candidate in candidates {
@@ -198,6 +215,7 @@ mod tests {
         VictimPolicy {
             space_amp_target: target,
             min_dead_fraction: 0.1,
+            order: VictimOrder::CostBenefit,
         }
     }
 
@@ -318,6 +336,16 @@ mod tests {
             .sum();
         let projected = space_amp(all.log_bytes - freed, all.live_bytes);
         assert!(projected <= 1.5, "{projected}");
+        let tail_first = VictimPolicy {
+            order: VictimOrder::OldestFirst,
+            ..policy(1.5)
+        };
+        let oldest = pick_victims(&listed, &sizes, 11, 11, &none, &BTreeMap::new(), tail_first);
+        assert_eq!(
+            oldest.victims[..2],
+            [1, 2],
+            "tail first takes the oldest segments"
+        );
         let at_target = pick_victims(
             &listed,
             &sizes,
