@@ -1,9 +1,10 @@
 //! The `wisckey` command-line tool. `wisckey demo` loads and reads a temporary database and
 //! prints db_bench-style report lines; `wisckey bench` runs db_bench-compatible benchmarks
-//! (see `bench/`); maintenance subcommands come with later work.
+//! (see `bench/`); `wisckey gc` and `wisckey stats` work on an existing database.
 
 mod bench;
 mod demo;
+mod maint;
 mod report;
 
 use clap::{Parser, Subcommand};
@@ -27,6 +28,11 @@ enum Command {
     Bench(bench::BenchArgs),
     /// REPORT.md and SVG charts from benchmark results folders (bench/run-side-by-side.sh).
     Report(report::ReportArgs),
+    /// Value-log garbage collection on an existing database (offline: open, collect, close).
+    Gc(maint::GcArgs),
+    /// Levels, value-log segments with live and dead bytes and why each is or is not
+    /// collected, space amplification, GC totals.
+    Stats(maint::StatsArgs),
 }
 
 fn main() {
@@ -35,6 +41,8 @@ fn main() {
         Command::Demo(args) => demo::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Report(args) => report::run(&args).map_err(Into::into),
+        Command::Gc(args) => maint::gc(&args),
+        Command::Stats(args) => maint::stats(&args),
     };
     if let Err(e) = result {
         eprintln!("wisckey: {e}");

@@ -322,6 +322,20 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
             super::background::wait_for_flushes(inner)?;
             continue;
         }
+        // Garbage in the head's or the active segment: seal and flush before collecting
+        // anything, or the relocations would land in the segment and be collected again.
+        let over = policy.space_amp_target <= 1.0 || choice.space_amp() > policy.space_amp_target;
+        // Background GC seals the active segment only once it is a good part of a segment.
+        let min_size = if paced {
+            inner.options.vlog_segment_size / 4
+        } else {
+            0
+        };
+        if over && !unblocked && head_blocks(&choice, policy, min_size) {
+            unblocked = true;
+            unblock_head(inner)?;
+            continue;
+        }
         // Background GC slows writers while it is far behind and has work it can do.
         let far_behind = paced
             && !choice.victims.is_empty()
@@ -335,19 +349,6 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
                 if sample_stale(inner, &choice, active)? > 0 {
                     continue;
                 }
-            }
-            let over =
-                policy.space_amp_target <= 1.0 || choice.space_amp() > policy.space_amp_target;
-            // Background GC seals the active segment only once it is a good part of a segment.
-            let min_size = if paced {
-                inner.options.vlog_segment_size / 4
-            } else {
-                0
-            };
-            if over && !unblocked && head_blocks(&choice, policy, min_size) {
-                unblocked = true;
-                unblock_head(inner)?;
-                continue;
             }
             // The log has rolled past the head's segment: everything before the active
             // segment could be collectable, but only a flush counts the garbage in the

@@ -1,0 +1,97 @@
+//! `wisckey gc` and `wisckey stats` on a real database directory, through the binary.
+
+use std::process::Command;
+
+use wisckey::{Db, Options};
+
+fn wisckey(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_wisckey"))
+        .args(args)
+        .output()
+        .expect("run wisckey")
+}
+
+#[test]
+fn gc_gives_space_back_and_stats_explain_it() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path().join("db");
+    {
+        let options = Options {
+            vlog_segment_size: 1 << 20,
+            gc_space_amp_target: f64::INFINITY,
+            ..Options::default()
+        };
+        let db = Db::open(&dir, options).expect("open");
+        for round in 0..4u8 {
+            for i in 0..500u32 {
+                db.put(format!("k{i:05}"), vec![round; 2000]).expect("put");
+            }
+        }
+        db.close().expect("close");
+    }
+    let path = dir.to_str().expect("utf-8 path");
+    let stats = |json: bool| {
+        let mut args = vec!["stats", "--db", path];
+        if json {
+            args.push("--json");
+        }
+        let out = wisckey(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("utf-8")
+    };
+    let before: serde_json::Value = serde_json::from_str(&stats(true)).expect("json");
+    let text = stats(false);
+    assert!(
+        text.contains("Collectable") && text.contains("Active"),
+        "{text}"
+    );
+
+    let out = wisckey(&["gc", "--db", path]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("collected"), "{said}");
+
+    let after: serde_json::Value = serde_json::from_str(&stats(true)).expect("json");
+    let log_bytes = |v: &serde_json::Value| v["value_log"]["log_bytes"].as_u64().expect("bytes");
+    assert!(
+        log_bytes(&after) * 3 < log_bytes(&before),
+        "{} -> {}",
+        log_bytes(&before),
+        log_bytes(&after)
+    );
+    let amp = after["value_log"]["space_amp"].as_f64().expect("amp");
+    assert!(amp < 1.2, "space amplification after gc: {amp}");
+    // The data is intact.
+    let db = Db::open(&dir, Options::default()).expect("reopen");
+    for i in 0..500u32 {
+        assert_eq!(
+            db.get(format!("k{i:05}")).expect("get"),
+            Some(vec![3u8; 2000])
+        );
+    }
+}
+
+#[test]
+fn gc_and_stats_refuse_a_missing_database_with_one_clear_line() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let missing = temp.path().join("nothing-here");
+    for command in ["gc", "stats"] {
+        let out = wisckey(&[command, "--db", missing.to_str().expect("utf-8")]);
+        assert!(
+            !out.status.success(),
+            "{command} on a missing database must fail"
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("does not exist"), "{command}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{command}: {err}");
+        assert!(!missing.exists(), "{command} must not create a database");
+    }
+}
