@@ -314,9 +314,16 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
         }
         let (choice, head_segment, active) = choose(inner, policy)?;
         // Segments from the head's on are neither collectable nor counted (their garbage
-        // is in the memtables). Once the log has run a whole segment past the head, flush,
-        // so at most about two segments' worth of garbage waits for the head.
-        if !flushed && active >= head_segment + 2 {
+        // is in the memtables): all of it may be garbage. Flush once it exceeds both the
+        // slack the target leaves and two segments, so a big database is not made to flush
+        // more often, and a small one waits for at most about two segments.
+        let unflushed: u64 = (choice.segments.iter())
+            .filter(|s| s.segment >= head_segment)
+            .map(|s| s.size)
+            .sum();
+        let slack = (policy.space_amp_target - 1.0).max(0.0) * choice.live_bytes as f64;
+        let allowance = (slack as u64).max(2 * inner.options.vlog_segment_size);
+        if !flushed && active > head_segment && unflushed > allowance {
             flushed = true;
             super::write::force_memtable_switch(inner)?;
             super::background::wait_for_flushes(inner)?;
