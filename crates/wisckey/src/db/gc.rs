@@ -22,7 +22,10 @@ use crate::error::{Error, Result};
 use crate::filename::{parse_file_name, FileKind};
 use crate::gc::cycle::{collect_segment, sample_segment, SegmentSource};
 use crate::gc::picker::{space_amp, VictimChoice};
-use crate::gc::{pick_victims, GcIndex, GcOutcome, Relocation, SegmentState, SegmentView};
+use crate::gc::{
+    next_step, pick_victims, GcIndex, GcOutcome, GcStep, Relocation, SegmentState, SegmentView,
+    StepsTaken,
+};
 use crate::gc::{VictimOrder, VictimPolicy};
 use crate::key::ValueKind;
 use crate::version::{VersionEdit, NUM_LEVELS};
@@ -203,19 +206,6 @@ fn choose(inner: &DbInner, policy: VictimPolicy) -> Result<(VictimChoice, u64, u
     Ok((choice, head_segment, active))
 }
 
-/// Whether the garbage GC could collect sits at or after the replay head, so that a flush
-/// (after sealing the active segment if the garbage is there) would make it collectable.
-fn head_blocks(choice: &VictimChoice, policy: VictimPolicy, min_size: u64) -> bool {
-    choice.segments.iter().any(|s| {
-        matches!(
-            s.state,
-            SegmentState::Active | SegmentState::PinnedByReplayHead
-        ) && s.size >= min_size
-            && s.dead_bytes > 0
-            && s.dead_bytes as f64 >= policy.min_dead_fraction * s.size as f64
-    })
-}
-
 /// Seals the active segment if it holds records and moves the replay head to the log's
 /// end (a flush, of an empty memtable if need be), so every segment before is collectable.
 fn unblock_head(inner: &DbInner) -> Result<()> {
@@ -302,9 +292,13 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
     }
     let _clear = ClearDelay(inner);
     let mut total = GcOutcome::default();
-    let mut unblocked = false;
-    let mut sampled = false;
-    let mut flushed = false;
+    let mut taken = StepsTaken::default();
+    let min_seal_size = if paced {
+        // Background GC seals the active segment only once it is a good part of a segment.
+        inner.options.vlog_segment_size / 4
+    } else {
+        0
+    };
     loop {
         if inner.shutting_down.load(Ordering::Acquire) {
             break;
@@ -313,69 +307,44 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
             return Err(e);
         }
         let (choice, head_segment, active) = choose(inner, policy)?;
-        // Segments from the head's on are neither collectable nor counted (their garbage
-        // is in the memtables): all of it may be garbage. Flush once it exceeds both the
-        // slack the target leaves and two segments, so a big database is not made to flush
-        // more often, and a small one waits for at most about two segments.
-        let unflushed: u64 = (choice.segments.iter())
-            .filter(|s| s.segment >= head_segment)
-            .map(|s| s.size)
-            .sum();
-        let slack = (policy.space_amp_target - 1.0).max(0.0) * choice.live_bytes as f64;
-        let allowance = (slack as u64).max(2 * inner.options.vlog_segment_size);
-        if !flushed && active > head_segment && unflushed > allowance {
-            flushed = true;
-            super::write::force_memtable_switch(inner)?;
-            super::background::wait_for_flushes(inner)?;
-            continue;
-        }
-        // Garbage in the head's or the active segment: seal and flush before collecting
-        // anything, or the relocations would land in the segment and be collected again.
-        let over = policy.space_amp_target <= 1.0 || choice.space_amp() > policy.space_amp_target;
-        // Background GC seals the active segment only once it is a good part of a segment.
-        let min_size = if paced {
-            inner.options.vlog_segment_size / 4
-        } else {
-            0
-        };
-        if over && !unblocked && head_blocks(&choice, policy, min_size) {
-            unblocked = true;
-            unblock_head(inner)?;
-            continue;
-        }
         // Background GC slows writers while it is far behind and has work it can do.
         let far_behind = paced
             && !choice.victims.is_empty()
             && choice.space_amp() > policy.space_amp_target * WRITE_DELAY_FACTOR;
         inner.gc_write_delay.store(far_behind, Ordering::Release);
-        let Some(&victim) = choice.victims.first() else {
-            // The manifest's counts lag behind (they grow as compactions drop pointers):
-            // estimate what they do not show yet, once per round.
-            if !sampled {
-                sampled = true;
-                if sample_stale(inner, &choice, active)? > 0 {
-                    continue;
-                }
-            }
-            // The log has rolled past the head's segment: everything before the active
-            // segment could be collectable, but only a flush counts the garbage in the
-            // memtable (overwrites of keys it holds) and moves the head past it.
-            if !flushed && active > head_segment {
-                flushed = true;
+        let step = next_step(
+            &choice,
+            policy,
+            head_segment,
+            active,
+            inner.options.vlog_segment_size,
+            min_seal_size,
+            taken,
+        );
+        match step {
+            GcStep::Flush => {
+                taken.flushed = true;
                 super::write::force_memtable_switch(inner)?;
                 super::background::wait_for_flushes(inner)?;
-                continue;
             }
-            break;
-        };
-        match collect_one(inner, victim, paced && !far_behind) {
-            Ok(outcome) => total.add(&outcome),
-            Err(e @ Error::Corruption { .. }) => {
-                // Kept, reported, and not tried again until the next open.
-                log::error!("wisckey: value-log GC skips segment {victim}: {e}");
-                inner.state.lock().gc_unreadable.insert(victim);
+            GcStep::SealAndFlush => {
+                taken.sealed = true;
+                unblock_head(inner)?;
             }
-            Err(e) => return Err(e),
+            GcStep::Sample => {
+                taken.sampled = true;
+                sample_stale(inner, &choice, active)?;
+            }
+            GcStep::Collect(victim) => match collect_one(inner, victim, paced && !far_behind) {
+                Ok(outcome) => total.add(&outcome),
+                Err(e @ Error::Corruption { .. }) => {
+                    // Kept, reported, and not tried again until the next open.
+                    log::error!("wisckey: value-log GC skips segment {victim}: {e}");
+                    inner.state.lock().gc_unreadable.insert(victim);
+                }
+                Err(e) => return Err(e),
+            },
+            GcStep::Done => break,
         }
     }
     if total.segments_collected > 0 {

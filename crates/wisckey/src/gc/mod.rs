@@ -34,7 +34,10 @@ use crate::version::VersionEdit;
 use crate::vlog::ValuePointer;
 
 pub use cycle::{GcOutcome, Relocation};
-pub use picker::{pick_victims, SegmentState, SegmentView, VictimOrder, VictimPolicy};
+pub use picker::{
+    next_step, pick_victims, GcStep, SegmentState, SegmentView, StepsTaken, VictimOrder,
+    VictimPolicy,
+};
 
 /// Dead log bytes per segment, counted while a flush or compaction drops entries.
 #[derive(Debug, Default)]

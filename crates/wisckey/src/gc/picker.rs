@@ -198,6 +198,83 @@ pub fn pick_victims(
     }
 }
 
+/// What a collection does next (see [`next_step`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GcStep {
+    /// Flush the memtable: the head moves forward and the memtable's garbage is counted.
+    Flush,
+    /// Seal the active segment, then flush: the garbage is in the head's or the active
+    /// segment, which GC cannot collect (and relocations would land in it).
+    SealAndFlush,
+    /// Estimate the dead bytes of segments whose counts may lag.
+    Sample,
+    /// Collect this segment.
+    Collect(u64),
+    /// Nothing worth doing.
+    Done,
+}
+
+/// Steps already taken in this collection (each is taken at most once).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StepsTaken {
+    pub flushed: bool,
+    pub sealed: bool,
+    pub sampled: bool,
+}
+
+/// The next step of a collection, a pure function of the victim choice and where the log
+/// stands:
+/// - the log from the head's segment on is out of GC's reach and may be all garbage: flush
+///   once it exceeds both the slack the target leaves (`(target - 1) × live`) and two
+///   segments (so a big database is not made to flush more often);
+/// - over the target with garbage in the head's or the active segment (background: once it
+///   is at least `min_seal_size`): seal and flush first, so relocations do not land in a
+///   segment about to be collected;
+/// - collect the best victim;
+/// - no victim: sample once (counts lag), then flush once if the log has moved past the
+///   head's segment, else done.
+pub fn next_step(
+    choice: &VictimChoice,
+    policy: VictimPolicy,
+    head_segment: u64,
+    active: u64,
+    segment_size: u64,
+    min_seal_size: u64,
+    taken: StepsTaken,
+) -> GcStep {
+    let unflushed: u64 = (choice.segments.iter())
+        .filter(|s| s.segment >= head_segment)
+        .map(|s| s.size)
+        .sum();
+    let slack = (policy.space_amp_target - 1.0).max(0.0) * choice.live_bytes as f64;
+    let allowance = (slack as u64).max(2 * segment_size);
+    if !taken.flushed && active > head_segment && unflushed > allowance {
+        return GcStep::Flush;
+    }
+    let over = policy.space_amp_target <= 1.0 || choice.space_amp() > policy.space_amp_target;
+    let garbage_at_head = choice.segments.iter().any(|s| {
+        matches!(
+            s.state,
+            SegmentState::Active | SegmentState::PinnedByReplayHead
+        ) && s.size >= min_seal_size
+            && s.dead_bytes > 0
+            && s.dead_bytes as f64 >= policy.min_dead_fraction * s.size as f64
+    });
+    if over && !taken.sealed && garbage_at_head {
+        return GcStep::SealAndFlush;
+    }
+    if let Some(&victim) = choice.victims.first() {
+        return GcStep::Collect(victim);
+    }
+    if !taken.sampled {
+        return GcStep::Sample;
+    }
+    if !taken.flushed && active > head_segment {
+        return GcStep::Flush;
+    }
+    GcStep::Done
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -264,6 +341,64 @@ mod tests {
             ]
         );
         assert_eq!(choice.log_bytes, 52 * MIB);
+    }
+
+    #[test]
+    fn next_step_flushes_seals_collects_samples_then_stops() {
+        let none = BTreeSet::new();
+        let no_estimates = BTreeMap::new();
+        let step = |listed: &BTreeMap<u64, SegmentMeta>,
+                    sizes: &BTreeMap<u64, u64>,
+                    head: u64,
+                    active: u64,
+                    taken: StepsTaken| {
+            let choice = pick_victims(
+                listed,
+                sizes,
+                head,
+                active,
+                &none,
+                &no_estimates,
+                policy(1.5),
+            );
+            next_step(&choice, policy(1.5), head, active, 10 * MIB, 0, taken)
+        };
+        // Four segments past the head, more than two segments and the slack: flush.
+        let listed = BTreeMap::from([(1, meta(Some(10 * MIB), 0))]);
+        let sizes: BTreeMap<u64, u64> = (1..=5).map(|s| (s, 10 * MIB)).collect();
+        assert_eq!(
+            step(&listed, &sizes, 1, 5, StepsTaken::default()),
+            GcStep::Flush
+        );
+        // A victim: collect it.
+        let listed = BTreeMap::from([(1, meta(Some(10 * MIB), 9 * MIB)), (2, meta(None, 0))]);
+        let sizes = BTreeMap::from([(1, 10 * MIB), (2, MIB)]);
+        assert_eq!(
+            step(&listed, &sizes, 2, 2, StepsTaken::default()),
+            GcStep::Collect(1)
+        );
+        // Garbage only in the active segment, over the target: seal and flush.
+        let listed = BTreeMap::from([(1, meta(None, 6 * MIB))]);
+        let sizes = BTreeMap::from([(1, 10 * MIB)]);
+        assert_eq!(
+            step(&listed, &sizes, 1, 1, StepsTaken::default()),
+            GcStep::SealAndFlush
+        );
+        // Nothing known dead: sample once, then done.
+        let listed = BTreeMap::from([(1, meta(Some(10 * MIB), 0)), (2, meta(None, 0))]);
+        let sizes = BTreeMap::from([(1, 10 * MIB), (2, MIB)]);
+        assert_eq!(
+            step(&listed, &sizes, 2, 2, StepsTaken::default()),
+            GcStep::Sample
+        );
+        let sampled = StepsTaken {
+            sampled: true,
+            ..StepsTaken::default()
+        };
+        assert_eq!(step(&listed, &sizes, 2, 2, sampled), GcStep::Done);
+        // ... unless the log has moved past the head's segment: flush once.
+        let sizes = BTreeMap::from([(1, 10 * MIB), (2, MIB), (3, MIB)]);
+        assert_eq!(step(&listed, &sizes, 2, 3, sampled), GcStep::Flush);
     }
 
     #[test]
