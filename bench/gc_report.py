@@ -63,7 +63,7 @@ def main(out):
         res = dict(r, ops_per_sec=ops_per_sec.get("overwrite"),
                    fill_ops_per_sec=ops_per_sec.get("fillseq"), wa=None, db_end=None,
                    db_close=total_db, amp_max=None, amp_steady=None, amp_end=None,
-                   steady_ops=None, series=[], gc_line=gc_line, complete=False)
+                   steady_ops=None, series=[], settle=[], gc_line=gc_line, complete=False)
         # Overwrite start: its last line's time minus its wall time (ops / reported ops/s).
         t_start = None
         if over and res["ops_per_sec"]:
@@ -75,7 +75,7 @@ def main(out):
         for s in samples:
             phase = s["bench"]
             live = (s["ops"] if phase == "fillseq" else num) * entry
-            if phase == "overwrite" and t_start is not None:
+            if phase in ("overwrite", "settle") and t_start is not None:
                 t_phase = s["t"] - t_start
             else:
                 t_phase = s["t"]
@@ -83,7 +83,7 @@ def main(out):
             if p is None:
                 p = (t_start, 0) if phase == "overwrite" and t_start is not None else (0.0, 0)
             dt = t_phase - p[0]
-            rate = (s["ops"] - p[1]) / dt if dt > 1e-3 else None
+            rate = (s["ops"] - p[1]) / dt if dt > 1e-3 and phase != "settle" else None
             prev[phase] = (t_phase, s["ops"])
             amp = s["db_bytes"] / live if live else None
             rows.append([r["run"], vs, r["distribution"], r["engine"], phase, f"{s['t']:.3f}",
@@ -91,6 +91,8 @@ def main(out):
                          fmt(rate, 1), "" if s["gc_rewrites"] is None else s["gc_rewrites"]])
             if phase == "overwrite":
                 res["series"].append((t_phase, amp, rate))
+            elif phase == "settle":
+                res["settle"].append((t_phase, amp, None))
         if over:
             dur = res["series"][-1][0]
             amps = [a for _, a, _ in res["series"]]
@@ -106,6 +108,8 @@ def main(out):
                 t0, o0 = first[-1]
                 t1, o1 = pts[-1]
                 res["steady_ops"] = (o1 - o0) / (t1 - t0) if t1 > t0 else None
+        res["amp_settled"] = res["settle"][-1][1] if res["settle"] else None
+        res["settle_min"] = min((a for _, a, _ in res["settle"]), default=None)
         if "overwrite" in io:
             res["wa"] = io["overwrite"][0]
         results.append(res)
@@ -127,7 +131,9 @@ def main(out):
              "in the same cell. *DB end* = last sample before the phase ended; *DB closed* = "
              "after close (background work finished). *WA* = device bytes written / user "
              "bytes during the overwrite phase (the tool's `wa=`). Peak = cgroup peak "
-             "memory, page cache included.", ""]
+             "memory, page cache included. *after settle* = space amp at the end of the idle "
+             "period after the overwrites (DB still open, background work going on); "
+             "the charts show it to the right of each overwrite phase.", ""]
     for vs in dict.fromkeys(int(r["value_size"]) for r in results):
         for dist in dict.fromkeys(r["distribution"] for r in results):
             cell = [r for r in results if int(r["value_size"]) == vs and r["distribution"] == dist]
@@ -138,9 +144,9 @@ def main(out):
             lines += [f"## {vs} B values, {dist} overwrites (num={c0['num']}, "
                       f"writes={c0['writes']}, live {int(c0['num']) * (key_size + vs) / 1048576:.0f} MiB)", "",
                       "| engine | overwrite ops/s | vs no-GC | steady ops/s | max space amp | "
-                      "steady space amp | end space amp | DB end MiB | DB closed MiB | WA | "
+                      "steady space amp | end space amp | after settle | DB end MiB | DB closed MiB | WA | "
                       "fillseq ops/s | peak MiB | rc | note |",
-                      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+                      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
             for r in cell:
                 ratio = r["ops_per_sec"] / base if base and r["ops_per_sec"] else None
                 note = r["gc_line"].replace("gc:", "").strip()
@@ -149,7 +155,7 @@ def main(out):
                 lines.append(
                     f"| {r['engine']} | {fmt(r['ops_per_sec'], 0)} | {fmt(ratio)} | "
                     f"{fmt(r['steady_ops'], 0)} | {fmt(r['amp_max'])} | {fmt(r['amp_steady'])} | "
-                    f"{fmt(r['amp_end'])} | {fmt(r['db_end'], 1)} | {fmt(r['db_close'], 1)} | "
+                    f"{fmt(r['amp_end'])} | {fmt(r['amp_settled'])} | {fmt(r['db_end'], 1)} | {fmt(r['db_close'], 1)} | "
                     f"{fmt(r['wa'], 3)} | {fmt(r['fill_ops_per_sec'], 0)} | {r['peak_mib']} | "
                     f"{r['rc']} | {note} |")
             svg = f"gc-v{vs}-{dist}.svg"
@@ -165,14 +171,14 @@ def write_svg(path, cell, title):
     width, left, right, ph, top, gap = 920, 70, 190, 260, 40, 60
     pw = width - left - right
     height = top + 2 * ph + gap + 50
-    tmax = max((t for r in cell for t, _, _ in r["series"]), default=1) or 1
-    amax = max((a for r in cell for _, a, _ in r["series"] if a), default=1)
+    tmax = max((t for r in cell for t, _, _ in r["series"] + r["settle"]), default=1) or 1
+    amax = max((a for r in cell for _, a, _ in r["series"] + r["settle"] if a), default=1)
     rmax = max((x for r in cell for _, _, x in r["series"] if x), default=1)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'font-family="sans-serif" font-size="12">',
            f'<rect width="{width}" height="{height}" fill="white"/>',
            f'<text x="{width / 2}" y="20" text-anchor="middle" font-size="15">'
-           f'{html.escape(title)}: overwrite phase</text>']
+           f'{html.escape(title)}: overwrite phase, then idle (settle) with the DB open</text>']
 
     def panel(y0, vmax, label, idx):
         vmax = nice(vmax)
@@ -191,7 +197,7 @@ def write_svg(path, cell, title):
         out.append(f'<text x="16" y="{y0 + ph / 2}" transform="rotate(-90 16 {y0 + ph / 2})" '
                    f'text-anchor="middle">{label}</text>')
         for k, r in enumerate(cell):
-            pts = [(s[0], s[idx]) for s in r["series"] if s[idx] is not None]
+            pts = [(s[0], s[idx]) for s in r["series"] + r["settle"] if s[idx] is not None]
             if not pts:
                 continue
             d = " ".join(f"{left + pw * t / tmax:.1f},{y0 + ph - ph * min(v, vmax) / vmax:.1f}"

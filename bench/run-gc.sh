@@ -8,7 +8,9 @@
 # zipfian, theta 0.99, over the NUM keys: `--distribution=zipfian`). Every tool prints a
 # `progress:` line every INTERVAL seconds (`--report_interval_secs`): seconds since open,
 # ops done in the running benchmark, and the DB directory's allocated bytes (st_blocks x 512,
-# so sparse preallocated files count for what they use). bench/gc_report.py turns the logs
+# so sparse preallocated files count for what they use). After the overwrites the DB stays
+# open and idle for SETTLE_SECS (`--settle_secs`; background GC / compaction / Badger's GC
+# loop go on), still sampled, then is closed. bench/gc_report.py turns the logs
 # into timeseries.csv, summary.md and one SVG chart per value size and distribution.
 #
 # Engines (ENGINES):
@@ -47,7 +49,7 @@
 # Parameters (environment):
 #   LIVE_MIB=384  VALUE_SIZES="1024 16384"  DISTRIBUTIONS="uniform zipfian"  OVERWRITE_X=3
 #   ENGINES="wisckey-gc wisckey-nogc rocksdb-blob-gc badger-gc badger-gc-smallmt"
-#   KEY_SIZE=16 SEED=301 MEM_LIMIT=1G INTERVAL=1  DATA_DIR=/work/bench-data (real disk)
+#   KEY_SIZE=16 SEED=301 MEM_LIMIT=1G INTERVAL=0.25 SETTLE_SECS=20  DATA_DIR=/work/bench-data (real disk)
 #   OUT_DIR=bench/results/gc-<UTC date>  SETUP=1 (run bench/setup.sh first; 0 skips it)
 #   WISCKEY_BIN=$CARGO_TARGET_DIR/release/wisckey
 # Needs root (cgroups, drop_caches). Each DB is deleted after its run.
@@ -62,7 +64,8 @@ ENGINES=${ENGINES:-"wisckey-gc wisckey-nogc rocksdb-blob-gc badger-gc badger-gc-
 KEY_SIZE=${KEY_SIZE:-16}
 SEED=${SEED:-301}
 MEM_LIMIT=${MEM_LIMIT:-1G}
-INTERVAL=${INTERVAL:-1}
+INTERVAL=${INTERVAL:-0.25}
+SETTLE_SECS=${SETTLE_SECS:-20}
 SETUP=${SETUP:-1}
 OUT_DIR=${OUT_DIR:-$here/results/gc-$(date -u +%Y%m%dT%H%M%SZ)}
 
@@ -96,7 +99,7 @@ peak_mem() { # cgroup name -> peak MiB (v1 or v2, as bench/cgexec.sh made it)
 {
   echo "# value-log GC run $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet HEAD -- bench crates/wisckey-cli || echo ' (bench tool changes uncommitted)')"
   echo "LIVE_MIB=$LIVE_MIB VALUE_SIZES=$VALUE_SIZES DISTRIBUTIONS=$DISTRIBUTIONS OVERWRITE_X=$OVERWRITE_X"
-  echo "ENGINES=$ENGINES KEY_SIZE=$KEY_SIZE SEED=$SEED MEM_LIMIT=$MEM_LIMIT INTERVAL=$INTERVAL"
+  echo "ENGINES=$ENGINES KEY_SIZE=$KEY_SIZE SEED=$SEED MEM_LIMIT=$MEM_LIMIT INTERVAL=$INTERVAL SETTLE_SECS=$SETTLE_SECS"
   echo "DATA_DIR=$DATA_DIR ($fstype) nproc=$(nproc) kernel=$(uname -r)"
 } | tee "$OUT_DIR/params.txt"
 echo "run,value_size,distribution,engine,num,writes,rc,wall_s,peak_mib" > "$OUT_DIR/runs.csv"
@@ -117,7 +120,7 @@ for vs in $VALUE_SIZES; do
       # shellcheck disable=SC2086
       "$here/cgexec.sh" "gc-$engine" "$MEM_LIMIT" $cmd --num="$num" --writes="$writes" \
         --value_size="$vs" --key_size="$KEY_SIZE" --seed="$SEED" --distribution="$dist" \
-        --benchmarks=fillseq,overwrite --report_interval_secs="$INTERVAL" --quiet --db="$db" \
+        --benchmarks=fillseq,overwrite --report_interval_secs="$INTERVAL" --settle_secs="$SETTLE_SECS" --quiet --db="$db" \
         > "$OUT_DIR/$tag.txt" 2>&1 || rc=$?
       wall=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
       peak=$(peak_mem "gc-$engine")

@@ -201,6 +201,7 @@ struct Flags {
   int64_t writes = -1;         // overwrite: puts per thread (default num).
   bool zipfian = false;        // overwrite: --distribution=zipfian (YCSB scrambled zipfian).
   double report_interval_secs = 0;  // >0: a "progress:" line every this many seconds.
+  double settle_secs = 0;  // idle seconds after the last benchmark, before close.
   // RocksDB --blob only (defaults are RocksDB's own).
   double blob_gc_age_cutoff = 0.25;
   double blob_gc_force_threshold = 1.0;
@@ -254,6 +255,7 @@ inline Flags ParseFlags(int argc, char** argv) {
       }
       f.zipfian = v == "zipfian";
     } else if (k == "report_interval_secs") f.report_interval_secs = strtod(v.c_str(), nullptr);
+    else if (k == "settle_secs") f.settle_secs = strtod(v.c_str(), nullptr);
     else if (k == "blob_gc_age_cutoff") f.blob_gc_age_cutoff = strtod(v.c_str(), nullptr);
     else if (k == "blob_gc_force_threshold") f.blob_gc_force_threshold = strtod(v.c_str(), nullptr);
     else {
@@ -648,6 +650,12 @@ inline int RunAll(Engine* e, const Flags& f) {
     fflush(stdout);
     written_total += tot.written;
     read_total += tot.read;
+  }
+  if (f.settle_secs > 0) {  // idle, DB open: background work goes on
+    std::atomic<uint64_t> none{0};
+    ProgressLines lines(f, "settle", origin, &none);
+    std::this_thread::sleep_for(std::chrono::duration<double>(f.settle_secs));
+    lines.Stop();
   }
   e->Close();
   ::sync();

@@ -117,6 +117,7 @@ type config struct {
 	writes                    uint64  // overwrite: puts per thread
 	zipfian                   bool    // overwrite: scrambled zipfian key choice
 	reportInterval            float64 // seconds between progress lines (0 = off)
+	settleSecs                float64 // idle seconds after the last benchmark, before close
 	gcLoop                    bool
 	gcInterval, gcDiscard     float64
 	vlogFileSize              int64 // 0 = Badger's default
@@ -404,6 +405,7 @@ func main() {
 	writes := flag.Int64("writes", -1, "overwrite: puts per thread (default num)")
 	distribution := flag.String("distribution", "uniform", "overwrite key choice: uniform or zipfian")
 	flag.Float64Var(&c.reportInterval, "report_interval_secs", 0, "progress line every this many seconds (0 = off)")
+	flag.Float64Var(&c.settleSecs, "settle_secs", 0, "idle seconds (DB open, GC loop running) after the last benchmark")
 	flag.BoolVar(&c.gcLoop, "gc_loop", false, "run RunValueLogGC in a loop from a goroutine")
 	flag.Float64Var(&c.gcInterval, "gc_interval_secs", 1, "--gc_loop: seconds between GC rounds")
 	flag.Float64Var(&c.gcDiscard, "gc_discard_ratio", 0.5, "--gc_loop: RunValueLogGC's discardRatio")
@@ -547,6 +549,12 @@ func main() {
 		}
 		writtenTotal += tot.written
 		readTotal += tot.read
+	}
+	if c.settleSecs > 0 {
+		c.progress.Store(0)
+		stopLines := startProgressLines(c, "settle", origin)
+		time.Sleep(time.Duration(c.settleSecs * float64(time.Second)))
+		stopLines()
 	}
 	stopGC()
 	if c.gcLoop {

@@ -58,6 +58,10 @@ pub struct BenchArgs {
     /// of --db>` (0 = off).
     #[arg(long = "report_interval_secs", default_value_t = 0.0)]
     report_interval_secs: f64,
+    /// After the last benchmark, keep the database open and idle this many seconds before
+    /// closing it (background work goes on), printing `progress:` lines with bench=settle.
+    #[arg(long = "settle_secs", default_value_t = 0.0)]
+    settle_secs: f64,
     /// Value size in bytes.
     #[arg(long = "value_size", default_value_t = 1024)]
     value_size: usize,
@@ -241,7 +245,7 @@ fn run_in_process(args: &BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
         let result = with_progress_lines(
             args.report_interval_secs,
             started,
-            bench,
+            bench.name(),
             &bar,
             &path,
             || runner::run_benchmark(open, bench, &config, &live, &bar),
@@ -266,6 +270,17 @@ fn run_in_process(args: &BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
         total.user_written += result.user_bytes_written;
         total.user_read += result.user_bytes_read;
     }
+    if args.settle_secs > 0.0 {
+        let idle = indicatif::ProgressBar::hidden();
+        with_progress_lines(
+            args.report_interval_secs,
+            started,
+            "settle",
+            &idle,
+            &path,
+            || std::thread::sleep(std::time::Duration::from_secs_f64(args.settle_secs)),
+        );
+    }
     if let Some(open) = db.take() {
         open.close()?;
     }
@@ -289,7 +304,7 @@ fn run_in_process(args: &BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
 fn with_progress_lines<T>(
     interval_secs: f64,
     started: std::time::Instant,
-    bench: Benchmark,
+    name: &str,
     bar: &indicatif::ProgressBar,
     path: &Path,
     body: impl FnOnce() -> T,
@@ -306,7 +321,7 @@ fn with_progress_lines<T>(
             out,
             "progress: t={:.3} bench={} ops={} db_bytes={}",
             started.elapsed().as_secs_f64(),
-            bench.name(),
+            name,
             bar.position(),
             iostat::dir_size_on_disk(path)
         );
