@@ -37,7 +37,7 @@ def parse_run(path):
                 continue
             if line.startswith("gc: "):
                 gc_line = line.strip()
-            wa = re.search(r"\bwa=([\d.]+)", line)
+            wa = re.search(r"\bwa_process=([\d.]+)", line)
             size = re.search(r"db_size=([\d.]+) MiB", line)
             if size:
                 if in_total:
@@ -129,8 +129,9 @@ def main(out):
              "= mean over the last third of the phase (space amp) or ops done in the last "
              "third / its duration (throughput). *vs no-GC* = overwrite ops/s / wisckey-nogc's "
              "in the same cell. *DB end* = last sample before the phase ended; *DB closed* = "
-             "after close (background work finished). *WA* = device bytes written / user "
-             "bytes during the overwrite phase (the tool's `wa=`). Peak = cgroup peak "
+             "after close (background work finished). *WA* = bytes the process wrote "
+             "(/proc/self/io) / user bytes during the overwrite phase (the tool's "
+             "`wa_process=`; the device counter would also count other processes). Peak = cgroup peak "
              "memory, page cache included. *after settle* = space amp at the end of the idle "
              "period after the overwrites (DB still open, background work going on); "
              "the charts show it to the right of each overwrite phase.", ""]
@@ -191,7 +192,7 @@ def write_svg(path, cell, title):
         for i in range(6):
             t = tmax * i / 5
             x = left + pw * i / 5
-            out.append(f'<text x="{x:.1f}" y="{y0 + ph + 16}" text-anchor="middle">{t:.0f}</text>')
+            out.append(f'<text x="{x:.1f}" y="{y0 + ph + 16}" text-anchor="middle">{t:.{0 if tmax >= 10 else 1}f}</text>')
         out.append(f'<text x="{left + pw / 2}" y="{y0 + ph + 32}" text-anchor="middle">'
                    f'seconds since the overwrite phase began</text>')
         out.append(f'<text x="16" y="{y0 + ph / 2}" transform="rotate(-90 16 {y0 + ph / 2})" '
