@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -89,6 +90,92 @@ class ValuePool {
   size_t next_ = 0;
 };
 
+// YCSB's generators (ycsb.h's workloads and overwrite's --distribution=zipfian), a port of
+// crates/wisckey-cli/src/bench/ycsb_gen.rs; floating point notes in ycsb.h.
+namespace ycsb {
+
+constexpr double kZipfianConstant = 0.99;
+// YCSB's ScrambledZipfianGenerator item space and its precomputed zeta(10^10, 0.99).
+constexpr uint64_t kScrambledItems = 10000000000ULL;
+constexpr double kScrambledZetan = 26.46902820178302;
+
+// A uniform double in [0, 1): the top 53 bits of splitmix64.
+inline double NextDouble(SplitMix64* rng) {
+  return static_cast<double>(rng->Next() >> 11) * (1.0 / 9007199254740992.0);
+}
+
+// YCSB's fnvhash64: FNV-1a over the 8 little-endian bytes, then Java's Math.abs of the signed
+// result (which leaves 2^63 as it is), computed in unsigned arithmetic to avoid overflow.
+inline uint64_t FnvHash64(uint64_t value) {
+  uint64_t hash = 0xCBF29CE484222325ULL;
+  for (int i = 0; i < 8; i++) {
+    hash ^= value & 0xff;
+    value >>= 8;
+    hash *= 1099511628211ULL;
+  }
+  return (hash >> 63) ? ~hash + 1 : hash;
+}
+
+inline double Zeta(uint64_t from, uint64_t to, double theta, double initial) {
+  double sum = initial;
+  for (uint64_t i = from; i < to; i++) sum += 1.0 / std::pow(static_cast<double>(i + 1), theta);
+  return sum;
+}
+
+// Zipfian over 0..items (Gray et al., as YCSB's ZipfianGenerator), item 0 the most popular.
+class Zipfian {
+ public:
+  explicit Zipfian(uint64_t items) : Zipfian(items, Zeta(0, items, kZipfianConstant, 0.0)) {}
+  Zipfian(uint64_t items, double zetan)
+      : items_(items),
+        theta_(kZipfianConstant),
+        alpha_(1.0 / (1.0 - kZipfianConstant)),
+        zeta2_(Zeta(0, 2, kZipfianConstant, 0.0)),
+        zetan_(zetan) {
+    eta_ = EtaFor(items);
+  }
+
+  // A value in 0..items, after growing the item count to `items` if it is larger.
+  uint64_t NextOf(SplitMix64* rng, uint64_t items) {
+    if (items > items_) {
+      zetan_ = Zeta(items_, items, theta_, zetan_);
+      items_ = items;
+      eta_ = EtaFor(items);
+    }
+    double u = NextDouble(rng);
+    double uz = u * zetan_;
+    if (uz < 1.0) return 0;
+    if (uz < 1.0 + std::pow(0.5, theta_)) return 1;
+    double scaled = static_cast<double>(items_) * std::pow(eta_ * u - eta_ + 1.0, alpha_);
+    // Rust's `as u64` saturates; the value is in [0, items] here, so a plain cast matches.
+    uint64_t v = scaled <= 0 ? 0 : static_cast<uint64_t>(scaled);
+    return v < items_ - 1 ? v : items_ - 1;
+  }
+  uint64_t Next(SplitMix64* rng) { return NextOf(rng, items_); }
+
+ private:
+  double EtaFor(uint64_t items) const {
+    return (1.0 - std::pow(2.0 / static_cast<double>(items), 1.0 - theta_)) /
+           (1.0 - zeta2_ / zetan_);
+  }
+  uint64_t items_;
+  double theta_, alpha_, zeta2_, zetan_, eta_ = 0;
+};
+
+// YCSB's ScrambledZipfianGenerator over 0..items.
+class ScrambledZipfian {
+ public:
+  explicit ScrambledZipfian(uint64_t items)
+      : items_(items ? items : 1), zipf_(kScrambledItems, kScrambledZetan) {}
+  uint64_t Next(SplitMix64* rng) { return FnvHash64(zipf_.Next(rng)) % items_; }
+
+ private:
+  uint64_t items_;
+  Zipfian zipf_;
+};
+
+}  // namespace ycsb
+
 struct Flags {
   std::vector<std::string> benchmarks = {"fillseq", "fillsync", "fillrandom",
                                          "overwrite", "readrandom", "readseq"};
@@ -111,6 +198,13 @@ struct Flags {
   bool pread = false;          // LevelDB only: read tables with pread, not mmap.
   std::string ycsb;            // YCSB workload a..f instead of --benchmarks (ycsb.h).
   size_t record_size = 1024;   // YCSB record (value) size.
+  int64_t writes = -1;         // overwrite: puts per thread (default num).
+  bool zipfian = false;        // overwrite: --distribution=zipfian (YCSB scrambled zipfian).
+  double report_interval_secs = 0;  // >0: a "progress:" line every this many seconds.
+  double settle_secs = 0;  // idle seconds after the last benchmark, before close.
+  // RocksDB --blob only (defaults are RocksDB's own).
+  double blob_gc_age_cutoff = 0.25;
+  double blob_gc_force_threshold = 1.0;
 };
 
 inline bool ParseBool(const std::string& v) { return v.empty() || v == "1" || v == "true"; }
@@ -152,12 +246,25 @@ inline Flags ParseFlags(int argc, char** argv) {
     else if (k == "ycsb") f.ycsb = v;
     else if (k == "record_size") f.record_size = strtoull(v.c_str(), nullptr, 10);
     else if (k == "value_threshold") { /* wisckey-only knob; accepted and ignored */ }
+    else if (k == "gc_space_amp_target") { /* wisckey-only knob; accepted and ignored */ }
+    else if (k == "writes") f.writes = strtoll(v.c_str(), nullptr, 10);
+    else if (k == "distribution") {
+      if (v != "uniform" && v != "zipfian") {
+        fprintf(stderr, "--distribution must be uniform or zipfian\n");
+        exit(2);
+      }
+      f.zipfian = v == "zipfian";
+    } else if (k == "report_interval_secs") f.report_interval_secs = strtod(v.c_str(), nullptr);
+    else if (k == "settle_secs") f.settle_secs = strtod(v.c_str(), nullptr);
+    else if (k == "blob_gc_age_cutoff") f.blob_gc_age_cutoff = strtod(v.c_str(), nullptr);
+    else if (k == "blob_gc_force_threshold") f.blob_gc_force_threshold = strtod(v.c_str(), nullptr);
     else {
       fprintf(stderr, "unknown flag --%s\n", k.c_str());
       exit(2);
     }
   }
   if (f.reads < 0) f.reads = static_cast<int64_t>(f.num);
+  if (f.writes < 0) f.writes = static_cast<int64_t>(f.num);
   if (f.threads == 0) f.threads = 1;
   if (f.batch_size == 0) f.batch_size = 1;
   if (std::to_string(f.num ? f.num - 1 : 0).size() > f.key_size) {
@@ -259,13 +366,15 @@ inline bool ReportsFound(const std::string& n) {
 
 class Worker {
  public:
-  Worker(Engine* e, const Flags& f, LiveKeys* live, const std::string& stream, uint64_t thread)
-      : e_(e), f_(f), live_(live), keys_(KeyStream(f.seed, stream, thread)) {}
+  Worker(Engine* e, const Flags& f, LiveKeys* live, const std::string& stream, uint64_t thread,
+         std::atomic<uint64_t>* progress = nullptr)
+      : e_(e), f_(f), live_(live), keys_(KeyStream(f.seed, stream, thread)),
+        progress_(progress) {}
 
   WorkerStats Run(const std::string& name) {
     auto start = std::chrono::steady_clock::now();
     if (name == "fillseq" || name == "fillrandom" || name == "overwrite" || name == "fillsync") {
-      Fill(name != "fillseq", name == "fillsync");
+      Fill(name != "fillseq", name == "fillsync", name == "overwrite");
     } else if (name == "deleterandom") {
       for (uint64_t i = 0; i < f_.num; i++) {
         uint64_t idx = keys_.Next() % f_.num;
@@ -351,13 +460,17 @@ class Worker {
     if (f_.histogram)
       s_.lat.Record(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t).count());
     s_.ops += ops;
+    if (progress_ != nullptr) progress_->fetch_add(ops, std::memory_order_relaxed);
   }
-  void Fill(bool random, bool fill_sync) {
+  void Fill(bool random, bool fill_sync, bool overwrite) {
     bool sync = fill_sync ? true : f_.sync;
     uint64_t count = fill_sync ? (f_.num / 1000 ? f_.num / 1000 : 1) : f_.num;
+    if (overwrite) count = static_cast<uint64_t>(f_.writes);
     ValuePool values(f_.value_size);
+    std::unique_ptr<ycsb::ScrambledZipfian> zipf;
+    if (overwrite && f_.zipfian) zipf = std::make_unique<ycsb::ScrambledZipfian>(f_.num);
     for (uint64_t i = 0; i < count; i++) {
-      uint64_t idx = random ? keys_.Next() % f_.num : i;
+      uint64_t idx = zipf ? zipf->Next(&keys_) : random ? keys_.Next() % f_.num : i;
       FormatKey(idx, f_.key_size, &key_);
       auto t = Now();
       e_->Put(key_, values.Next(), f_.value_size, sync);
@@ -371,8 +484,57 @@ class Worker {
   const Flags& f_;
   LiveKeys* live_;
   SplitMix64 keys_;
+  std::atomic<uint64_t>* progress_;
   std::string key_, value_;
   WorkerStats s_;
+};
+
+// With f.report_interval_secs > 0, prints "progress: t=<s since `origin`> bench=<name>
+// ops=<*ops> db_bytes=<allocated bytes of f.db>" every interval until Stop(), then once more.
+class ProgressLines {
+ public:
+  ProgressLines(const Flags& f, const std::string& name, std::chrono::steady_clock::time_point origin,
+                const std::atomic<uint64_t>* ops)
+      : f_(f), name_(name), origin_(origin), ops_(ops) {
+    if (f.report_interval_secs <= 0) return;
+    thread_ = std::thread([this] {
+      auto interval = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(f_.report_interval_secs));
+      auto next = std::chrono::steady_clock::now() + interval;
+      while (!stop_.load(std::memory_order_relaxed)) {
+        auto now = std::chrono::steady_clock::now();
+        if (now >= next) {
+          Line();
+          next += interval;
+        } else {
+          auto wait = next - now;
+          if (wait > std::chrono::milliseconds(20)) wait = std::chrono::milliseconds(20);
+          std::this_thread::sleep_for(wait);
+        }
+      }
+    });
+  }
+  void Stop() {
+    if (!thread_.joinable()) return;
+    stop_.store(true);
+    thread_.join();
+    Line();
+  }
+  ~ProgressLines() { Stop(); }
+
+ private:
+  void Line() {
+    double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - origin_).count();
+    printf("progress: t=%.3f bench=%s ops=%" PRIu64 " db_bytes=%" PRIu64 "\n", t, name_.c_str(),
+           ops_->load(std::memory_order_relaxed), DirSizeOnDisk(f_.db));
+    fflush(stdout);
+  }
+  const Flags& f_;
+  std::string name_;
+  std::chrono::steady_clock::time_point origin_;
+  const std::atomic<uint64_t>* ops_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
 };
 
 inline SpanFacts Facts(uint64_t written, uint64_t read, const LiveKeys& live, const Flags& f) {
@@ -409,6 +571,7 @@ inline int RunAll(Engine* e, const Flags& f) {
   const Device* devp = DeviceOf(f.db, &dev) ? &dev : nullptr;
   ::sync();
   IoSample at_open = Sample(devp);
+  auto origin = std::chrono::steady_clock::now();
   e->Open();
   LiveKeys live(f.num, !f.use_existing_db);
   uint64_t written_total = 0, read_total = 0;
@@ -446,10 +609,14 @@ inline int RunAll(Engine* e, const Flags& f) {
     }
     std::vector<WorkerStats> stats(f.threads);
     std::vector<std::thread> workers;
+    std::atomic<uint64_t> progress{0};
+    ProgressLines lines(f, name, origin, &progress);
     for (uint64_t t = 0; t < f.threads; t++)
-      workers.emplace_back([&, t] { stats[t] = Worker(e, f, &live, name, t).Run(name); });
+      workers.emplace_back(
+          [&, t] { stats[t] = Worker(e, f, &live, name, t, &progress).Run(name); });
     for (auto& w : workers) w.join();
     double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    lines.Stop();
     stop.store(true);
     if (writer.joinable()) writer.join();
     double cpu_after = CpuSeconds();
@@ -483,6 +650,12 @@ inline int RunAll(Engine* e, const Flags& f) {
     fflush(stdout);
     written_total += tot.written;
     read_total += tot.read;
+  }
+  if (f.settle_secs > 0) {  // idle, DB open: background work goes on
+    std::atomic<uint64_t> none{0};
+    ProgressLines lines(f, "settle", origin, &none);
+    std::this_thread::sleep_for(std::chrono::duration<double>(f.settle_secs));
+    lines.Stop();
   }
   e->Close();
   ::sync();

@@ -3,7 +3,9 @@
 // background jobs) except compression off everywhere, an LRU block cache of --cache_size
 // bytes and a full Bloom filter of --bloom_bits bits per key. `--blob` turns on integrated
 // BlobDB: enable_blob_files, min_blob_size=--min_blob_size (512), blob GC on, no blob
-// compression. One rocksdb::DB shared by the worker threads (it is thread-safe).
+// compression, blob_garbage_collection_age_cutoff=--blob_gc_age_cutoff (0.25) and
+// blob_garbage_collection_force_threshold=--blob_gc_force_threshold (1.0), both RocksDB's
+// defaults unless given. One rocksdb::DB shared by the worker threads (it is thread-safe).
 #include <rocksdb/cache.h>
 #include <rocksdb/db.h>
 #include <rocksdb/filter_policy.h>
@@ -39,20 +41,27 @@ class RocksDbEngine : public wbench::Engine {
       options_.min_blob_size = f.min_blob_size;
       options_.blob_compression_type = rocksdb::kNoCompression;
       options_.enable_blob_garbage_collection = true;
+      options_.blob_garbage_collection_age_cutoff = f.blob_gc_age_cutoff;
+      options_.blob_garbage_collection_force_threshold = f.blob_gc_force_threshold;
     }
   }
   ~RocksDbEngine() override { Close(); }
   RocksDbEngine(const RocksDbEngine&) = delete;
   RocksDbEngine& operator=(const RocksDbEngine&) = delete;
   std::string Describe() override {
-    char buf[320];
+    char blob[160];
+    snprintf(blob, sizeof blob,
+             ", enable_blob_files, min_blob_size=%zu, blob GC on, age_cutoff=%.2f, "
+             "force_threshold=%.2f",
+             flags_.min_blob_size, flags_.blob_gc_age_cutoff, flags_.blob_gc_force_threshold);
+    char buf[480];
     snprintf(buf, sizeof buf,
              "rocksdb %d.%d.%d%s (compression off, WAL on, cache_size=%zu, bloom_bits=%d, "
              "write_buffer_size=%zu, max_background_jobs=%d%s)",
              ROCKSDB_MAJOR, ROCKSDB_MINOR, ROCKSDB_PATCH, flags_.blob ? " BlobDB" : "",
              flags_.cache_size, flags_.bloom_bits, options_.write_buffer_size,
              options_.max_background_jobs,
-             flags_.blob ? ", enable_blob_files, min_blob_size=512, blob GC on" : "");
+             flags_.blob ? blob : "");
     return buf;
   }
   void Open() override { Check(rocksdb::DB::Open(options_, flags_.db, &db_), "open"); }

@@ -16,88 +16,11 @@
 namespace wbench {
 namespace ycsb {
 
-constexpr double kZipfianConstant = 0.99;
-// YCSB's ScrambledZipfianGenerator item space and its precomputed zeta(10^10, 0.99).
-constexpr uint64_t kScrambledItems = 10000000000ULL;
-constexpr double kScrambledZetan = 26.46902820178302;
 constexpr uint64_t kMaxScan = 100;
 constexpr int kOps = 5;  // read, update, insert, scan, rmw
 static const char* const kOpNames[kOps] = {"read", "update", "insert", "scan", "rmw"};
-
-// A uniform double in [0, 1): the top 53 bits of splitmix64.
-inline double NextDouble(SplitMix64* rng) {
-  return static_cast<double>(rng->Next() >> 11) * (1.0 / 9007199254740992.0);
-}
-
-// YCSB's fnvhash64: FNV-1a over the 8 little-endian bytes, then Java's Math.abs of the signed
-// result (which leaves 2^63 as it is), computed in unsigned arithmetic to avoid overflow.
-inline uint64_t FnvHash64(uint64_t value) {
-  uint64_t hash = 0xCBF29CE484222325ULL;
-  for (int i = 0; i < 8; i++) {
-    hash ^= value & 0xff;
-    value >>= 8;
-    hash *= 1099511628211ULL;
-  }
-  return (hash >> 63) ? ~hash + 1 : hash;
-}
-
-inline double Zeta(uint64_t from, uint64_t to, double theta, double initial) {
-  double sum = initial;
-  for (uint64_t i = from; i < to; i++) sum += 1.0 / std::pow(static_cast<double>(i + 1), theta);
-  return sum;
-}
-
-// Zipfian over 0..items (Gray et al., as YCSB's ZipfianGenerator), item 0 the most popular.
-class Zipfian {
- public:
-  explicit Zipfian(uint64_t items) : Zipfian(items, Zeta(0, items, kZipfianConstant, 0.0)) {}
-  Zipfian(uint64_t items, double zetan)
-      : items_(items),
-        theta_(kZipfianConstant),
-        alpha_(1.0 / (1.0 - kZipfianConstant)),
-        zeta2_(Zeta(0, 2, kZipfianConstant, 0.0)),
-        zetan_(zetan) {
-    eta_ = EtaFor(items);
-  }
-
-  // A value in 0..items, after growing the item count to `items` if it is larger.
-  uint64_t NextOf(SplitMix64* rng, uint64_t items) {
-    if (items > items_) {
-      zetan_ = Zeta(items_, items, theta_, zetan_);
-      items_ = items;
-      eta_ = EtaFor(items);
-    }
-    double u = NextDouble(rng);
-    double uz = u * zetan_;
-    if (uz < 1.0) return 0;
-    if (uz < 1.0 + std::pow(0.5, theta_)) return 1;
-    double scaled = static_cast<double>(items_) * std::pow(eta_ * u - eta_ + 1.0, alpha_);
-    // Rust's `as u64` saturates; the value is in [0, items] here, so a plain cast matches.
-    uint64_t v = scaled <= 0 ? 0 : static_cast<uint64_t>(scaled);
-    return v < items_ - 1 ? v : items_ - 1;
-  }
-  uint64_t Next(SplitMix64* rng) { return NextOf(rng, items_); }
-
- private:
-  double EtaFor(uint64_t items) const {
-    return (1.0 - std::pow(2.0 / static_cast<double>(items), 1.0 - theta_)) /
-           (1.0 - zeta2_ / zetan_);
-  }
-  uint64_t items_;
-  double theta_, alpha_, zeta2_, zetan_, eta_ = 0;
-};
-
-// YCSB's ScrambledZipfianGenerator over 0..items.
-class ScrambledZipfian {
- public:
-  explicit ScrambledZipfian(uint64_t items)
-      : items_(items ? items : 1), zipf_(kScrambledItems, kScrambledZetan) {}
-  uint64_t Next(SplitMix64* rng) { return FnvHash64(zipf_.Next(rng)) % items_; }
-
- private:
-  uint64_t items_;
-  Zipfian zipf_;
-};
+// The generators (NextDouble, FnvHash64, Zeta, Zipfian, ScrambledZipfian) are in
+// bench_common.h, which overwrite --distribution=zipfian shares.
 
 struct Workload {
   char name = 'a';

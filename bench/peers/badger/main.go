@@ -9,6 +9,14 @@
 // (ValueCopy) so mmap'd data is really read. Benchmark definitions: see
 // crates/wisckey-cli/src/bench/ops.rs; measurement: measure.go. Workers share one *badger.DB
 // (it is goroutine-safe).
+//
+// Value-log GC: off unless --gc_loop, which runs what Badger's README recommends from a
+// goroutine while the DB is open: every --gc_interval_secs (1), call
+// db.RunValueLogGC(--gc_discard_ratio, 0.5) again and again while it returns nil (a file
+// was rewritten). --vlog_file_size sets ValueLogFileSize (default Badger's, 1 GiB - 1),
+// --memtable_size MemTableSize (default 64 MiB).
+// overwrite takes --writes (puts per thread, default num) and --distribution=zipfian (YCSB's
+// scrambled zipfian over 0..num, ycsb.go); --report_interval_secs prints progress lines.
 package main
 
 import (
@@ -106,6 +114,16 @@ type config struct {
 	sync, useExisting, hist   bool
 	madvRandom                bool
 	db                        string
+	writes                    uint64  // overwrite: puts per thread
+	zipfian                   bool    // overwrite: scrambled zipfian key choice
+	reportInterval            float64 // seconds between progress lines (0 = off)
+	settleSecs                float64 // idle seconds after the last benchmark, before close
+	gcLoop                    bool
+	gcInterval, gcDiscard     float64
+	vlogFileSize              int64 // 0 = Badger's default
+	memTableSize              int64 // 0 = Badger's default (64 MiB)
+	progress                  atomic.Uint64
+	gcRewrites                atomic.Uint64 // RunValueLogGC calls that returned nil
 }
 
 type stats struct {
@@ -127,6 +145,12 @@ func openDB(c *config) *badger.DB {
 		WithCompression(options.None).
 		WithBlockCacheSize(c.cacheSize).
 		WithValueThreshold(c.valueThreshold)
+	if c.vlogFileSize > 0 {
+		opts = opts.WithValueLogFileSize(c.vlogFileSize)
+	}
+	if c.memTableSize > 0 {
+		opts = opts.WithMemTableSize(c.memTableSize)
+	}
 	db, err := badger.Open(opts)
 	must(err, "open")
 	if c.madvRandom {
@@ -156,6 +180,7 @@ func (w *worker) done(t time.Time, ops uint64) {
 		w.s.lat.samples = append(w.s.lat.samples, uint64(time.Since(t).Nanoseconds()))
 	}
 	w.s.ops += ops
+	w.c.progress.Add(ops)
 }
 
 func (w *worker) put(key, value []byte, syncWrites bool) {
@@ -189,10 +214,19 @@ func (w *worker) run(name string) stats {
 				count = 1
 			}
 		}
+		var zipf *scrambledZipfian
+		if name == "overwrite" {
+			count = c.writes
+			if c.zipfian {
+				zipf = newScrambledZipfian(c.num)
+			}
+		}
 		values := newValuePool(c.valueSize)
 		for i := uint64(0); i < count; i++ {
 			idx := i
-			if name != "fillseq" {
+			if zipf != nil {
+				idx = zipf.next(w.keys)
+			} else if name != "fillseq" {
 				idx = w.keys.next() % c.num
 			}
 			key, value := formatKey(idx, c.keySize), values.nextValue()
@@ -368,7 +402,27 @@ func main() {
 	flag.BoolVar(&c.madvRandom, "madv_random", false, "madvise(MADV_RANDOM) every mapped DB file (madvise.go)")
 	ycsb := flag.String("ycsb", "", "YCSB workload a..f instead of --benchmarks (ycsb.go)")
 	flag.IntVar(&c.recordSize, "record_size", 1024, "YCSB record (value) size")
+	writes := flag.Int64("writes", -1, "overwrite: puts per thread (default num)")
+	distribution := flag.String("distribution", "uniform", "overwrite key choice: uniform or zipfian")
+	flag.Float64Var(&c.reportInterval, "report_interval_secs", 0, "progress line every this many seconds (0 = off)")
+	flag.Float64Var(&c.settleSecs, "settle_secs", 0, "idle seconds (DB open, GC loop running) after the last benchmark")
+	flag.BoolVar(&c.gcLoop, "gc_loop", false, "run RunValueLogGC in a loop from a goroutine")
+	flag.Float64Var(&c.gcInterval, "gc_interval_secs", 1, "--gc_loop: seconds between GC rounds")
+	flag.Float64Var(&c.gcDiscard, "gc_discard_ratio", 0.5, "--gc_loop: RunValueLogGC's discardRatio")
+	flag.Int64Var(&c.vlogFileSize, "vlog_file_size", 0, "ValueLogFileSize in bytes (0 = Badger's default)")
+	flag.Int64Var(&c.memTableSize, "memtable_size", 0, "MemTableSize in bytes (0 = Badger's default, 64 MiB)")
+	flag.String("gc_space_amp_target", "", "wisckey-only knob; accepted and ignored")
 	flag.Parse()
+	c.writes = c.num
+	if *writes >= 0 {
+		c.writes = uint64(*writes)
+	}
+	if *distribution != "uniform" && *distribution != "zipfian" {
+		fmt.Fprintln(os.Stderr, "--distribution must be uniform or zipfian")
+		os.Exit(2)
+	}
+	c.zipfian = *distribution == "zipfian"
+
 	c.reads = c.num
 	if *reads >= 0 {
 		c.reads = uint64(*reads)
@@ -404,7 +458,9 @@ func main() {
 	dev := deviceOf(c.db)
 	syscall.Sync()
 	atOpen := sample(dev)
+	origin := time.Now()
 	db := openDB(c)
+	stopGC := startGCLoop(db, c)
 	live := newLiveKeys(c.num, !c.useExisting)
 	var writtenTotal, readTotal uint64
 	for _, name := range names {
@@ -419,10 +475,12 @@ func main() {
 				fmt.Printf("%-12s : skipped (--use_existing_db is true)\n", name)
 				continue
 			}
+			stopGC()
 			must(db.Close(), "close")
 			must(os.RemoveAll(c.db), "destroy")
 			live.reset()
 			db = openDB(c)
+			stopGC = startGCLoop(db, c)
 		}
 		syscall.Sync()
 		before := sample(dev)
@@ -440,6 +498,8 @@ func main() {
 				writerStats = w.writeUntil(&stop)
 			}()
 		}
+		c.progress.Store(0)
+		stopLines := startProgressLines(c, name, origin)
 		results := make([]stats, c.threads)
 		var wg sync.WaitGroup
 		for t := uint64(0); t < c.threads; t++ {
@@ -452,6 +512,7 @@ func main() {
 		}
 		wg.Wait()
 		wall := time.Since(start).Seconds()
+		stopLines()
 		stop.Store(true)
 		writerDone.Wait()
 		cpuAfter := cpuSeconds()
@@ -489,6 +550,17 @@ func main() {
 		writtenTotal += tot.written
 		readTotal += tot.read
 	}
+	if c.settleSecs > 0 {
+		c.progress.Store(0)
+		stopLines := startProgressLines(c, "settle", origin)
+		time.Sleep(time.Duration(c.settleSecs * float64(time.Second)))
+		stopLines()
+	}
+	stopGC()
+	if c.gcLoop {
+		fmt.Printf("gc:         %d value-log files rewritten by RunValueLogGC(%.2f) every %.1f s\n",
+			c.gcRewrites.Load(), c.gcDiscard, c.gcInterval)
+	}
 	must(db.Close(), "close")
 	syscall.Sync()
 	fmt.Printf("%-12s : whole run from open to close (includes background work finished by close)\n", "total")
@@ -512,6 +584,94 @@ func describe(c *config) string {
 	if c.madvRandom {
 		mmap = "mmap with MADV_RANDOM"
 	}
-	return fmt.Sprintf("badger %s (compression off, cache_size=%d, ValueThreshold=%d, MemTableSize=64 MiB, one txn per put, %s)",
-		badgerVersion(), c.cacheSize, c.valueThreshold, mmap)
+	gc := "no value-log GC"
+	if c.gcLoop {
+		gc = fmt.Sprintf("value-log GC loop: RunValueLogGC(%.2f) every %.1f s", c.gcDiscard, c.gcInterval)
+	}
+	vlog := "ValueLogFileSize=1 GiB"
+	if c.vlogFileSize > 0 {
+		vlog = fmt.Sprintf("ValueLogFileSize=%d", c.vlogFileSize)
+	}
+	memtable := "MemTableSize=64 MiB"
+	if c.memTableSize > 0 {
+		memtable = fmt.Sprintf("MemTableSize=%d", c.memTableSize)
+	}
+	return fmt.Sprintf("badger %s (compression off, cache_size=%d, ValueThreshold=%d, %s, %s, one txn per put, %s, %s)",
+		badgerVersion(), c.cacheSize, c.valueThreshold, memtable, vlog, mmap, gc)
+}
+
+// startGCLoop starts Badger's recommended GC loop (README, "Garbage Collection") on db when
+// --gc_loop is set: on every tick, RunValueLogGC until it returns an error (ErrNoRewrite:
+// nothing worth rewriting; ErrRejected: a GC already running). Returns a func that stops it
+// and waits for a running round to finish (call it before db.Close).
+func startGCLoop(db *badger.DB, c *config) func() {
+	if !c.gcLoop {
+		return func() {}
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ticker := time.NewTicker(time.Duration(c.gcInterval * float64(time.Second)))
+		defer ticker.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-ticker.C:
+			}
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if db.RunValueLogGC(c.gcDiscard) != nil {
+					break
+				}
+				c.gcRewrites.Add(1)
+			}
+		}
+	}()
+	return func() {
+		close(stop)
+		<-done
+	}
+}
+
+// startProgressLines prints, with --report_interval_secs > 0, "progress: t=<s since origin>
+// bench=<name> ops=<done so far> db_bytes=<allocated bytes of --db>" every interval (plus
+// gc_rewrites=<n> with --gc_loop); the returned func stops it and prints one last line.
+func startProgressLines(c *config, name string, origin time.Time) func() {
+	if c.reportInterval <= 0 {
+		return func() {}
+	}
+	line := func() {
+		extra := ""
+		if c.gcLoop {
+			extra = fmt.Sprintf(" gc_rewrites=%d", c.gcRewrites.Load())
+		}
+		fmt.Printf("progress: t=%.3f bench=%s ops=%d db_bytes=%d%s\n", time.Since(origin).Seconds(),
+			name, c.progress.Load(), dirSizeOnDisk(c.db), extra)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ticker := time.NewTicker(time.Duration(c.reportInterval * float64(time.Second)))
+		defer ticker.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-ticker.C:
+				line()
+			}
+		}
+	}()
+	return func() {
+		close(stop)
+		<-done
+		line()
+	}
 }

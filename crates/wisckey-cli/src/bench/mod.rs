@@ -46,6 +46,22 @@ pub struct BenchArgs {
     /// (default: num).
     #[arg(long)]
     reads: Option<u64>,
+    /// overwrite: puts per thread (db_bench's --writes; default: num).
+    #[arg(long)]
+    writes: Option<u64>,
+    /// overwrite's key choice: "uniform" (`next() % num`, db_bench's) or "zipfian" (YCSB's
+    /// scrambled zipfian, theta 0.99, over 0..num: a few hot keys spread over the key space).
+    #[arg(long, default_value = "uniform", value_parser = ["uniform", "zipfian"])]
+    distribution: String,
+    /// While a benchmark runs, print every this many seconds a line
+    /// `progress: t=<s since start> bench=<name> ops=<done so far> db_bytes=<allocated bytes
+    /// of --db>` (0 = off).
+    #[arg(long = "report_interval_secs", default_value_t = 0.0)]
+    report_interval_secs: f64,
+    /// After the last benchmark, keep the database open and idle this many seconds before
+    /// closing it (background work goes on), printing `progress:` lines with bench=settle.
+    #[arg(long = "settle_secs", default_value_t = 0.0)]
+    settle_secs: f64,
     /// Value size in bytes.
     #[arg(long = "value_size", default_value_t = 1024)]
     value_size: usize,
@@ -182,6 +198,8 @@ fn run_in_process(args: &BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
         seek_nexts: args.seek_nexts,
         batch_size: args.batch_size,
         histogram: args.histogram,
+        writes: args.writes.unwrap_or(args.num),
+        zipfian: args.distribution == "zipfian",
     };
     print_header(args, &path, &options);
     if !args.use_existing_db {
@@ -190,6 +208,7 @@ fn run_in_process(args: &BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
     let device = iostat::device_of(&path);
     iostat::sync_all();
     let at_open = iostat::sample(device.as_ref());
+    let started = std::time::Instant::now();
     let mut db = Some(Db::open(&path, options.clone())?);
     let live = LiveKeys::new(config.num, !args.use_existing_db);
     let mut total = SpanFacts::default();
@@ -223,7 +242,14 @@ fn run_in_process(args: &BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
             bench.ops_per_thread(&config) * config.threads,
             args.quiet,
         );
-        let result = runner::run_benchmark(open, bench, &config, &live, &bar)?;
+        let result = with_progress_lines(
+            args.report_interval_secs,
+            started,
+            bench.name(),
+            &bar,
+            &path,
+            || runner::run_benchmark(open, bench, &config, &live, &bar),
+        )?;
         bar.finish_and_clear();
         println!("{}", result.report_line());
         iostat::sync_all();
@@ -244,6 +270,17 @@ fn run_in_process(args: &BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
         total.user_written += result.user_bytes_written;
         total.user_read += result.user_bytes_read;
     }
+    if args.settle_secs > 0.0 {
+        let idle = indicatif::ProgressBar::hidden();
+        with_progress_lines(
+            args.report_interval_secs,
+            started,
+            "settle",
+            &idle,
+            &path,
+            || std::thread::sleep(std::time::Duration::from_secs_f64(args.settle_secs)),
+        );
+    }
     if let Some(open) = db.take() {
         open.close()?;
     }
@@ -259,6 +296,58 @@ fn run_in_process(args: &BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
         iostat::amp_lines(device.as_ref(), at_open, at_close, total, &path)
     );
     Ok(())
+}
+
+/// Runs `body`; with `interval_secs > 0`, a thread prints a `progress:` line every
+/// `interval_secs` while it runs, and one more when it is done (ops from the bar, which the
+/// workers advance every 64 ops; bytes allocated by the files under `path`).
+fn with_progress_lines<T>(
+    interval_secs: f64,
+    started: std::time::Instant,
+    name: &str,
+    bar: &indicatif::ProgressBar,
+    path: &Path,
+    body: impl FnOnce() -> T,
+) -> T {
+    use std::io::Write;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+    if interval_secs <= 0.0 {
+        return body();
+    }
+    let line = || {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(
+            out,
+            "progress: t={:.3} bench={} ops={} db_bytes={}",
+            started.elapsed().as_secs_f64(),
+            name,
+            bar.position(),
+            iostat::dir_size_on_disk(path)
+        );
+        let _ = out.flush();
+    };
+    let done = AtomicBool::new(false);
+    let interval = Duration::from_secs_f64(interval_secs);
+    std::thread::scope(|scope| {
+        let reporter = scope.spawn(|| {
+            let mut next = std::time::Instant::now() + interval;
+            while !done.load(Ordering::Relaxed) {
+                let now = std::time::Instant::now();
+                if now >= next {
+                    line();
+                    next += interval;
+                } else {
+                    std::thread::sleep((next - now).min(Duration::from_millis(20)));
+                }
+            }
+        });
+        let result = body();
+        done.store(true, Ordering::Relaxed);
+        let _ = reporter.join();
+        line();
+        result
+    })
 }
 
 /// YCSB: load (unless --use_existing_db), then the workload's run phase, each with its

@@ -2,7 +2,9 @@
 //! histogram and counters; it shares only the database, the live-key set (atomic) and the
 //! progress bar (internally synchronized) with other workers. Definitions (shared with the
 //! peers, see `docs/BENCHMARKS.md`):
-//! - fills: `num` puts (fillsync: `num / 1000`, synced); random ones index `next() % num`.
+//! - fills: `num` puts (fillsync: `num / 1000`, synced; overwrite: `writes`); random ones
+//!   index `next() % num`, or with `--distribution=zipfian` (overwrite only) YCSB's scrambled
+//!   zipfian over `0..num` drawn from the same stream (`ycsb_gen::ScrambledZipfian`).
 //! - deleterandom: `num` deletes of random indexes.
 //! - readrandom / readmissing: `reads` gets of random indexes (readmissing: the index's key
 //!   plus a `.` suffix, never written).
@@ -24,9 +26,11 @@ use super::histogram::Latencies;
 use super::live::LiveKeys;
 use super::runner::{Benchmark, Config};
 use super::workload::{format_key, format_missing_key, key_stream, SplitMix64, ValuePool};
+use super::ycsb_gen::ScrambledZipfian;
 
-/// Progress is published every this many ops, so the bar's atomics stay off the hot path.
-const PROGRESS_STEP: u64 = 1024;
+/// Progress is published every this many ops, so the bar's atomics stay off the hot path
+/// (small enough for `--report_interval_secs` lines to count ops to within 64 per thread).
+const PROGRESS_STEP: u64 = 64;
 
 /// What one worker did.
 #[derive(Debug, Default, Clone)]
@@ -45,6 +49,7 @@ pub struct Worker<'a> {
     live: &'a LiveKeys,
     progress: &'a ProgressBar,
     keys: SplitMix64,
+    zipf: Option<ScrambledZipfian>,
     key: Vec<u8>,
     unreported: u64,
     stats: WorkerStats,
@@ -66,6 +71,7 @@ impl<'a> Worker<'a> {
             live,
             progress,
             keys: key_stream(config.seed, stream, thread),
+            zipf: None,
             key: Vec::with_capacity(config.key_size + 1),
             unreported: 0,
             stats: WorkerStats {
@@ -78,9 +84,16 @@ impl<'a> Worker<'a> {
     pub fn run(mut self, bench: Benchmark) -> wisckey::Result<WorkerStats> {
         let started = Instant::now();
         match bench {
-            Benchmark::FillSeq => self.fill(false, false)?,
-            Benchmark::FillRandom | Benchmark::Overwrite => self.fill(true, false)?,
-            Benchmark::FillSync => self.fill(true, true)?,
+            Benchmark::FillSeq => self.fill(false, false, self.config.num)?,
+            Benchmark::FillRandom => self.fill(true, false, self.config.num)?,
+            Benchmark::Overwrite => {
+                if self.config.zipfian {
+                    self.zipf = Some(ScrambledZipfian::new(self.config.num));
+                }
+                self.fill(true, false, self.config.writes)?
+            }
+            // db_bench's fillsync writes num / 1000 entries, each synced.
+            Benchmark::FillSync => self.fill(true, true, (self.config.num / 1000).max(1))?,
             Benchmark::DeleteRandom => self.delete_random()?,
             Benchmark::ReadRandom | Benchmark::ReadWhileWriting => self.read_random(false)?,
             Benchmark::ReadMissing => self.read_random(true)?,
@@ -140,17 +153,18 @@ impl<'a> Worker<'a> {
         self.keys.next_u64() % self.config.num
     }
 
-    fn fill(&mut self, random: bool, fill_sync: bool) -> wisckey::Result<()> {
-        // db_bench's fillsync writes num / 1000 entries, each synced.
-        let (count, sync) = if fill_sync {
-            ((self.config.num / 1000).max(1), true)
-        } else {
-            (self.config.num, self.config.sync)
+    /// `count` puts: of indexes 0.. in order, or random ones (zipfian when `zipf` is set).
+    fn fill(&mut self, random: bool, fill_sync: bool, count: u64) -> wisckey::Result<()> {
+        let opts = WriteOptions {
+            sync: fill_sync || self.config.sync,
         };
-        let opts = WriteOptions { sync };
         let mut values = ValuePool::new(self.config.value_size);
         for i in 0..count {
-            let index = if random { self.random_index() } else { i };
+            let index = match (&mut self.zipf, random) {
+                (Some(zipf), _) => zipf.next(&mut self.keys),
+                (None, true) => self.random_index(),
+                (None, false) => i,
+            };
             format_key(index, self.config.key_size, &mut self.key);
             let t = self.op_started();
             self.db.put_opt(&self.key, values.next_value(), &opts)?;

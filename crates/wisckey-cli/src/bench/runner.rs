@@ -94,10 +94,8 @@ impl Benchmark {
     pub fn ops_per_thread(self, config: &Config) -> u64 {
         match self {
             Benchmark::FillSync => (config.num / 1000).max(1),
-            Benchmark::FillSeq
-            | Benchmark::FillRandom
-            | Benchmark::Overwrite
-            | Benchmark::DeleteRandom => config.num,
+            Benchmark::FillSeq | Benchmark::FillRandom | Benchmark::DeleteRandom => config.num,
+            Benchmark::Overwrite => config.writes,
             Benchmark::Stats => 0,
             _ => config.reads,
         }
@@ -117,6 +115,11 @@ pub struct Config {
     pub seek_nexts: u64,
     pub batch_size: u64,
     pub histogram: bool,
+    /// overwrite: puts per thread (db_bench's --writes; default num).
+    pub writes: u64,
+    /// overwrite: key indexes from YCSB's scrambled zipfian (theta 0.99) over 0..num
+    /// instead of uniform `next() % num`.
+    pub zipfian: bool,
 }
 
 /// What one benchmark did, all workers together.
@@ -240,6 +243,8 @@ mod tests {
             seek_nexts: 5,
             batch_size: 8,
             histogram: true,
+            writes: 2000,
+            zipfian: false,
         }
     }
 
