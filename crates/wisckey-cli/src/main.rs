@@ -25,7 +25,7 @@ enum Command {
     /// Load, read, scan and reopen a temporary database; print throughput per phase.
     Demo(demo::DemoArgs),
     /// db_bench-style benchmarks (fill*, reads, scans, seeks, deletes, readwhilewriting) and YCSB A-F.
-    Bench(bench::BenchArgs),
+    Bench(Box<bench::BenchArgs>),
     /// REPORT.md and SVG charts from benchmark results folders (bench/run-side-by-side.sh).
     Report(report::ReportArgs),
     /// Value-log garbage collection on an existing database (offline: open, collect, close).
