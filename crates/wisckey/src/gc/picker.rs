@@ -225,7 +225,8 @@ pub struct StepsTaken {
 /// The next step of a collection, a pure function of the victim choice and where the log
 /// stands:
 /// - the log from the head's segment on is out of GC's reach and may be all garbage: flush
-///   once it exceeds both the slack the target leaves (`(target - 1) × live`) and two
+///   once it exceeds both the slack the target leaves (`(target - 1) × live` of the log
+///   before the head) and two
 ///   segments (so a big database is not made to flush more often);
 /// - over the target with garbage in the head's or the active segment (background: once it
 ///   is at least `min_seal_size`): seal and flush first, so relocations do not land in a
@@ -246,7 +247,13 @@ pub fn next_step(
         .filter(|s| s.segment >= head_segment)
         .map(|s| s.size)
         .sum();
-    let slack = (policy.space_amp_target - 1.0).max(0.0) * choice.live_bytes as f64;
+    // Slack from what is known to be live: the unflushed log's own bytes would count
+    // themselves as live and let it grow with itself.
+    let known_live: u64 = (choice.segments.iter())
+        .filter(|s| s.segment < head_segment)
+        .map(|s| s.live_bytes)
+        .sum();
+    let slack = (policy.space_amp_target - 1.0).max(0.0) * known_live as f64;
     let allowance = (slack as u64).max(2 * segment_size);
     if !taken.flushed && active > head_segment && unflushed > allowance {
         return GcStep::Flush;
