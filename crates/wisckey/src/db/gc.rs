@@ -361,6 +361,11 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
 fn collect_one(inner: &DbInner, victim: u64, paced: bool) -> Result<GcOutcome> {
     let index = LsmIndex { inner, paced };
     let outcome = collect_segment(source(inner), victim, &index)?;
+    // A record was judged dead because a newer write or a delete shadows it; that write may
+    // still sit unsynced in the log (a victim with no survivors relocates nothing, so no
+    // relocation synced it). Make it durable before the victim leaves the log, or a power
+    // cut could lose the shadowing write and leave the old pointer into a removed segment.
+    super::write::sync_log(inner)?;
     // Every relocation above returned: it is appended and synced, with sequence numbers
     // up to this one.
     let relocated_through = inner.visible_seq.load(Ordering::Acquire);
