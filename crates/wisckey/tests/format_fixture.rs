@@ -24,6 +24,45 @@ fn options() -> Options {
     }
 }
 
+/// Writes `image`'s database files in `dir` (not LOCK or RESERVE) into `out`, replacing it.
+fn write_fixture(image: &MemFs, dir: &Path, out: &Path) {
+    let _ = std::fs::remove_dir_all(out);
+    std::fs::create_dir_all(out).expect("mkdir");
+    for name in image.list(dir).expect("list") {
+        if name == "LOCK" || name == "RESERVE" {
+            continue;
+        }
+        let bytes = image.contents(&dir.join(&name)).expect("contents");
+        std::fs::write(out.join(&name), bytes).expect("write fixture file");
+    }
+}
+
+/// Copies fixture `from` into a fresh `db` directory under `temp`; returns it and the names.
+fn copy_fixture(from: &Path, temp: &Path) -> (PathBuf, Vec<String>) {
+    let dir = temp.join("db");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(from).expect("fixture exists") {
+        let entry = entry.expect("entry");
+        std::fs::copy(entry.path(), dir.join(entry.file_name())).expect("copy");
+        names.push(entry.file_name().to_string_lossy().into_owned());
+    }
+    (dir, names)
+}
+
+/// Every key and value, in order.
+fn scan(db: &Db) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut it = db.iter(&ReadOptions::default()).expect("iter");
+    it.seek_to_first();
+    let mut got = Vec::new();
+    while it.valid() {
+        got.push((it.key().to_vec(), it.value().expect("value")));
+        it.next();
+    }
+    it.status().expect("status");
+    got
+}
+
 /// The contents the fixture must hold.
 fn expected() -> Vec<(Vec<u8>, Vec<u8>)> {
     let mut v = vec![
@@ -59,29 +98,13 @@ fn regenerate_fixture() {
     // A power cut here leaves the last two writes only in the log, after the head.
     let image = mem.power_loss_image(PowerLoss::DropUnsynced);
     drop(db);
-    let out = fixture_dir();
-    let _ = std::fs::remove_dir_all(&out);
-    std::fs::create_dir_all(&out).expect("mkdir");
-    for name in image.list(dir).expect("list") {
-        if name == "LOCK" {
-            continue;
-        }
-        let bytes = image.contents(&dir.join(&name)).expect("contents");
-        std::fs::write(out.join(&name), bytes).expect("write fixture file");
-    }
+    write_fixture(&image, dir, &fixture_dir());
 }
 
 #[test]
 fn format_v1_fixture_still_opens_with_the_same_contents() {
     let temp = tempfile::tempdir().expect("tempdir");
-    let dir = temp.path().join("db");
-    std::fs::create_dir_all(&dir).expect("mkdir");
-    let mut names = Vec::new();
-    for entry in std::fs::read_dir(fixture_dir()).expect("fixture exists") {
-        let entry = entry.expect("entry");
-        std::fs::copy(entry.path(), dir.join(entry.file_name())).expect("copy");
-        names.push(entry.file_name().to_string_lossy().into_owned());
-    }
+    let (dir, names) = copy_fixture(&fixture_dir(), temp.path());
     assert!(
         names.iter().any(|n| n.ends_with(".sst")),
         "fixture has a table"
@@ -91,15 +114,7 @@ fn format_v1_fixture_still_opens_with_the_same_contents() {
         "fixture has a value log"
     );
     let db = Db::open(&dir, options()).expect("open the v1 fixture");
-    let mut it = db.iter(&ReadOptions::default()).expect("iter");
-    it.seek_to_first();
-    let mut got = Vec::new();
-    while it.valid() {
-        got.push((it.key().to_vec(), it.value().expect("value")));
-        it.next();
-    }
-    it.status().expect("status");
-    assert_eq!(got, expected());
+    assert_eq!(scan(&db), expected());
     assert_eq!(db.get(b"deleted").expect("get"), None);
     assert!(
         db.vlog_head().is_some(),
@@ -157,33 +172,14 @@ fn regenerate_v3_fixture() {
         .expect("sync put");
     let image = mem.power_loss_image(PowerLoss::DropUnsynced);
     drop(db);
-    let out = v3_fixture_dir();
-    let _ = std::fs::remove_dir_all(&out);
-    std::fs::create_dir_all(&out).expect("mkdir");
-    for name in image.list(dir).expect("list") {
-        if name == "LOCK" || name == "RESERVE" {
-            continue;
-        }
-        let bytes = image.contents(&dir.join(&name)).expect("contents");
-        std::fs::write(out.join(&name), bytes).expect("write fixture file");
-    }
+    write_fixture(&image, dir, &v3_fixture_dir());
 }
 
 #[test]
 fn manifest_v3_fixture_after_gc_still_opens_with_the_same_contents() {
     let temp = tempfile::tempdir().expect("tempdir");
-    let dir = temp.path().join("db");
-    std::fs::create_dir_all(&dir).expect("mkdir");
-    let mut segments = Vec::new();
-    for entry in std::fs::read_dir(v3_fixture_dir()).expect("fixture exists") {
-        let entry = entry.expect("entry");
-        std::fs::copy(entry.path(), dir.join(entry.file_name())).expect("copy");
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if let Some(n) = name.strip_suffix(".vlog") {
-            segments.push(n.parse::<u64>().expect("segment number"));
-        }
-    }
-    segments.sort_unstable();
+    let (dir, names) = copy_fixture(&v3_fixture_dir(), temp.path());
+    let segments: Vec<&String> = names.iter().filter(|n| n.ends_with(".vlog")).collect();
     let db = Db::open(&dir, v3_options()).expect("open the v3 fixture");
     let after_open = (std::fs::read_dir(&dir).expect("ls").flatten())
         .filter(|e| e.file_name().to_string_lossy().ends_with(".vlog"))
@@ -192,16 +188,7 @@ fn manifest_v3_fixture_after_gc_still_opens_with_the_same_contents() {
         after_open < segments.len(),
         "open deletes the collected segments' files ({segments:?} -> {after_open} files)"
     );
-    let mut it = db.iter(&ReadOptions::default()).expect("iter");
-    it.seek_to_first();
-    let mut got = Vec::new();
-    while it.valid() {
-        got.push((it.key().to_vec(), it.value().expect("value")));
-        it.next();
-    }
-    it.status().expect("status");
-    drop(it);
-    assert_eq!(got, v3_expected());
+    assert_eq!(scan(&db), v3_expected());
     assert_eq!(db.get(b"deleted").expect("get"), None);
     assert!(
         db.recovery_report().replayed_records > 0,

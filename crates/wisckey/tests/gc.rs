@@ -47,15 +47,21 @@ fn check_all(db: &Db, expected: &BTreeMap<Vec<u8>, Vec<u8>>, all_keys: u32) {
             "key {i}"
         );
     }
-    let mut it = db.iter(&ReadOptions::default()).expect("iter");
+    let seen = scan(db).unwrap_or_else(|e| panic!("scan: {e}"));
+    assert!(seen == *expected, "a scan shows exactly the live data");
+}
+
+/// Every key and value, through an iterator.
+fn scan(db: &Db) -> wisckey::Result<BTreeMap<Vec<u8>, Vec<u8>>> {
+    let mut it = db.iter(&ReadOptions::default())?;
     it.seek_to_first();
     let mut seen = BTreeMap::new();
     while it.valid() {
-        seen.insert(it.key().to_vec(), it.value().expect("value"));
+        seen.insert(it.key().to_vec(), it.value()?);
         it.next();
     }
-    it.status().expect("status");
-    assert!(seen == *expected, "a scan shows exactly the live data");
+    it.status()?;
+    Ok(seen)
 }
 
 /// GC never loses the newest value, and space comes back: overwrite every key several
@@ -394,19 +400,7 @@ fn a_crash_at_any_step_of_gc_loses_nothing_and_leaks_nothing_for_good() {
             let after = image.power_loss_image(loss);
             let db = Db::open(dir, options(Arc::new(after.clone())))
                 .unwrap_or_else(|e| panic!("{context}: reopen: {e}"));
-            let mut seen = BTreeMap::new();
-            let mut it = db.iter(&ReadOptions::default()).expect("iter");
-            it.seek_to_first();
-            while it.valid() {
-                let v = it
-                    .value()
-                    .unwrap_or_else(|e| panic!("{context}: value: {e}"));
-                seen.insert(it.key().to_vec(), v);
-                it.next();
-            }
-            it.status()
-                .unwrap_or_else(|e| panic!("{context}: scan: {e}"));
-            drop(it);
+            let seen = scan(&db).unwrap_or_else(|e| panic!("{context}: scan: {e}"));
             assert!(seen == expected, "{context}: data differs after recovery");
             // What the interrupted GC left (relocated copies, a removed segment's file) is
             // garbage the next GC reclaims.
