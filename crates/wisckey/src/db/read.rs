@@ -43,15 +43,7 @@ fn capture(inner: &DbInner, opts: &ReadOptions) -> Result<View> {
 
 pub(crate) fn get(inner: &DbInner, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
     let view = capture(inner, opts)?;
-    let found = newest_entry(
-        inner,
-        &view.mem,
-        &view.imms,
-        &view.version,
-        key,
-        view.sequence,
-    )?;
-    match found {
+    match newest_in_view(inner, &view, key)? {
         Some((kind, stored)) => resolve_value(inner, &view.version, key, kind, stored),
         None => Ok(None),
     }
@@ -90,14 +82,21 @@ pub(crate) fn newest_entry_now(
     key: &[u8],
 ) -> Result<Option<(ValueKind, Vec<u8>)>> {
     let view = capture(inner, &ReadOptions::default())?;
-    newest_entry(
-        inner,
-        &view.mem,
-        &view.imms,
-        &view.version,
-        key,
-        view.sequence,
-    )
+    newest_in_view(inner, &view, key)
+}
+
+fn newest_in_view(
+    inner: &DbInner,
+    view: &View,
+    key: &[u8],
+) -> Result<Option<(ValueKind, Vec<u8>)>> {
+    let View {
+        sequence,
+        mem,
+        imms,
+        version,
+    } = view;
+    newest_entry(inner, mem, imms, version, key, *sequence)
 }
 
 /// Turns a stored LSM value into the user's value. `version` is the one the reader holds
