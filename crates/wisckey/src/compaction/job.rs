@@ -9,7 +9,7 @@
 //!
 //! REQUIRE: the caller holds `DbInner::compaction_lock`.
 
-use super::{CompactionTask, DroppedEntries};
+use super::{CompactionTask, DroppedEntries, ShadowTracker};
 use crate::db::background::{allocate_table_number, delete_obsolete_files, table_options};
 use crate::db::{latch_error, DbInner};
 use crate::error::{Error, Result};
@@ -115,25 +115,16 @@ fn merge_inputs(
 
     let mut current: Option<Output> = None;
     let mut finished: Vec<FileMeta> = Vec::new();
-    let mut current_user_key: Option<Vec<u8>> = None;
-    let mut last_sequence_for_key = u64::MAX;
+    let mut shadows = ShadowTracker::new(oldest_snapshot);
     while merged.valid() {
         let key = merged.key();
         let parsed = parse_internal_key(key)
             .ok_or_else(|| Error::corruption("compaction input", 0, "malformed internal key"))?;
-        let new_user_key = current_user_key.as_deref() != Some(parsed.user_key);
-        if new_user_key {
-            current_user_key = Some(parsed.user_key.to_vec());
-            last_sequence_for_key = u64::MAX;
-        }
-        let drop_entry = if last_sequence_for_key <= oldest_snapshot {
-            true
-        } else {
-            parsed.kind == ValueKind::Deletion
+        let (new_user_key, shadowed) = shadows.next(parsed.user_key, parsed.sequence);
+        let drop_entry = shadowed
+            || (parsed.kind == ValueKind::Deletion
                 && parsed.sequence <= oldest_snapshot
-                && !version.has_overlap_below(task.output_level, parsed.user_key)
-        };
-        last_sequence_for_key = parsed.sequence;
+                && !version.has_overlap_below(task.output_level, parsed.user_key));
 
         if drop_entry {
             dropped.dropped(parsed.kind, merged.value());

@@ -16,6 +16,39 @@ pub(crate) use job::run;
 use crate::key::ValueKind;
 use crate::version::VersionEdit;
 
+/// The rule flush and compaction share for dropping versions: entries arrive in internal-key
+/// order (per user key, newest first); an entry is shadowed when a newer version of its key
+/// has already been seen at a sequence every reader can see (`oldest_snapshot`).
+#[derive(Debug)]
+pub(crate) struct ShadowTracker {
+    oldest_snapshot: u64,
+    current_user_key: Option<Vec<u8>>,
+    last_sequence_for_key: u64,
+}
+
+impl ShadowTracker {
+    pub fn new(oldest_snapshot: u64) -> ShadowTracker {
+        ShadowTracker {
+            oldest_snapshot,
+            current_user_key: None,
+            last_sequence_for_key: u64::MAX,
+        }
+    }
+
+    /// Takes the next entry; returns (whether it starts a new user key, whether it is
+    /// shadowed).
+    pub fn next(&mut self, user_key: &[u8], sequence: u64) -> (bool, bool) {
+        let new_user_key = self.current_user_key.as_deref() != Some(user_key);
+        if new_user_key {
+            self.current_user_key = Some(user_key.to_vec());
+            self.last_sequence_for_key = u64::MAX;
+        }
+        let shadowed = self.last_sequence_for_key <= self.oldest_snapshot;
+        self.last_sequence_for_key = sequence;
+        (new_user_key, shadowed)
+    }
+}
+
 /// Told about every entry a flush or compaction drops, so that the caller can account for
 /// what the entry referenced: compaction does not know what a stored value means.
 pub(crate) trait DroppedEntries {

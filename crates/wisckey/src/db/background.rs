@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use super::{latch_error, DbInner, ImmutableMemtable};
-use crate::compaction::{self, CompactionPolicy, DroppedEntries};
+use crate::compaction::{self, CompactionPolicy, DroppedEntries, ShadowTracker};
 use crate::error::{Error, Result};
 use crate::filename::{parse_file_name, table_file_name, vlog_file_name, FileKind};
 use crate::gc::DeadBytes;
@@ -257,17 +257,11 @@ fn write_memtable_table(
     it.seek_to_first();
     let mut smallest = Vec::new();
     let mut largest = Vec::new();
-    let mut current_user_key: Option<Vec<u8>> = None;
-    let mut last_sequence_for_key = u64::MAX;
+    let mut shadows = ShadowTracker::new(oldest_snapshot);
     while it.valid() {
         let parsed = parse_internal_key(it.key())
             .ok_or_else(|| Error::Internal("memtable holds a malformed internal key".into()))?;
-        if current_user_key.as_deref() != Some(parsed.user_key) {
-            current_user_key = Some(parsed.user_key.to_vec());
-            last_sequence_for_key = u64::MAX;
-        }
-        let shadowed = last_sequence_for_key <= oldest_snapshot;
-        last_sequence_for_key = parsed.sequence;
+        let (_, shadowed) = shadows.next(parsed.user_key, parsed.sequence);
         if shadowed {
             dead.dropped(parsed.kind, it.value());
             it.next();
