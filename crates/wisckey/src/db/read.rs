@@ -18,7 +18,7 @@ use crate::vlog::{PointerRead, ValuePointer};
 /// The sources a read consults and the sequence to read them at, captured under the state
 /// lock: a compaction installed later decided what to drop using a sequence no larger than
 /// this one, so it cannot remove a version this read needs.
-struct View {
+pub(crate) struct View {
     sequence: SequenceNumber,
     mem: Arc<MemTable>,
     /// Newest first.
@@ -26,7 +26,14 @@ struct View {
     version: Arc<Version>,
 }
 
-fn capture(inner: &DbInner, opts: &ReadOptions) -> Result<View> {
+impl View {
+    /// Whether `mem` is the memtable this view reads first.
+    pub(crate) fn reads_memtable(&self, mem: &Arc<MemTable>) -> bool {
+        Arc::ptr_eq(&self.mem, mem)
+    }
+}
+
+pub(crate) fn capture(inner: &DbInner, opts: &ReadOptions) -> Result<View> {
     let state = inner.state.lock();
     Ok(View {
         sequence: read_sequence(inner, opts)?,
@@ -51,7 +58,7 @@ pub(crate) fn get(inner: &DbInner, key: &[u8], opts: &ReadOptions) -> Result<Opt
 
 /// The newest entry for `key` at `seq` in the memtable, the immutable memtables (newest
 /// first) and the version: its kind and stored value (a tombstone is returned as such).
-pub(crate) fn newest_entry(
+fn newest_entry(
     inner: &DbInner,
     mem: &MemTable,
     imms: &[Arc<MemTable>],
@@ -85,7 +92,8 @@ pub(crate) fn newest_entry_now(
     newest_in_view(inner, &view, key)
 }
 
-fn newest_in_view(
+/// The newest entry for `key` in `view`, at its sequence.
+pub(crate) fn newest_in_view(
     inner: &DbInner,
     view: &View,
     key: &[u8],

@@ -221,6 +221,9 @@ fn lead(inner: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
     let threshold = inner.options.value_threshold;
     let mut seq = first_seq;
     let mut encoded = Vec::new();
+    // Log bytes no entry points to (inline values, tombstones): garbage once this memtable
+    // is flushed. Counted per run of one segment, not per record (pointers are in log order).
+    let mut unreferenced: Option<(u64, u64)> = None;
     for (batch, ptrs) in batches.iter().zip(&pointers) {
         for (op, ptr) in batch.ops.iter().zip(ptrs) {
             match op.kind {
@@ -231,12 +234,24 @@ fn lead(inner: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
                 }
                 kind => {
                     mem.add(seq, kind, &op.key, &op.value);
-                    // The log record is never read: garbage once this memtable is flushed.
-                    mem.add_unreferenced_log_bytes(ptr.segment, ptr.len.into());
+                    match &mut unreferenced {
+                        Some((segment, bytes)) if *segment == ptr.segment => {
+                            *bytes += u64::from(ptr.len);
+                        }
+                        run => {
+                            if let Some((segment, bytes)) = run.take() {
+                                mem.add_unreferenced_log_bytes(segment, bytes);
+                            }
+                            *run = Some((ptr.segment, u64::from(ptr.len)));
+                        }
+                    }
                 }
             }
             seq += 1;
         }
+    }
+    if let Some((segment, bytes)) = unreferenced {
+        mem.add_unreferenced_log_bytes(segment, bytes);
     }
     inner.visible_seq.store(seq - 1, Ordering::Release);
     Ok(())
@@ -251,22 +266,13 @@ fn still_pointed_at(
     mem: &Arc<MemTable>,
     relocations: Vec<Relocation>,
 ) -> Result<(WriteBatch, u64)> {
-    let (imms, version) = {
-        let state = inner.state.lock();
-        debug_assert!(Arc::ptr_eq(&state.mem, mem));
-        let imms: Vec<Arc<MemTable>> = state
-            .imms
-            .iter()
-            .rev()
-            .map(|i| Arc::clone(&i.table))
-            .collect();
-        (imms, state.versions.current())
-    };
-    let seq = inner.visible_seq.load(Ordering::Acquire);
+    // As the leader, every acknowledged write is in this view.
+    let view = super::read::capture(inner, &crate::options::ReadOptions::default())?;
+    debug_assert!(view.reads_memtable(mem));
     let mut batch = WriteBatch::new();
     let mut bytes = 0u64;
     for relocation in relocations {
-        let newest = super::read::newest_entry(inner, mem, &imms, &version, &relocation.key, seq)?;
+        let newest = super::read::newest_in_view(inner, &view, &relocation.key)?;
         let unchanged = matches!(&newest, Some((ValueKind::ValuePointer, stored))
             if ValuePointer::decode(stored) == Some(relocation.old));
         if unchanged {
