@@ -438,8 +438,12 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner) -> Result<()> {
 /// the memtables read with it may point there), and not
 /// removed by a GC whose relocations an open snapshot cannot see.
 fn segments_to_delete(inner: &DbInner, names: &[String]) -> std::collections::BTreeSet<u64> {
-    let oldest_snapshot = inner.snapshots.oldest();
     let state = inner.state.lock();
+    // Read under the state lock, after every removal this sweep can see was installed: a
+    // snapshot registered later has a sequence at least the removal's `relocated_through`
+    // (read before the install). Read before the lock, a snapshot registered in between
+    // with an older sequence was missed and its segment deleted under it.
+    let oldest_snapshot = inner.snapshots.oldest();
     let Some((&newest_listed, _)) = state.versions.vlog_segments().last_key_value() else {
         return Default::default();
     };
