@@ -9,7 +9,7 @@
 //!
 //! REQUIRE: the caller holds `DbInner::compaction_lock`.
 
-use super::{CompactionTask, DroppedEntries, ShadowTracker};
+use super::{CompactionTask, ShadowTracker};
 use crate::db::background::{allocate_table_number, delete_obsolete_files, table_options};
 use crate::db::{latch_error, DbInner};
 use crate::error::{Error, Result};
@@ -24,13 +24,10 @@ struct Output {
     meta: FileMeta,
 }
 
-/// Runs `task` and installs its result; `dropped` hears of every entry left out, and its
-/// counts go into the same edit.
-pub(crate) fn run(
-    inner: &DbInner,
-    task: &CompactionTask,
-    dropped: &mut dyn DroppedEntries,
-) -> Result<()> {
+/// Runs `task` and installs its result. Entries it leaves out were shadowed; the value-log
+/// records they referenced were counted dead when the shadowing entry was flushed, so
+/// compaction counts nothing.
+pub(crate) fn run(inner: &DbInner, task: &CompactionTask) -> Result<()> {
     let mut edit = VersionEdit::default();
     for f in &task.inputs {
         edit.deleted_files.push((task.level, f.number));
@@ -53,7 +50,7 @@ pub(crate) fn run(
             edit.new_files.push((task.output_level, FileMeta::clone(f)));
         }
     } else {
-        let written = merge_inputs(inner, task, &mut outputs, dropped)
+        let written = merge_inputs(inner, task, &mut outputs)
             .and_then(|metas| inner.fs.sync_dir(&inner.dir).map(|()| metas));
         match written {
             Ok(metas) => {
@@ -66,7 +63,6 @@ pub(crate) fn run(
                 return Err(e);
             }
         }
-        dropped.record(&mut edit);
     }
     let installed = crate::db::install_edit(inner, edit, |state| {
         for n in &outputs {
@@ -100,7 +96,6 @@ fn merge_inputs(
     inner: &DbInner,
     task: &CompactionTask,
     numbers: &mut Vec<u64>,
-    dropped: &mut dyn DroppedEntries,
 ) -> Result<Vec<FileMeta>> {
     let version = inner.state.lock().versions.current();
     let oldest_snapshot = inner.snapshots.oldest_or_current(&inner.visible_seq);
@@ -126,9 +121,7 @@ fn merge_inputs(
                 && parsed.sequence <= oldest_snapshot
                 && !version.has_overlap_below(task.output_level, parsed.user_key));
 
-        if drop_entry {
-            dropped.dropped(parsed.kind, merged.value());
-        } else {
+        if !drop_entry {
             let cut = current.as_ref().is_some_and(|o| {
                 new_user_key && o.builder.estimated_size() >= inner.options.target_file_size
             });

@@ -13,9 +13,6 @@ mod job;
 
 pub(crate) use job::run;
 
-use crate::key::ValueKind;
-use crate::version::VersionEdit;
-
 /// The rule flush and compaction share for dropping versions: entries arrive in internal-key
 /// order (per user key, newest first); an entry is shadowed when a newer version of its key
 /// has already been seen at a sequence every reader can see (`oldest_snapshot`).
@@ -47,13 +44,4 @@ impl ShadowTracker {
         self.last_sequence_for_key = sequence;
         (new_user_key, shadowed)
     }
-}
-
-/// Told about every entry a flush or compaction drops, so that the caller can account for
-/// what the entry referenced: compaction does not know what a stored value means.
-pub(crate) trait DroppedEntries {
-    /// `stored` is the LSM value of a dropped entry of `kind`.
-    fn dropped(&mut self, kind: ValueKind, stored: &[u8]);
-    /// Adds what was counted to the edit that installs the flush or compaction.
-    fn record(&mut self, edit: &mut VersionEdit);
 }

@@ -12,15 +12,15 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use super::{latch_error, DbInner, ImmutableMemtable};
-use crate::compaction::{self, CompactionPolicy, DroppedEntries, ShadowTracker};
+use crate::compaction::{self, CompactionPolicy, ShadowTracker};
 use crate::error::{Error, Result};
 use crate::filename::{parse_file_name, table_file_name, vlog_file_name, FileKind};
 use crate::gc::DeadBytes;
 use crate::iter::InternalIterator;
-use crate::key::parse_internal_key;
+use crate::key::{parse_internal_key, seek_key, MAX_SEQUENCE};
 use crate::memtable::MemTableIterator;
 use crate::sstable::{TableBuilder, TableOptions};
-use crate::version::{FileMeta, VersionEdit, NUM_LEVELS};
+use crate::version::{FileMeta, Version, VersionEdit, NUM_LEVELS};
 
 pub(crate) fn spawn(inner: Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
     let worker = Arc::clone(&inner);
@@ -163,10 +163,13 @@ fn flush_memtable(inner: &DbInner, imm: ImmutableMemtable) -> Result<()> {
     let mut edit = VersionEdit::default();
     let mut number = None;
     let mut dead = DeadBytes::default();
+    // Flushes run one at a time, oldest memtable first: this version holds every older
+    // entry of the memtable's keys.
+    let version = inner.state.lock().versions.current();
     if !imm.table.is_empty() {
         let n = allocate_table_number(inner);
         number = Some(n);
-        match write_memtable_table(inner, &imm, n, &mut dead) {
+        match write_memtable_table(inner, &imm, n, &version, &mut dead) {
             Ok(meta) => edit.new_files.push((0, meta)),
             Err(e) => {
                 // Not referenced by any manifest: the sweep may remove the partial file.
@@ -230,24 +233,36 @@ fn flush_memtable(inner: &DbInner, imm: ImmutableMemtable) -> Result<()> {
     // On failure the edit may still have reached the manifest: the table stays pending (never
     // swept) and the error is latched (or, for a full disk, retried) by the caller. Readers
     // see the memtable until the table is installed, in the same critical section.
+    let dead_records = dead.take_records();
+    drop(version);
     super::install_edit(inner, edit, |state| {
         if let Some(n) = number {
             state.pending_outputs.remove(&n);
         }
         let front = state.imms.pop_front();
         debug_assert!(front.is_some_and(|f| Arc::ptr_eq(&f.table, &imm.table)));
+        // A reader that captured its view before this install may still follow a pointer
+        // to a record found dead here; one that captures after it sees the shadowing entry
+        // (unless it reads at an older snapshot).
+        if state.punch_supported != Some(false) && inner.options.gc_space_amp_target.is_finite() {
+            let visible = inner.visible_seq.load(Ordering::Acquire);
+            (inner.punches.lock()).push(dead_records, state.versions.older_versions(), visible);
+        }
     })?;
     inner.bg_cv.notify_all();
     delete_obsolete_files(inner)
 }
 
-/// Writes `imm` to table `number`. Versions shadowed by a newer version of the same key
-/// that every reader sees are left out (as compaction would drop them) and told to `dead`.
+/// Writes `imm` to table `number`. Every entry shadowed by a newer entry of its key is
+/// counted in `dead`: within the memtable, and the tables' newest entry of each key the
+/// memtable holds (looked up in `version`). Shadowed entries that every reader sees past
+/// are left out (as compaction would drop them).
 fn write_memtable_table(
     inner: &DbInner,
     imm: &ImmutableMemtable,
     number: u64,
-    dead: &mut dyn DroppedEntries,
+    version: &Version,
+    dead: &mut DeadBytes,
 ) -> Result<FileMeta> {
     let path = table_file_name(&inner.dir, number);
     let file = inner.fs.create(&path)?;
@@ -261,9 +276,21 @@ fn write_memtable_table(
     while it.valid() {
         let parsed = parse_internal_key(it.key())
             .ok_or_else(|| Error::Internal("memtable holds a malformed internal key".into()))?;
-        let (_, shadowed) = shadows.next(parsed.user_key, parsed.sequence);
+        let (newest_of_key, shadowed) = shadows.next(parsed.user_key, parsed.sequence);
+        if !newest_of_key {
+            // A newer entry of the key is in this memtable. (A snapshot may still read this
+            // one: the count is what GC will free once it is gone.)
+            dead.shadowed(parsed.kind, it.value());
+        } else if let Some((found, stored)) =
+            version.get(&*inner.tables, &seek_key(parsed.user_key, MAX_SEQUENCE))?
+        {
+            // The memtable's newest entry of the key shadows the tables' newest one.
+            let kind = parse_internal_key(&found).map(|k| k.kind).ok_or_else(|| {
+                Error::corruption("sstable", 0, "table returned a malformed internal key")
+            })?;
+            dead.shadowed(kind, &stored);
+        }
         if shadowed {
-            dead.dropped(parsed.kind, it.value());
             it.next();
             continue;
         }
@@ -301,7 +328,7 @@ fn compact_once(inner: &DbInner) -> Result<()> {
         )
     };
     match task {
-        Some(task) => compaction::run(inner, &task, &mut DeadBytes::default()),
+        Some(task) => compaction::run(inner, &task),
         None => Ok(()),
     }
 }
@@ -373,7 +400,7 @@ pub(crate) fn compact_range(
             compaction::pick_range_compaction(&state.versions.current(), level, begin, end)
         };
         if let Some(task) = task {
-            compaction::run(inner, &task, &mut DeadBytes::default())?;
+            compaction::run(inner, &task)?;
         }
     }
     inner.bg_cv.notify_all();
@@ -402,8 +429,8 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner) -> Result<()> {
         let obsolete = match parse_file_name(&name) {
             Some(FileKind::Table(n)) => !live.contains(&n) && !pending.contains(&n),
             // A roll-over in flight writes its manifest and CURRENT's temp file without the
-            // state lock.
-            Some(FileKind::Temp(n)) => !being_written.contains(&n),
+            // state lock; GC's hole-punching probe uses a pending number.
+            Some(FileKind::Temp(n)) => !being_written.contains(&n) && !pending.contains(&n),
             Some(FileKind::Manifest(n)) => n < manifest && !being_written.contains(&n),
             Some(FileKind::ValueLog(n)) => removed_segments.contains(&n),
             _ => false,

@@ -13,15 +13,17 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
 use super::{install_edit, DbInner, GcRemoval};
 use crate::error::{Error, Result};
-use crate::filename::{parse_file_name, FileKind};
+use crate::filename::{parse_file_name, vlog_file_name, FileKind};
 use crate::gc::cycle::{collect_segment, sample_segment, SegmentSource};
 use crate::gc::picker::{space_amp, VictimChoice};
+use crate::gc::punch::PunchLimits;
 use crate::gc::{
     next_step, pick_victims, GcIndex, GcOutcome, GcStep, Relocation, SegmentState, SegmentView,
     StepsTaken,
@@ -29,7 +31,7 @@ use crate::gc::{
 use crate::gc::{VictimOrder, VictimPolicy};
 use crate::key::ValueKind;
 use crate::version::{VersionEdit, NUM_LEVELS};
-use crate::vlog::ValuePointer;
+use crate::vlog::{ValuePointer, PUNCH_ALIGN};
 
 /// Value bytes handed to the write leader per relocation batch.
 const RELOCATION_BATCH_BYTES: usize = 4 << 20;
@@ -90,7 +92,10 @@ pub struct GcTotals {
     pub work: GcOutcome,
     /// Bytes of segment files deleted.
     pub bytes_freed: u64,
-    /// Bytes GC wrote per byte it freed (0 before anything was freed).
+    /// Bytes of disk blocks punched out of segments (dead records of segments not
+    /// collected whole).
+    pub bytes_punched: u64,
+    /// Bytes GC wrote per byte it freed or punched (0 before anything was freed).
     pub rewritten_per_freed: f64,
 }
 
@@ -242,7 +247,9 @@ fn sample_stale(inner: &DbInner, choice: &VictimChoice, active: u64) -> Result<u
         paced: false,
     };
     for &(segment, size) in &stale {
-        let (dead, sampled) = match sample_segment(source(inner), segment, SAMPLE_BYTES, &index) {
+        let punched = punched_ranges(inner, segment);
+        let sampled = sample_segment(source(inner), segment, &punched, SAMPLE_BYTES, &index);
+        let (dead, sampled) = match sampled {
             Ok(found) => found,
             // Deleted meanwhile (a concurrent collection), or unreadable: not sampled.
             Err(e) => {
@@ -265,6 +272,105 @@ fn sample_stale(inner: &DbInner, choice: &VictimChoice, active: u64) -> Result<u
         );
     }
     Ok(stale.len())
+}
+
+/// The ranges punched out of `segment` (GC holds `gc_lock`, so no punch changes them).
+fn punched_ranges(inner: &DbInner, segment: u64) -> Arc<BTreeMap<u64, u64>> {
+    (inner.state.lock().versions.vlog_segments().get(&segment))
+        .map(|m| Arc::clone(&m.punched))
+        .unwrap_or_default()
+}
+
+/// Whether the file system deallocates punched blocks, found once by punching a block out
+/// of a scratch file (a `.tmp` file, which open and the sweep remove if a crash leaves it).
+fn probe_punch_support(inner: &DbInner) -> Result<bool> {
+    let number = super::background::allocate_table_number(inner);
+    let path = crate::filename::temp_file_name(&inner.dir, number);
+    let probe = (|| {
+        let mut file = inner.fs.create(&path)?;
+        file.append(&[0xa5; 2 * PUNCH_ALIGN as usize])?;
+        drop(file);
+        match inner.fs.punch_hole(&path, PUNCH_ALIGN, PUNCH_ALIGN) {
+            Ok(()) => Ok(true),
+            Err(Error::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::Unsupported
+                    || source.raw_os_error() == Some(libc::EOPNOTSUPP) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
+    })();
+    let _ = inner.fs.remove(&path);
+    inner.state.lock().pending_outputs.remove(&number);
+    probe
+}
+
+/// Punches out the dead records no reader can reach any more, in sealed segments before the
+/// replay head (`gc::punch`): records the ranges in the manifest, then deallocates their
+/// whole blocks. Returns the bytes of blocks given back. The caller holds `gc_lock`.
+fn punch_ready(inner: &DbInner) -> Result<u64> {
+    inner.punches.lock().promote(inner.snapshots.oldest());
+    if inner.punches.lock().is_empty() {
+        return Ok(0);
+    }
+    if inner.state.lock().punch_supported.is_none() {
+        let supported = match probe_punch_support(inner) {
+            Ok(supported) => supported,
+            // Not known yet (a full disk, say): nothing is punched this time.
+            Err(e) => {
+                log::debug!("wisckey: probing for hole punching: {e}");
+                return Ok(0);
+            }
+        };
+        if !supported {
+            log::info!(
+                "wisckey: {} cannot punch holes in files; GC gives space back by whole \
+                 segments only",
+                inner.dir.display()
+            );
+        }
+        inner.state.lock().punch_supported = Some(supported);
+    }
+    // Lock order: `state` before `punches` (a flush queues under `state`).
+    let (listed, head_segment, removed, supported) = {
+        let state = inner.state.lock();
+        let active = inner.vlog.end().segment;
+        (
+            state.versions.vlog_segments().clone(),
+            state.versions.vlog_head().map_or(active, |h| h.segment),
+            state.gc_removed.keys().copied().collect::<BTreeSet<u64>>(),
+            state.punch_supported == Some(true),
+        )
+    };
+    if !supported {
+        *inner.punches.lock() = Default::default();
+        return Ok(0);
+    }
+    let (record, spans) = inner.punches.lock().take(PunchLimits {
+        listed: &listed,
+        head_segment,
+        removed: &removed,
+    });
+    if record.is_empty() {
+        return Ok(0);
+    }
+    let edit = VersionEdit {
+        vlog_punched: record,
+        ..VersionEdit::default()
+    };
+    install_edit(inner, edit, |_| ())?;
+    let mut freed = 0;
+    for span in spans {
+        let path = vlog_file_name(&inner.dir, span.segment);
+        match (inner.fs).punch_hole(&path, span.start, span.end - span.start) {
+            Ok(()) => freed += span.newly_freed,
+            // The records are dead and recorded as punched either way; only the space stays.
+            Err(e) => log::warn!("wisckey: punching a hole in {}: {e}", path.display()),
+        }
+    }
+    inner.gc_totals.lock().bytes_punched += freed;
+    Ok(freed)
 }
 
 fn source(inner: &DbInner) -> SegmentSource<'_> {
@@ -291,6 +397,7 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
         }
     }
     let _clear = ClearDelay(inner);
+    punch_ready(inner)?;
     let mut total = GcOutcome::default();
     let mut taken = StepsTaken::default();
     let min_seal_size = if paced {
@@ -326,10 +433,12 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
                 taken.flushed = true;
                 super::write::force_memtable_switch(inner)?;
                 super::background::wait_for_flushes(inner)?;
+                punch_ready(inner)?;
             }
             GcStep::SealAndFlush => {
                 taken.sealed = true;
                 unblock_head(inner)?;
+                punch_ready(inner)?;
             }
             GcStep::Sample => {
                 taken.sampled = true;
@@ -360,7 +469,8 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
 /// file to the sweep.
 fn collect_one(inner: &DbInner, victim: u64, paced: bool) -> Result<GcOutcome> {
     let index = LsmIndex { inner, paced };
-    let outcome = collect_segment(source(inner), victim, &index)?;
+    let punched = punched_ranges(inner, victim);
+    let outcome = collect_segment(source(inner), victim, &punched, &index)?;
     // A record was judged dead because a newer write or a delete shadows it; that write may
     // still sit unsynced in the log (a victim with no survivors relocates nothing, so no
     // relocation synced it). Make it durable before the victim leaves the log, or a power
@@ -463,10 +573,11 @@ pub(crate) fn stats(inner: &DbInner) -> Result<DbStats> {
     let version = inner.state.lock().versions.current();
     let mut gc = *inner.gc_totals.lock();
     gc.bytes_freed = inner.state.lock().gc_freed_bytes;
-    gc.rewritten_per_freed = if gc.bytes_freed == 0 {
+    let freed = gc.bytes_freed + gc.bytes_punched;
+    gc.rewritten_per_freed = if freed == 0 {
         0.0
     } else {
-        gc.work.bytes_relocated as f64 / gc.bytes_freed as f64
+        gc.work.bytes_relocated as f64 / freed as f64
     };
     Ok(DbStats {
         level_files: std::array::from_fn(|l| version.num_files(l)),

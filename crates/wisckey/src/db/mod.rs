@@ -80,6 +80,8 @@ pub(crate) struct State {
     pub gc_freed_bytes: u64,
     /// Segments a collection could not read cleanly: kept, not tried again until reopen.
     pub gc_unreadable: std::collections::BTreeSet<u64>,
+    /// Whether the file system can punch holes: unknown until GC first needs to.
+    pub punch_supported: Option<bool>,
 }
 
 /// A segment GC removed from the log.
@@ -108,6 +110,8 @@ pub(crate) struct DbInner {
     pub gc_write_delay: AtomicBool,
     /// Sampled dead-byte estimates per segment (not manifest state: estimates).
     pub gc_samples: Mutex<std::collections::BTreeMap<u64, gc::DeadSample>>,
+    /// Dead records flushes found, on their way to being punched out of their segments.
+    pub punches: Mutex<crate::gc::punch::PunchQueue>,
     pub writers: WriteQueue,
     /// The value log: writer, reader (shared with scan read-ahead jobs, which must not keep
     /// the whole database alive) and the positions the writer publishes.

@@ -112,7 +112,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<(DbInner, RecoveryRep
         let mut meta = loaded
             .vlog_segment_metas()
             .get(&segment)
-            .copied()
+            .cloned()
             .unwrap_or_default();
         // The writer never appends to a segment before its own: those sizes are final.
         if segment < vlog_writer.active_segment() && meta.sealed_size.is_none() {
@@ -169,12 +169,14 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<(DbInner, RecoveryRep
             gc_removed: BTreeMap::new(),
             gc_freed_bytes: 0,
             gc_unreadable: BTreeSet::new(),
+            punch_supported: None,
         }),
         bg_cv: Condvar::new(),
         gc_cv: Condvar::new(),
         gc_lock: Mutex::new(()),
         gc_totals: Mutex::new(super::GcTotals::default()),
         gc_samples: Mutex::new(BTreeMap::new()),
+        punches: Mutex::new(Default::default()),
         gc_write_delay: AtomicBool::new(false),
         writers: WriteQueue::default(),
         vlog: ValueLog::new(

@@ -317,7 +317,13 @@ impl FileSystem for MemFs {
             // Both bounds are <= data.len(), which is a usize.
             let (start, end) = (start as usize, end as usize);
             inode.data[start..end].fill(0);
-            inode.mark_dirty(start);
+            // A real file system may keep or lose a punch at a power cut, and nothing else
+            // in the file changes either way. Modelled as kept at once: the harder case for
+            // a reader that should not be reading the range.
+            let durable_end = end.min(inode.durable.len());
+            if start < durable_end {
+                inode.durable[start..durable_end].fill(0);
+            }
         }
         Ok(())
     }

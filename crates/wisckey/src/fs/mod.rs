@@ -13,7 +13,9 @@
 //! - bytes appended to a file are durable only after a later `sync_data` on that file;
 //! - a created, renamed or removed directory entry is durable only after `sync_dir` on the
 //!   directory that holds it;
-//! - `rename` replaces the target atomically.
+//! - `rename` replaces the target atomically;
+//! - a punched range may survive a power cut or not; nothing else in the file changes
+//!   (`MemFs` keeps it at once, the case that catches a reader of a punched range).
 
 mod fault;
 mod mem;

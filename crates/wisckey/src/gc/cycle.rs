@@ -6,12 +6,13 @@
 //! victim's file is not touched: removing it from the log and deleting it is the caller's
 //! next step, once every relocation returned (and so is durable).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Serialize;
 
 use super::GcIndex;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::filename::vlog_file_name;
 use crate::fs::FileSystem;
 use crate::key::ValueKind;
@@ -64,16 +65,16 @@ pub struct SegmentSource<'a> {
     pub batch_bytes: usize,
 }
 
-/// Relocates every live record of sealed segment `victim`. Fails (and the victim must then
-/// be kept) if the segment does not read cleanly to its end.
+/// Relocates every live record of sealed segment `victim`, stepping over its `punched`
+/// ranges. Fails (and the victim must then be kept) if the segment does not read cleanly to
+/// its end.
 pub fn collect_segment(
     src: SegmentSource<'_>,
     victim: u64,
+    punched: &BTreeMap<u64, u64>,
     index: &dyn GcIndex,
 ) -> Result<GcOutcome> {
-    let path = vlog_file_name(src.dir, victim);
-    let name = path.display().to_string();
-    let file_len = src.fs.file_size(&path)?;
+    let file_len = src.fs.file_size(&vlog_file_name(src.dir, victim))?;
     let mut outcome = GcOutcome {
         bytes_read: file_len,
         ..GcOutcome::default()
@@ -95,11 +96,11 @@ pub fn collect_segment(
         Ok(())
     };
     let end = LogPosition::new(victim, file_len);
-    let scanned = vlog::scan_segments(
+    vlog::scan_sealed_segment(
         src.fs,
         src.dir,
-        &[victim],
-        LogPosition::new(victim, 0),
+        victim,
+        punched,
         src.options,
         src.copy_values_below,
         &mut |batch| {
@@ -130,19 +131,6 @@ pub fn collect_segment(
             Ok(())
         },
     )?;
-    if let Some(damage) = scanned.damage {
-        return Err(damage.to_error(src.dir));
-    }
-    if scanned.end != end {
-        return Err(Error::corruption(
-            name,
-            scanned.end.offset,
-            format!(
-                "value-log segment does not read cleanly to its end ({file_len} bytes); GC \
-                 keeps it"
-            ),
-        ));
-    }
     flush(&mut pending, &mut outcome)?;
     outcome.segments_collected = 1;
     Ok(outcome)
@@ -151,12 +139,14 @@ pub fn collect_segment(
 /// Estimates the dead fraction of sealed segment `segment` from its first `max_bytes` of
 /// records: each put record is live if the index's newest pointer for its key is that
 /// record (the same hint collection uses). Dead counts in the manifest lag behind the truth
-/// (a pointer is counted dead only when a flush or compaction drops it); a sample does not,
-/// and a record once dead stays dead, so a sample stays a fair estimate as the log grows.
+/// (a pointer is counted dead only when the entry shadowing it is flushed; garbage from
+/// before manifest format 4 may not be counted at all); a sample does not, and a record
+/// once dead stays dead, so a sample stays a fair estimate as the log grows.
 /// Returns `(dead bytes, bytes sampled)`.
 pub fn sample_segment(
     src: SegmentSource<'_>,
     segment: u64,
+    punched: &BTreeMap<u64, u64>,
     max_bytes: u64,
     index: &dyn GcIndex,
 ) -> Result<(u64, u64)> {
@@ -166,6 +156,7 @@ pub fn sample_segment(
         src.fs,
         src.dir,
         segment,
+        punched,
         max_bytes,
         src.options,
         0,

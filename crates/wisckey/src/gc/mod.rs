@@ -1,9 +1,10 @@
 //! Value-log garbage collection (WiscKey §3.3.2): give back the space of value-log records
 //! that no reader can need any more, online, crash-safe at every step.
 //!
-//! Owns: the accounting of dead log bytes ([`DeadBytes`], fed by flushes and compactions
-//! and recorded in the manifest), the choice of victim segments ([`picker`], a pure
-//! function of the current `Version`, the replay head and the pins), and the collection
+//! Owns: the accounting of dead log bytes ([`DeadBytes`], fed by flushes and recorded in
+//! the manifest), hole punching of dead records ([`punch`]), the choice of victim segments
+//! ([`picker`], a pure function of the current `Version`, the replay head and the pins),
+//! and the collection
 //! cycle ([`cycle`]): read a victim sequentially, keep the records the key index still
 //! points to, have the index relocate them (append at the log's head under write
 //! leadership, in key order), sync, remove the victim from the manifest, and delete its file
@@ -16,18 +17,20 @@
 //! - a victim leaves the manifest only after its survivors are durable, and its file is
 //!   deleted only when no live `Version` lists it and no snapshot older than the relocation
 //!   exists (`db::background::delete_obsolete_files`);
-//! - only sealed segments wholly before the replay head's segment are collected (replay
-//!   needs everything from the head on).
+//! - only sealed segments wholly before the replay head's segment are collected or punched
+//!   (replay needs everything from the head on);
+//! - a punched record is one no reader can reach, recorded in the manifest before its
+//!   blocks are deallocated ([`punch`]).
 //!
 //! GC talks to the key index only through [`GcIndex`], so another index (a hash or bucketed
 //! one) could stand behind it without GC or the log changing.
 
 pub mod cycle;
 pub mod picker;
+pub mod punch;
 
 use std::collections::BTreeMap;
 
-use crate::compaction::DroppedEntries;
 use crate::error::Result;
 use crate::key::ValueKind;
 use crate::version::VersionEdit;
@@ -39,10 +42,14 @@ pub use picker::{
     VictimPolicy,
 };
 
-/// Dead log bytes per segment, counted while a flush or compaction drops entries.
+/// Dead log bytes per segment, and the dead records behind them, counted while a flush
+/// writes a memtable: every entry shadowed by a newer one of the same key (in the memtable
+/// or, for the memtable's newest entry of a key, the tables' newest entry it shadows).
 #[derive(Debug, Default)]
 pub(crate) struct DeadBytes {
     by_segment: BTreeMap<u64, u64>,
+    /// `(segment, offset, len)` of each dead record a pointer referenced (hole punching).
+    records: Vec<(u64, u64, u64)>,
 }
 
 impl DeadBytes {
@@ -50,25 +57,32 @@ impl DeadBytes {
     pub fn add(&mut self, segment: u64, bytes: u64) {
         *self.by_segment.entry(segment).or_insert(0) += bytes;
     }
-}
 
-impl DroppedEntries for DeadBytes {
-    fn dropped(&mut self, kind: ValueKind, stored: &[u8]) {
-        // Only a pointer references a log record that is still counted as live; inline
-        // values and tombstones were counted dead when their memtable was flushed.
+    /// Counts the log record an entry referenced as dead, now that a newer entry of the
+    /// same key shadows it. Only a pointer references a record still counted as live:
+    /// records of inline values and tombstones are counted when their memtable is flushed.
+    pub fn shadowed(&mut self, kind: ValueKind, stored: &[u8]) {
         if kind == ValueKind::ValuePointer {
             if let Some(ptr) = ValuePointer::decode(stored) {
                 self.add(ptr.segment, u64::from(ptr.len));
+                self.records
+                    .push((ptr.segment, ptr.offset, u64::from(ptr.len)));
             }
         }
     }
 
-    fn record(&mut self, edit: &mut VersionEdit) {
+    /// Adds the counts to the edit that installs the flush.
+    pub fn record(&mut self, edit: &mut VersionEdit) {
         edit.vlog_dead_bytes.extend(
             std::mem::take(&mut self.by_segment)
                 .into_iter()
                 .filter(|&(_, b)| b > 0),
         );
+    }
+
+    /// The dead records counted, for hole punching.
+    pub fn take_records(&mut self) -> Vec<(u64, u64, u64)> {
+        std::mem::take(&mut self.records)
     }
 }
 

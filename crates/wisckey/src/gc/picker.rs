@@ -41,8 +41,11 @@ pub enum SegmentState {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SegmentView {
     pub segment: u64,
-    /// Bytes on disk.
+    /// The file's length.
     pub size: u64,
+    /// Bytes of blocks punched out of it (dead records given back early): it takes
+    /// `size - punched_bytes` on disk.
+    pub punched_bytes: u64,
     /// Bytes of records still needed (size minus dead bytes minus the header).
     pub live_bytes: u64,
     /// Dead bytes: the manifest's exact count, or the sampled estimate where larger.
@@ -82,7 +85,8 @@ pub struct VictimChoice {
     pub victims: Vec<u64>,
     /// Every segment with its state (victims are `Collectable`).
     pub segments: Vec<SegmentView>,
-    /// Bytes of log on disk (including segments waiting for deletion).
+    /// Bytes of log on disk (including segments waiting for deletion; without punched
+    /// blocks).
     pub log_bytes: u64,
     /// Live bytes of the log.
     pub live_bytes: u64,
@@ -125,9 +129,10 @@ pub fn pick_victims(
     let mut log_bytes = 0u64;
     let mut live_bytes = 0u64;
     for (&segment, &size) in sizes {
-        log_bytes += size;
         let meta = listed.get(&segment);
         let size = meta.and_then(|m| m.sealed_size).unwrap_or(size);
+        let punched_bytes = meta.map_or(0, SegmentMeta::punched_bytes).min(size);
+        log_bytes += size - punched_bytes;
         let estimate = estimated_dead.get(&segment).copied().unwrap_or(0);
         let dead = meta
             .map_or(0, |m| m.dead_bytes)
@@ -155,6 +160,7 @@ pub fn pick_victims(
         segments.push(SegmentView {
             segment,
             size,
+            punched_bytes,
             live_bytes: live,
             dead_bytes: dead,
             state,
@@ -181,13 +187,16 @@ pub fn pick_victims(
     let mut victims = Vec::new();
     let mut projected = log_bytes;
     for candidate in candidates {
-        if space_amp(projected, live_bytes) <= policy.space_amp_target
+        // A segment with nothing live costs nothing to collect (and may be mostly holes
+        // already): it is always a victim.
+        if candidate.live_bytes > 0
+            && space_amp(projected, live_bytes) <= policy.space_amp_target
             && policy.space_amp_target > 1.0
         {
-            break;
+            continue;
         }
-        // Collecting it frees its size and rewrites its live bytes at the head.
-        projected = projected - candidate.size + candidate.live_bytes;
+        // Collecting it frees its blocks and rewrites its live bytes at the head.
+        projected = projected - (candidate.size - candidate.punched_bytes) + candidate.live_bytes;
         victims.push(candidate.segment);
     }
     VictimChoice {
@@ -292,6 +301,7 @@ mod tests {
         SegmentMeta {
             sealed_size: size,
             dead_bytes: dead,
+            punched: Default::default(),
         }
     }
 
@@ -348,6 +358,31 @@ mod tests {
             ]
         );
         assert_eq!(choice.log_bytes, 52 * MIB);
+    }
+
+    #[test]
+    fn a_segment_with_nothing_live_is_a_victim_even_under_the_target_and_punched_blocks_are_not_disk_use(
+    ) {
+        let mut punched = meta(Some(10 * MIB), 10 * MIB - SEGMENT_HEADER_LEN);
+        punched.punched = std::sync::Arc::new(BTreeMap::from([(4096, 8 * MIB)]));
+        let listed = BTreeMap::from([
+            (1, meta(Some(10 * MIB), MIB)),
+            (2, punched),
+            (3, meta(Some(10 * MIB), 0)),
+        ]);
+        let sizes: BTreeMap<u64, u64> = (1..=3).map(|s| (s, 10 * MIB)).collect();
+        let choice = pick_victims(
+            &listed,
+            &sizes,
+            3,
+            3,
+            &BTreeSet::new(),
+            &BTreeMap::new(),
+            policy(100.0),
+        );
+        assert_eq!(choice.victims, vec![2]);
+        assert_eq!(choice.segments[1].punched_bytes, 8 * MIB - 4096);
+        assert_eq!(choice.log_bytes, 30 * MIB - (8 * MIB - 4096));
     }
 
     #[test]

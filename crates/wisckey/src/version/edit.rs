@@ -18,6 +18,7 @@
 //! | 10   | vlog_segment_removed | segment varint64 (manifest format 2)                    |
 //! | 11   | vlog_segment_sealed | segment varint64, size varint64 (manifest format 3)       |
 //! | 12   | vlog_dead_bytes   | segment varint64, bytes varint64 (manifest format 3): added to the segment's dead count |
+//! | 13   | vlog_punched      | segment varint64, offset varint64, len varint64 (manifest format 4): records of the segment that GC punched out |
 //! | 1024..=65535 | extra     | opaque bytes (length-prefixed), kept for future metadata   |
 //!
 //! Any other tag is `Corruption`: an old build must not silently misread a manifest whose
@@ -50,6 +51,7 @@ pub mod tags {
     pub const VLOG_SEGMENT_REMOVED: u32 = 10;
     pub const VLOG_SEGMENT_SEALED: u32 = 11;
     pub const VLOG_DEAD_BYTES: u32 = 12;
+    pub const VLOG_PUNCHED: u32 = 13;
 }
 
 /// Tags reserved for [`VersionEdit::extra`]: opaque engine metadata added by later versions.
@@ -80,6 +82,10 @@ pub struct VersionEdit {
     /// (records of dropped pointers, inline values, tombstones); added to its dead count.
     /// Entries for segments not in the log are ignored (GC already removed them).
     pub vlog_dead_bytes: Vec<(u64, u64)>,
+    /// `(segment, offset, len)`: whole records of the sealed segment, all dead, whose disk
+    /// blocks GC deallocates (hole punching) once this edit is durable. Readers of the
+    /// segment step over them. Entries for segments not in the log are ignored.
+    pub vlog_punched: Vec<(u64, u64, u64)>,
     /// `(tag in EXTRA_TAGS, bytes)`; a later entry with the same tag replaces an earlier one.
     pub extra: Vec<(u32, Vec<u8>)>,
 }
@@ -162,6 +168,12 @@ impl VersionEdit {
                 put_varint64(&mut out, segment);
                 put_varint64(&mut out, n);
             }
+        }
+        for &(segment, offset, len) in &self.vlog_punched {
+            put_varint32(&mut out, tags::VLOG_PUNCHED);
+            put_varint64(&mut out, segment);
+            put_varint64(&mut out, offset);
+            put_varint64(&mut out, len);
         }
         for (tag, bytes) in &self.extra {
             put_varint32(&mut out, *tag);
@@ -247,6 +259,12 @@ impl VersionEdit {
                     } else {
                         edit.vlog_dead_bytes.push(pair);
                     }
+                }
+                tags::VLOG_PUNCHED => {
+                    let range = (d.varint64().zip(d.varint64()).zip(d.varint64()))
+                        .map(|((segment, offset), len)| (segment, offset, len))
+                        .ok_or_else(|| corrupt("bad punched range"))?;
+                    edit.vlog_punched.push(range);
                 }
                 t if EXTRA_TAGS.contains(&t) => {
                     let bytes = d
@@ -335,6 +353,7 @@ mod tests {
         e.vlog_segments_removed = vec![1];
         e.vlog_segments_sealed = vec![(2, 1 << 28)];
         e.vlog_dead_bytes = vec![(2, 4096), (3, 0)];
+        e.vlog_punched = vec![(2, 32, 1 << 20), (2, u64::MAX, 0)];
         e.extra.push((*EXTRA_TAGS.start(), b"meta".to_vec()));
         e.extra.push((*EXTRA_TAGS.end(), Vec::new()));
         e

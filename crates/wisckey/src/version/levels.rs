@@ -53,7 +53,7 @@ impl FileMeta {
 }
 
 /// What the manifest knows of one value-log segment.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SegmentMeta {
     /// The segment's final file size once the writer has moved past it (`None` while it may
     /// still be appended to).
@@ -62,6 +62,44 @@ pub struct SegmentMeta {
     /// dropped by a flush or compaction, and records of inline values and tombstones once
     /// their memtable is flushed. Exact, never more than the records' bytes.
     pub dead_bytes: u64,
+    /// Record ranges GC punched out (start offset -> end offset; sorted, disjoint, adjacent
+    /// ranges merged). Every record in them is dead; readers of the segment step over them.
+    /// Shared between versions: only a punch copies it.
+    pub punched: Arc<BTreeMap<u64, u64>>,
+}
+
+impl SegmentMeta {
+    /// Bytes of disk blocks given back by the punched ranges.
+    pub fn punched_bytes(&self) -> u64 {
+        (self.punched.iter())
+            .map(|(&start, &end)| crate::vlog::punchable(start, end).map_or(0, |(s, e)| e - s))
+            .sum()
+    }
+
+    /// Adds `[start, end)` to the punched ranges.
+    fn add_punched(&mut self, start: u64, end: u64) {
+        add_range(Arc::make_mut(&mut self.punched), start, end);
+    }
+}
+
+/// Adds `[start, end)` to a set of disjoint ranges (start -> end), merging it with the
+/// ranges it overlaps or touches.
+pub(crate) fn add_range(ranges: &mut BTreeMap<u64, u64>, mut start: u64, mut end: u64) {
+    if let Some((&s, &e)) = ranges.range(..=start).next_back() {
+        if e >= start {
+            start = s;
+            end = end.max(e);
+            ranges.remove(&s);
+        }
+    }
+    while let Some((&s, &e)) = ranges.range(start..).next() {
+        if s > end {
+            break;
+        }
+        end = end.max(e);
+        ranges.remove(&s);
+    }
+    ranges.insert(start, end);
 }
 
 /// The set of table files at each level at one point in time, and the value-log segments
@@ -301,7 +339,7 @@ impl VersionBuilder {
         self.apply_segments(edit)
     }
 
-    /// Segments: added, sealed, dead bytes, then removed. Dead bytes of a segment that is
+    /// Segments: added, sealed, dead bytes, punched ranges, then removed. Dead bytes of a segment that is
     /// not listed are ignored: a compaction may drop pointers into a segment GC removed.
     fn apply_segments(&mut self, edit: &VersionEdit) -> std::result::Result<(), String> {
         for &segment in &edit.vlog_segments_added {
@@ -317,6 +355,26 @@ impl VersionBuilder {
         for &(segment, bytes) in &edit.vlog_dead_bytes {
             if let Some(meta) = self.vlog_segments.get_mut(&segment) {
                 meta.dead_bytes = meta.dead_bytes.saturating_add(bytes);
+            }
+        }
+        for &(segment, offset, len) in &edit.vlog_punched {
+            let Some(meta) = self.vlog_segments.get_mut(&segment) else {
+                continue;
+            };
+            let end = offset.checked_add(len);
+            let sealed = meta.sealed_size;
+            match (end, sealed) {
+                (Some(end), Some(size))
+                    if offset >= crate::vlog::SEGMENT_HEADER_LEN && end <= size && len > 0 =>
+                {
+                    meta.add_punched(offset, end);
+                }
+                _ => {
+                    return Err(format!(
+                        "punched range {offset}+{len} does not fit value-log segment {segment} \
+                         (sealed size {sealed:?})"
+                    ))
+                }
             }
         }
         for segment in &edit.vlog_segments_removed {
@@ -473,5 +531,32 @@ mod tests {
         moved.add_file(2, meta(1, b"c", b"f"));
         let v2 = v.apply(&moved).expect("trivial move");
         assert_eq!((v2.num_files(1), v2.num_files(2)), (0, 1));
+    }
+
+    #[test]
+    fn punched_ranges_merge_and_must_lie_in_a_sealed_segment() {
+        let edit = |f: &dyn Fn(&mut VersionEdit)| {
+            let mut e = VersionEdit::new();
+            f(&mut e);
+            e
+        };
+        let v = Version::empty()
+            .apply(&edit(&|e| {
+                e.vlog_segments_added = vec![1, 2];
+                e.vlog_segments_sealed = vec![(1, 100_000)];
+            }))
+            .expect("segments");
+        for bad in [(1, 0, 100), (1, 99_000, 2_000), (1, 500, 0), (2, 500, 100)] {
+            let punch = edit(&|e| e.vlog_punched = vec![bad]);
+            assert!(v.apply(&punch).is_err(), "{bad:?}");
+        }
+        let v = v
+            .apply(&edit(&|e| {
+                e.vlog_punched = vec![(1, 100, 50), (1, 300, 100), (1, 150, 150), (9, 1, 1)]
+            }))
+            .expect("punch");
+        let meta = &v.vlog_segments()[&1];
+        assert_eq!(*meta.punched, BTreeMap::from([(100, 400)]));
+        assert_eq!(meta.punched_bytes(), 0, "no whole block in 100..400");
     }
 }

@@ -29,8 +29,11 @@ use super::edit::VersionEdit;
 pub const MANIFEST_MAGIC: [u8; 8] = *b"WKMANFST";
 /// Newest manifest format this build reads and the one it writes. Version 2 added the
 /// value-log segment set (edit tags 9 and 10), version 3 the segments' sealed sizes and dead
-/// bytes (tags 11 and 12, written for GC); versions 1 and 2 are still read.
-pub const MANIFEST_FORMAT_VERSION: u32 = 3;
+/// bytes (tags 11 and 12, written for GC), version 4 the record ranges GC punched out of
+/// segments (tag 13); versions 1 to 3 are still read (and rewritten as 4 on open).
+pub const MANIFEST_FORMAT_VERSION: u32 = 4;
+/// The first format that records segments' sealed sizes and dead bytes.
+pub const SEGMENT_ACCOUNTING_FORMAT_VERSION: u32 = 3;
 /// The first format that records the value-log segment set.
 pub const SEGMENT_SET_FORMAT_VERSION: u32 = 2;
 

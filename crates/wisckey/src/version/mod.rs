@@ -25,6 +25,7 @@ pub(crate) mod testutil;
 
 pub use edit::{tags, VersionEdit, EXTRA_TAGS};
 pub use level_iter::LevelIterator;
+pub(crate) use levels::add_range;
 pub use levels::{FileMeta, SegmentMeta, Version};
 pub use manifest::{is_empty_new_manifest, MANIFEST_FORMAT_VERSION, MANIFEST_MAGIC};
 pub use set::{LoadedState, VersionSet, DEFAULT_MANIFEST_SIZE_LIMIT};

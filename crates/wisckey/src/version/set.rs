@@ -33,7 +33,7 @@ use crate::position::LogPosition;
 use super::edit::{VersionEdit, EXTRA_TAGS};
 use super::levels::{SegmentMeta, Version, VersionBuilder};
 use super::manifest::{
-    read_current, read_manifest, write_current, ManifestWriter, MANIFEST_FORMAT_VERSION,
+    read_current, read_manifest, write_current, ManifestWriter, SEGMENT_ACCOUNTING_FORMAT_VERSION,
     SEGMENT_SET_FORMAT_VERSION,
 };
 use super::NUM_LEVELS;
@@ -332,7 +332,7 @@ impl VersionSet {
             counters,
             manifest_number: old_number,
             segments_untracked: contents.format_version < SEGMENT_SET_FORMAT_VERSION,
-            segments_unaccounted: contents.format_version < MANIFEST_FORMAT_VERSION,
+            segments_unaccounted: contents.format_version < SEGMENT_ACCOUNTING_FORMAT_VERSION,
         })
     }
 
@@ -589,6 +589,14 @@ impl VersionSet {
     }
 
     /// Table files of the current version and of every older version still referenced.
+    /// Every version older than the current one that a reader still holds.
+    pub fn older_versions(&self) -> Vec<Weak<Version>> {
+        (self.older.iter())
+            .filter(|v| v.strong_count() > 0)
+            .cloned()
+            .collect()
+    }
+
     pub fn live_table_files(&self) -> HashSet<u64> {
         let mut live: HashSet<u64> = self.current.all_files().map(|(_, f)| f.number).collect();
         for version in self.older.iter().filter_map(Weak::upgrade) {
@@ -631,6 +639,13 @@ fn snapshot_edit(version: &Version, counters: &Counters) -> VersionEdit {
         vlog_dead_bytes: (version.vlog_segments().iter())
             .filter(|(_, m)| m.dead_bytes > 0)
             .map(|(&s, m)| (s, m.dead_bytes))
+            .collect(),
+        vlog_punched: (version.vlog_segments().iter())
+            .flat_map(|(&s, m)| {
+                m.punched
+                    .iter()
+                    .map(move |(&start, &end)| (s, start, end - start))
+            })
             .collect(),
         extra: counters
             .extra

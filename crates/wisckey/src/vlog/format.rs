@@ -15,6 +15,17 @@ use crate::key::ValueKind;
 
 use super::VlogOptions;
 
+/// GC gives disk space back inside a segment in whole blocks of this many bytes (the block
+/// size of every common Linux file system; a punch of a partial block only zeroes it).
+pub const PUNCH_ALIGN: u64 = 4096;
+
+/// The whole `PUNCH_ALIGN` blocks inside `[start, end)`, if there are any.
+pub fn punchable(start: u64, end: u64) -> Option<(u64, u64)> {
+    let first = start.div_ceil(PUNCH_ALIGN).checked_mul(PUNCH_ALIGN)?;
+    let last = end / PUNCH_ALIGN * PUNCH_ALIGN;
+    (first < last).then_some((first, last))
+}
+
 /// First 8 bytes of every segment (`"WKVLOG\x00\x01"` read as little endian).
 pub const SEGMENT_MAGIC: u64 = u64::from_le_bytes(*b"WKVLOG\x00\x01");
 /// Newest segment format this build writes and reads. Version 2 added

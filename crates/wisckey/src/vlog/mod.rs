@@ -22,11 +22,14 @@ mod writer;
 
 use std::path::Path;
 
-pub use format::{ValuePointer, FORMAT_VERSION, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN};
+pub use format::{
+    punchable, ValuePointer, FORMAT_VERSION, PUNCH_ALIGN, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN,
+};
 pub use log::{PointerRead, ValueLog};
 pub use reader::{extract_value, LiveRange, VlogReader};
 pub use scan::{
-    scan, scan_log, scan_segment_prefix, scan_segments, LogDamage, ScanOutcome, ScannedRecord,
+    scan, scan_log, scan_sealed_segment, scan_segment_prefix, scan_segments, LogDamage,
+    ScanOutcome, ScannedRecord,
 };
 pub use writer::{BatchEntry, VlogWriter};
 

@@ -20,6 +20,7 @@
 //! Lengths read from disk are checked against the configured maxima and the bytes left in
 //! the segment before anything is allocated. Stateless; thread-safe.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -35,6 +36,8 @@ use crate::position::LogPosition;
 
 /// Bytes read per `read_at` while scanning (more when a single record is larger).
 const READ_CHUNK: usize = 256 << 10;
+/// What a segment without punched ranges has.
+static NO_PUNCHED_RANGES: BTreeMap<u64, u64> = BTreeMap::new();
 
 /// One record of a replayed batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -221,10 +224,12 @@ pub fn scan_segments(
 /// of records have been handed over, `f` returns `false`, or the valid records end (GC's
 /// sampling of a sealed segment). Values of `copy_values_below` bytes or more are not
 /// copied. Reads only; where the records end is not checked.
+#[allow(clippy::too_many_arguments)]
 pub fn scan_segment_prefix(
     fs: &dyn FileSystem,
     dir: &Path,
     n: u64,
+    punched: &BTreeMap<u64, u64>,
     max_bytes: u64,
     opts: &VlogOptions,
     copy_values_below: usize,
@@ -232,24 +237,67 @@ pub fn scan_segment_prefix(
 ) -> Result<()> {
     let path = vlog_file_name(dir, n);
     let name = path.display().to_string();
-    let file = fs.open_read(&path)?;
+    let file = open_segment(fs, &path, &name, n)?;
     let len = file.len()?;
-    let header = read_header(file.as_ref(), &name)?;
-    if header.segment != n {
-        return Err(Error::corruption(
-            &name,
-            0,
-            format!("header names segment {}", header.segment),
-        ));
-    }
     let mut scan = SegmentScan::new(file, &name, n, len, opts);
     scan.copy_values_below = copy_values_below;
+    scan.punched = punched;
     let mut seen = 0u64;
     scan.run(SEGMENT_HEADER_LEN, &mut |batch| {
         seen += batch.iter().map(|r| u64::from(r.ptr.len)).sum::<u64>();
         Ok(f(batch)? && seen < max_bytes)
     })?;
     Ok(())
+}
+
+/// Hands every record of sealed segment `n` to `f` (GC's collection), stepping over the
+/// `punched` ranges (their records are handed over in pieces: the records of a batch that
+/// surround a punched record arrive as two calls). Fails with `Corruption` unless the
+/// records read cleanly to the end of the file.
+pub fn scan_sealed_segment(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    n: u64,
+    punched: &BTreeMap<u64, u64>,
+    opts: &VlogOptions,
+    copy_values_below: usize,
+    f: &mut dyn FnMut(&[ScannedRecord]) -> Result<()>,
+) -> Result<u64> {
+    let path = vlog_file_name(dir, n);
+    let name = path.display().to_string();
+    let file = open_segment(fs, &path, &name, n)?;
+    let len = file.len()?;
+    let mut scan = SegmentScan::new(file, &name, n, len, opts);
+    scan.copy_values_below = copy_values_below;
+    scan.punched = punched;
+    let end = scan.run(SEGMENT_HEADER_LEN, &mut |batch| f(batch).map(|()| true))?;
+    if end != len {
+        return Err(Error::corruption(
+            &name,
+            end,
+            format!("value-log segment does not read cleanly to its end ({len} bytes)"),
+        ));
+    }
+    Ok(len)
+}
+
+/// Opens segment `n` for reading and checks that its header names it.
+fn open_segment(
+    fs: &dyn FileSystem,
+    path: &Path,
+    name: &str,
+    n: u64,
+) -> Result<Arc<dyn ReadableFile>> {
+    let file = fs.open_read(path)?;
+    let header = read_header(file.as_ref(), name)?;
+    if header.segment != n {
+        return Err(Error::corruption(
+            name,
+            0,
+            format!("header names segment {}", header.segment),
+        ));
+    }
+    Ok(file)
 }
 
 fn read_header(file: &dyn ReadableFile, name: &str) -> Result<SegmentHeader> {
@@ -302,6 +350,8 @@ struct SegmentScan<'a> {
     opts: &'a VlogOptions,
     /// Values this long or longer are not copied into scanned records.
     copy_values_below: usize,
+    /// Record ranges punched out of the segment (start -> end): stepped over, never read.
+    punched: &'a BTreeMap<u64, u64>,
     window_start: u64,
     window: Vec<u8>,
 }
@@ -321,6 +371,7 @@ impl<'a> SegmentScan<'a> {
             limit,
             opts,
             copy_values_below: usize::MAX,
+            punched: &NO_PUNCHED_RANGES,
             window_start: 0,
             window: Vec::new(),
         }
@@ -386,11 +437,41 @@ impl<'a> SegmentScan<'a> {
         let (name, segment, opts) = (self.name, self.segment, self.opts);
         let copy_values_below = self.copy_values_below;
         while self.limit - offset >= RECORD_HEADER_LEN as u64 {
+            let next_punched = self.punched.range(offset..).next().map(|(&s, &e)| (s, e));
+            if let Some((_, end)) = next_punched.filter(|&(start, _)| start == offset) {
+                if end > self.limit {
+                    return Err(Error::corruption(
+                        name,
+                        offset,
+                        format!("punched range ends at {end}, past the segment's end"),
+                    ));
+                }
+                // The records of a batch around the range are handed over without the
+                // punched (dead) ones; a punched segment's batches are not replayed.
+                if !batch.is_empty() {
+                    let go_on = on_batch(&batch)?;
+                    batch.clear();
+                    if !go_on {
+                        break;
+                    }
+                }
+                offset = end;
+                batch_end = end;
+                continue;
+            }
             let available = self.limit - offset;
             let header = self.bytes(offset, RECORD_HEADER_LEN)?;
             let Ok(len) = record_len_from_header(header, available, opts) else {
                 break;
             };
+            if let Some((start, _)) = next_punched.filter(|&(start, _)| start < offset + len as u64)
+            {
+                return Err(Error::corruption(
+                    name,
+                    offset,
+                    format!("record of {len} bytes overlaps the punched range at {start}"),
+                ));
+            }
             let bytes = self.bytes(offset, len)?;
             let Ok((record, _)) = decode_record(bytes, opts) else {
                 break;

@@ -1,0 +1,239 @@
+//! Hole punching: dead records of segments GC does not collect whole give their disk blocks
+//! back early, and no reader ever reads a punched record (docs/DESIGN.md, "Hole punching").
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use wisckey::fs::{FileSystem, MemFs};
+use wisckey::{Db, DbStats, GcOptions, Options, ReadOptions};
+
+const VALUE_LEN: usize = 12 << 10;
+const KEYS: u32 = 40;
+
+/// Background GC on (hole punching is part of it) with a target it never reaches: every
+/// byte given back in these tests is punched, none collected, unless a test asks.
+fn options(fs: Arc<dyn FileSystem>) -> Options {
+    Options {
+        gc_space_amp_target: 1000.0,
+        vlog_segment_size: 1 << 20,
+        ..Options::small_for_tests(fs)
+    }
+}
+
+/// Punch what is ready now, collect nothing.
+fn punch_only() -> GcOptions {
+    GcOptions {
+        space_amp_target: 1000.0,
+        compact_first: false,
+        ..GcOptions::default()
+    }
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:04}").into_bytes()
+}
+
+fn value(i: u32, version: u32) -> Vec<u8> {
+    let mut v = format!("{i}:{version}:").into_bytes();
+    v.resize(VALUE_LEN, b'a' + (i % 26) as u8);
+    v
+}
+
+/// Writes every key at `version`, then flushes (the flush finds the records it shadows).
+fn write_all(db: &Db, keys: impl Iterator<Item = u32>, version: u32, model: &mut Model) {
+    for i in keys {
+        db.put(key(i), value(i, version)).expect("put");
+        model.insert(key(i), value(i, version));
+    }
+    db.flush().expect("flush");
+}
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn check(db: &Db, model: &Model, opts: &ReadOptions) {
+    for (k, v) in model {
+        let got = db.get_opt(k, opts).expect("get");
+        assert!(got.as_ref() == Some(v), "{}", String::from_utf8_lossy(k));
+    }
+    let mut it = db.iter(opts).expect("iter");
+    it.seek_to_first();
+    let mut seen = Model::new();
+    while it.valid() {
+        seen.insert(it.key().to_vec(), it.value().expect("value"));
+        it.next();
+    }
+    it.status().expect("status");
+    assert!(seen == *model, "a scan shows exactly the model");
+}
+
+fn punched(stats: &DbStats) -> u64 {
+    stats
+        .value_log
+        .segments
+        .iter()
+        .map(|s| s.punched_bytes)
+        .sum()
+}
+
+/// 4 KiB blocks of the value log that read as zeros.
+fn zero_blocks(fs: &dyn FileSystem, dir: &Path) -> u64 {
+    let mut zero = 0;
+    for name in fs.list(dir).expect("list") {
+        if !name.ends_with(".vlog") {
+            continue;
+        }
+        let file = fs.open_read(&dir.join(&name)).expect("open");
+        let mut block = vec![0u8; 4096];
+        let mut offset = 0;
+        while file.read_at(offset, &mut block).expect("read") == block.len() {
+            zero += u64::from(block.iter().all(|&b| b == 0));
+            offset += 4096;
+        }
+    }
+    zero
+}
+
+/// Overwritten records of a segment that is not collected are punched out: their blocks
+/// read as zeros, the stats count them, every newest value still reads, a reopen steps over
+/// them, and collecting the segment later (its scan skips the punched ranges) keeps
+/// everything live.
+#[test]
+fn dead_records_are_punched_out_and_every_reader_steps_over_them() {
+    let mem = MemFs::new();
+    let dir = Path::new("/db");
+    let db = Db::open(dir, options(Arc::new(mem.clone()))).expect("open");
+    let mut model = Model::new();
+    write_all(&db, 0..KEYS, 0, &mut model);
+    assert_eq!(zero_blocks(&mem, dir), 0);
+    // Half the keys get a new value, then every key: all records so far are garbage, one
+    // contiguous run at the start of the first segment (the newest values fill the rest of
+    // it and roll the log into a second segment, so the replay head leaves the first).
+    write_all(&db, 0..KEYS / 2, 1, &mut model);
+    write_all(&db, 0..KEYS, 2, &mut model);
+    db.gc(&punch_only()).expect("gc");
+    let stats = db.stats().expect("stats");
+    let dead_run = u64::from(KEYS + KEYS / 2) * VALUE_LEN as u64;
+    assert!(
+        stats.gc.bytes_punched >= dead_run - 8192,
+        "the overwritten records' blocks are punched: {:?}",
+        stats.gc
+    );
+    assert_eq!(stats.gc.work.segments_collected, 0, "nothing collected");
+    assert_eq!(punched(&stats), stats.gc.bytes_punched);
+    assert!(
+        zero_blocks(&mem, dir) * 4096 >= stats.gc.bytes_punched,
+        "punched blocks read as zeros"
+    );
+    assert!(
+        stats.value_log.log_bytes + stats.gc.bytes_punched
+            == stats.value_log.segments.iter().map(|s| s.size).sum::<u64>(),
+        "disk use excludes punched blocks: {:?}",
+        stats.value_log
+    );
+    check(&db, &model, &ReadOptions::default());
+    db.close().expect("close");
+
+    // The punched ranges are manifest state: a reopen knows them.
+    let db = Db::open(dir, options(Arc::new(mem.clone()))).expect("reopen");
+    let reopened = db.stats().expect("stats");
+    assert_eq!(punched(&reopened), stats.gc.bytes_punched);
+    check(&db, &model, &ReadOptions::default());
+    // Collecting everything reads the punched segments (stepping over the holes).
+    let done = db.gc(&GcOptions::default()).expect("gc");
+    assert!(done.segments_collected > 0, "{done:?}");
+    check(&db, &model, &ReadOptions::default());
+    db.close().expect("close");
+    let db = Db::open(dir, options(Arc::new(mem))).expect("reopen");
+    check(&db, &model, &ReadOptions::default());
+}
+
+/// A record is punched only once no reader can follow a pointer to it: an iterator opened
+/// before the overwrite (it holds the older version) and a snapshot taken before it (it
+/// reads at the older sequence) each hold the punch back, and read the old values.
+#[test]
+fn an_older_iterator_or_snapshot_holds_punching_back() {
+    let mem = MemFs::new();
+    let dir = Path::new("/db");
+    let db = Db::open(dir, options(Arc::new(mem.clone()))).expect("open");
+    let mut model = Model::new();
+    write_all(&db, 0..KEYS, 0, &mut model);
+    let old_model = model.clone();
+
+    // An iterator alone.
+    let mut iter = db.iter(&ReadOptions::default()).expect("iter");
+    write_all(&db, 0..KEYS, 1, &mut model);
+    write_all(&db, 0..KEYS, 2, &mut model);
+    db.gc(&punch_only()).expect("gc");
+    assert_eq!(db.stats().expect("stats").gc.bytes_punched, 0);
+    iter.seek_to_first();
+    let mut seen = Model::new();
+    while iter.valid() {
+        seen.insert(iter.key().to_vec(), iter.value().expect("old value"));
+        iter.next();
+    }
+    iter.status().expect("status");
+    assert!(
+        seen == old_model,
+        "the iterator reads the values it was opened on"
+    );
+    drop(iter);
+    db.gc(&punch_only()).expect("gc");
+    let after_iter = db.stats().expect("stats").gc.bytes_punched;
+    assert!(after_iter > 0, "punched once the iterator is gone");
+
+    // A snapshot alone.
+    let snapshot = db.snapshot();
+    let at_snapshot = ReadOptions {
+        snapshot: Some(snapshot.clone()),
+        ..ReadOptions::default()
+    };
+    let snapshot_model = model.clone();
+    write_all(&db, 0..KEYS, 3, &mut model);
+    write_all(&db, 0..KEYS, 4, &mut model);
+    db.gc(&punch_only()).expect("gc");
+    let with_snapshot = db.stats().expect("stats").gc.bytes_punched;
+    check(&db, &snapshot_model, &at_snapshot);
+    drop(at_snapshot);
+    drop(snapshot);
+    db.gc(&punch_only()).expect("gc");
+    let without = db.stats().expect("stats").gc.bytes_punched;
+    assert!(
+        without > with_snapshot,
+        "the records the snapshot could read are punched once it is gone ({with_snapshot} -> {without})"
+    );
+    check(&db, &model, &ReadOptions::default());
+}
+
+/// On a real file system the punched blocks stop taking disk space (where the file system
+/// can punch holes; elsewhere GC says so and gives space back by whole segments only).
+#[test]
+fn punching_gives_disk_blocks_back_on_a_real_file_system() {
+    use std::os::unix::fs::MetadataExt;
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path().join("db");
+    let allocated = |dir: &Path| -> u64 {
+        (std::fs::read_dir(dir).expect("ls").flatten())
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".vlog"))
+            .map(|e| e.metadata().expect("stat").blocks() * 512)
+            .sum()
+    };
+    let db = Db::open(&dir, options(Arc::new(wisckey::fs::PosixFs::new()))).expect("open");
+    let mut model = Model::new();
+    write_all(&db, 0..KEYS, 0, &mut model);
+    write_all(&db, 0..KEYS, 1, &mut model);
+    write_all(&db, 0..KEYS, 2, &mut model);
+    let before = allocated(&dir);
+    db.gc(&punch_only()).expect("gc");
+    let punched = db.stats().expect("stats").gc.bytes_punched;
+    let after = allocated(&dir);
+    if punched == 0 {
+        eprintln!("this file system does not punch holes; nothing to measure");
+    } else {
+        assert!(
+            after + punched / 2 <= before,
+            "allocated {before} -> {after} bytes after punching {punched}"
+        );
+    }
+    check(&db, &model, &ReadOptions::default());
+}
