@@ -16,9 +16,9 @@ use crate::compaction::{self, CompactionPolicy, ShadowTracker};
 use crate::error::{Error, Result};
 use crate::filename::{parse_file_name, table_file_name, vlog_file_name, FileKind};
 use crate::gc::DeadBytes;
-use crate::iter::InternalIterator;
-use crate::key::{parse_internal_key, seek_key, MAX_SEQUENCE};
-use crate::memtable::MemTableIterator;
+use crate::iter::{InternalIterator, MergingIterator};
+use crate::key::{parse_internal_key, seek_key, ValueKind, MAX_SEQUENCE};
+use crate::memtable::{MemTable, MemTableIterator};
 use crate::sstable::{TableBuilder, TableOptions};
 use crate::version::{FileMeta, Version, VersionEdit, NUM_LEVELS};
 
@@ -273,6 +273,7 @@ fn write_memtable_table(
     let mut smallest = Vec::new();
     let mut largest = Vec::new();
     let mut shadows = ShadowTracker::new(oldest_snapshot);
+    let mut shadowed_in_tables = TablesLookup::new(inner, version, &imm.table);
     while it.valid() {
         let parsed = parse_internal_key(it.key())
             .ok_or_else(|| Error::Internal("memtable holds a malformed internal key".into()))?;
@@ -281,13 +282,8 @@ fn write_memtable_table(
             // A newer entry of the key is in this memtable. (A snapshot may still read this
             // one: the count is what GC will free once it is gone.)
             dead.shadowed(parsed.kind, it.value());
-        } else if let Some((found, stored)) =
-            version.get(&*inner.tables, &seek_key(parsed.user_key, MAX_SEQUENCE))?
-        {
+        } else if let Some((kind, stored)) = shadowed_in_tables.newest(parsed.user_key)? {
             // The memtable's newest entry of the key shadows the tables' newest one.
-            let kind = parse_internal_key(&found).map(|k| k.kind).ok_or_else(|| {
-                Error::corruption("sstable", 0, "table returned a malformed internal key")
-            })?;
             dead.shadowed(kind, &stored);
         }
         if shadowed {
@@ -310,6 +306,86 @@ fn write_memtable_table(
         smallest,
         largest,
     })
+}
+
+/// The tables' newest entry of each key a flush writes, asked in ascending key order.
+///
+/// Where the memtable's keys are dense in the tree (an overwrite-heavy load: about as many
+/// table entries as memtable keys), one merging cursor steps forward through the tables,
+/// reading them about sequentially; where they are sparse (new keys into a big tree), a
+/// point lookup per key lets the bloom filters answer most of them.
+enum TablesLookup<'a> {
+    Cursor {
+        it: Box<MergingIterator>,
+        positioned: bool,
+    },
+    Point {
+        inner: &'a DbInner,
+        version: &'a Version,
+    },
+}
+
+/// Table entries per memtable key up to which the cursor is used.
+const CURSOR_MAX_DENSITY: u64 = 8;
+/// `next` calls the cursor spends to reach a key before it seeks instead.
+const CURSOR_NEXTS_BEFORE_SEEK: usize = 16;
+
+impl<'a> TablesLookup<'a> {
+    fn new(inner: &'a DbInner, version: &'a Version, mem: &MemTable) -> TablesLookup<'a> {
+        let table_bytes: u64 = (0..NUM_LEVELS).map(|l| version.level_bytes(l)).sum();
+        // Table entries are about as long as the memtable's (key, sequence, pointer).
+        let entry_bytes = (mem.approximate_bytes() / mem.len().max(1)).max(16) as u64;
+        let table_entries = table_bytes / entry_bytes;
+        if table_entries <= CURSOR_MAX_DENSITY * mem.len() as u64 {
+            let it = MergingIterator::new(version.iterators(&inner.tables));
+            TablesLookup::Cursor {
+                it: Box::new(it),
+                positioned: false,
+            }
+        } else {
+            TablesLookup::Point { inner, version }
+        }
+    }
+
+    /// The kind and stored value of the tables' newest entry of `user_key`; keys must be
+    /// asked in ascending order.
+    fn newest(&mut self, user_key: &[u8]) -> Result<Option<(ValueKind, Vec<u8>)>> {
+        let malformed = || Error::corruption("sstable", 0, "table holds a malformed internal key");
+        match self {
+            TablesLookup::Point { inner, version } => {
+                match version.get(&*inner.tables, &seek_key(user_key, MAX_SEQUENCE))? {
+                    Some((found, stored)) => {
+                        let kind = parse_internal_key(&found).ok_or_else(malformed)?.kind;
+                        Ok(Some((kind, stored)))
+                    }
+                    None => Ok(None),
+                }
+            }
+            TablesLookup::Cursor { it, positioned } => {
+                let mut seek = !*positioned;
+                let mut steps = 0;
+                while !seek && it.valid() && crate::key::user_key(it.key()) < user_key {
+                    if steps == CURSOR_NEXTS_BEFORE_SEEK {
+                        seek = true;
+                    } else {
+                        it.next();
+                        steps += 1;
+                    }
+                }
+                if seek {
+                    it.seek(&seek_key(user_key, MAX_SEQUENCE));
+                    *positioned = true;
+                }
+                it.status()?;
+                if !it.valid() {
+                    return Ok(None);
+                }
+                // Within a key, entries run newest first: the first one is the newest.
+                let found = parse_internal_key(it.key()).ok_or_else(malformed)?;
+                Ok((found.user_key == user_key).then(|| (found.kind, it.value().to_vec())))
+            }
+        }
+    }
 }
 
 /// Runs one compaction if the policy wants one. Never waits for a manual compaction: this
