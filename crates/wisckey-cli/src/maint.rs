@@ -68,13 +68,14 @@ pub fn gc(args: &GcArgs) -> Result<(), Box<dyn std::error::Error>> {
         return Ok(());
     }
     println!(
-        "collected {} segments in {:.1} s: read {}, relocated {} records ({}), dropped {} dead records",
+        "collected {} segments in {:.1} s: read {}, relocated {} records ({}), dropped {} dead records; punched out {}",
         done.segments_collected,
         started.elapsed().as_secs_f64(),
         mib(done.bytes_read),
         done.records_relocated,
         mib(done.bytes_relocated),
-        done.records_dropped
+        done.records_dropped,
+        mib(after.gc.bytes_punched)
     );
     println!(
         "value log: {} -> {} (live {}), space amplification {:.2} -> {:.2}",
@@ -118,16 +119,17 @@ fn print_stats(stats: &DbStats) {
         log.head_segment, log.active_segment
     );
     println!(
-        "{:>8} {:>12} {:>12} {:>12}  state",
-        "segment", "size", "live", "dead"
+        "{:>8} {:>12} {:>12} {:>12} {:>12}  state",
+        "segment", "size", "live", "dead", "punched"
     );
     for s in &log.segments {
         println!(
-            "{:>8} {:>12} {:>12} {:>12}  {:?}",
+            "{:>8} {:>12} {:>12} {:>12} {:>12}  {:?}",
             s.segment,
             mib(s.size),
             mib(s.live_bytes),
             mib(s.dead_bytes),
+            mib(s.punched_bytes),
             s.state
         );
     }
