@@ -26,6 +26,7 @@ pub mod key;
 pub mod memtable;
 pub mod options;
 pub mod position;
+pub mod safety;
 pub mod snapshot;
 pub mod sstable;
 pub mod version;

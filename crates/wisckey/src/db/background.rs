@@ -19,6 +19,7 @@ use crate::gc::DeadBytes;
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{parse_internal_key, seek_key, ValueKind, MAX_SEQUENCE};
 use crate::memtable::{MemTable, MemTableIterator};
+use crate::safety::SafetyStep;
 use crate::sstable::{TableBuilder, TableOptions};
 use crate::version::{FileMeta, Version, VersionEdit, NUM_LEVELS};
 
@@ -180,11 +181,12 @@ fn flush_memtable(inner: &DbInner, imm: ImmutableMemtable) -> Result<()> {
     }
     // The head may only pass records whose bytes are durable in the log. A failed write-out
     // discards buffered records, so check the synced position, not just the call's result.
+    let sync_step = !crate::safety::skipped(SafetyStep::SyncBeforeHeadPersistence);
     inner.vlog.with_writer(|vlog| {
-        if vlog.synced_end() < imm.log_end {
+        if vlog.synced_end() < imm.log_end && sync_step {
             vlog.sync()?;
         }
-        if vlog.synced_end() < imm.log_end {
+        if vlog.synced_end() < imm.log_end && sync_step {
             return Err(Error::Internal(format!(
                 "records of a memtable being flushed are missing from the log (before {:?})",
                 imm.log_end

@@ -30,6 +30,7 @@ use crate::gc::{
 };
 use crate::gc::{VictimOrder, VictimPolicy};
 use crate::key::ValueKind;
+use crate::safety::SafetyStep;
 use crate::version::{VersionEdit, NUM_LEVELS};
 use crate::vlog::{ValuePointer, PUNCH_ALIGN};
 
@@ -475,7 +476,12 @@ fn collect_one(inner: &DbInner, victim: u64, paced: bool) -> Result<GcOutcome> {
     // still sit unsynced in the log (a victim with no survivors relocates nothing, so no
     // relocation synced it). Make it durable before the victim leaves the log, or a power
     // cut could lose the shadowing write and leave the old pointer into a removed segment.
-    super::write::sync_log(inner)?;
+    if !crate::safety::skipped(SafetyStep::SyncBeforeGcRemoval) {
+        super::write::sync_log(inner)?;
+    }
+    if crate::safety::skipped(SafetyStep::ManifestEditBeforeSegmentDeletion) {
+        inner.fs.remove(&vlog_file_name(&inner.dir, victim))?;
+    }
     // Every relocation above returned: it is appended and synced, with sequence numbers
     // up to this one.
     let relocated_through = inner.visible_seq.load(Ordering::Acquire);

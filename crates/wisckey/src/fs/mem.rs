@@ -20,7 +20,7 @@
 //! namespace and each inode have their own mutex; the namespace lock is always taken
 //! before an inode lock, never the reverse.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -46,8 +46,30 @@ type InodeRef = Arc<Mutex<Inode>>;
 struct Namespace {
     live: BTreeMap<PathBuf, InodeRef>,
     durable: BTreeMap<PathBuf, InodeRef>,
+    /// Directory operations since their directory was last synced, in order: a power cut
+    /// may keep or lose each one (`PowerLoss::TornTail`).
+    pending: Vec<DirOp>,
     dirs: BTreeSet<PathBuf>,
     locks: HashSet<PathBuf>,
+}
+
+/// A directory operation not yet made durable by `sync_dir`.
+#[derive(Debug, Clone)]
+enum DirOp {
+    /// A new name for a file (a `create` of a new name, or the LOCK file).
+    Link(PathBuf, InodeRef),
+    Unlink(PathBuf),
+    /// Atomic: after a power cut the file has its old name or its new one, never both.
+    Rename(PathBuf, PathBuf, InodeRef),
+}
+
+impl DirOp {
+    fn within(&self, dir: &Path) -> bool {
+        match self {
+            DirOp::Link(path, _) | DirOp::Unlink(path) => parent_of(path) == dir,
+            DirOp::Rename(from, to, _) => parent_of(from) == dir && parent_of(to) == dir,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -165,21 +187,47 @@ impl MemFs {
             dirs: ns.dirs.clone(),
             ..Namespace::default()
         };
-        for (path, inode) in &ns.durable {
-            let bytes = {
+        // One image inode per inode, however many names it ends up with.
+        let mut survivors: HashMap<*const Mutex<Inode>, InodeRef> = HashMap::new();
+        let mut survivor = |inode: &InodeRef, rng: &mut power_loss::SplitMix64| {
+            Arc::clone(survivors.entry(Arc::as_ptr(inode)).or_insert_with(|| {
                 let inode = inode.lock();
-                power_loss::surviving_bytes(
+                let bytes = power_loss::surviving_bytes(
                     &inode.durable,
                     &inode.data,
                     inode.dirty_from,
                     mode,
-                    &mut rng,
-                )
-            };
-            let inode = Arc::new(Mutex::new(Inode::with_durable(bytes)));
-            image.live.insert(path.clone(), Arc::clone(&inode));
-            image.durable.insert(path.clone(), inode);
+                    rng,
+                );
+                Arc::new(Mutex::new(Inode::with_durable(bytes)))
+            }))
+        };
+        for (path, inode) in &ns.durable {
+            let kept = survivor(inode, &mut rng);
+            image.live.insert(path.clone(), kept);
         }
+        if matches!(mode, PowerLoss::TornTail { .. }) {
+            for op in &ns.pending {
+                if rng.next_u64() % 2 == 0 {
+                    continue;
+                }
+                match op {
+                    DirOp::Link(path, inode) => {
+                        let kept = survivor(inode, &mut rng);
+                        image.live.insert(path.clone(), kept);
+                    }
+                    DirOp::Unlink(path) => {
+                        image.live.remove(path);
+                    }
+                    DirOp::Rename(from, to, inode) => {
+                        image.live.remove(from);
+                        let kept = survivor(inode, &mut rng);
+                        image.live.insert(to.clone(), kept);
+                    }
+                }
+            }
+        }
+        image.durable = image.live.clone();
         MemFs {
             state: Arc::new(Mutex::new(image)),
         }
@@ -217,6 +265,7 @@ impl FileSystem for MemFs {
             None => {
                 let fresh = InodeRef::default();
                 ns.live.insert(path.to_path_buf(), Arc::clone(&fresh));
+                (ns.pending).push(DirOp::Link(path.to_path_buf(), Arc::clone(&fresh)));
                 fresh
             }
         };
@@ -249,14 +298,18 @@ impl FileSystem for MemFs {
             return Err(os_err("rename", to, libc::EISDIR));
         }
         ns.live.remove(from);
-        ns.live.insert(to.to_path_buf(), inode);
+        ns.live.insert(to.to_path_buf(), Arc::clone(&inode));
+        (ns.pending).push(DirOp::Rename(from.to_path_buf(), to.to_path_buf(), inode));
         Ok(())
     }
 
     fn remove(&self, path: &Path) -> Result<()> {
         let mut ns = self.state.lock();
         match ns.live.remove(path) {
-            Some(_) => Ok(()),
+            Some(_) => {
+                ns.pending.push(DirOp::Unlink(path.to_path_buf()));
+                Ok(())
+            }
             None => Err(os_err("remove", path, libc::ENOENT)),
         }
     }
@@ -304,6 +357,7 @@ impl FileSystem for MemFs {
             .map(|(path, inode)| (path.clone(), Arc::clone(inode)))
             .collect();
         ns.durable.extend(entries);
+        ns.pending.retain(|op| !op.within(dir));
         Ok(())
     }
 
@@ -334,7 +388,9 @@ impl FileSystem for MemFs {
             return Err(Error::Locked(path.display().to_string()));
         }
         if !ns.live.contains_key(path) {
-            ns.live.insert(path.to_path_buf(), InodeRef::default());
+            let fresh = InodeRef::default();
+            ns.live.insert(path.to_path_buf(), Arc::clone(&fresh));
+            ns.pending.push(DirOp::Link(path.to_path_buf(), fresh));
         }
         ns.locks.insert(path.to_path_buf());
         Ok(Box::new(MemLock {

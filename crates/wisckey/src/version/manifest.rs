@@ -50,7 +50,8 @@ pub(crate) struct ManifestWriter {
 }
 
 impl ManifestWriter {
-    /// Creates `MANIFEST-<number>` holding the header and `snapshot`, synced.
+    /// Creates `MANIFEST-<number>` holding the header and `snapshot`, synced, with its
+    /// directory entry.
     pub(crate) fn create(
         fs: &dyn FileSystem,
         dir: &Path,
@@ -64,6 +65,9 @@ impl ManifestWriter {
         frame_record(&mut bytes, &snapshot.encode())?;
         file.append(&bytes)?;
         file.sync_data()?;
+        // CURRENT will name this file: its directory entry must be durable first (a file
+        // system may persist the rename of CURRENT and lose this creation).
+        fs.sync_dir(dir)?;
         Ok(ManifestWriter { file, number })
     }
 

@@ -447,7 +447,9 @@ impl VlogWriter {
 
     fn sync_all(&mut self) -> Result<()> {
         if self.dir_entry_unsynced {
-            self.fs.sync_dir(&self.dir)?;
+            if !crate::safety::skipped(crate::safety::SafetyStep::DirSyncAfterSegmentCreation) {
+                self.fs.sync_dir(&self.dir)?;
+            }
             self.dir_entry_unsynced = false;
         }
         self.file.sync_data()

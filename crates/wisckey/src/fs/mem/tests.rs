@@ -230,3 +230,42 @@ fn contents_and_set_contents_act_like_create_append_sync() {
     fs.create_dir_all(&dir().join("sub")).expect("mkdir");
     assert!(fs.set_contents(&dir().join("sub"), b"x").is_err());
 }
+
+#[test]
+fn unsynced_directory_operations_are_kept_or_lost_independently_and_a_rename_is_atomic() {
+    let fs = MemFs::new();
+    // Each `file_with` syncs the directory: these three entries are durable.
+    let (kept, doomed, tmp) = (
+        file_with(&fs, "kept", b"k", b""),
+        file_with(&fs, "doomed", b"d", b""),
+        file_with(&fs, "tmp", b"t", b""),
+    );
+    let target = dir().join("target");
+    fs.remove(&doomed).expect("remove");
+    fs.rename(&tmp, &target).expect("rename");
+    let mut outcomes = std::collections::BTreeSet::new();
+    for seed in 0..64 {
+        let image = fs.power_loss_image(PowerLoss::TornTail { seed });
+        let has = |p: &Path| image.exists(p).expect("exists");
+        assert!(has(&kept), "a synced entry stays");
+        assert!(
+            has(&tmp) != has(&target),
+            "a rename is old or new, never both or neither (seed {seed})"
+        );
+        if has(&target) {
+            assert_eq!(read_all(&image, &target), b"t");
+        }
+        outcomes.insert((has(&doomed), has(&target)));
+    }
+    assert_eq!(
+        outcomes.len(),
+        4,
+        "each operation is kept or lost on its own"
+    );
+    let image = fs.power_loss_image(PowerLoss::DropUnsynced);
+    assert!(image.exists(&doomed).expect("exists") && image.exists(&tmp).expect("exists"));
+    // After a directory sync nothing is pending.
+    fs.sync_dir(&dir()).expect("sync dir");
+    let image = fs.power_loss_image(PowerLoss::TornTail { seed: 1 });
+    assert!(!image.exists(&doomed).expect("exists") && image.exists(&target).expect("exists"));
+}
