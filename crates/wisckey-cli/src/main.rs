@@ -33,6 +33,9 @@ enum Command {
     /// Levels, value-log segments with live and dead bytes and why each is or is not
     /// collected, space amplification, GC totals.
     Stats(maint::StatsArgs),
+    /// Read everything (tables, every key's value, sealed value-log segments) and report
+    /// what does not verify, by file and offset; exit status 2 if anything does not.
+    Check(maint::StatsArgs),
 }
 
 fn main() {
@@ -43,6 +46,7 @@ fn main() {
         Command::Report(args) => report::run(&args).map_err(Into::into),
         Command::Gc(args) => maint::gc(&args),
         Command::Stats(args) => maint::stats(&args),
+        Command::Check(args) => maint::check(&args),
     };
     if let Err(e) = result {
         eprintln!("wisckey: {e}");

@@ -100,6 +100,38 @@ pub fn stats(args: &StatsArgs) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+pub fn check(args: &StatsArgs) -> Result<(), Box<dyn std::error::Error>> {
+    let db = open(&args.db)?;
+    let report = db.check()?;
+    db.close()?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!(
+            "read {} tables ({} entries), {} keys ({} values in the log), {} sealed segments ({} records)",
+            report.tables,
+            report.table_entries,
+            report.keys,
+            report.pointers,
+            report.segments,
+            report.segment_records
+        );
+        for p in &report.problems {
+            match p.offset {
+                Some(offset) => println!("problem: {} at offset {offset}: {}", p.file, p.what),
+                None => println!("problem: {}: {}", p.file, p.what),
+            }
+        }
+        if report.is_ok() {
+            println!("no problems found");
+        }
+    }
+    if !report.is_ok() {
+        std::process::exit(2);
+    }
+    Ok(())
+}
+
 fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20))
 }

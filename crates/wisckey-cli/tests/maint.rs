@@ -1,4 +1,5 @@
-//! `wisckey gc` and `wisckey stats` on a real database directory, through the binary.
+//! `wisckey gc`, `wisckey stats` and `wisckey check` on a real database directory, through
+//! the binary.
 
 use std::process::Command;
 
@@ -83,7 +84,7 @@ fn gc_gives_space_back_and_stats_explain_it() {
 fn gc_and_stats_refuse_a_missing_database_with_one_clear_line() {
     let temp = tempfile::tempdir().expect("tempdir");
     let missing = temp.path().join("nothing-here");
-    for command in ["gc", "stats"] {
+    for command in ["gc", "stats", "check"] {
         let out = wisckey(&[command, "--db", missing.to_str().expect("utf-8")]);
         assert!(
             !out.status.success(),
@@ -94,4 +95,56 @@ fn gc_and_stats_refuse_a_missing_database_with_one_clear_line() {
         assert_eq!(err.trim_end().lines().count(), 1, "{command}: {err}");
         assert!(!missing.exists(), "{command} must not create a database");
     }
+}
+
+#[test]
+fn check_passes_a_sound_database_and_names_a_damaged_file_with_exit_status_2() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path().join("db");
+    {
+        let options = Options {
+            vlog_segment_size: 1 << 20,
+            gc_space_amp_target: f64::INFINITY,
+            ..Options::default()
+        };
+        let db = Db::open(&dir, options).expect("open");
+        for round in 0..3u8 {
+            for i in 0..400u32 {
+                db.put(format!("k{i:05}"), vec![round; 2000]).expect("put");
+            }
+            db.flush().expect("flush");
+        }
+        db.close().expect("close");
+    }
+    let path = dir.to_str().expect("utf-8 path");
+    let out = wisckey(&["check", "--db", path]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("no problems found"), "{said}");
+    assert!(said.contains("400 keys (400 values in the log)"), "{said}");
+
+    // The first segment holds only overwritten values: damage there is reported, by name.
+    let first = dir.join("000001.vlog");
+    let mut bytes = std::fs::read(&first).expect("read");
+    bytes[70_000] ^= 0x10;
+    std::fs::write(&first, bytes).expect("write");
+    let out = wisckey(&["check", "--db", path, "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let problems = report["problems"].as_array().expect("problems");
+    assert!(
+        problems.iter().any(|p| p["file"]
+            .as_str()
+            .is_some_and(|f| f.ends_with("000001.vlog"))),
+        "{report}"
+    );
 }

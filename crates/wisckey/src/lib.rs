@@ -34,7 +34,10 @@ pub mod vlog;
 
 pub use batch::WriteBatch;
 pub use db::Db;
-pub use db::{DbStats, GcOptions, GcTotals, RecoveryReport, SalvagedDamage, ValueLogStats};
+pub use db::{
+    CheckProblem, CheckReport, DbStats, GcOptions, GcTotals, RecoveryReport, SalvagedDamage,
+    ValueLogStats,
+};
 pub use error::{Error, Result};
 pub use gc::{GcOutcome, SegmentState, SegmentView, VictimOrder};
 pub use iter::DbIterator;

@@ -176,6 +176,19 @@ impl DbIterator<'_> {
             .ok_or_else(|| Error::Internal("iterator positioned on a deletion".into()))
     }
 
+    /// Whether the current value is stored in the value log (`Db::check` counts them).
+    pub(crate) fn value_in_log(&self) -> bool {
+        if !self.valid() {
+            return false;
+        }
+        let kind = match (self.ahead.front(), self.direction) {
+            (Some(front), _) => Some(front.kind),
+            (None, Direction::Forward) => parse_internal_key(self.iter.key()).map(|k| k.kind),
+            (None, Direction::Reverse) => Some(self.saved_kind),
+        };
+        kind == Some(crate::key::ValueKind::ValuePointer)
+    }
+
     /// The first error met; an iterator that hit one is not valid.
     pub fn status(&self) -> Result<()> {
         match &self.error {
