@@ -478,7 +478,16 @@ pub(crate) fn compact_range(
             compaction::pick_range_compaction(&state.versions.current(), level, begin, end)
         };
         if let Some(task) = task {
-            compaction::run(inner, &task)?;
+            if let Err(e) = compaction::run(inner, &task) {
+                // As for a background compaction: a failed write or fsync is never retried
+                // and trusted, so the database takes no more writes; a full disk is retried
+                // (space may come back).
+                return Err(if e.is_no_space() {
+                    e
+                } else {
+                    latch_error(inner, e)
+                });
+            }
         }
     }
     inner.bg_cv.notify_all();
