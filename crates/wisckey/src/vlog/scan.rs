@@ -235,15 +235,8 @@ pub fn scan_segment_prefix(
     copy_values_below: usize,
     f: &mut dyn FnMut(&[ScannedRecord]) -> Result<bool>,
 ) -> Result<()> {
-    let path = vlog_file_name(dir, n);
-    let name = path.display().to_string();
-    let file = open_segment(fs, &path, &name, n)?;
-    let len = file.len()?;
-    let mut scan = SegmentScan::new(file, &name, n, len, opts);
-    scan.copy_values_below = copy_values_below;
-    scan.punched = punched;
     let mut seen = 0u64;
-    scan.run(SEGMENT_HEADER_LEN, &mut |batch| {
+    scan_from_start(fs, dir, n, punched, opts, copy_values_below, &mut |batch| {
         seen += batch.iter().map(|r| u64::from(r.ptr.len)).sum::<u64>();
         Ok(f(batch)? && seen < max_bytes)
     })?;
@@ -263,6 +256,31 @@ pub fn scan_sealed_segment(
     copy_values_below: usize,
     f: &mut dyn FnMut(&[ScannedRecord]) -> Result<()>,
 ) -> Result<u64> {
+    let (end, len) = scan_from_start(fs, dir, n, punched, opts, copy_values_below, &mut |batch| {
+        f(batch).map(|()| true)
+    })?;
+    if end != len {
+        return Err(Error::corruption(
+            vlog_file_name(dir, n).display().to_string(),
+            end,
+            format!("value-log segment does not read cleanly to its end ({len} bytes)"),
+        ));
+    }
+    Ok(len)
+}
+
+/// Hands the complete batches of segment `n`, from its first record on, to `on_batch`
+/// (which returns whether to go on), stepping over `punched` ranges. Returns where the
+/// valid batches ended and the file's length.
+fn scan_from_start(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    n: u64,
+    punched: &BTreeMap<u64, u64>,
+    opts: &VlogOptions,
+    copy_values_below: usize,
+    on_batch: &mut dyn FnMut(&[ScannedRecord]) -> Result<bool>,
+) -> Result<(u64, u64)> {
     let path = vlog_file_name(dir, n);
     let name = path.display().to_string();
     let file = open_segment(fs, &path, &name, n)?;
@@ -270,15 +288,8 @@ pub fn scan_sealed_segment(
     let mut scan = SegmentScan::new(file, &name, n, len, opts);
     scan.copy_values_below = copy_values_below;
     scan.punched = punched;
-    let end = scan.run(SEGMENT_HEADER_LEN, &mut |batch| f(batch).map(|()| true))?;
-    if end != len {
-        return Err(Error::corruption(
-            &name,
-            end,
-            format!("value-log segment does not read cleanly to its end ({len} bytes)"),
-        ));
-    }
-    Ok(len)
+    let end = scan.run(SEGMENT_HEADER_LEN, on_batch)?;
+    Ok((end, len))
 }
 
 /// Opens segment `n` for reading and checks that its header names it.
