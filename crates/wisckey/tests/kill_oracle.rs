@@ -1,0 +1,324 @@
+//! kill -9 with an expected-state oracle (issue 12, item 2), after RocksDB's crash test: a
+//! child process runs four writer threads (puts of every size class, deletes, batches,
+//! overwrites of hot keys, some sync) plus a thread running GC and compactions, under
+//! options drawn anew each cycle; the parent kills it with SIGKILL at a random moment.
+//!
+//! The oracle lives in the parent: every operation is a pure function of (seed, thread,
+//! operation number), the child prints `B t n` before and `A t n` after each one, and
+//! writes reach the OS before they are acknowledged (`write_through_to_os`), so a process
+//! kill keeps every acknowledged write. After each kill the parent reopens the database
+//! (timing recovery) and requires every thread's keys to hold exactly the state after its
+//! acknowledged operations, plus or minus the one in flight (applied whole or not at all).
+//!
+//! Long variant: `WISCKEY_ORACLE_CYCLES=5000 cargo test --release -p wisckey --test
+//! kill_oracle -- --nocapture` (CI: 10 cycles).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write as _};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use wisckey::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+
+const THREADS: u64 = 4;
+const KEYS_PER_THREAD: u64 = 60;
+const DIR_ENV: &str = "WISCKEY_ORACLE_DIR";
+const START_ENV: &str = "WISCKEY_ORACLE_START";
+const CYCLE_ENV: &str = "WISCKEY_ORACLE_CYCLE";
+const SEED: u64 = 0x0a_c1e5;
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// One operation of a thread: a batch of puts (`Some`) and deletes (`None`) on its own keys.
+struct ThreadOp {
+    entries: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    sync: bool,
+}
+
+fn thread_op(thread: u64, n: u64) -> ThreadOp {
+    let mut rng = SmallRng::seed_from_u64(SEED ^ (thread << 48) ^ n);
+    let count = if rng.gen_bool(0.2) {
+        rng.gen_range(2..5)
+    } else {
+        1
+    };
+    let entries = (0..count)
+        .map(|_| {
+            // A few hot keys per thread take most of the overwrites.
+            let k = if rng.gen_bool(0.4) {
+                rng.gen_range(0..4)
+            } else {
+                rng.gen_range(0..KEYS_PER_THREAD)
+            };
+            let key = format!("t{thread}-k{k:03}").into_bytes();
+            if rng.gen_bool(0.15) {
+                return (key, None);
+            }
+            let len = match rng.gen_range(0..10) {
+                0..=2 => rng.gen_range(0..64),
+                3..=7 => rng.gen_range(64..4000),
+                _ => rng.gen_range(4000..40_000),
+            };
+            let mut value = format!("{thread}:{n}:").into_bytes();
+            value.resize(len.max(value.len()), (n % 251) as u8);
+            (key, Some(value))
+        })
+        .collect();
+    ThreadOp {
+        entries,
+        sync: rng.gen_bool(0.1),
+    }
+}
+
+fn apply(model: &mut Model, op: &ThreadOp) {
+    for (k, v) in &op.entries {
+        match v {
+            Some(v) => model.insert(k.clone(), v.clone()),
+            None => model.remove(k),
+        };
+    }
+}
+
+/// Options drawn for a cycle: value threshold, segment and memtable sizes, GC target.
+fn cycle_options(cycle: u64) -> Options {
+    let mut rng = SmallRng::seed_from_u64(SEED ^ cycle.wrapping_mul(0x9e37_79b9));
+    Options {
+        write_through_to_os: true,
+        value_threshold: [0, 64, 512, usize::MAX][rng.gen_range(0..4)],
+        vlog_segment_size: [64 << 10, 1 << 20, 8 << 20][rng.gen_range(0..3)],
+        memtable_size: [64 << 10, 1 << 20][rng.gen_range(0..2)],
+        gc_space_amp_target: [1.2, 1.5, f64::INFINITY][rng.gen_range(0..3)],
+        ..Options::default()
+    }
+}
+
+fn open_retrying(dir: &Path, options: impl Fn() -> Options) -> wisckey::Result<Db> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match Db::open(dir, options()) {
+            Err(wisckey::Error::Locked(_)) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// The child's body: runs only when the parent re-executes this test binary.
+#[test]
+fn oracle_child() {
+    let Ok(dir) = std::env::var(DIR_ENV) else {
+        return; // Not a child.
+    };
+    let cycle: u64 = std::env::var(CYCLE_ENV)
+        .expect("cycle")
+        .parse()
+        .expect("cycle");
+    let starts: Vec<u64> = (std::env::var(START_ENV).expect("starts").split(','))
+        .map(|s| s.parse().expect("start"))
+        .collect();
+    let db = Arc::new(open_retrying(Path::new(&dir), || cycle_options(cycle)).expect("child open"));
+    let out = Arc::new(Mutex::new(std::io::stdout()));
+    let say = |out: &Mutex<std::io::Stdout>, line: String| {
+        let mut out = out.lock().expect("stdout");
+        writeln!(out, "{line}").expect("child stdout");
+        out.flush().expect("child flush");
+    };
+    {
+        let db = Arc::clone(&db);
+        std::thread::spawn(move || {
+            for round in 0u64.. {
+                if round % 5 == 0 {
+                    let _ = db.compact_range(None, None);
+                }
+                let _ = db.gc(&wisckey::GcOptions {
+                    compact_first: false,
+                    ..wisckey::GcOptions::default()
+                });
+                std::thread::sleep(Duration::from_millis(3));
+            }
+        });
+    }
+    say(&out, "READY".to_string());
+    let writers: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (db, out) = (Arc::clone(&db), Arc::clone(&out));
+            let start = starts[t as usize];
+            std::thread::spawn(move || {
+                for n in start.. {
+                    let op = thread_op(t, n);
+                    let mut batch = WriteBatch::new();
+                    for (k, v) in &op.entries {
+                        match v {
+                            Some(v) => batch.put(k, v),
+                            None => batch.delete(k),
+                        };
+                    }
+                    say(&out, format!("B {t} {n}"));
+                    db.write_opt(batch, &WriteOptions { sync: op.sync })
+                        .expect("child write");
+                    say(&out, format!("A {t} {n}"));
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        let _ = w.join();
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+#[test]
+fn sigkill_of_a_multithreaded_writer_matches_the_oracle() {
+    if std::env::var(DIR_ENV).is_ok() {
+        return; // The child runs only `oracle_child`.
+    }
+    let cycles: u64 = std::env::var("WISCKEY_ORACLE_CYCLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10);
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path().join("db");
+    let mut rng = SmallRng::seed_from_u64(SEED);
+    // Per thread: the next operation number and the oracle of its keys.
+    let mut next = vec![0u64; THREADS as usize];
+    let mut models: Vec<Model> = vec![Model::new(); THREADS as usize];
+    let (mut acked_total, mut synced_total) = (0u64, 0u64);
+    let mut recoveries = Vec::new();
+    for cycle in 0..cycles {
+        let starts = next
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut child = Command::new(std::env::current_exe().expect("exe"))
+            .args(["--exact", "oracle_child", "--nocapture", "--test-threads=1"])
+            .env(DIR_ENV, &dir)
+            .env(START_ENV, &starts)
+            .env(CYCLE_ENV, cycle.to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn child");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut lines = Vec::new();
+        loop {
+            let line = rx
+                .recv_timeout(Duration::from_secs(30))
+                .expect("child READY");
+            // libtest prints `test oracle_child ... ` on the same line.
+            if line.ends_with("READY") {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(rng.gen_range(10..250)));
+        child.kill().expect("SIGKILL");
+        let _ = child.wait();
+        let _ = reader.join();
+        lines.extend(rx.try_iter());
+
+        // What each thread began and had acknowledged.
+        let mut acked: Vec<Option<u64>> = vec![None; THREADS as usize];
+        let mut began: Vec<Option<u64>> = vec![None; THREADS as usize];
+        for line in &lines {
+            let mut parts = line.split(' ');
+            let (Some(kind), Some(t), Some(n)) = (parts.next(), parts.next(), parts.next()) else {
+                continue; // The last line may be cut by the kill.
+            };
+            let (Ok(t), Ok(n)) = (t.parse::<usize>(), n.parse::<u64>()) else {
+                continue;
+            };
+            match kind {
+                "A" => acked[t] = Some(n),
+                "B" => began[t] = Some(n),
+                _ => {}
+            }
+        }
+        for t in 0..THREADS as usize {
+            let last = acked[t].map_or(next[t], |n| n + 1);
+            for n in next[t]..last {
+                let op = thread_op(t as u64, n);
+                synced_total += u64::from(op.sync);
+                apply(&mut models[t], &op);
+                acked_total += 1;
+            }
+            next[t] = last;
+        }
+
+        let started = Instant::now();
+        let db = open_retrying(&dir, || cycle_options(cycle + 1))
+            .unwrap_or_else(|e| panic!("cycle {cycle}: reopen after SIGKILL failed: {e}"));
+        recoveries.push(started.elapsed());
+        let mut found: Vec<Model> = vec![Model::new(); THREADS as usize];
+        let mut it = db.iter(&ReadOptions::default()).expect("iter");
+        it.seek_to_first();
+        while it.valid() {
+            let key = it.key().to_vec();
+            let thread: usize = (key.get(1..2))
+                .and_then(|d| std::str::from_utf8(d).ok()?.parse().ok())
+                .unwrap_or_else(|| panic!("cycle {cycle}: unexpected key {key:?}"));
+            let value = it
+                .value()
+                .unwrap_or_else(|e| panic!("cycle {cycle}: value of {key:?}: {e}"));
+            found[thread].insert(key, value);
+            it.next();
+        }
+        it.status().expect("iterator status");
+        drop(it);
+        for t in 0..THREADS as usize {
+            if found[t] == models[t] {
+                continue;
+            }
+            // The operation in flight at the kill may have landed, whole.
+            let in_flight = began[t].filter(|&n| n == next[t]);
+            let mut with = models[t].clone();
+            if let Some(n) = in_flight {
+                let op = thread_op(t as u64, n);
+                apply(&mut with, &op);
+                if found[t] == with {
+                    models[t] = with;
+                    next[t] = n + 1;
+                    continue;
+                }
+            }
+            let lost = (models[t].iter())
+                .filter(|(k, v)| found[t].get(*k) != Some(*v))
+                .count();
+            let extra = (found[t].keys())
+                .filter(|k| !models[t].contains_key(*k))
+                .count();
+            panic!(
+                "cycle {cycle}, thread {t}: {lost} keys differ from the oracle, {extra} keys \
+                 the oracle does not have (deleted ones back?); in flight: {in_flight:?}"
+            );
+        }
+        db.close().expect("close");
+    }
+    recoveries.sort();
+    eprintln!(
+        "kill -9 oracle: {cycles} cycles, {acked_total} acknowledged operations checked \
+         ({synced_total} sync), 0 lost, 0 resurrected, 0 failed opens; recovery p50 {:?}, \
+         p99 {:?}",
+        percentile(&recoveries, 0.5),
+        percentile(&recoveries, 0.99)
+    );
+}
