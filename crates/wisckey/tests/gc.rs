@@ -3,6 +3,7 @@
 //! (docs/DESIGN.md, "Value-log GC").
 
 mod common;
+mod util;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -41,22 +42,7 @@ fn log_bytes(fs: &dyn FileSystem, dir: &Path) -> u64 {
 /// Bytes the log takes on disk: its files' sizes less the blocks punched out of them (on
 /// `MemFs`, the 4 KiB blocks that read as zeros).
 fn disk_bytes(fs: &dyn FileSystem, dir: &Path) -> u64 {
-    let mut punched = 0;
-    for name in fs.list(dir).expect("list") {
-        if !name.ends_with(".vlog") {
-            continue;
-        }
-        let file = fs.open_read(&dir.join(&name)).expect("open");
-        let mut block = vec![0u8; 4096];
-        let mut offset = 0;
-        while file.read_at(offset, &mut block).expect("read") == block.len() {
-            if block.iter().all(|&b| b == 0) {
-                punched += 4096;
-            }
-            offset += 4096;
-        }
-    }
-    log_bytes(fs, dir) - punched
+    log_bytes(fs, dir) - 4096 * util::zeroed_log_blocks(fs, dir)
 }
 
 fn check_all(db: &Db, expected: &BTreeMap<Vec<u8>, Vec<u8>>, all_keys: u32) {

@@ -21,6 +21,9 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use wisckey::{Db, Options, WriteOptions};
 
+mod util;
+use util::open_retrying;
+
 const CHILD_DIR_ENV: &str = "WISCKEY_KILL_CHILD_DIR";
 const CHILD_MODE_ENV: &str = "WISCKEY_KILL_CHILD_MODE";
 
@@ -29,21 +32,6 @@ fn value_for(i: u64) -> Vec<u8> {
     let mut v = format!("value-{i}-").into_bytes();
     v.resize(len, (i % 251) as u8);
     v
-}
-
-/// Opens, retrying briefly while the lock is held. This test process forks children from
-/// several test threads at once; a child forked while another thread holds a `Db` inherits
-/// its LOCK descriptor until it calls exec, and `flock` stays held while any copy is open.
-fn open_retrying(dir: &Path, options: impl Fn() -> Options) -> wisckey::Result<Db> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        match Db::open(dir, options()) {
-            Err(wisckey::Error::Locked(_)) if Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            other => return other,
-        }
-    }
 }
 
 fn child_options() -> Options {

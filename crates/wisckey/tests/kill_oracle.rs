@@ -22,7 +22,10 @@ use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use wisckey::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use wisckey::{Options, ReadOptions, WriteBatch, WriteOptions};
+
+mod util;
+use util::open_retrying;
 
 const THREADS: u64 = 4;
 const KEYS_PER_THREAD: u64 = 60;
@@ -93,18 +96,6 @@ fn cycle_options(cycle: u64) -> Options {
         memtable_size: [64 << 10, 1 << 20][rng.gen_range(0..2)],
         gc_space_amp_target: [1.2, 1.5, f64::INFINITY][rng.gen_range(0..3)],
         ..Options::default()
-    }
-}
-
-fn open_retrying(dir: &Path, options: impl Fn() -> Options) -> wisckey::Result<Db> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        match Db::open(dir, options()) {
-            Err(wisckey::Error::Locked(_)) if Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            other => return other,
-        }
     }
 }
 

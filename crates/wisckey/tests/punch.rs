@@ -8,6 +8,8 @@ use std::sync::Arc;
 use wisckey::fs::{FileSystem, MemFs};
 use wisckey::{Db, DbStats, GcOptions, Options, ReadOptions};
 
+mod util;
+
 const VALUE_LEN: usize = 12 << 10;
 const KEYS: u32 = 40;
 
@@ -76,24 +78,6 @@ fn punched(stats: &DbStats) -> u64 {
         .sum()
 }
 
-/// 4 KiB blocks of the value log that read as zeros.
-fn zero_blocks(fs: &dyn FileSystem, dir: &Path) -> u64 {
-    let mut zero = 0;
-    for name in fs.list(dir).expect("list") {
-        if !name.ends_with(".vlog") {
-            continue;
-        }
-        let file = fs.open_read(&dir.join(&name)).expect("open");
-        let mut block = vec![0u8; 4096];
-        let mut offset = 0;
-        while file.read_at(offset, &mut block).expect("read") == block.len() {
-            zero += u64::from(block.iter().all(|&b| b == 0));
-            offset += 4096;
-        }
-    }
-    zero
-}
-
 /// Overwritten records of a segment that is not collected are punched out: their blocks
 /// read as zeros, the stats count them, every newest value still reads, a reopen steps over
 /// them, and collecting the segment later (its scan skips the punched ranges) keeps
@@ -105,7 +89,7 @@ fn dead_records_are_punched_out_and_every_reader_steps_over_them() {
     let db = Db::open(dir, options(Arc::new(mem.clone()))).expect("open");
     let mut model = Model::new();
     write_all(&db, 0..KEYS, 0, &mut model);
-    assert_eq!(zero_blocks(&mem, dir), 0);
+    assert_eq!(util::zeroed_log_blocks(&mem, dir), 0);
     // Half the keys get a new value, then every key: all records so far are garbage, one
     // contiguous run at the start of the first segment (the newest values fill the rest of
     // it and roll the log into a second segment, so the replay head leaves the first).
@@ -122,7 +106,7 @@ fn dead_records_are_punched_out_and_every_reader_steps_over_them() {
     assert_eq!(stats.gc.work.segments_collected, 0, "nothing collected");
     assert_eq!(punched(&stats), stats.gc.bytes_punched);
     assert!(
-        zero_blocks(&mem, dir) * 4096 >= stats.gc.bytes_punched,
+        util::zeroed_log_blocks(&mem, dir) * 4096 >= stats.gc.bytes_punched,
         "punched blocks read as zeros"
     );
     assert!(
