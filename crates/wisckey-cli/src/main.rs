@@ -1,6 +1,6 @@
 //! The `wisckey` command-line tool. `wisckey demo` loads and reads a temporary database and
 //! prints db_bench-style report lines; `wisckey bench` runs db_bench-compatible benchmarks
-//! (see `bench/`); `wisckey gc` and `wisckey stats` work on an existing database.
+//! (see `bench/`); `wisckey gc`, `stats`, `check` and `repair` work on an existing database.
 
 mod bench;
 mod demo;
@@ -36,6 +36,10 @@ enum Command {
     /// Read everything (tables, every key's value, sealed value-log segments) and report
     /// what does not verify, by file and offset; exit status 2 if anything does not.
     Check(maint::StatsArgs),
+    /// Rebuild the key index (tables, manifest, CURRENT) from the value log and whatever
+    /// table entries still read, when they are damaged or lost. Deletes nothing: replaced
+    /// files go to DIR/lost/repair-N/. The database must not be open.
+    Repair(maint::StatsArgs),
 }
 
 fn main() {
@@ -47,6 +51,7 @@ fn main() {
         Command::Gc(args) => maint::gc(&args),
         Command::Stats(args) => maint::stats(&args),
         Command::Check(args) => maint::check(&args),
+        Command::Repair(args) => maint::repair(&args),
     };
     if let Err(e) = result {
         eprintln!("wisckey: {e}");

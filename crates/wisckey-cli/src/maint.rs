@@ -1,7 +1,8 @@
 //! Maintenance subcommands on an existing database: `gc` (offline value-log garbage
-//! collection) and `stats` (what the value log holds and why each segment is or is not
-//! collected). Both refuse a directory that holds no database (they never create one) and
-//! one that another process has open.
+//! collection), `stats` (what the value log holds and why each segment is or is not
+//! collected), `check` (verify everything) and `repair` (rebuild the key index from the
+//! value log). Each refuses a directory that holds no database (they never create one)
+//! and one that another process has open.
 
 use std::path::PathBuf;
 
@@ -128,6 +129,53 @@ pub fn check(args: &StatsArgs) -> Result<(), Box<dyn std::error::Error>> {
     }
     if !report.is_ok() {
         std::process::exit(2);
+    }
+    Ok(())
+}
+
+pub fn repair(args: &StatsArgs) -> Result<(), Box<dyn std::error::Error>> {
+    let report = Db::repair(&args.db, Options::default())?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(());
+    }
+    println!(
+        "read {} tables ({} entries) and {} value-log segments ({} records)",
+        report.tables_read, report.table_entries, report.segments_scanned, report.log_records
+    );
+    println!(
+        "rebuilt the key index: {} keys in {} tables ({} deleted keys kept as deletes), last sequence {}; new writes go to segment {}",
+        report.keys, report.tables_written, report.deleted_keys, report.last_sequence, report.new_segment
+    );
+    if report.zeroed_log_bytes + report.damaged_log_bytes + report.incomplete_batch_records > 0 {
+        println!(
+            "stepped over {} zeroed and {} damaged log bytes; left out {} records of incomplete batches",
+            report.zeroed_log_bytes, report.damaged_log_bytes, report.incomplete_batch_records
+        );
+    }
+    if !report.moved_to.is_empty() {
+        println!(
+            "moved the {} replaced files to {} (nothing was deleted)",
+            report.moved.len(),
+            args.db.join(&report.moved_to).display()
+        );
+    }
+    for p in &report.problems {
+        match p.offset {
+            Some(offset) => println!("problem: {} at offset {offset}: {}", p.file, p.what),
+            None if p.file.is_empty() => println!("problem: {}", p.what),
+            None => println!("problem: {}: {}", p.file, p.what),
+        }
+    }
+    let unlisted = report.problems_total - report.problems.len() as u64;
+    if unlisted > 0 {
+        println!("... and {unlisted} more problems");
+    }
+    if report.lost_values > 0 {
+        println!(
+            "{} keys' newest values are not in the log; their reads report corruption",
+            report.lost_values
+        );
     }
     Ok(())
 }

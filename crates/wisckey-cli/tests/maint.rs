@@ -84,7 +84,7 @@ fn gc_gives_space_back_and_stats_explain_it() {
 fn gc_and_stats_refuse_a_missing_database_with_one_clear_line() {
     let temp = tempfile::tempdir().expect("tempdir");
     let missing = temp.path().join("nothing-here");
-    for command in ["gc", "stats", "check"] {
+    for command in ["gc", "stats", "check", "repair"] {
         let out = wisckey(&[command, "--db", missing.to_str().expect("utf-8")]);
         assert!(
             !out.status.success(),
@@ -147,4 +147,66 @@ fn check_passes_a_sound_database_and_names_a_damaged_file_with_exit_status_2() {
             .is_some_and(|f| f.ends_with("000001.vlog"))),
         "{report}"
     );
+}
+
+#[test]
+fn repair_rebuilds_a_database_whose_manifest_is_lost_and_keeps_the_old_files() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path().join("db");
+    {
+        let db = Db::open(&dir, Options::default()).expect("open");
+        for round in 0..2u8 {
+            for i in 0..300u32 {
+                db.put(format!("k{i:05}"), vec![round; 1000]).expect("put");
+            }
+            db.flush().expect("flush");
+        }
+        db.delete(b"k00007").expect("delete");
+        db.close().expect("close");
+    }
+    for entry in std::fs::read_dir(&dir).expect("list") {
+        let path = entry.expect("entry").path();
+        let name = path
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .into_owned();
+        if name.starts_with("MANIFEST-") || name == "CURRENT" {
+            std::fs::remove_file(&path).expect("remove");
+        }
+    }
+    let path = dir.to_str().expect("utf-8 path");
+    let out = wisckey(&["check", "--db", path]);
+    assert!(
+        !out.status.success(),
+        "check must refuse a database without its manifest"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("repair"), "the error points at repair: {err}");
+
+    let out = wisckey(&["repair", "--db", path]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("299 keys"), "{said}");
+    assert!(said.contains("nothing was deleted"), "{said}");
+    let kept = std::fs::read_dir(dir.join("lost/repair-1"))
+        .expect("lost dir")
+        .count();
+    assert!(kept >= 2, "the replaced tables are kept");
+
+    let out = wisckey(&["check", "--db", path]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("299 keys (299 values in the log)"), "{said}");
+    let db = Db::open(&dir, Options::default()).expect("open after repair");
+    assert_eq!(db.get(b"k00008").expect("get"), Some(vec![1u8; 1000]));
+    assert_eq!(db.get(b"k00007").expect("get"), None);
 }

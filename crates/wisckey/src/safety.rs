@@ -20,11 +20,14 @@ pub enum SafetyStep {
     ManifestEditBeforeSegmentDeletion,
     /// GC checks each survivor is still the key's newest value under write leadership.
     LivenessCheckUnderLeadership,
+    /// Repair lets no log record win that the sound tables already cover (compaction may
+    /// have dropped its delete on purpose).
+    RepairCoverage,
 }
 
 impl SafetyStep {
     /// Every step, with its name for `WISCKEY_REMOVE_SAFETY_STEP`.
-    pub const ALL: [(SafetyStep, &'static str); 5] = [
+    pub const ALL: [(SafetyStep, &'static str); 6] = [
         (
             SafetyStep::SyncBeforeHeadPersistence,
             "sync_before_head_persistence",
@@ -42,6 +45,7 @@ impl SafetyStep {
             SafetyStep::LivenessCheckUnderLeadership,
             "liveness_check_under_leadership",
         ),
+        (SafetyStep::RepairCoverage, "repair_coverage"),
     ];
 }
 

@@ -144,11 +144,25 @@ struct Tally {
     cases: u64,
     refused: u64,
     keys_lost: u64,
+    /// Refused opens that `Db::repair` made open again, and images it could not repair.
+    repaired: u64,
+    repair_refused: u64,
+    /// Keys lost over all images once every image that lost keys was repaired.
+    keys_lost_after_repair: u64,
     violations: u64,
 }
 
 /// What one damaged image did: `Err(refused)` or the keys lost; violations are counted.
-fn check_image(mem: MemFs, model: &Model, deleted: &BTreeSet<Vec<u8>>) -> (bool, u64, Vec<String>) {
+/// What one damaged image did: whether the open refused, keys lost, and keys still lost
+/// after `Db::repair` where any were lost (None: the repair or the open after it failed).
+struct Outcome {
+    refused: bool,
+    lost: u64,
+    lost_after_repair: Option<u64>,
+    violations: Vec<String>,
+}
+
+fn check_image(mem: MemFs, model: &Model, deleted: &BTreeSet<Vec<u8>>) -> Outcome {
     let dir = Path::new(DIR);
     let before: BTreeSet<String> = mem.list(dir).expect("list").into_iter().collect();
     let mut violations = Vec::new();
@@ -160,9 +174,53 @@ fn check_image(mem: MemFs, model: &Model, deleted: &BTreeSet<Vec<u8>>) -> (bool,
             if !gone.is_empty() {
                 violations.push(format!("a refused open deleted {gone:?}"));
             }
-            return (true, model.len() as u64, violations);
+            // The way past a refused open: repair, then the same checks.
+            let lost_after_repair = repair_and_verify(&mem, model, deleted, &mut violations);
+            return Outcome {
+                refused: true,
+                lost: model.len() as u64,
+                lost_after_repair,
+                violations,
+            };
         }
     };
+    let (lost, found) = verify(&db, model, deleted);
+    violations.extend(found);
+    let _ = db.close();
+    // Keys lost to damage in a database that opens: what a repair gets back.
+    let lost_after_repair = if lost > 0 {
+        repair_and_verify(&mem, model, deleted, &mut violations)
+    } else {
+        Some(0)
+    };
+    Outcome {
+        refused: false,
+        lost,
+        lost_after_repair,
+        violations,
+    }
+}
+
+/// Repairs the image, opens it and checks it; keys still lost, or None if repair or the
+/// open after it failed.
+fn repair_and_verify(
+    mem: &MemFs,
+    model: &Model,
+    deleted: &BTreeSet<Vec<u8>>,
+    violations: &mut Vec<String>,
+) -> Option<u64> {
+    let dir = Path::new(DIR);
+    Db::repair(dir, options(Arc::new(mem.clone()))).ok()?;
+    let db = Db::open(dir, options(Arc::new(mem.clone()))).ok()?;
+    let (lost, found) = verify(&db, model, deleted);
+    violations.extend(found.into_iter().map(|v| format!("after repair: {v}")));
+    Some(lost)
+}
+
+/// Keys of `model` that do not read back, and every wrong value or resurrected delete (by
+/// get and by scan).
+fn verify(db: &Db, model: &Model, deleted: &BTreeSet<Vec<u8>>) -> (u64, Vec<String>) {
+    let mut violations = Vec::new();
     let mut lost = 0;
     for (k, v) in model {
         match db.get(k) {
@@ -198,8 +256,7 @@ fn check_image(mem: MemFs, model: &Model, deleted: &BTreeSet<Vec<u8>>) -> (bool,
             it.next();
         }
     }
-    let _ = db.close();
-    (false, lost, violations)
+    (lost, violations)
 }
 
 #[test]
@@ -217,10 +274,11 @@ fn damaged_bytes_never_panic_hang_or_return_a_wrong_value() {
     let model = Arc::new(model);
     let deleted = Arc::new(deleted);
     // The undamaged image reads back exactly.
-    let (refused, lost, violations) = check_image(image(&files), &model, &deleted);
+    let sound = check_image(image(&files), &model, &deleted);
     assert!(
-        !refused && lost == 0 && violations.is_empty(),
-        "{violations:?}"
+        !sound.refused && sound.lost == 0 && sound.violations.is_empty(),
+        "{:?}",
+        sound.violations
     );
 
     let mut tallies: BTreeMap<&'static str, Tally> = BTreeMap::new();
@@ -257,12 +315,19 @@ fn damaged_bytes_never_panic_hang_or_return_a_wrong_value() {
             tally.cases += 1;
             let context = format!("{} {what}", path.display());
             match rx.recv_timeout(HANG_LIMIT) {
-                Ok((refused, lost, violations)) => {
-                    tally.refused += u64::from(refused);
-                    tally.keys_lost += lost;
-                    tally.violations += violations.len() as u64;
-                    all_violations
-                        .extend(violations.into_iter().map(|v| format!("{context}: {v}")));
+                Ok(outcome) => {
+                    tally.refused += u64::from(outcome.refused);
+                    tally.keys_lost += outcome.lost;
+                    match outcome.lost_after_repair {
+                        Some(lost) => tally.keys_lost_after_repair += lost,
+                        None => tally.repair_refused += 1,
+                    }
+                    tally.repaired +=
+                        u64::from(outcome.refused && outcome.lost_after_repair.is_some());
+                    tally.violations += outcome.violations.len() as u64;
+                    (all_violations.extend(
+                        (outcome.violations.into_iter()).map(|v| format!("{context}: {v}")),
+                    ));
                 }
                 // A panic drops the sender (counted by the hook); no answer in time is a hang.
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
@@ -280,12 +345,20 @@ fn damaged_bytes_never_panic_hang_or_return_a_wrong_value() {
         "byte-flip sweep: {points} damage points per file, {} keys",
         model.len()
     );
-    eprintln!("| file kind | cases | opens refused | keys lost (sum) | violations |");
-    eprintln!("|---|---:|---:|---:|---:|");
+    eprintln!(
+        "| file kind | cases | opens refused | keys lost (sum) | refused opens repaired / repairs failed | keys lost after repair (sum) | violations |"
+    );
+    eprintln!("|---|---:|---:|---:|---:|---:|---:|");
     for (kind, t) in &tallies {
         eprintln!(
-            "| {kind} | {} | {} | {} | {} |",
-            t.cases, t.refused, t.keys_lost, t.violations
+            "| {kind} | {} | {} | {} | {} / {} | {} | {} |",
+            t.cases,
+            t.refused,
+            t.keys_lost,
+            t.repaired,
+            t.repair_refused,
+            t.keys_lost_after_repair,
+            t.violations
         );
     }
     let panics = PANICS.load(Ordering::SeqCst);

@@ -17,12 +17,14 @@ mod check;
 mod gc;
 mod read;
 mod recovery;
+mod repair;
 mod space;
 mod write;
 
 pub use check::{CheckProblem, CheckReport};
 pub use gc::{DbStats, GcOptions, GcTotals, ValueLogStats};
 pub use recovery::{RecoveryReport, SalvagedDamage};
+pub use repair::{RepairReport, LOST_DIR};
 
 pub(crate) use crate::vlog::PointerRead;
 pub(crate) use read::{plan_pointer_read, resolve_value};
@@ -326,6 +328,37 @@ impl Db {
     /// ```
     pub fn check(&self) -> Result<CheckReport> {
         check::check(self, &self.inner)
+    }
+
+    /// Rebuilds the key index of the database in `path` — its tables, manifest and
+    /// CURRENT — from the value log and whatever table entries still read, for when they
+    /// are damaged or lost (open then refuses with `Corruption`). Takes the database's LOCK,
+    /// so the database must not be open. Deletes nothing and changes no value-log byte: the
+    /// files it replaces are moved into `lost/repair-N/` under `path`.
+    ///
+    /// Every key the log holds comes back with its newest value. Limits: where the tables
+    /// are lost too, a key whose newest write was a delete or a value shorter than
+    /// `value_threshold` can come back with an older value or vanish once GC has collected
+    /// that write's record (GC keeps only the records the index points at); a key whose
+    /// newest value's record is gone is kept, and its reads report `Corruption`
+    /// ([`RepairReport::lost_values`]). Open the database afterwards with the same options.
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// db.put(b"k", b"v")?;
+    /// db.close()?;
+    /// std::fs::remove_file(dir.path().join("CURRENT")).unwrap(); // lost
+    /// let report = wisckey::Db::repair(dir.path(), wisckey::Options::default())?;
+    /// assert_eq!(report.keys, 1);
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// assert_eq!(db.get(b"k")?, Some(b"v".to_vec()));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn repair(path: impl AsRef<Path>, options: Options) -> Result<RepairReport> {
+        repair::repair(path.as_ref(), options)
     }
 
     /// Statistics: the tables per level, every value-log segment with its live and dead

@@ -99,6 +99,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<(DbInner, RecoveryRep
 
     // Read and check everything; nothing is written until the log has been replayed.
     let mut loaded = VersionSet::load(&*fs, dir)?;
+    check_tables_present(&*fs, dir, &loaded)?;
     let mut report = RecoveryReport::default();
     let plan = plan_replay(&*fs, dir, &loaded, options.recovery_mode, &mut report)?;
     let mem = MemTable::new();
@@ -212,22 +213,59 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<(DbInner, RecoveryRep
     Ok((inner, report))
 }
 
+/// Refuses a manifest that lists table files the directory lacks: their keys would read
+/// as missing, or their older versions as current. Reads only.
+fn check_tables_present(fs: &dyn FileSystem, dir: &Path, loaded: &LoadedState) -> Result<()> {
+    let present: HashSet<u64> = (fs.list(dir)?.iter())
+        .filter_map(|name| match parse_file_name(name) {
+            Some(FileKind::Table(n)) => Some(n),
+            _ => None,
+        })
+        .collect();
+    let mut missing: Vec<u64> = (loaded.table_numbers().into_iter())
+        .filter(|n| !present.contains(n))
+        .collect();
+    let Some(&first) = missing.first() else {
+        return Ok(());
+    };
+    missing.sort_unstable();
+    let name = crate::filename::table_file_name(dir, first);
+    Err(Error::corruption(
+        name.display().to_string(),
+        0,
+        format!(
+            "table file is missing ({} of the {} tables MANIFEST-{:06} lists are missing: \
+             {:?}). Nothing was changed: restore the files, or repair the database (its value \
+             log holds the data)",
+            missing.len(),
+            loaded.num_tables(),
+            loaded.manifest_number(),
+            missing.iter().take(16).collect::<Vec<_>>()
+        ),
+    ))
+}
+
 /// Checks that `dir` (which has no CURRENT) may become a new database. Returns the files an
 /// interrupted creation left behind, which creation replaces. A directory holding files
 /// wisckey never writes is `NotADatabase`; one holding data of ours is `Corruption` naming
 /// what was found. Writes nothing.
 fn check_new_directory(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<Vec<String>> {
-    if !options.create_if_missing {
-        return Err(Error::InvalidArgument(format!(
+    let does_not_exist = || {
+        Err(Error::InvalidArgument(format!(
             "database {} does not exist (create_if_missing is false)",
             dir.display()
-        )));
-    }
+        )))
+    };
     if !fs.exists(dir)? {
-        return Ok(Vec::new());
+        return if options.create_if_missing {
+            Ok(Vec::new())
+        } else {
+            does_not_exist()
+        };
     }
     let names = fs.list(dir)?;
-    if let Some(foreign) = names.iter().find(|n| parse_file_name(n).is_none()) {
+    let foreign = |n: &&String| parse_file_name(n).is_none() && n.as_str() != super::LOST_DIR;
+    if let Some(foreign) = names.iter().find(foreign) {
         return Err(Error::NotADatabase(format!(
             "{} has no CURRENT file and holds '{foreign}', which wisckey did not write",
             dir.display()
@@ -257,7 +295,11 @@ fn check_new_directory(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Re
         }
     }
     if data.is_empty() {
-        return Ok(leftovers);
+        return if options.create_if_missing {
+            Ok(leftovers)
+        } else {
+            does_not_exist()
+        };
     }
     data.sort();
     let newest_manifest = names
@@ -270,9 +312,10 @@ fn check_new_directory(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Re
     let hint = match newest_manifest {
         Some(m) => format!(
             "If only CURRENT was lost, write \"MANIFEST-{m:06}\\n\" (the newest manifest) into \
-             {CURRENT}; otherwise repair the database"
+             {CURRENT}; otherwise repair the database (`wisckey repair`, `Db::repair`)"
         ),
-        None => "The manifest is gone too: repair the database".to_string(),
+        None => "The manifest is gone too: repair the database (`wisckey repair`, `Db::repair`)"
+            .to_string(),
     };
     let shown: Vec<&str> = data.iter().take(8).map(String::as_str).collect();
     let more = data.len().saturating_sub(shown.len());
@@ -373,7 +416,8 @@ fn plan_replay(
                 format!(
                     "value-log segment is missing ({} of the {} segments {manifest_name} lists \
                      are missing: {:?}). Their values cannot be read. Nothing was changed: \
-                     restore the files, or repair the database",
+                     restore the files, or repair the database \
+                     (`wisckey repair`, `Db::repair`)",
                     missing.len(),
                     listed.len(),
                     missing.iter().take(16).collect::<Vec<_>>()

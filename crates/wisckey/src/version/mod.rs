@@ -28,6 +28,7 @@ pub use level_iter::LevelIterator;
 pub(crate) use levels::add_range;
 pub use levels::{FileMeta, SegmentMeta, Version};
 pub use manifest::{is_empty_new_manifest, MANIFEST_FORMAT_VERSION, MANIFEST_MAGIC};
+pub(crate) use set::RebuiltCounters;
 pub use set::{LoadedState, VersionSet, DEFAULT_MANIFEST_SIZE_LIMIT};
 
 use crate::error::Result;

@@ -97,6 +97,17 @@ impl Counters {
     }
 }
 
+/// The persistent counters repair rebuilds a manifest with ([`VersionSet::write_rebuilt`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RebuiltCounters {
+    /// Above every numbered file in the directory; the new manifest takes this number.
+    pub next_file_number: u64,
+    /// The largest sequence number in any table entry or log record.
+    pub last_sequence: u64,
+    /// Replay starts here: the first record of the fresh segment new writes go to.
+    pub vlog_head: LogPosition,
+}
+
 /// An edit being made durable: built by [`VersionSet::prepare_apply`] under the set's lock,
 /// written by [`ManifestWrite::write`] without it.
 #[derive(Debug)]
@@ -189,6 +200,11 @@ impl LoadedState {
         self.segments_unaccounted
     }
 
+    /// The next file number the manifest would hand out (above every numbered file found).
+    pub fn next_file_number(&self) -> u64 {
+        self.counters.next_file_number
+    }
+
     pub fn manifest_number(&self) -> u64 {
         self.manifest_number
     }
@@ -196,6 +212,18 @@ impl LoadedState {
     /// Number of table files in the version.
     pub fn num_tables(&self) -> usize {
         self.version.all_files().count()
+    }
+
+    /// Numbers of the table files the manifest lists.
+    pub fn table_numbers(&self) -> Vec<u64> {
+        self.version.all_files().map(|(_, f)| f.number).collect()
+    }
+
+    /// The table files the manifest lists, by number.
+    pub fn tables(&self) -> BTreeMap<u64, Arc<super::FileMeta>> {
+        (self.version.all_files())
+            .map(|(_, f)| (f.number, Arc::clone(f)))
+            .collect()
     }
 
     /// Makes `segments` the log's segment set and `next` (at least) the next segment number;
@@ -282,7 +310,12 @@ impl VersionSet {
     /// Reads the manifest CURRENT names and rebuilds its state. Writes nothing. Every numbered
     /// file in `dir` is marked used, so no number found on disk is handed out again.
     pub fn load(fs: &dyn FileSystem, dir: &Path) -> Result<LoadedState> {
-        let old_number = read_current(fs, dir)?;
+        Self::load_manifest(fs, dir, read_current(fs, dir)?)
+    }
+
+    /// [`VersionSet::load`] of manifest `old_number`, whatever CURRENT says (repair's read
+    /// of a database whose CURRENT is lost).
+    pub fn load_manifest(fs: &dyn FileSystem, dir: &Path, old_number: u64) -> Result<LoadedState> {
         let name = format!("MANIFEST-{old_number:06}");
         if !fs.exists(&manifest_file_name(dir, old_number))? {
             return Err(Error::corruption(
@@ -334,6 +367,36 @@ impl VersionSet {
             segments_untracked: contents.format_version < SEGMENT_SET_FORMAT_VERSION,
             segments_unaccounted: contents.format_version < SEGMENT_ACCOUNTING_FORMAT_VERSION,
         })
+    }
+
+    /// Repair's last step: writes a manifest holding exactly `tables`, `segments` and
+    /// `counters` (synced), then points CURRENT at it. Removes nothing. Returns the new
+    /// manifest's number. `counters.next_file_number` must be above every numbered file in
+    /// `dir`; the manifest takes that number and its temp file the next.
+    pub(crate) fn write_rebuilt(
+        fs: &dyn FileSystem,
+        dir: &Path,
+        tables: Vec<(usize, super::FileMeta)>,
+        segments: BTreeMap<u64, SegmentMeta>,
+        counters: RebuiltCounters,
+    ) -> Result<u64> {
+        let mut edit = VersionEdit::new();
+        for (level, file) in tables {
+            edit.add_file(level, file);
+        }
+        let version = Version::empty().apply(&edit)?.with_vlog_segments(segments);
+        let number = counters.next_file_number;
+        let state = Counters {
+            next_file_number: number + 2,
+            last_sequence: counters.last_sequence,
+            vlog_head: Some(counters.vlog_head),
+            vlog_tail: None,
+            next_vlog_segment: counters.vlog_head.segment + 1,
+            ..Counters::new()
+        };
+        let snapshot = snapshot_edit(&version, &state);
+        Self::write_snapshot_manifest(fs, dir, number, &snapshot)?;
+        Ok(number)
     }
 
     /// Writes `loaded` into a fresh manifest, switches CURRENT to it and removes the old one.

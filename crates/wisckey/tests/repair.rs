@@ -1,0 +1,449 @@
+//! `Db::repair` rebuilds the key index from the value log and whatever table entries still
+//! read: with the manifest lost, the tables lost, or either damaged, every key the log holds
+//! comes back with its newest value; nothing is deleted; a power cut at any step of a repair
+//! is undone by repairing again.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
+
+use wisckey::fs::{FaultFs, FaultKind, FaultOps, FileSystem, MemFs, PowerLoss};
+use wisckey::{Db, Error, GcOptions, Options, WriteBatch};
+
+const DIR: &str = "/db";
+
+fn options(fs: Arc<dyn FileSystem>) -> Options {
+    Options {
+        // GC runs only when a test asks, so the log's contents are the test's choice.
+        gc_space_amp_target: f64::INFINITY,
+        vlog_flush_interval: std::time::Duration::from_secs(3600),
+        ..Options::small_for_tests(fs)
+    }
+}
+
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// What the workload did: the newest state, and every value each key ever had.
+#[derive(Default)]
+struct Model {
+    state: BTreeMap<Vec<u8>, Vec<u8>>,
+    history: BTreeMap<Vec<u8>, BTreeSet<Vec<u8>>>,
+}
+
+impl Model {
+    fn put(&mut self, key: &[u8], value: &[u8]) {
+        self.state.insert(key.to_vec(), value.to_vec());
+        self.history
+            .entry(key.to_vec())
+            .or_default()
+            .insert(value.to_vec());
+    }
+
+    fn delete(&mut self, key: &[u8]) {
+        self.state.remove(key);
+    }
+}
+
+/// A seeded mix of puts (inline and log-sized values), deletes and batches over 200 keys,
+/// with flushes and compactions; `gc` runs a full GC now and then. Closed cleanly.
+fn populate(fs: &MemFs, seed: u64, gc: bool) -> Model {
+    let dir = Path::new(DIR);
+    let db = Db::open(dir, options(Arc::new(fs.clone()))).expect("open");
+    let mut model = Model::default();
+    let mut rng = seed;
+    for op in 0..3000u32 {
+        let key = format!("key{:04}", splitmix(&mut rng) % 200).into_bytes();
+        let len = match splitmix(&mut rng) % 4 {
+            0 => 10,
+            1 => 100,
+            2 => 700,
+            _ => 3000,
+        };
+        let value: Vec<u8> = format!("{op}:").bytes().cycle().take(len).collect();
+        match splitmix(&mut rng) % 10 {
+            0 | 1 => {
+                db.delete(&key).expect("delete");
+                model.delete(&key);
+            }
+            2 => {
+                let mut batch = WriteBatch::new();
+                let other = format!("key{:04}", splitmix(&mut rng) % 200).into_bytes();
+                batch.put(&key, &value);
+                batch.delete(&other);
+                db.write(batch).expect("batch");
+                model.put(&key, &value);
+                model.delete(&other);
+            }
+            _ => {
+                db.put(&key, &value).expect("put");
+                model.put(&key, &value);
+            }
+        }
+        if op % 700 == 699 {
+            db.compact_range(None, None).expect("compact");
+        }
+        if gc && op % 1000 == 999 {
+            db.gc(&GcOptions::default()).expect("gc");
+        }
+    }
+    db.close().expect("close");
+    model
+}
+
+fn contents(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut seen = BTreeMap::new();
+    let mut it = db.iter(&Default::default()).expect("iter");
+    it.seek_to_first();
+    while it.valid() {
+        seen.insert(it.key().to_vec(), it.value().expect("value").to_vec());
+        it.next();
+    }
+    it.status().expect("scan");
+    seen
+}
+
+fn names(fs: &MemFs, dir: &Path, suffix: &str) -> Vec<String> {
+    let mut names: Vec<String> = (fs.list(dir).expect("list").into_iter())
+        .filter(|n| n.ends_with(suffix) || (suffix == "MANIFEST" && n.starts_with(suffix)))
+        .collect();
+    names.sort();
+    names
+}
+
+fn remove_all(fs: &MemFs, dir: &Path, suffix: &str) -> usize {
+    let found = names(fs, dir, suffix);
+    for name in &found {
+        fs.remove(&dir.join(name)).expect("remove");
+    }
+    found.len()
+}
+
+/// Opens the repaired database, checks it holds `expected` by get and by scan, that new
+/// writes work and survive a reopen, and that a GC over the old segments keeps everything.
+fn open_and_verify(fs: &MemFs, expected: &BTreeMap<Vec<u8>, Vec<u8>>, context: &str) {
+    let dir = Path::new(DIR);
+    let db = Db::open(dir, options(Arc::new(fs.clone())))
+        .unwrap_or_else(|e| panic!("{context}: open after repair: {e}"));
+    assert!(
+        contents(&db) == *expected,
+        "{context}: contents differ after repair"
+    );
+    for (key, value) in expected {
+        assert_eq!(db.get(key).expect("get").as_ref(), Some(value), "{context}");
+    }
+    db.put(b"after-repair", b"new").expect("put after repair");
+    db.gc(&GcOptions::default())
+        .unwrap_or_else(|e| panic!("{context}: gc after repair: {e}"));
+    db.close().expect("close");
+    let db = Db::open(dir, options(Arc::new(fs.clone()))).expect("reopen");
+    let mut with_new = expected.clone();
+    with_new.insert(b"after-repair".to_vec(), b"new".to_vec());
+    assert!(
+        contents(&db) == with_new,
+        "{context}: contents differ after GC and reopen"
+    );
+    let check = db.check().expect("check");
+    assert!(
+        check.is_ok(),
+        "{context}: check after repair: {:?}",
+        check.problems
+    );
+}
+
+#[test]
+fn a_lost_manifest_and_current_are_rebuilt_exactly_and_nothing_is_deleted() {
+    let fs = MemFs::new();
+    let dir = Path::new(DIR);
+    let model = populate(&fs, 1, true);
+    let tables_before = names(&fs, dir, ".sst");
+    let segments_before = names(&fs, dir, ".vlog");
+    assert!(!tables_before.is_empty());
+    assert_eq!(remove_all(&fs, dir, "MANIFEST"), 1);
+    fs.remove(&dir.join("CURRENT")).expect("remove CURRENT");
+    let refused = Db::open(dir, options(Arc::new(fs.clone())));
+    assert!(
+        matches!(refused, Err(Error::Corruption { .. })),
+        "{refused:?}"
+    );
+
+    let report = Db::repair(dir, options(Arc::new(fs.clone()))).expect("repair");
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    assert_eq!(report.keys, model.state.len() as u64, "{report:?}");
+    assert_eq!(report.lost_values, 0);
+    assert_eq!(report.tables_read, tables_before.len() as u64);
+    assert_eq!(report.segments_scanned, segments_before.len() as u64);
+    // The replaced tables are kept, not deleted; every segment stays where it was.
+    assert_eq!(report.moved_to, "lost/repair-1");
+    let kept = names(&fs, &dir.join("lost/repair-1"), ".sst");
+    assert_eq!(kept, tables_before);
+    for segment in &segments_before {
+        assert!(fs.exists(&dir.join(segment)).expect("exists"), "{segment}");
+    }
+    open_and_verify(&fs, &model.state, "manifest lost");
+}
+
+#[test]
+fn lost_tables_come_back_from_the_log() {
+    // Without GC the log holds every write: the rebuilt index is exact.
+    let fs = MemFs::new();
+    let dir = Path::new(DIR);
+    let model = populate(&fs, 2, false);
+    let removed = remove_all(&fs, dir, ".sst");
+    assert!(removed > 0);
+    let refused = Db::open(dir, options(Arc::new(fs.clone())));
+    assert!(
+        matches!(refused, Err(Error::Corruption { .. })),
+        "{refused:?}"
+    );
+    let report = Db::repair(dir, options(Arc::new(fs.clone()))).expect("repair");
+    // The manifest still loads: the missing tables are named, and their key ranges are
+    // rebuilt from the log.
+    assert_eq!(report.problems.len(), removed, "{:?}", report.problems);
+    assert!(
+        (report.problems.iter()).all(|p| p.what.contains("listed in the manifest but missing")),
+        "{:?}",
+        report.problems
+    );
+    assert_eq!(report.tables_read, 0);
+    assert_eq!(report.keys, model.state.len() as u64);
+    open_and_verify(&fs, &model.state, "tables lost, no GC");
+}
+
+#[test]
+fn lost_tables_after_gc_bring_back_every_value_the_log_still_holds() {
+    // GC keeps only the records the index points at, so where a key's newest write was a
+    // delete or an inline value, its record may be gone: the key may come back with an
+    // older value or not at all. Every key whose newest value lives in the log is exact.
+    let fs = MemFs::new();
+    let dir = Path::new(DIR);
+    let model = populate(&fs, 3, true);
+    remove_all(&fs, dir, ".sst");
+    remove_all(&fs, dir, "MANIFEST");
+    Db::repair(dir, options(Arc::new(fs.clone()))).expect("repair");
+    let db = Db::open(dir, options(Arc::new(fs.clone()))).expect("open after repair");
+    let seen = contents(&db);
+    let threshold = options(Arc::new(fs.clone())).value_threshold;
+    let mut exact = 0;
+    for (key, value) in &model.state {
+        if value.len() >= threshold {
+            assert_eq!(
+                seen.get(key),
+                Some(value),
+                "{}",
+                String::from_utf8_lossy(key)
+            );
+            exact += 1;
+        }
+    }
+    for (key, value) in &seen {
+        let ever = model.history.get(key).is_some_and(|h| h.contains(value));
+        assert!(
+            ever,
+            "{} holds a value it never had",
+            String::from_utf8_lossy(key)
+        );
+    }
+    assert!(exact > 50, "{exact} keys with values in the log");
+}
+
+#[test]
+fn damaged_tables_and_log_ranges_are_stepped_over_and_reported() {
+    let fs = MemFs::new();
+    let dir = Path::new(DIR);
+    let model = populate(&fs, 4, false);
+    // Damage a data block of every table (the manifest stays) and zero 4 KiB in the middle
+    // of the first sealed segment.
+    for table in names(&fs, dir, ".sst") {
+        let path = dir.join(&table);
+        let mut bytes = fs.contents(&path).expect("contents");
+        bytes[40] ^= 0x55;
+        fs.set_contents(&path, &bytes).expect("write");
+    }
+    let segment = dir.join(&names(&fs, dir, ".vlog")[0]);
+    let mut bytes = fs.contents(&segment).expect("contents");
+    assert!(bytes.len() > 20_000);
+    bytes[8192..12288].fill(0);
+    fs.set_contents(&segment, &bytes).expect("write");
+    // A flipped byte in a record: damage, not a hole.
+    bytes[16000] ^= 0x01;
+    fs.set_contents(&segment, &bytes).expect("write");
+
+    let report = Db::repair(dir, options(Arc::new(fs.clone()))).expect("repair");
+    assert!(report.problems_total > 0, "{report:?}");
+    // The zeroed block and the records it cut are one damaged range.
+    assert!(report.damaged_log_bytes > 4096, "{report:?}");
+    let listed = |file: &str| report.problems.iter().any(|p| p.file.ends_with(file));
+    assert!(listed(".sst"), "{:?}", report.problems);
+    assert!(listed(".vlog"), "{:?}", report.problems);
+
+    // Every key reads its newest value, or (its value's record was destroyed) an error, or,
+    // where both its table block and its newest records were destroyed, an older value.
+    let db = Db::open(dir, options(Arc::new(fs.clone()))).expect("open after repair");
+    let mut exact = 0;
+    for key in model.history.keys() {
+        match (db.get(key), model.state.get(key)) {
+            (Ok(got), want) if got.as_ref() == want => exact += 1,
+            (Ok(Some(got)), _) => assert!(
+                model.history[key].contains(&got),
+                "{} reads a value it never had",
+                String::from_utf8_lossy(key)
+            ),
+            (Ok(None), _) => {}
+            (Err(Error::Corruption { .. }), _) => {}
+            (Err(e), _) => panic!("{}: {e}", String::from_utf8_lossy(key)),
+        }
+    }
+    assert!(
+        exact * 10 >= model.history.len() * 9,
+        "{exact} of {} exact",
+        model.history.len()
+    );
+    // The stepped-over ranges are recorded: GC and check read the old segment cleanly.
+    db.gc(&GcOptions::default())
+        .expect("gc over the damaged segment");
+    drop(db);
+}
+
+#[test]
+fn repair_refuses_an_open_database_and_a_directory_without_data() {
+    let fs = MemFs::new();
+    let dir = Path::new(DIR);
+    let db = Db::open(dir, options(Arc::new(fs.clone()))).expect("open");
+    db.put(b"k", b"v").expect("put");
+    let locked = Db::repair(dir, options(Arc::new(fs.clone())));
+    assert!(matches!(locked, Err(Error::Locked(_))), "{locked:?}");
+    db.close().expect("close");
+
+    let missing = Db::repair(Path::new("/nowhere"), options(Arc::new(fs.clone())));
+    assert!(
+        matches!(missing, Err(Error::InvalidArgument(_))),
+        "{missing:?}"
+    );
+    fs.create_dir_all(Path::new("/empty")).expect("mkdir");
+    let empty = Db::repair(Path::new("/empty"), options(Arc::new(fs.clone())));
+    assert!(matches!(empty, Err(Error::NotADatabase(_))), "{empty:?}");
+
+    // A sound database repairs to itself.
+    Db::repair(dir, options(Arc::new(fs.clone()))).expect("repair");
+    let db = Db::open(dir, options(Arc::new(fs.clone()))).expect("open");
+    assert_eq!(db.get(b"k").expect("get"), Some(b"v".to_vec()));
+}
+
+#[test]
+fn a_power_cut_at_any_step_of_repair_is_undone_by_repairing_again() {
+    let dir = Path::new(DIR);
+    let base = MemFs::new();
+    let model = populate(&base, 5, true);
+    remove_all(&base, dir, "MANIFEST");
+    base.remove(&dir.join("CURRENT")).expect("remove CURRENT");
+    let damaged = base.power_loss_image(PowerLoss::DropUnsynced);
+
+    let counting = FaultFs::new(Arc::new(damaged.power_loss_image(PowerLoss::DropUnsynced)));
+    Db::repair(dir, options(Arc::new(counting.clone()))).expect("fault-free repair");
+    let total_calls = counting.calls();
+    assert!(total_calls > 10, "{total_calls} calls");
+
+    let mut repaired_again = 0;
+    for n in 1..=total_calls {
+        for loss in [PowerLoss::DropUnsynced, PowerLoss::TornTail { seed: n }] {
+            let context = format!("power cut at call {n} of {total_calls} of repair ({loss:?})");
+            let image = damaged.power_loss_image(PowerLoss::DropUnsynced);
+            let fault = FaultFs::new(Arc::new(image.clone()));
+            fault.fail_at(n, FaultKind::Io, FaultOps::Writes, true);
+            let _ = Db::repair(dir, options(Arc::new(fault)));
+            let after = image.power_loss_image(loss);
+            let db = match Db::open(dir, options(Arc::new(after.clone()))) {
+                Ok(db) => db,
+                Err(_) => {
+                    repaired_again += 1;
+                    Db::repair(dir, options(Arc::new(after.clone())))
+                        .unwrap_or_else(|e| panic!("{context}: repair again: {e}"));
+                    Db::open(dir, options(Arc::new(after.clone())))
+                        .unwrap_or_else(|e| panic!("{context}: open after repairing again: {e}"))
+                }
+            };
+            assert!(contents(&db) == model.state, "{context}: contents differ");
+        }
+    }
+    eprintln!(
+        "{total_calls} calls, {} images, {repaired_again} repaired again",
+        total_calls * 2
+    );
+    assert!(repaired_again > 0 && repaired_again < total_calls * 2);
+}
+
+#[test]
+fn deletes_that_compaction_purged_and_gc_collected_stay_deleted_after_repair() {
+    // Compaction drops a delete together with the value it shadows at the last level; GC
+    // then collects the delete's record (dead once flushed) but leaves the old value's
+    // record in a segment that is mostly live. The log alone would bring the key back;
+    // repair must let the tables, which cover those records, decide.
+    let fs = MemFs::new();
+    let dir = Path::new(DIR);
+    let db = Db::open(dir, options(Arc::new(fs.clone()))).expect("open");
+    let doomed = |i: u32| format!("doomed{i:03}").into_bytes();
+    for i in 0..40u32 {
+        db.put(format!("live{i:03}"), vec![b'l'; 3000])
+            .expect("put");
+        db.put(doomed(i), vec![b'd'; 300]).expect("put");
+    }
+    let churn = |db: &Db| {
+        for j in 0..60u32 {
+            db.put(b"churn", vec![j as u8; 3000]).expect("put");
+        }
+    };
+    churn(&db);
+    for i in 0..40u32 {
+        db.delete(doomed(i)).expect("delete");
+    }
+    churn(&db);
+    db.flush().expect("flush");
+    db.compact_range(None, None).expect("compact");
+    let gc = GcOptions {
+        min_dead_fraction: 0.5,
+        compact_first: false,
+        ..GcOptions::default()
+    };
+    let outcome = db.gc(&gc).expect("gc");
+    assert!(outcome.segments_collected > 0, "{outcome:?}");
+    let segments = db.stats().expect("stats").value_log.segments;
+    assert_eq!(
+        segments.first().map(|s| s.segment),
+        Some(1),
+        "the old values' segment stays"
+    );
+    for i in 0..40u32 {
+        assert_eq!(db.get(doomed(i)).expect("get"), None);
+    }
+    let expected = contents(&db);
+    db.close().expect("close");
+
+    for lose_manifest in [false, true] {
+        let image = fs.power_loss_image(PowerLoss::DropUnsynced);
+        image.remove(&dir.join("CURRENT")).expect("remove CURRENT");
+        if lose_manifest {
+            remove_all(&image, dir, "MANIFEST");
+        }
+        Db::repair(dir, options(Arc::new(image.clone()))).expect("repair");
+        let db = Db::open(dir, options(Arc::new(image.clone()))).expect("open after repair");
+        let seen = contents(&db);
+        let back: Vec<String> = (seen.keys())
+            .filter(|k| !expected.contains_key(*k))
+            .map(|k| String::from_utf8_lossy(k).into_owned())
+            .collect();
+        assert!(
+            back.is_empty(),
+            "manifest lost: {lose_manifest}: deleted keys came back: {back:?}"
+        );
+        assert!(
+            seen == expected,
+            "manifest lost: {lose_manifest}: contents differ"
+        );
+    }
+}
