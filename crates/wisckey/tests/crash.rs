@@ -348,18 +348,72 @@ fn power_loss_during_recovery_itself_keeps_everything_acknowledged() {
 /// ENOSPC from k on, a short write (half the bytes, then ENOSPC), EIO on the k-th fsync —
 /// the failing operation returns an error; after a failed fsync the database takes no more
 /// writes; once the disk works again a restart holds every acknowledged write (at most the
-/// one in flight besides: a failed write is all or nothing), and writing resumes.
+/// one in flight besides: a failed write is all or nothing), and writing resumes. Three
+/// workloads: the mixed one of the crash loop; sync writes of small values with many
+/// deletes (an fsync per write); large values that roll segments over and make GC relocate.
 ///
 /// Long variant: `WISCKEY_IOERR_STRIDE=1 cargo test --release -p wisckey --test crash
 /// io_error -- --nocapture` (the CI tier takes every 4th call).
 #[test]
 fn an_io_error_at_any_call_fails_cleanly_and_loses_nothing_acknowledged() {
+    let workloads = [
+        ("mixed", workload(11, 240)),
+        (
+            "sync small values and deletes",
+            profiled_workload(12, 100, 1.0, 0.4, 0..200),
+        ),
+        (
+            "large values",
+            profiled_workload(13, 80, 0.1, 0.1, 8_000..40_000),
+        ),
+    ];
+    for (name, writes) in workloads {
+        io_error_loop(name, &writes);
+    }
+}
+
+/// A seeded workload over 120 keys: writes of 1–5 operations, `sync` of them synced,
+/// `deletes` of the operations deletes, values of `lens` bytes.
+fn profiled_workload(
+    seed: u64,
+    writes: usize,
+    sync: f64,
+    deletes: f64,
+    lens: std::ops::Range<usize>,
+) -> Vec<Write> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    (0..writes)
+        .map(|_| {
+            let n = if rng.gen_bool(0.2) {
+                rng.gen_range(2..6)
+            } else {
+                1
+            };
+            let ops = (0..n)
+                .map(|_| {
+                    let key = format!("key{:03}", rng.gen_range(0..120)).into_bytes();
+                    if rng.gen_bool(deletes) {
+                        Op::Delete(key)
+                    } else {
+                        let v: u8 = rng.gen();
+                        Op::Put(key, vec![v; rng.gen_range(lens.clone())])
+                    }
+                })
+                .collect();
+            Write {
+                ops,
+                sync: rng.gen_bool(sync),
+            }
+        })
+        .collect()
+}
+
+fn io_error_loop(workload: &str, writes: &[Write]) {
     use wisckey::fs::FsOp;
-    let writes = workload(11, 240);
     let stride = env_u64("WISCKEY_IOERR_STRIDE", 4).max(1);
     let counting = FaultFs::new(Arc::new(MemFs::new()));
     assert_eq!(
-        run_until_failure(Arc::new(counting.clone()), &writes),
+        run_until_failure(Arc::new(counting.clone()), writes),
         writes.len()
     );
     let calls = counting.calls();
@@ -399,12 +453,12 @@ fn an_io_error_at_any_call_fails_cleanly_and_loses_nothing_acknowledged() {
     for (name, kind, ops, forever, total) in faults {
         let mut k = 1;
         while k <= total {
-            let context = format!("{name} at call {k} of {total}");
+            let context = format!("{workload}: {name} at call {k} of {total}");
             let mem = MemFs::new();
             let fault = FaultFs::new(Arc::new(mem.clone()));
             fault.record_calls(true);
             fault.fail_at(k, kind, ops, forever);
-            let (acked, db) = run_until_failure_keep_open(Arc::new(fault.clone()), &writes);
+            let (acked, db) = run_until_failure_keep_open(Arc::new(fault.clone()), writes);
             let mut synced_after_failure = false;
             // (Background work makes the number of fsyncs vary a little between runs: the
             // last few may not be reached.)
@@ -448,7 +502,7 @@ fn an_io_error_at_any_call_fails_cleanly_and_loses_nothing_acknowledged() {
                 !synced_after_failure || extra.as_deref() == Some(&b"x"[..]),
                 "{context}: a sync write taken after the failure was lost"
             );
-            check_recovered(&recovered, &writes, acked, &context);
+            check_recovered(&recovered, writes, acked, &context);
             db.put(b"after the error", b"resumed")
                 .unwrap_or_else(|e| panic!("{context}: write after recovery: {e}"));
             db.close().expect("close");
@@ -462,7 +516,9 @@ fn an_io_error_at_any_call_fails_cleanly_and_loses_nothing_acknowledged() {
             k += stride;
         }
     }
-    eprintln!("I/O-error loop: {calls} mutating calls, {syncs} fsyncs, {runs} faulted runs");
+    eprintln!(
+        "I/O-error loop, {workload}: {calls} mutating calls, {syncs} fsyncs, {runs} faulted runs"
+    );
 }
 
 /// One step of a named crash workload.
