@@ -6,16 +6,17 @@
 
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-use wisckey::fs::{FileSystem, MemFs};
+use wisckey::fs::{FileSystem, MemFs, PowerLoss};
 use wisckey::iter::InternalIterator;
 use wisckey::sstable::Table;
 use wisckey::version::VersionEdit;
 use wisckey::vlog::format::{decode_record, SegmentHeader};
 use wisckey::vlog::{ValuePointer, VlogOptions};
-use wisckey::{Db, Options, ReadOptions};
+use wisckey::{Db, GcOptions, Options, ReadOptions, WriteBatch, WriteOptions};
 
 /// A value-log record, a segment header and a value pointer decoded from the same bytes.
 pub fn vlog_record(data: &[u8]) {
@@ -148,6 +149,156 @@ pub fn manifest(data: &[u8]) {
     open_with("manifest", data);
 }
 
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// Random operations against a model, with power cuts: the bytes are read as a program of
+/// puts (every size class, sync or not), deletes, batches, flushes, compactions, GC runs,
+/// clean reopens and power cuts (unsynced bytes dropped, or a torn tail). After a power cut
+/// the database must hold the state after some write since the last sync write (a prefix,
+/// batches whole, no resurrected delete); after a clean reopen, exactly the model. Any
+/// difference panics.
+pub fn model_ops(data: &[u8]) {
+    let fs = MemFs::new();
+    let dir = Path::new("/db");
+    let Ok(mut db) = Db::open(dir, options(&fs)) else {
+        panic!("a new database must open");
+    };
+    let mut model = Model::new();
+    // The states after each write since the last sync write; a power cut keeps one of them.
+    let mut since_sync: Vec<Model> = vec![model.clone()];
+    let mut bytes = data.iter().copied().take(600);
+    let mut next = move || bytes.next();
+    let key = |b: u8| format!("k{:02}", b % 24).into_bytes();
+    let value = |len_code: u8, fill: u8| {
+        let len = match len_code % 4 {
+            0 => usize::from(len_code / 4),
+            1 => 64 + 8 * usize::from(len_code),
+            2 => 1000 + 60 * usize::from(len_code),
+            _ => 9000 + 200 * usize::from(len_code),
+        };
+        vec![fill; len]
+    };
+    while let Some(op) = next() {
+        match op % 10 {
+            0..=2 => {
+                let (Some(k), Some(l), Some(f)) = (next(), next(), next()) else {
+                    break;
+                };
+                let v = value(l, f);
+                let sync = op & 0x80 != 0;
+                db.put_opt(key(k), &v, &WriteOptions { sync }).expect("put");
+                model.insert(key(k), v);
+                if sync {
+                    since_sync.clear();
+                }
+                since_sync.push(model.clone());
+            }
+            3 => {
+                let Some(k) = next() else { break };
+                db.delete(key(k)).expect("delete");
+                model.remove(&key(k));
+                since_sync.push(model.clone());
+            }
+            4 => {
+                let (Some(a), Some(b), Some(l)) = (next(), next(), next()) else {
+                    break;
+                };
+                let mut batch = WriteBatch::new();
+                let v = value(l, a);
+                batch.put(key(a), &v);
+                batch.delete(key(b));
+                db.write(batch).expect("batch");
+                model.insert(key(a), v);
+                model.remove(&key(b));
+                since_sync.push(model.clone());
+            }
+            5 => db.flush().expect("flush"),
+            6 => db.compact_range(None, None).expect("compact"),
+            7 => {
+                let gc = GcOptions {
+                    compact_first: op & 0x80 != 0,
+                    ..GcOptions::default()
+                };
+                db.gc(&gc).expect("gc");
+            }
+            8 => {
+                db.close().expect("close");
+                db = Db::open(dir, options(&fs)).expect("clean reopen");
+                assert!(
+                    contents(&db) == model,
+                    "a clean reopen changed the contents"
+                );
+                since_sync = vec![model.clone()];
+            }
+            _ => {
+                let loss = if op & 0x80 != 0 {
+                    PowerLoss::TornTail {
+                        seed: u64::from(op),
+                    }
+                } else {
+                    PowerLoss::DropUnsynced
+                };
+                let image = fs.power_loss_image(loss);
+                drop(db);
+                let reopened = Db::open(dir, options(&image)).expect("open after a power cut");
+                let found = contents(&reopened);
+                let Some(kept) = since_sync.iter().find(|state| **state == found) else {
+                    panic!(
+                        "after a power cut the database holds no state since the last sync \
+                         write ({} candidates)",
+                        since_sync.len()
+                    );
+                };
+                // Go on writing in the image, as the process that restarted would.
+                return model_ops_continue(reopened, image, kept.clone(), &mut next);
+            }
+        }
+    }
+    assert!(contents(&db) == model, "the contents differ from the model");
+    let _ = db.close();
+}
+
+/// After a power cut: the rest of the program must keep the model exactly on the image.
+fn model_ops_continue(db: Db, fs: MemFs, mut model: Model, next: &mut dyn FnMut() -> Option<u8>) {
+    while let Some(op) = next() {
+        let (Some(k), Some(l)) = (next(), next()) else {
+            break;
+        };
+        let name = format!("k{:02}", k % 24).into_bytes();
+        if op % 3 == 0 {
+            db.delete(&name).expect("delete after a power cut");
+            model.remove(&name);
+        } else {
+            let v = vec![op; usize::from(l) * 40];
+            db.put(&name, &v).expect("put after a power cut");
+            model.insert(name, v);
+        }
+    }
+    assert!(
+        contents(&db) == model,
+        "writes after a power cut differ from the model"
+    );
+    db.close().expect("close");
+    let db = Db::open(Path::new("/db"), options(&fs)).expect("reopen after a power cut");
+    assert!(
+        contents(&db) == model,
+        "a reopen after a power cut changed the contents"
+    );
+}
+
+/// Every key and value, by a forward scan.
+fn contents(db: &Db) -> Model {
+    let mut seen = Model::new();
+    let mut it = db.iter(&ReadOptions::default()).expect("iter");
+    it.seek_to_first();
+    while it.valid() {
+        seen.insert(it.key().to_vec(), it.value().expect("value").to_vec());
+        it.next();
+    }
+    it.status().expect("scan");
+    seen
+}
+
 /// Seed inputs of each target: the template's files, and a record and an edit.
 pub fn seeds(target: &str) -> Vec<Vec<u8>> {
     let file = |name: &str| {
@@ -168,6 +319,15 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
             // Header (12 bytes), then crc (4) and length (4) of the first record.
             vec![manifest.get(20..).unwrap_or_default().to_vec()]
         }
+        "model_ops" => vec![
+            // Puts of each size class, a sync put, deletes, a batch, flush, GC, power cut.
+            vec![
+                0, 1, 4, 1, 2, 9, 2, 3, 2, 0x80, 4, 5, 7, 3, 2, 4, 5, 6, 7, 5, 9, 1, 2, 3, 2, 1,
+            ],
+            vec![
+                0, 1, 3, 1, 3, 7, 2, 5, 6, 8, 1, 2, 2, 3, 1, 0x89, 0, 5, 5, 3, 2, 2,
+            ],
+        ],
         "table" => (template().iter())
             .filter(|(n, _)| n.ends_with(".sst"))
             .map(|(_, b)| b.clone())
@@ -180,10 +340,11 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
 pub type Target = fn(&[u8]);
 
 /// Every target by name.
-pub const TARGETS: [(&str, Target); 5] = [
+pub const TARGETS: [(&str, Target); 6] = [
     ("vlog_record", vlog_record),
     ("version_edit", version_edit),
     ("table", table),
     ("segment_recovery", segment_recovery),
     ("manifest", manifest),
+    ("model_ops", model_ops),
 ];

@@ -24,6 +24,8 @@ type Job = Box<dyn FnOnce() + Send + 'static>;
 /// Reader threads shared by every iterator of one database.
 pub(crate) struct ReaderPool {
     jobs: Mutex<Option<Sender<Job>>>,
+    /// Joined on drop, so a closed database leaves no reader thread behind.
+    threads: Vec<std::thread::JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for ReaderPool {
@@ -38,18 +40,19 @@ impl ReaderPool {
     pub(crate) fn start(threads: usize) -> ReaderPool {
         let (sender, receiver) = channel::<Job>();
         let receiver = Arc::new(std::sync::Mutex::new(receiver));
-        let mut started = 0;
+        let mut handles = Vec::new();
         for _ in 0..threads {
             let receiver = Arc::clone(&receiver);
             let spawned = std::thread::Builder::new()
                 .name("wisckey-read".to_string())
                 .spawn(move || run_jobs(&receiver));
-            if spawned.is_ok() {
-                started += 1;
+            if let Ok(handle) = spawned {
+                handles.push(handle);
             }
         }
         ReaderPool {
-            jobs: Mutex::new((started > 0).then_some(sender)),
+            jobs: Mutex::new((!handles.is_empty()).then_some(sender)),
+            threads: handles,
         }
     }
 
@@ -61,6 +64,21 @@ impl ReaderPool {
         };
         if let Some(job) = rejected {
             job();
+        }
+    }
+}
+
+impl Drop for ReaderPool {
+    fn drop(&mut self) {
+        // Closing the channel ends every reader once its job is done. Jobs hold the log
+        // reader, never the database, so this never runs on a reader thread; the check
+        // keeps a join of itself impossible all the same.
+        self.jobs.lock().take();
+        let me = std::thread::current().id();
+        for handle in self.threads.drain(..) {
+            if handle.thread().id() != me {
+                let _ = handle.join();
+            }
         }
     }
 }
