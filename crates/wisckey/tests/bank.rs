@@ -1,9 +1,13 @@
 //! Concurrency invariant (Badger's "bank" test): threads move money between accounts with
 //! atomic batches while others sum all balances through snapshots and iterators, with
 //! flushes, compactions and value-log GC (a loop, and the background thread) running. Every
-//! consistent read must see the same total.
+//! consistent read must see the same total; a snapshot held across GC and compactions must
+//! keep reading exactly the balances it first read; and a process killed with SIGKILL in
+//! the middle of all that must reopen with the total intact.
 //!
-//! Long variant: `WISCKEY_BANK_SECS=120 cargo test --release --test bank -- --nocapture`.
+//! Long variants: `WISCKEY_BANK_SECS=120 cargo test --release -p wisckey --test bank --
+//! --nocapture`; `WISCKEY_BANK_KILL_CYCLES=500 cargo test --release -p wisckey --test bank
+//! killed -- --nocapture`.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -12,7 +16,10 @@ use std::time::{Duration, Instant};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use wisckey::fs::MemFs;
-use wisckey::{Db, GcOptions, Options, ReadOptions, WriteBatch};
+use wisckey::{Db, GcOptions, Options, ReadOptions, Snapshot, WriteBatch};
+
+mod util;
+use util::open_retrying;
 
 const ACCOUNTS: u64 = 200;
 const START: u64 = 1000;
@@ -30,6 +37,27 @@ fn encode(balance: u64, pad: usize) -> Vec<u8> {
 
 fn decode(v: &[u8]) -> u64 {
     u64::from_le_bytes(v[..8].try_into().expect("8-byte balance"))
+}
+
+/// Every balance as `snapshot` sees it, by gets and by a scan (which must agree).
+fn balances_at(db: &Db, snapshot: &Snapshot) -> Vec<u64> {
+    let opts = ReadOptions {
+        snapshot: Some(snapshot.clone()),
+        ..ReadOptions::default()
+    };
+    let by_gets: Vec<u64> = (0..ACCOUNTS)
+        .map(|i| decode(&db.get_opt(key(i), &opts).expect("get").expect("account")))
+        .collect();
+    let mut it = db.iter(&opts).expect("iter");
+    it.seek_to_first();
+    let mut by_scan = Vec::new();
+    while it.valid() {
+        by_scan.push(decode(&it.value().expect("value")));
+        it.next();
+    }
+    it.status().expect("status");
+    assert_eq!(by_gets, by_scan, "gets and a scan at one snapshot disagree");
+    by_gets
 }
 
 fn total_by_gets(db: &Db) -> u64 {
@@ -128,6 +156,25 @@ fn concurrent_transfers_preserve_the_total() {
             }
         }));
     }
+    // A snapshot held across transfers, GC and compactions reads what it read first.
+    let held = Arc::new(AtomicU64::new(0));
+    {
+        let (db, stop, held) = (Arc::clone(&db), Arc::clone(&stop), Arc::clone(&held));
+        handles.push(std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let snapshot = db.snapshot();
+                let first = balances_at(&db, &snapshot);
+                assert_eq!(first.iter().sum::<u64>(), expected);
+                std::thread::sleep(Duration::from_millis(150));
+                assert_eq!(
+                    balances_at(&db, &snapshot),
+                    first,
+                    "a held snapshot read different balances later"
+                );
+                held.fetch_add(1, Ordering::Relaxed);
+            }
+        }));
+    }
     // Value-log GC in a loop (background GC runs too, by default).
     let collected = Arc::new(AtomicU64::new(0));
     {
@@ -166,11 +213,134 @@ fn concurrent_transfers_preserve_the_total() {
         checks.load(Ordering::Relaxed),
     );
     let collected = collected.load(Ordering::Relaxed);
+    let held = held.load(Ordering::Relaxed);
     eprintln!(
-        "{t} transfers, {c} consistent reads, {maintenance} flushes/compactions, \
-         {collected} segments collected by the GC loop"
+        "{t} transfers, {c} consistent reads, {held} snapshots held 150 ms and re-read, \
+         {maintenance} flushes/compactions, {collected} segments collected by the GC loop"
     );
-    assert!(t > 100 && c > 10, "the test did real work");
+    assert!(t > 100 && c > 10 && held > 0, "the test did real work");
     assert!(collected > 0, "the GC loop collected segments");
     assert_eq!(total_by_gets(&db), expected);
+}
+
+const KILL_DIR_ENV: &str = "WISCKEY_BANK_KILL_DIR";
+
+fn kill_options() -> Options {
+    Options {
+        vlog_segment_size: 256 << 10,
+        memtable_size: 256 << 10,
+        gc_space_amp_target: 1.2,
+        ..Options::default()
+    }
+}
+
+/// The child of `transfers_killed_at_random_keep_the_total`: transfers and GC until killed.
+#[test]
+fn bank_kill_child() {
+    let Ok(dir) = std::env::var(KILL_DIR_ENV) else {
+        return; // Not a child.
+    };
+    let db = Arc::new(open_retrying(std::path::Path::new(&dir), kill_options).expect("child open"));
+    {
+        let db = Arc::clone(&db);
+        std::thread::spawn(move || loop {
+            let _ = db.gc(&GcOptions::default());
+            std::thread::sleep(Duration::from_millis(5));
+        });
+    }
+    println!("READY");
+    let writers: Vec<_> = (0..2u64)
+        .map(|t| {
+            let db = Arc::clone(&db);
+            std::thread::spawn(move || {
+                let mut rng = SmallRng::seed_from_u64(std::process::id() as u64 ^ t);
+                let mine: Vec<u64> = (0..ACCOUNTS).filter(|i| i % 2 == t).collect();
+                loop {
+                    let a = mine[rng.gen_range(0..mine.len())];
+                    let b = mine[rng.gen_range(0..mine.len())];
+                    if a == b {
+                        continue;
+                    }
+                    let ba = decode(&db.get(key(a)).expect("get").expect("a"));
+                    let bb = decode(&db.get(key(b)).expect("get").expect("b"));
+                    let amount = rng.gen_range(0..=ba.min(50));
+                    let mut batch = WriteBatch::new();
+                    batch.put(key(a), encode(ba - amount, rng.gen_range(0..3000)));
+                    batch.put(key(b), encode(bb + amount, rng.gen_range(0..3000)));
+                    db.write(batch).expect("transfer");
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        let _ = w.join();
+    }
+}
+
+#[test]
+fn transfers_killed_at_random_keep_the_total() {
+    use std::io::BufRead as _;
+    if std::env::var(KILL_DIR_ENV).is_ok() {
+        return; // The child runs only `bank_kill_child`.
+    }
+    let cycles: u64 = std::env::var("WISCKEY_BANK_KILL_CYCLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5);
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path().join("bank");
+    {
+        let db = Db::open(&dir, kill_options()).expect("open");
+        let mut init = WriteBatch::new();
+        for i in 0..ACCOUNTS {
+            init.put(key(i), encode(START, (i % 3) as usize * 60));
+        }
+        db.write_opt(init, &wisckey::WriteOptions { sync: true })
+            .expect("init");
+        db.close().expect("close");
+    }
+    let expected = ACCOUNTS * START;
+    let mut rng = SmallRng::seed_from_u64(99);
+    let mut changed = 0;
+    let mut previous = Vec::new();
+    for cycle in 0..cycles {
+        let mut child = std::process::Command::new(std::env::current_exe().expect("exe"))
+            .args([
+                "--exact",
+                "bank_kill_child",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(KILL_DIR_ENV, &dir)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn child");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = std::io::BufReader::new(stdout).lines();
+        // libtest prints `test bank_kill_child ... ` on the same line.
+        while let Some(Ok(line)) = lines.next() {
+            if line.ends_with("READY") {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(rng.gen_range(20..300)));
+        child.kill().expect("SIGKILL");
+        let _ = child.wait();
+        let db = open_retrying(&dir, kill_options)
+            .unwrap_or_else(|e| panic!("cycle {cycle}: reopen after SIGKILL: {e}"));
+        let snapshot = db.snapshot();
+        let balances = balances_at(&db, &snapshot);
+        assert_eq!(
+            balances.iter().sum::<u64>(),
+            expected,
+            "cycle {cycle}: the total changed across a SIGKILL"
+        );
+        changed += u64::from(balances != previous);
+        previous = balances;
+        drop(snapshot);
+        db.close().expect("close");
+    }
+    eprintln!("bank under kill -9: {cycles} cycles, balances moved in {changed}, total intact");
+    assert!(changed > cycles / 2, "the children made transfers");
 }

@@ -1,7 +1,8 @@
 //! Differential test (issue 12, item 6): one seeded operation log, run under very different
 //! options — every value in the log or every value inline, tiny or large segments, GC on
 //! or off, scan read-ahead on or off — must give identical answers to every read, and the
-//! answers of a `BTreeMap` model.
+//! answers of a `BTreeMap` model. Reads go to the current state and through a snapshot held
+//! across later writes, flushes, compactions and GC (dropped at a reopen).
 //!
 //! Long variant: `WISCKEY_DIFF_SEED=<n> WISCKEY_DIFF_OPS=50000 cargo test --release -p wisckey
 //! --test differential -- --nocapture`.
@@ -13,7 +14,7 @@ use std::sync::Arc;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use wisckey::fs::MemFs;
-use wisckey::{Db, GcOptions, Options, ReadOptions, WriteBatch};
+use wisckey::{Db, GcOptions, Options, ReadOptions, Snapshot, WriteBatch};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -29,6 +30,9 @@ enum Op {
     Reopen,
     /// Read: every key of a range, and a scan from a key with a limit.
     Check(u32),
+    /// Take a snapshot (replacing the one held), and read through the one held.
+    TakeSnapshot,
+    CheckSnapshot(u32),
 }
 
 fn env_u64(name: &str, default: u64) -> u64 {
@@ -86,6 +90,8 @@ fn op_log(seed: u64, n: u64) -> Vec<Op> {
             860..=864 => Op::Compact,
             865..=869 => Op::Gc,
             870..=872 => Op::Reopen,
+            873..=880 => Op::TakeSnapshot,
+            881..=900 => Op::CheckSnapshot(rng.gen_range(0..600)),
             _ => Op::Check(rng.gen_range(0..600)),
         })
         .collect()
@@ -97,6 +103,7 @@ fn run(ops: &[Op], options: &dyn Fn(&MemFs) -> Options) -> Vec<String> {
     let dir = Path::new("/diff-db");
     let mut db = Db::open(dir, options(&fs)).expect("open");
     let mut answers = Vec::new();
+    let mut snapshot: Option<Snapshot> = None;
     for op in ops {
         match op {
             Op::Put(k, v) => db.put(k, v).expect("put"),
@@ -117,29 +124,23 @@ fn run(ops: &[Op], options: &dyn Fn(&MemFs) -> Options) -> Vec<String> {
                 db.gc(&GcOptions::default()).expect("gc");
             }
             Op::Reopen => {
+                snapshot = None;
                 db.close().expect("close");
                 db = Db::open(dir, options(&fs)).expect("reopen");
             }
-            Op::Check(from) => {
-                for i in *from..(*from + 15).min(600) {
-                    let got = db.get(key(i)).expect("get");
-                    answers.push(format!("get {i}: {:?}", got.map(|v| digest(&v))));
+            Op::Check(from) => read_answers(&db, &ReadOptions::default(), *from, &mut answers),
+            Op::TakeSnapshot => snapshot = Some(db.snapshot()),
+            Op::CheckSnapshot(from) => match &snapshot {
+                Some(held) => {
+                    let opts = ReadOptions {
+                        snapshot: Some(held.clone()),
+                        ..ReadOptions::default()
+                    };
+                    answers.push("at the snapshot".to_string());
+                    read_answers(&db, &opts, *from, &mut answers);
                 }
-                let mut it = db.iter(&ReadOptions::default()).expect("iter");
-                it.seek(&key(*from));
-                let mut n = 0;
-                while it.valid() && n < 40 {
-                    let v = it.value().expect("value");
-                    answers.push(format!(
-                        "scan {}: {}",
-                        String::from_utf8_lossy(it.key()),
-                        digest(&v)
-                    ));
-                    it.next();
-                    n += 1;
-                }
-                it.status().expect("status");
-            }
+                None => answers.push("no snapshot".to_string()),
+            },
         }
     }
     // The final state, whole.
@@ -160,10 +161,48 @@ fn run(ops: &[Op], options: &dyn Fn(&MemFs) -> Options) -> Vec<String> {
     answers
 }
 
+/// Gets of 15 keys from `from` and a scan of up to 40 entries from it, at `opts`.
+fn read_answers(db: &Db, opts: &ReadOptions, from: u32, answers: &mut Vec<String>) {
+    for i in from..(from + 15).min(600) {
+        let got = db.get_opt(key(i), opts).expect("get");
+        answers.push(format!("get {i}: {:?}", got.map(|v| digest(&v))));
+    }
+    let mut it = db.iter(opts).expect("iter");
+    it.seek(&key(from));
+    let mut n = 0;
+    while it.valid() && n < 40 {
+        let v = it.value().expect("value");
+        answers.push(format!(
+            "scan {}: {}",
+            String::from_utf8_lossy(it.key()),
+            digest(&v)
+        ));
+        it.next();
+        n += 1;
+    }
+    it.status().expect("status");
+}
+
+/// The model's answers to [`read_answers`].
+fn model_read_answers(model: &Model, from: u32, answers: &mut Vec<String>) {
+    for i in from..(from + 15).min(600) {
+        let got = model.get(&key(i));
+        answers.push(format!("get {i}: {:?}", got.map(|v| digest(v))));
+    }
+    for (k, v) in model.range(key(from)..).take(40) {
+        answers.push(format!(
+            "scan {}: {}",
+            String::from_utf8_lossy(k),
+            digest(v)
+        ));
+    }
+}
+
 /// What a `BTreeMap` answers to the same log.
 fn model_answers(ops: &[Op]) -> Vec<String> {
     let mut model = Model::new();
     let mut answers = Vec::new();
+    let mut snapshot: Option<Model> = None;
     for op in ops {
         match op {
             Op::Put(k, v) => {
@@ -180,20 +219,17 @@ fn model_answers(ops: &[Op]) -> Vec<String> {
                     };
                 }
             }
-            Op::Flush | Op::Compact | Op::Gc | Op::Reopen => {}
-            Op::Check(from) => {
-                for i in *from..(*from + 15).min(600) {
-                    let got = model.get(&key(i));
-                    answers.push(format!("get {i}: {:?}", got.map(|v| digest(v))));
+            Op::Flush | Op::Compact | Op::Gc => {}
+            Op::Reopen => snapshot = None,
+            Op::Check(from) => model_read_answers(&model, *from, &mut answers),
+            Op::TakeSnapshot => snapshot = Some(model.clone()),
+            Op::CheckSnapshot(from) => match &snapshot {
+                Some(held) => {
+                    answers.push("at the snapshot".to_string());
+                    model_read_answers(held, *from, &mut answers);
                 }
-                for (k, v) in model.range(key(*from)..).take(40) {
-                    answers.push(format!(
-                        "scan {}: {}",
-                        String::from_utf8_lossy(k),
-                        digest(v)
-                    ));
-                }
-            }
+                None => answers.push("no snapshot".to_string()),
+            },
         }
     }
     for (k, v) in &model {
@@ -263,6 +299,11 @@ fn one_operation_log_gives_the_same_answers_under_very_different_options() {
                 expected.get(i)
             );
         }
-        eprintln!("{name}: {} answers, all as the model", answers.len());
+        let at_snapshot = answers.iter().filter(|a| *a == "at the snapshot").count();
+        assert!(at_snapshot > 0, "the log reads through snapshots");
+        eprintln!(
+            "{name}: {} answers ({at_snapshot} reads through a held snapshot), all as the model",
+            answers.len()
+        );
     }
 }
