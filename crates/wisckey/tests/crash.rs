@@ -502,7 +502,13 @@ fn io_error_loop(workload: &str, writes: &[Write]) {
                 !synced_after_failure || extra.as_deref() == Some(&b"x"[..]),
                 "{context}: a sync write taken after the failure was lost"
             );
-            check_recovered(&recovered, writes, acked, &context);
+            let kept = check_recovered(&recovered, writes, acked, &context);
+            // A write that returned an error is not there after the restart — unless the
+            // disk also refused to cut its records off (every later call fails).
+            assert!(
+                forever || kept <= acked,
+                "{context}: the write that failed is visible after a restart"
+            );
             db.put(b"after the error", b"resumed")
                 .unwrap_or_else(|e| panic!("{context}: write after recovery: {e}"));
             db.close().expect("close");

@@ -306,9 +306,12 @@ fn append_group(
 ) -> Result<Vec<Vec<ValuePointer>>, GroupFailure> {
     let mut vlog = inner.vlog.lock_writer();
     reserve_log_space(inner, &mut vlog, batches, may_spend_reserve)?;
+    let group_start = vlog.end();
     let result = append_reserved(inner, &mut vlog, batches, first_seq, sync);
     result.map_err(|e| {
         vlog.poison(e.clone());
+        // The group failed: its records must not come back after a restart.
+        vlog.discard_failed_group(group_start);
         GroupFailure::Poisoned(e)
     })
 }

@@ -11,7 +11,10 @@
 //!   entry durable before anything in it is reported durable, so the durable part of the log
 //!   is always a prefix;
 //! - after a failed sync the error is latched and returned by every later call: the kernel
-//!   may have dropped the dirty pages, so a retried fsync could report success falsely;
+//!   may have dropped the dirty pages, so a retried fsync could report success falsely; the
+//!   failed group's own records are cut off the file
+//!   ([`VlogWriter::discard_failed_group`]), so a write that returned an error does not
+//!   show up after a restart;
 //! - [`VlogWriter::reserve`] runs before a group's records are buffered: it rolls over if
 //!   the group will not fit and preallocates the segment's space, so a full device is
 //!   reported (cleanly, nothing buffered, nothing poisoned) before any write that needs the
@@ -293,6 +296,27 @@ impl VlogWriter {
     /// records of writes it already acknowledged: appending after them would leave a hole.
     pub fn poison(&mut self, error: Error) {
         self.sync_failure.get_or_insert(error);
+    }
+
+    /// Drops every record appended from `start` on, from the buffer and (best effort) from
+    /// the active segment's file, after a failure poisoned the writer: the failed group's
+    /// records must not show up after a restart as if the write had succeeded. Records
+    /// before `start` (acknowledged writes) are kept. Does nothing when `start` is not in
+    /// the active segment or before the synced end.
+    pub fn discard_failed_group(&mut self, start: LogPosition) {
+        debug_assert!(self.is_poisoned());
+        if start.segment != self.segment || start < self.synced_end {
+            return;
+        }
+        if start.offset < self.flushed_len {
+            if self.file.set_len(start.offset).is_ok() {
+                self.flushed_len = start.offset;
+            } else {
+                self.must_roll = true;
+            }
+        }
+        let keep = start.offset.saturating_sub(self.flushed_len) as usize;
+        self.buf.truncate(keep.min(self.buf.len()));
     }
 
     /// Position just past the last appended record, buffered or not: where the next goes.
