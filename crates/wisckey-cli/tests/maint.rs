@@ -210,3 +210,68 @@ fn repair_rebuilds_a_database_whose_manifest_is_lost_and_keeps_the_old_files() {
     assert_eq!(db.get(b"k00008").expect("get"), Some(vec![1u8; 1000]));
     assert_eq!(db.get(b"k00007").expect("get"), None);
 }
+
+#[test]
+fn bench_refuses_to_delete_an_existing_database_unless_told() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path().join("db");
+    {
+        let db = Db::open(&dir, Options::default()).expect("open");
+        db.put(b"precious", b"data").expect("put");
+        db.close().expect("close");
+    }
+    let path = dir.to_str().expect("utf-8 path");
+    let before: Vec<_> = std::fs::read_dir(&dir)
+        .expect("list")
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    let small = ["--num=200", "--value_size=100", "--quiet"];
+    let run = |extra: &[&str]| {
+        let mut args = vec!["bench", "--db", path, "--benchmarks=fillrandom,readrandom"];
+        args.extend_from_slice(&small);
+        args.extend_from_slice(extra);
+        wisckey(&args)
+    };
+    let out = run(&[]);
+    assert!(
+        !out.status.success(),
+        "bench must refuse an existing database"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--destroy_existing_db") && err.contains("Nothing was changed"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    let after: Vec<_> = std::fs::read_dir(&dir)
+        .expect("list")
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(before, after, "a refused bench changes nothing");
+    let db = Db::open(&dir, Options::default()).expect("open");
+    assert_eq!(db.get(b"precious").expect("get"), Some(b"data".to_vec()));
+    db.close().expect("close");
+
+    // Told to use it: the fill is skipped and the data stays.
+    let out = run(&["--use_existing_db"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let db = Db::open(&dir, Options::default()).expect("open");
+    assert_eq!(db.get(b"precious").expect("get"), Some(b"data".to_vec()));
+    db.close().expect("close");
+
+    // Told to destroy it: it goes.
+    let out = run(&["--destroy_existing_db"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let db = Db::open(&dir, Options::default()).expect("open");
+    assert_eq!(db.get(b"precious").expect("get"), None);
+}

@@ -79,6 +79,13 @@ pub struct BenchArgs {
           default_value = "false", default_missing_value = "true",
           value_parser = BoolishValueParser::new())]
     use_existing_db: bool,
+    /// Delete the wisckey database already in --db before the first fill. Without this (or
+    /// --use_existing_db) bench refuses a --db that holds a database: it never deletes data
+    /// it did not create unless told to.
+    #[arg(long = "destroy_existing_db", action = ArgAction::Set, num_args = 0..=1,
+          default_value = "false", default_missing_value = "true",
+          value_parser = BoolishValueParser::new())]
+    destroy_existing_db: bool,
     /// Seed of the key streams.
     #[arg(long, default_value_t = 301)]
     seed: u64,
@@ -201,6 +208,7 @@ fn run_in_process(args: &BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
         writes: args.writes.unwrap_or(args.num),
         zipfian: args.distribution == "zipfian",
     };
+    refuse_existing_db(args, &path)?;
     print_header(args, &path, &options);
     if !args.use_existing_db {
         destroy_db(&path)?;
@@ -375,6 +383,7 @@ fn run_ycsb(args: &BenchArgs, workload: ycsb::Workload) -> Result<(), Box<dyn st
         "ycsb:       workload {} record_size={}",
         workload.name, args.record_size
     );
+    refuse_existing_db(args, &path)?;
     if !args.use_existing_db {
         destroy_db(&path)?;
     }
@@ -515,6 +524,40 @@ fn print_header(args: &BenchArgs, path: &Path, options: &Options) {
     println!("------------------------------------------------");
 }
 
+/// Refuses a `--db` that already holds database files unless the user said what to do with
+/// them (`--use_existing_db` or `--destroy_existing_db`).
+fn refuse_existing_db(args: &BenchArgs, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
+    if args.use_existing_db || args.destroy_existing_db {
+        return Ok(());
+    }
+    let holds_ours = std::fs::read_dir(path).is_ok_and(|entries| {
+        entries.flatten().any(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            is_database_file(&name)
+        })
+    });
+    if holds_ours {
+        return Err(format!(
+            "{} holds a database; bench would delete it. Nothing was changed. Pass \
+             --use_existing_db to benchmark it as it is, or --destroy_existing_db to delete it \
+             first",
+            path.display()
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// Whether `name` is a file a wisckey database holds.
+fn is_database_file(name: &str) -> bool {
+    name == "CURRENT"
+        || name == "LOCK"
+        || name.starts_with("MANIFEST-")
+        || name.ends_with(".sst")
+        || name.ends_with(".vlog")
+        || name.ends_with(".tmp")
+}
+
 /// Removes a wisckey database in `path`: only files a database holds, then the directory if
 /// that left it empty, so a mistyped `--db` cannot wipe unrelated data.
 fn destroy_db(path: &Path) -> Result<(), Box<dyn std::error::Error>> {
@@ -524,13 +567,7 @@ fn destroy_db(path: &Path) -> Result<(), Box<dyn std::error::Error>> {
     for entry in entries {
         let entry = entry?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        let ours = name == "CURRENT"
-            || name == "LOCK"
-            || name.starts_with("MANIFEST-")
-            || name.ends_with(".sst")
-            || name.ends_with(".vlog")
-            || name.ends_with(".tmp");
-        if ours && entry.file_type()?.is_file() {
+        if is_database_file(&name) && entry.file_type()?.is_file() {
             std::fs::remove_file(entry.path())?;
         }
     }
