@@ -295,4 +295,7 @@ pub struct ReadOptions {
     pub lower_bound: Option<Vec<u8>>,
     /// Iterators: only keys `< upper_bound`.
     pub upper_bound: Option<Vec<u8>>,
+    /// Iterators: the caller reads keys only, so no value is read ahead of it (a key-only
+    /// scan never touches the value log); `value()` still reads one when asked.
+    pub keys_only: bool,
 }

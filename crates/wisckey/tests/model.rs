@@ -83,6 +83,8 @@ fn check_iterator(db: &Db, model: &Model, snapshot: Option<&Snapshot>, rng: &mut
         snapshot: snapshot.cloned(),
         lower_bound: lower.clone(),
         upper_bound: upper.clone(),
+        // Sometimes scan keys-only: values are then read one by one, never ahead.
+        keys_only: rng.gen_bool(0.2),
     };
     let in_bounds: Vec<(&Vec<u8>, &Vec<u8>)> = model
         .iter()

@@ -42,6 +42,7 @@ use crate::error::{Error, Result};
 use crate::fs::{FileLock, FileSystem};
 use crate::iter::readahead::ReaderPool;
 use crate::iter::DbIterator;
+use crate::iter::{Keys, Range};
 use crate::key::SequenceNumber;
 use crate::memtable::MemTable;
 use crate::options::{Options, ReadOptions, WriteOptions};
@@ -260,6 +261,122 @@ impl Db {
     /// ```
     pub fn iter(&self, opts: &ReadOptions) -> Result<DbIterator<'_>> {
         read::iter(&self.inner, opts)
+    }
+
+    /// The entries whose keys lie in `range` (any `RangeBounds` of byte strings: `..`,
+    /// `a..b`, `a..=b`, `(Bound::Excluded(a), Bound::Unbounded)`, ...), in key order, as
+    /// `Result<(key, value)>`; iterate from either end with `.rev()` or `next_back`. It
+    /// reads one snapshot, taken now. Values behind pointers are read ahead in parallel as
+    /// a forward scan goes; `.keys()` reads no value at all.
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// for k in ["a", "b", "c", "d"] {
+    ///     db.put(k, k.to_uppercase())?;
+    /// }
+    /// for entry in db.range("b".."d")? {
+    ///     let (key, value) = entry?;
+    ///     println!("{key:?} = {value:?}");
+    /// }
+    /// let newest_first: Vec<Vec<u8>> = db.range::<&str, _>(..)?.rev().map(|e| e.map(|(k, _)| k)).collect::<Result<_, _>>()?;
+    /// assert_eq!(newest_first, [b"d", b"c", b"b", b"a"]);
+    /// let keys: Vec<Vec<u8>> = db.range("b"..="c")?.keys().collect::<Result<_, _>>()?;
+    /// assert_eq!(keys, [b"b", b"c"]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn range<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(
+        &self,
+        range: R,
+    ) -> Result<Range<'_>> {
+        self.range_opt(range, &ReadOptions::default())
+    }
+
+    /// [`Db::range`] with read options: a snapshot to read, `keys_only`. The range given
+    /// here replaces `lower_bound` and `upper_bound`.
+    pub fn range_opt<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(
+        &self,
+        range: R,
+        opts: &ReadOptions,
+    ) -> Result<Range<'_>> {
+        let (lower_bound, upper_bound) = crate::iter::range::bounds(&range);
+        if let (Some(lower), Some(upper)) = (&lower_bound, &upper_bound) {
+            if lower > upper {
+                return Err(Error::InvalidArgument(
+                    "the range starts after it ends".to_string(),
+                ));
+            }
+        }
+        let options = ReadOptions {
+            lower_bound,
+            upper_bound,
+            ..opts.clone()
+        };
+        let with_values = !options.keys_only;
+        Ok(Range::new(self, options, with_values))
+    }
+
+    /// The entries whose keys start with `prefix`, in key order (a [`Db::range`]).
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// db.put("user:1", "ann")?;
+    /// db.put("user:2", "bob")?;
+    /// db.put("order:1", "x")?;
+    /// let users: Vec<(Vec<u8>, Vec<u8>)> = db.prefix("user:")?.collect::<Result<_, _>>()?;
+    /// assert_eq!(users.len(), 2);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Result<Range<'_>> {
+        let prefix = prefix.as_ref();
+        let options = ReadOptions {
+            lower_bound: Some(prefix.to_vec()),
+            upper_bound: crate::iter::range::prefix_successor(prefix),
+            ..ReadOptions::default()
+        };
+        Ok(Range::new(self, options, true))
+    }
+
+    /// The keys in `range`, in key order, as `Result<key>`: no value is read, so a key-only
+    /// scan never touches the value log.
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// db.put("a", vec![0u8; 100_000])?;
+    /// assert_eq!(db.keys::<&str, _>(..)?.count(), 1);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn keys<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(&self, range: R) -> Result<Keys<'_>> {
+        let opts = ReadOptions {
+            keys_only: true,
+            ..ReadOptions::default()
+        };
+        Ok(self.range_opt(range, &opts)?.keys())
+    }
+
+    /// Whether `key` has a value. Reads no value (never the value log).
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// db.put("k", "v")?;
+    /// assert!(db.contains_key("k")?);
+    /// db.delete("k")?;
+    /// assert!(!db.contains_key("k")?);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn contains_key(&self, key: impl AsRef<[u8]>) -> Result<bool> {
+        read::contains(&self.inner, key.as_ref(), &ReadOptions::default())
     }
 
     /// Writes the current memtable to an SSTable and waits until every memtable written

@@ -180,5 +180,13 @@ pub(crate) fn iter<'a>(inner: &Arc<DbInner>, opts: &ReadOptions) -> Result<DbIte
         view.version,
         opts.lower_bound.clone(),
         opts.upper_bound.clone(),
+        opts.keys_only,
     ))
+}
+
+/// Whether `key` has a value at `opts`' sequence. Reads no value.
+pub(crate) fn contains(inner: &DbInner, key: &[u8], opts: &ReadOptions) -> Result<bool> {
+    let view = capture(inner, opts)?;
+    let newest = newest_in_view(inner, &view, key)?;
+    Ok(newest.is_some_and(|(kind, _)| kind != ValueKind::Deletion))
 }

@@ -73,6 +73,8 @@ pub struct DbIterator<'a> {
     window: usize,
     /// The inner iterator's error met while reading ahead, shown once `ahead` drains.
     ahead_error: Option<Error>,
+    /// `ReadOptions::keys_only`: never read values ahead.
+    keys_only: bool,
 }
 
 impl std::fmt::Debug for DbIterator<'_> {
@@ -99,6 +101,7 @@ impl DbIterator<'_> {
         version: Arc<Version>,
         lower: Option<Vec<u8>>,
         upper: Option<Vec<u8>>,
+        keys_only: bool,
     ) -> Self {
         DbIterator {
             db,
@@ -118,6 +121,7 @@ impl DbIterator<'_> {
             ahead_bytes: 0,
             window: FIRST_READAHEAD_WINDOW,
             ahead_error: None,
+            keys_only,
         }
     }
 
@@ -257,7 +261,9 @@ impl DbIterator<'_> {
         let was_forward = self.direction == Direction::Forward;
         self.step_forward();
         let options = &self.db.options;
-        let readahead = options.scan_readahead_entries > 1 && options.scan_readahead_threads > 0;
+        let readahead = options.scan_readahead_entries > 1
+            && options.scan_readahead_threads > 0
+            && !self.keys_only;
         if was_forward && self.valid && readahead {
             // A second entry in a row: this is a scan; read ahead from here on.
             let current = self.current_ahead_entry();

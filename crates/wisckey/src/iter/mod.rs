@@ -6,10 +6,12 @@
 
 pub mod db_iter;
 pub mod merge;
+pub mod range;
 pub(crate) mod readahead;
 
 pub use db_iter::DbIterator;
 pub use merge::MergingIterator;
+pub use range::{Entries, Keys, Range};
 
 use crate::error::{Error, Result};
 

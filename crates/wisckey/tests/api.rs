@@ -1,0 +1,237 @@
+//! The Rust iterator surface: `Db::range` (any `RangeBounds`, both ends, one snapshot),
+//! `Db::prefix`, `Db::keys` and `Range::keys` (no value read: the value log is never
+//! touched), `for (k, v) in db.iter(..)?`, and `Db::contains_key`. Answers are checked
+//! against a `BTreeMap` over a seeded set of keys and random ranges.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use common::{HookFs, Hooks};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use wisckey::fs::MemFs;
+use wisckey::{Db, Error, Options, ReadOptions};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn populated(fs: Arc<dyn wisckey::fs::FileSystem>) -> (Db, Model) {
+    let db = Db::open(Path::new("/api"), Options::small_for_tests(fs)).expect("open");
+    let mut model = Model::new();
+    let mut rng = SmallRng::seed_from_u64(5);
+    for i in 0..600u32 {
+        let key = format!("k{:04}", rng.gen_range(0..400)).into_bytes();
+        if i % 7 == 0 {
+            db.delete(&key).expect("delete");
+            model.remove(&key);
+        } else {
+            let value = vec![(i % 251) as u8; [10, 100, 3000][i as usize % 3]];
+            db.put(&key, &value).expect("put");
+            model.insert(key, value);
+        }
+        if i == 300 {
+            db.flush().expect("flush");
+        }
+    }
+    (db, model)
+}
+
+fn bound(rng: &mut SmallRng) -> Bound<Vec<u8>> {
+    let key = format!("k{:04}", rng.gen_range(0..420)).into_bytes();
+    match rng.gen_range(0..3) {
+        0 => Bound::Included(key),
+        1 => Bound::Excluded(key),
+        _ => Bound::Unbounded,
+    }
+}
+
+fn valid_range(lower: &Bound<Vec<u8>>, upper: &Bound<Vec<u8>>) -> bool {
+    match (lower, upper) {
+        (Bound::Included(a), Bound::Included(b)) => a <= b,
+        (Bound::Included(a) | Bound::Excluded(a), Bound::Excluded(b)) => a < b,
+        (Bound::Excluded(a), Bound::Included(b)) => a < b,
+        _ => true,
+    }
+}
+
+#[test]
+fn ranges_from_both_ends_match_the_model() {
+    let (db, model) = populated(Arc::new(MemFs::new()));
+    let mut rng = SmallRng::seed_from_u64(17);
+    for case in 0..300 {
+        let (lower, upper) = (bound(&mut rng), bound(&mut rng));
+        if !valid_range(&lower, &upper) {
+            continue;
+        }
+        let range = (lower.clone(), upper.clone());
+        let expected: Vec<(Vec<u8>, Vec<u8>)> = model
+            .range(range.clone())
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let context = format!("case {case}: {lower:?}..{upper:?}");
+        let forward: Vec<_> = (db.range(range.clone()).expect("range"))
+            .collect::<Result<_, _>>()
+            .expect("forward");
+        assert_eq!(forward, expected, "{context}: forward");
+        let mut backward: Vec<_> = (db.range(range.clone()).expect("range").rev())
+            .collect::<Result<_, _>>()
+            .expect("backward");
+        backward.reverse();
+        assert_eq!(backward, expected, "{context}: backward");
+        // Both ends at once, in a random interleaving: every entry exactly once.
+        let mut both = db.range(range.clone()).expect("range");
+        let (mut front, mut back) = (Vec::new(), Vec::new());
+        loop {
+            let item = if rng.gen_bool(0.5) {
+                both.next().map(|e| (true, e))
+            } else {
+                both.next_back().map(|e| (false, e))
+            };
+            match item {
+                Some((true, e)) => front.push(e.expect("front")),
+                Some((false, e)) => back.push(e.expect("back")),
+                None => break,
+            }
+        }
+        back.reverse();
+        front.extend(back);
+        assert_eq!(front, expected, "{context}: from both ends");
+        let keys: Vec<Vec<u8>> = (db.keys(range.clone()).expect("keys"))
+            .collect::<Result<_, _>>()
+            .expect("keys");
+        let expected_keys: Vec<Vec<u8>> = expected.iter().map(|(k, _)| k.clone()).collect();
+        assert_eq!(keys, expected_keys, "{context}: keys");
+    }
+    // Every form of RangeBounds the standard library has.
+    let all: Vec<_> = db
+        .range::<&[u8], _>(..)
+        .expect("range")
+        .collect::<Result<_, _>>()
+        .expect("all");
+    assert_eq!(all.len(), model.len());
+    let from = db.range("k0200"..).expect("range").count();
+    assert_eq!(from, model.range(b"k0200".to_vec()..).count());
+    let to = db.range(..="k0100").expect("range").count();
+    assert_eq!(to, model.range(..=b"k0100".to_vec()).count());
+    let backwards = db.range("k0300".."k0100");
+    assert!(
+        matches!(backwards, Err(Error::InvalidArgument(_))),
+        "{backwards:?}"
+    );
+}
+
+#[test]
+fn a_range_reads_one_snapshot_while_writes_go_on() {
+    let (db, model) = populated(Arc::new(MemFs::new()));
+    let mut range = db.range::<&[u8], _>(..).expect("range");
+    let first = range.next().expect("an entry").expect("entry");
+    // Writes after the range was made are not seen by either end.
+    for (k, _) in model.iter().take(50) {
+        db.delete(k).expect("delete");
+    }
+    db.put("k9999", "new").expect("put");
+    db.flush().expect("flush");
+    let mut seen = vec![first];
+    while let Some(e) = range.next_back() {
+        seen.push(e.expect("entry"));
+    }
+    seen[1..].reverse();
+    let expected: Vec<_> = model.into_iter().collect();
+    assert_eq!(seen, expected);
+}
+
+#[test]
+fn prefix_iter_into_iterator_and_contains_key() {
+    let db = Db::open(
+        Path::new("/api"),
+        Options::small_for_tests(Arc::new(MemFs::new())),
+    )
+    .expect("open");
+    for (k, v) in [
+        ("a", "1"),
+        ("user:1", "ann"),
+        ("user:2", "bob"),
+        ("user;", "x"),
+    ] {
+        db.put(k, v).expect("put");
+    }
+    db.put([0xffu8, 0xff, 1], "high").expect("put");
+    let users: Vec<_> = db
+        .prefix("user:")
+        .expect("prefix")
+        .collect::<Result<_, _>>()
+        .expect("users");
+    assert_eq!(
+        users,
+        [
+            (b"user:1".to_vec(), b"ann".to_vec()),
+            (b"user:2".to_vec(), b"bob".to_vec())
+        ]
+    );
+    assert_eq!(db.prefix([0xffu8, 0xff]).expect("prefix").count(), 1);
+    assert_eq!(db.prefix("").expect("prefix").count(), 5);
+
+    let mut all = Vec::new();
+    for entry in db.iter(&ReadOptions::default()).expect("iter") {
+        all.push(entry.expect("entry").0);
+    }
+    assert_eq!(all.len(), 5);
+    // From a cursor's current position on.
+    let mut cursor = db.iter(&ReadOptions::default()).expect("iter");
+    cursor.seek(b"user:2");
+    let rest: Vec<_> = cursor.into_iter().map(|e| e.expect("entry").0).collect();
+    assert_eq!(
+        rest,
+        [b"user:2".to_vec(), b"user;".to_vec(), vec![0xff, 0xff, 1]]
+    );
+
+    assert!(db.contains_key("user:1").expect("contains"));
+    assert!(!db.contains_key("user:3").expect("contains"));
+    db.delete("user:1").expect("delete");
+    assert!(!db.contains_key("user:1").expect("contains"));
+}
+
+/// Counts positional reads of value-log files.
+#[derive(Debug, Default)]
+struct CountLogReads(AtomicU64);
+
+impl Hooks for CountLogReads {
+    fn before_read(&self, path: &Path, _offset: u64, _len: usize) -> wisckey::Result<()> {
+        if path.extension().is_some_and(|e| e == "vlog") {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn key_only_scans_and_contains_key_never_read_the_value_log() {
+    let fs = HookFs::new(CountLogReads::default());
+    let (db, model) = populated(Arc::new(fs.clone()));
+    db.flush().expect("flush");
+    let reads = || fs.hooks.0.load(Ordering::Relaxed);
+    let before = reads();
+    let keys = db.keys::<&[u8], _>(..).expect("keys").count();
+    let back = db
+        .range::<&[u8], _>(..)
+        .expect("range")
+        .keys()
+        .rev()
+        .count();
+    for k in model.keys() {
+        assert!(db.contains_key(k).expect("contains"));
+    }
+    assert_eq!((keys, back), (model.len(), model.len()));
+    assert_eq!(reads() - before, 0, "key-only work read the value log");
+    // The same scan with values reads it.
+    let values = db.range::<&[u8], _>(..).expect("range").count();
+    assert_eq!(values, model.len());
+    assert!(
+        reads() > before,
+        "values of 100 and 3000 bytes live in the log"
+    );
+}
