@@ -235,3 +235,71 @@ fn key_only_scans_and_contains_key_never_read_the_value_log() {
         "values of 100 and 3000 bytes live in the log"
     );
 }
+
+/// Tracks value-log reads in flight at once (each held a moment so that parallel ones meet).
+#[derive(Debug, Default)]
+struct InFlight {
+    now: AtomicU64,
+    most: AtomicU64,
+}
+
+impl Hooks for InFlight {
+    fn before_read(&self, path: &Path, _offset: u64, _len: usize) -> wisckey::Result<()> {
+        if path.extension().is_some_and(|e| e == "vlog") {
+            let now = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+            self.most.fetch_max(now, Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        Ok(())
+    }
+
+    fn after_read(&self, path: &Path) {
+        if path.extension().is_some_and(|e| e == "vlog") {
+            self.now.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+#[test]
+fn multi_get_answers_like_get_at_one_moment_with_reads_in_parallel() {
+    let fs = HookFs::new(InFlight::default());
+    let (db, model) = populated(Arc::new(fs.clone()));
+    db.flush().expect("flush");
+    let mut rng = SmallRng::seed_from_u64(23);
+    let keys: Vec<Vec<u8>> = (0..64)
+        .map(|_| format!("k{:04}", rng.gen_range(0..420)).into_bytes())
+        .collect();
+    let snapshot = db.snapshot();
+    let values = db.multi_get(&keys).expect("multi_get");
+    for (key, value) in keys.iter().zip(&values) {
+        assert_eq!(
+            value.as_ref(),
+            model.get(key),
+            "{}",
+            String::from_utf8_lossy(key)
+        );
+    }
+    assert!(
+        fs.hooks.most.load(Ordering::SeqCst) > 1,
+        "the value-log reads of one multi_get overlap"
+    );
+    // At a snapshot: later writes are not seen.
+    for key in &keys {
+        db.delete(key).expect("delete");
+    }
+    let opts = ReadOptions {
+        snapshot: Some(snapshot),
+        ..ReadOptions::default()
+    };
+    assert_eq!(
+        db.multi_get_opt(&keys, &opts)
+            .expect("multi_get at snapshot"),
+        values
+    );
+    assert!(db
+        .multi_get(&keys)
+        .expect("multi_get")
+        .iter()
+        .all(Option::is_none));
+    assert!(db.multi_get::<&[u8]>(&[]).expect("empty").is_empty());
+}

@@ -362,6 +362,38 @@ impl Db {
         Ok(self.range_opt(range, &opts)?.keys())
     }
 
+    /// The values of `keys`, all read at one moment (one consistent view), in order;
+    /// `None` where a key has no value. The value-log reads are issued together on the
+    /// database's reader pool and proceed in parallel, so a batch of lookups costs about
+    /// one read's latency, not one per key. The first error fails the call.
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// db.put("a", vec![1u8; 4096])?;
+    /// db.put("c", "small")?;
+    /// let values = db.multi_get(&["a", "b", "c"])?;
+    /// assert_eq!(values[0].as_deref(), Some(&[1u8; 4096][..]));
+    /// assert_eq!(values[1], None);
+    /// assert_eq!(values[2].as_deref(), Some(&b"small"[..]));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<Vec<u8>>>> {
+        self.multi_get_opt(keys, &ReadOptions::default())
+    }
+
+    /// [`Db::multi_get`] at `opts`' snapshot.
+    pub fn multi_get_opt<K: AsRef<[u8]>>(
+        &self,
+        keys: &[K],
+        opts: &ReadOptions,
+    ) -> Result<Vec<Option<Vec<u8>>>> {
+        let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
+        read::multi_get(&self.inner, &keys, opts)
+    }
+
     /// Whether `key` has a value. Reads no value (never the value log).
     ///
     /// ```

@@ -184,6 +184,55 @@ pub(crate) fn iter<'a>(inner: &Arc<DbInner>, opts: &ReadOptions) -> Result<DbIte
     ))
 }
 
+/// The values of `keys` at one sequence number (one captured view). Values in the log are
+/// read in parallel on the database's reader pool; inline values and records still in the
+/// write buffer are copied here. The first error fails the call.
+pub(crate) fn multi_get(
+    inner: &DbInner,
+    keys: &[&[u8]],
+    opts: &ReadOptions,
+) -> Result<Vec<Option<Vec<u8>>>> {
+    use crate::iter::readahead::PendingRead;
+    enum Slot {
+        Ready(Option<Vec<u8>>),
+        Reading(Arc<PendingRead>),
+    }
+    // The view (and so its version, which pins the segments read) lives until every read
+    // is taken.
+    let view = capture(inner, opts)?;
+    let mut slots = Vec::with_capacity(keys.len());
+    for &key in keys {
+        let slot = match newest_in_view(inner, &view, key)? {
+            None | Some((ValueKind::Deletion, _)) => Slot::Ready(None),
+            Some((ValueKind::Value, value)) => Slot::Ready(Some(value)),
+            Some((ValueKind::ValuePointer, stored)) => {
+                match plan_pointer_read(inner, &view.version, key, &stored)? {
+                    PointerRead::Buffered(value) => Slot::Ready(Some(value)),
+                    PointerRead::File { ptr, live } => {
+                        let read = PendingRead::new();
+                        let job = Arc::clone(&read);
+                        let reader = Arc::clone(inner.vlog.reader());
+                        let key = key.to_vec();
+                        inner.readers().submit(Box::new(move || {
+                            job.complete_with(|| reader.read_value(&ptr, &key, live));
+                        }));
+                        Slot::Reading(read)
+                    }
+                }
+            }
+        };
+        slots.push(slot);
+    }
+    let values = slots.into_iter().map(|slot| match slot {
+        Slot::Ready(value) => Ok(value),
+        Slot::Reading(read) => match read.take() {
+            Some(result) => result.map(Some),
+            None => Err(Error::Internal("a multi_get read was taken twice".into())),
+        },
+    });
+    values.collect()
+}
+
 /// Whether `key` has a value at `opts`' sequence. Reads no value.
 pub(crate) fn contains(inner: &DbInner, key: &[u8], opts: &ReadOptions) -> Result<bool> {
     let view = capture(inner, opts)?;
