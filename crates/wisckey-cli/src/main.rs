@@ -1,9 +1,11 @@
 //! The `wisckey` command-line tool. `wisckey demo` loads and reads a temporary database and
 //! prints db_bench-style report lines; `wisckey bench` runs db_bench-compatible benchmarks
-//! (see `bench/`); `wisckey gc`, `stats`, `check` and `repair` work on an existing database.
+//! (see `bench/`); `get`, `put`, `delete`, `scan`, `compact`, `gc`, `stats`, `check` and `repair` work on an
+//! existing database.
 
 mod bench;
 mod demo;
+mod kv;
 mod maint;
 mod report;
 
@@ -28,6 +30,17 @@ enum Command {
     Bench(Box<bench::BenchArgs>),
     /// REPORT.md and SVG charts from benchmark results folders (bench/run-side-by-side.sh).
     Report(report::ReportArgs),
+    /// Print a key's value (exit status 1 if it has none).
+    Get(kv::GetArgs),
+    /// Store a value under a key.
+    Put(kv::PutArgs),
+    /// Delete a key.
+    Delete(kv::DeleteArgs),
+    /// Print the entries of a key range: --from, --to, --prefix, --limit, --reverse,
+    /// --keys-only; one per line, key TAB value, escaped (or --hex).
+    Scan(kv::ScanArgs),
+    /// Compact the whole key index (keys and pointers; values stay where they are).
+    Compact(maint::StatsArgs),
     /// Value-log garbage collection on an existing database (offline: open, collect, close).
     Gc(maint::GcArgs),
     /// Levels, value-log segments with live and dead bytes and why each is or is not
@@ -48,6 +61,11 @@ fn main() {
         Command::Demo(args) => demo::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Report(args) => report::run(&args).map_err(Into::into),
+        Command::Get(args) => kv::get(&args),
+        Command::Put(args) => kv::put(&args),
+        Command::Delete(args) => kv::delete(&args),
+        Command::Scan(args) => kv::scan(&args),
+        Command::Compact(args) => maint::compact(&args),
         Command::Gc(args) => maint::gc(&args),
         Command::Stats(args) => maint::stats(&args),
         Command::Check(args) => maint::check(&args),

@@ -133,6 +133,24 @@ pub fn check(args: &StatsArgs) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+pub fn compact(args: &StatsArgs) -> Result<(), Box<dyn std::error::Error>> {
+    let db = open(&args.db)?;
+    let started = std::time::Instant::now();
+    db.compact_range(None, None)?;
+    let stats = db.stats()?;
+    db.close()?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&stats.level_files)?);
+    } else {
+        println!(
+            "compacted in {:.1} s; tables per level: {:?}",
+            started.elapsed().as_secs_f64(),
+            stats.level_files
+        );
+    }
+    Ok(())
+}
+
 pub fn repair(args: &StatsArgs) -> Result<(), Box<dyn std::error::Error>> {
     let report = Db::repair(&args.db, Options::default())?;
     if args.json {

@@ -1,0 +1,303 @@
+//! Data subcommands on an existing database: `get`, `put`, `delete`, `scan`. Keys and
+//! values are bytes: on the command line they are read as escaped text (`\xNN`, `\\`,
+//! `\n`, `\r`, `\t`, `\0`; everything else as its UTF-8 bytes) or, with `--hex`, as hex;
+//! they are printed escaped the same way (so a printed key can be pasted back) or, with
+//! `--hex`, as hex. Bytes are never mangled. Each command refuses a directory that holds no
+//! database (it never creates one) and one another process has open.
+
+use std::io::Write as _;
+use std::ops::Bound;
+use std::path::PathBuf;
+
+use clap::Args;
+use wisckey::{Db, Options, WriteOptions};
+
+/// How keys and values are written on the command line and printed.
+#[derive(Debug, Args)]
+pub struct Encoding {
+    /// Keys and values are hex (`6b6579`), in arguments and in output.
+    #[arg(long)]
+    hex: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    /// The database directory.
+    #[arg(long)]
+    db: PathBuf,
+    /// The key.
+    key: String,
+    #[command(flatten)]
+    encoding: Encoding,
+}
+
+#[derive(Debug, Args)]
+pub struct PutArgs {
+    /// The database directory.
+    #[arg(long)]
+    db: PathBuf,
+    /// The key.
+    key: String,
+    /// The value.
+    value: String,
+    /// Make the write durable (fdatasync) before returning.
+    #[arg(long)]
+    sync: bool,
+    #[command(flatten)]
+    encoding: Encoding,
+}
+
+#[derive(Debug, Args)]
+pub struct DeleteArgs {
+    /// The database directory.
+    #[arg(long)]
+    db: PathBuf,
+    /// The key.
+    key: String,
+    /// Make the delete durable (fdatasync) before returning.
+    #[arg(long)]
+    sync: bool,
+    #[command(flatten)]
+    encoding: Encoding,
+}
+
+#[derive(Debug, Args)]
+pub struct ScanArgs {
+    /// The database directory.
+    #[arg(long)]
+    db: PathBuf,
+    /// First key (inclusive).
+    #[arg(long)]
+    from: Option<String>,
+    /// End key (exclusive).
+    #[arg(long)]
+    to: Option<String>,
+    /// Only keys that start with this (combined with --from/--to).
+    #[arg(long)]
+    prefix: Option<String>,
+    /// At most this many entries.
+    #[arg(long)]
+    limit: Option<usize>,
+    /// From the last key down.
+    #[arg(long)]
+    reverse: bool,
+    /// Print keys only (no value is read).
+    #[arg(long = "keys-only")]
+    keys_only: bool,
+    #[command(flatten)]
+    encoding: Encoding,
+}
+
+type CliResult = Result<(), Box<dyn std::error::Error>>;
+
+fn open(path: &PathBuf) -> Result<Db, Box<dyn std::error::Error>> {
+    let options = Options {
+        create_if_missing: false,
+        ..Options::default()
+    };
+    Ok(Db::open(path, options)?)
+}
+
+impl Encoding {
+    /// Bytes from a command-line argument.
+    fn parse(&self, arg: &str, what: &str) -> Result<Vec<u8>, String> {
+        if self.hex {
+            parse_hex(arg).map_err(|e| format!("{what} '{arg}' is not hex: {e}"))
+        } else {
+            unescape(arg).map_err(|e| format!("{what} '{arg}': {e}"))
+        }
+    }
+
+    /// Bytes as printed.
+    fn show(&self, bytes: &[u8]) -> String {
+        if self.hex {
+            bytes.iter().map(|b| format!("{b:02x}")).collect()
+        } else {
+            escape(bytes)
+        }
+    }
+}
+
+fn parse_hex(text: &str) -> Result<Vec<u8>, String> {
+    let text = text.strip_prefix("0x").unwrap_or(text);
+    if text.len() % 2 != 0 {
+        return Err("an odd number of digits".into());
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| {
+            let pair = text.get(i..i + 2).ok_or("not ASCII")?;
+            u8::from_str_radix(pair, 16).map_err(|_| format!("'{pair}' is not a hex byte"))
+        })
+        .collect()
+}
+
+/// `\xNN`, `\\`, `\n`, `\r`, `\t`, `\0`; every other character as its UTF-8 bytes.
+pub fn unescape(text: &str) -> Result<Vec<u8>, String> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            let mut buf = [0u8; 4];
+            out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+            continue;
+        }
+        match chars.next() {
+            Some('\\') => out.push(b'\\'),
+            Some('n') => out.push(b'\n'),
+            Some('r') => out.push(b'\r'),
+            Some('t') => out.push(b'\t'),
+            Some('0') => out.push(0),
+            Some('x') => {
+                let pair: String = chars.by_ref().take(2).collect();
+                let byte = (pair.len() == 2)
+                    .then(|| u8::from_str_radix(&pair, 16).ok())
+                    .flatten()
+                    .ok_or_else(|| format!("'\\x{pair}' needs two hex digits"))?;
+                out.push(byte);
+            }
+            Some(other) => return Err(format!("unknown escape '\\{other}'")),
+            None => return Err("ends with a lone '\\'".into()),
+        }
+    }
+    Ok(out)
+}
+
+/// Printable ASCII as is (a backslash doubled); everything else escaped so [`unescape`]
+/// gives the bytes back.
+pub fn escape(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for &b in bytes {
+        match b {
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            0x20..=0x7e => out.push(b as char),
+            _ => out.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    out
+}
+
+pub fn get(args: &GetArgs) -> CliResult {
+    let key = args.encoding.parse(&args.key, "key")?;
+    let db = open(&args.db)?;
+    let value = db.get(&key)?;
+    db.close()?;
+    match value {
+        Some(value) => {
+            println!("{}", args.encoding.show(&value));
+            Ok(())
+        }
+        None => Err(format!("key '{}' not found", args.encoding.show(&key)).into()),
+    }
+}
+
+pub fn put(args: &PutArgs) -> CliResult {
+    let key = args.encoding.parse(&args.key, "key")?;
+    let value = args.encoding.parse(&args.value, "value")?;
+    let db = open(&args.db)?;
+    db.put_opt(&key, &value, &WriteOptions { sync: args.sync })?;
+    db.close()?;
+    Ok(())
+}
+
+pub fn delete(args: &DeleteArgs) -> CliResult {
+    let key = args.encoding.parse(&args.key, "key")?;
+    let db = open(&args.db)?;
+    db.delete_opt(&key, &WriteOptions { sync: args.sync })?;
+    db.close()?;
+    Ok(())
+}
+
+/// The first key after every key that starts with `prefix` (`None`: there is none).
+fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < u8::MAX {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
+/// One entry per line: the key, then a tab and the value unless `--keys-only` (escaping
+/// turns tabs and newlines inside keys and values into `\t` and `\n`, so lines split
+/// unambiguously).
+pub fn scan(args: &ScanArgs) -> CliResult {
+    let enc = &args.encoding;
+    let parse = |arg: &Option<String>, what| arg.as_deref().map(|a| enc.parse(a, what)).transpose();
+    let (from, to, prefix) = (
+        parse(&args.from, "--from")?,
+        parse(&args.to, "--to")?,
+        parse(&args.prefix, "--prefix")?,
+    );
+    // The range: from --from (or the prefix) up to --to (or past the prefix).
+    let lower = [from, prefix.clone()].into_iter().flatten().max();
+    let upper = [to, prefix.as_deref().and_then(prefix_successor)]
+        .into_iter()
+        .flatten()
+        .min();
+    if let (Some(l), Some(u)) = (&lower, &upper) {
+        if l >= u {
+            return Ok(()); // Nothing can be in it.
+        }
+    }
+    let bound = |b: Option<Vec<u8>>, end: bool| match b {
+        Some(k) if end => Bound::Excluded(k),
+        Some(k) => Bound::Included(k),
+        None => Bound::Unbounded,
+    };
+    let db = open(&args.db)?;
+    {
+        let range = db.range((bound(lower, false), bound(upper, true)))?;
+        let entries: Box<dyn Iterator<Item = wisckey::Result<(Vec<u8>, Vec<u8>)>>> =
+            match (args.keys_only, args.reverse) {
+                (true, false) => Box::new(range.keys().map(|k| k.map(|k| (k, Vec::new())))),
+                (true, true) => Box::new(range.keys().rev().map(|k| k.map(|k| (k, Vec::new())))),
+                (false, false) => Box::new(range),
+                (false, true) => Box::new(range.rev()),
+            };
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        let mut shown = 0usize;
+        for entry in entries {
+            if args.limit.is_some_and(|limit| shown >= limit) {
+                break;
+            }
+            let (key, value) = entry?;
+            if args.keys_only {
+                writeln!(out, "{}", enc.show(&key))?;
+            } else {
+                writeln!(out, "{}\t{}", enc.show(&key), enc.show(&value))?;
+            }
+            shown += 1;
+        }
+        out.flush()?;
+    }
+    db.close()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping_round_trips_every_byte() {
+        let all: Vec<u8> = (0..=255u8).collect();
+        assert_eq!(unescape(&escape(&all)).expect("unescape"), all);
+        assert_eq!(escape(b"a\tb\\c\xff"), "a\\tb\\\\c\\xff");
+        assert_eq!(
+            unescape("k\\x00\\x7f é").expect("unescape"),
+            b"k\x00\x7f \xc3\xa9"
+        );
+        assert!(unescape("bad\\q").is_err());
+        assert!(unescape("bad\\x4").is_err());
+        assert!(unescape("bad\\").is_err());
+        assert_eq!(parse_hex("0x6b00ff").expect("hex"), b"k\x00\xff");
+        assert!(parse_hex("abc").is_err());
+        assert!(parse_hex("zz").is_err());
+    }
+}

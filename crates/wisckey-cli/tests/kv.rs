@@ -1,0 +1,139 @@
+//! `wisckey get/put/delete/scan/compact` on a database: binary keys and values round-trip
+//! through escaped and hex forms, scans honour their range flags, and a missing key or
+//! database is one clear line with a non-zero exit.
+
+use std::process::Command;
+
+fn wisckey(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_wisckey"))
+        .args(args)
+        .output()
+        .expect("run wisckey")
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = wisckey(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8 output")
+}
+
+#[test]
+fn put_get_delete_and_scan_round_trip_binary_bytes() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path().join("db");
+    wisckey::Db::open(&dir, wisckey::Options::default())
+        .expect("create")
+        .close()
+        .expect("close");
+    let db = dir.to_str().expect("utf-8 path");
+
+    ok(&["put", "--db", db, "user:1", "ann"]);
+    ok(&["put", "--db", db, "user:2", "b\\tob\\n"]);
+    ok(&["put", "--db", db, "--hex", "00ff", "0x0102"]);
+    ok(&["put", "--db", db, "--sync", "zeta", "last"]);
+    assert_eq!(ok(&["get", "--db", db, "user:1"]), "ann\n");
+    assert_eq!(ok(&["get", "--db", db, "user:2"]), "b\\tob\\n\n");
+    assert_eq!(ok(&["get", "--db", db, "\\x00\\xff"]), "\\x01\\x02\n");
+    assert_eq!(ok(&["get", "--db", db, "--hex", "00ff"]), "0102\n");
+
+    // Escaped output: a tab separates key and value; bytes inside are escaped.
+    let all = ok(&["scan", "--db", db]);
+    assert_eq!(
+        all,
+        "\\x00\\xff\t\\x01\\x02\nuser:1\tann\nuser:2\tb\\tob\\n\nzeta\tlast\n"
+    );
+    assert_eq!(
+        ok(&["scan", "--db", db, "--prefix", "user:", "--keys-only"]),
+        "user:1\nuser:2\n"
+    );
+    assert_eq!(
+        ok(&[
+            "scan",
+            "--db",
+            db,
+            "--reverse",
+            "--limit",
+            "2",
+            "--keys-only"
+        ]),
+        "zeta\nuser:2\n"
+    );
+    assert_eq!(
+        ok(&[
+            "scan",
+            "--db",
+            db,
+            "--from",
+            "user:2",
+            "--to",
+            "zeta",
+            "--keys-only"
+        ]),
+        "user:2\n"
+    );
+    assert_eq!(
+        ok(&[
+            "scan",
+            "--db",
+            db,
+            "--prefix",
+            "user:",
+            "--from",
+            "user:2",
+            "--keys-only"
+        ]),
+        "user:2\n"
+    );
+    assert_eq!(ok(&["scan", "--db", db, "--from", "z", "--to", "a"]), "");
+    assert_eq!(
+        ok(&["scan", "--db", db, "--hex", "--limit", "1"]),
+        "00ff\t0102\n"
+    );
+
+    ok(&["delete", "--db", db, "user:1"]);
+    let out = wisckey(&["get", "--db", db, "user:1"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("not found") && err.trim_end().lines().count() == 1,
+        "{err}"
+    );
+    assert!(ok(&["compact", "--db", db]).contains("tables per level"));
+    assert_eq!(
+        ok(&["scan", "--db", db, "--keys-only"]),
+        "\\x00\\xff\nuser:2\nzeta\n"
+    );
+}
+
+#[test]
+fn bad_input_and_a_missing_database_are_one_clear_line() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let missing = temp.path().join("none");
+    let path = missing.to_str().expect("utf-8");
+    for args in [
+        vec!["get", "--db", path, "k"],
+        vec!["put", "--db", path, "k", "v"],
+        vec!["delete", "--db", path, "k"],
+        vec!["scan", "--db", path],
+        vec!["compact", "--db", path],
+    ] {
+        let out = wisckey(&args);
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("does not exist"), "{args:?}: {err}");
+        assert!(!missing.exists(), "{args:?} created a database");
+    }
+    let out = wisckey(&["put", "--db", path, "--hex", "abc", "00"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("not hex"), "{err}");
+    let out = wisckey(&["get", "--db", path, "bad\\q"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("unknown escape"),
+        "{err}"
+    );
+}
