@@ -89,6 +89,8 @@ pub struct ScanArgs {
 }
 
 type CliResult = Result<(), Box<dyn std::error::Error>>;
+/// A key and its value (empty when only keys are read).
+type Entry = (Vec<u8>, Vec<u8>);
 
 fn open(path: &PathBuf) -> Result<Db, Box<dyn std::error::Error>> {
     let options = Options {
@@ -253,7 +255,7 @@ pub fn scan(args: &ScanArgs) -> CliResult {
     let db = open(&args.db)?;
     {
         let range = db.range((bound(lower, false), bound(upper, true)))?;
-        let entries: Box<dyn Iterator<Item = wisckey::Result<(Vec<u8>, Vec<u8>)>>> =
+        let entries: Box<dyn Iterator<Item = wisckey::Result<Entry>>> =
             match (args.keys_only, args.reverse) {
                 (true, false) => Box::new(range.keys().map(|k| k.map(|k| (k, Vec::new())))),
                 (true, true) => Box::new(range.keys().rev().map(|k| k.map(|k| (k, Vec::new())))),
@@ -261,18 +263,13 @@ pub fn scan(args: &ScanArgs) -> CliResult {
                 (false, true) => Box::new(range.rev()),
             };
         let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-        let mut shown = 0usize;
-        for entry in entries {
-            if args.limit.is_some_and(|limit| shown >= limit) {
-                break;
-            }
+        for entry in entries.take(args.limit.unwrap_or(usize::MAX)) {
             let (key, value) = entry?;
             if args.keys_only {
                 writeln!(out, "{}", enc.show(&key))?;
             } else {
                 writeln!(out, "{}\t{}", enc.show(&key), enc.show(&value))?;
             }
-            shown += 1;
         }
         out.flush()?;
     }
