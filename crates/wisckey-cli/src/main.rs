@@ -39,6 +39,8 @@ enum Command {
     /// Print the entries of a key range: --from, --to, --prefix, --limit, --reverse,
     /// --keys-only; one per line, key TAB value, escaped (or --hex).
     Scan(kv::ScanArgs),
+    /// Copy the database into a new directory (a backup that opens on its own).
+    Checkpoint(maint::CheckpointArgs),
     /// Compact the whole key index (keys and pointers; values stay where they are).
     Compact(maint::StatsArgs),
     /// Value-log garbage collection on an existing database (offline: open, collect, close).
@@ -66,6 +68,7 @@ fn main() {
         Command::Delete(args) => kv::delete(&args),
         Command::Scan(args) => kv::scan(&args),
         Command::Compact(args) => maint::compact(&args),
+        Command::Checkpoint(args) => maint::checkpoint(&args),
         Command::Gc(args) => maint::gc(&args),
         Command::Stats(args) => maint::stats(&args),
         Command::Check(args) => maint::check(&args),

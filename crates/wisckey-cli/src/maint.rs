@@ -40,6 +40,16 @@ pub struct StatsArgs {
     json: bool,
 }
 
+#[derive(Debug, Args)]
+pub struct CheckpointArgs {
+    /// The database directory.
+    #[arg(long)]
+    db: PathBuf,
+    /// The new directory the copy goes to (must not exist).
+    #[arg(long)]
+    to: PathBuf,
+}
+
 fn open(path: &PathBuf) -> Result<Db, Box<dyn std::error::Error>> {
     let options = Options {
         create_if_missing: false,
@@ -130,6 +140,23 @@ pub fn check(args: &StatsArgs) -> Result<(), Box<dyn std::error::Error>> {
     if !report.is_ok() {
         std::process::exit(2);
     }
+    Ok(())
+}
+
+pub fn checkpoint(args: &CheckpointArgs) -> Result<(), Box<dyn std::error::Error>> {
+    let db = open(&args.db)?;
+    let started = std::time::Instant::now();
+    let report = db.checkpoint(&args.to)?;
+    db.close()?;
+    println!(
+        "copied {} tables ({}) and {} value-log segments ({}) to {} in {:.1} s",
+        report.tables,
+        mib(report.table_bytes),
+        report.segments,
+        mib(report.segment_bytes),
+        args.to.display(),
+        started.elapsed().as_secs_f64()
+    );
     Ok(())
 }
 

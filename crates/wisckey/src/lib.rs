@@ -35,8 +35,8 @@ pub mod vlog;
 pub use batch::WriteBatch;
 pub use db::Db;
 pub use db::{
-    CheckProblem, CheckReport, DbStats, GcOptions, GcTotals, RecoveryReport, RepairReport,
-    SalvagedDamage, ValueLogStats,
+    CheckProblem, CheckReport, CheckpointReport, DbStats, GcOptions, GcTotals, RecoveryReport,
+    RepairReport, SalvagedDamage, ValueLogStats,
 };
 pub use error::{Error, Result};
 pub use gc::{GcOutcome, SegmentState, SegmentView, VictimOrder};

@@ -14,6 +14,7 @@
 
 pub(crate) mod background;
 mod check;
+mod checkpoint;
 mod gc;
 mod read;
 mod recovery;
@@ -22,6 +23,7 @@ mod space;
 mod write;
 
 pub use check::{CheckProblem, CheckReport};
+pub use checkpoint::CheckpointReport;
 pub use gc::{DbStats, GcOptions, GcTotals, ValueLogStats};
 pub use recovery::{RecoveryReport, SalvagedDamage};
 pub use repair::{RepairReport, LOST_DIR};
@@ -477,6 +479,28 @@ impl Db {
     /// ```
     pub fn check(&self) -> Result<CheckReport> {
         check::check(self, &self.inner)
+    }
+
+    /// Writes a consistent copy of the database into the new directory `target` (which must
+    /// not exist), while it stays open for reads and writes: every write acknowledged before
+    /// the call is in the copy, and the copy opens as a database of its own. Every file is
+    /// copied, none hard-linked (GC edits sealed value-log segments in place when it
+    /// punches holes). GC waits while the copy is made.
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path().join("db"), wisckey::Options::default())?;
+    /// db.put("k", "v")?;
+    /// db.checkpoint(dir.path().join("backup"))?;
+    /// db.put("k", "changed")?;
+    /// let backup = wisckey::Db::open(dir.path().join("backup"), wisckey::Options::default())?;
+    /// assert_eq!(backup.get("k")?, Some(b"v".to_vec()));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn checkpoint(&self, target: impl AsRef<Path>) -> Result<CheckpointReport> {
+        checkpoint::checkpoint(&self.inner, target.as_ref())
     }
 
     /// Rebuilds the key index of the database in `path` — its tables, manifest and

@@ -1,0 +1,149 @@
+//! `Db::checkpoint`: a consistent copy of an open database in another directory, which opens
+//! as a database of its own (a backup, or a fork for tests and analytics).
+//!
+//! Invariants:
+//! - the copy holds exactly the writes of a prefix of the log: the tables of one `Version`,
+//!   and every value-log segment that version lists plus the newer ones, the last cut at a
+//!   position the writer had written out and synced (a batch boundary); its manifest's replay
+//!   head is that version's, so opening the copy replays the log from there;
+//! - every file is copied, none shared: GC punches holes in sealed segments in place, which
+//!   would reach a copy through a hard link (tables are small next to the log);
+//! - GC neither collects nor punches while the copy is made (`gc_lock` is held), so every
+//!   segment read is complete and its punched ranges are the ones recorded;
+//! - never overwrites: the target must not exist; every copied file is synced, then the
+//!   directory, then the manifest and CURRENT (a crash leaves a directory without CURRENT,
+//!   which open refuses, never a half copy that opens).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::DbInner;
+use crate::error::{Error, Result};
+use crate::filename::{table_file_name, vlog_file_name};
+use crate::fs::FileSystem;
+use crate::position::LogPosition;
+use crate::version::{RebuiltCounters, SegmentMeta, VersionSet};
+use crate::vlog::SEGMENT_HEADER_LEN;
+
+/// Bytes copied per read.
+const COPY_CHUNK: usize = 1 << 20;
+
+/// What [`crate::Db::checkpoint`] copied.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct CheckpointReport {
+    /// Table files and their bytes.
+    pub tables: u64,
+    pub table_bytes: u64,
+    /// Value-log segments and their bytes.
+    pub segments: u64,
+    pub segment_bytes: u64,
+    /// The copy's last sequence number in its tables (its log may hold later ones).
+    pub last_sequence: u64,
+}
+
+pub(crate) fn checkpoint(inner: &DbInner, target: &Path) -> Result<CheckpointReport> {
+    let fs = &*inner.fs;
+    if target.as_os_str().is_empty() || fs.exists(target)? {
+        return Err(Error::InvalidArgument(format!(
+            "checkpoint target {} already exists (or is empty); name a new directory",
+            target.display()
+        )));
+    }
+    if fs.exists(&target.join(crate::filename::CURRENT))? {
+        return Err(Error::InvalidArgument(format!(
+            "{} already holds a database",
+            target.display()
+        )));
+    }
+    let _no_gc = inner.gc_lock.lock();
+    // Everything acknowledged so far reaches the log file.
+    super::write::sync_log(inner)?;
+    let (version, head, last_sequence) = {
+        let state = inner.state.lock();
+        let versions = &state.versions;
+        (
+            versions.current(),
+            versions.vlog_head(),
+            versions.last_sequence(),
+        )
+    };
+    let end = inner.vlog.flushed_end();
+    let listed = version.vlog_segments();
+    let first = listed.keys().next().copied().unwrap_or(end.segment);
+    let head = head.unwrap_or(LogPosition::new(first, SEGMENT_HEADER_LEN));
+
+    fs.create_dir_all(target)?;
+    let mut report = CheckpointReport {
+        last_sequence,
+        ..CheckpointReport::default()
+    };
+    let mut tables = Vec::new();
+    let mut next_file = 1;
+    for (level, file) in version.all_files() {
+        let from = table_file_name(&inner.dir, file.number);
+        copy_file(
+            fs,
+            &from,
+            &table_file_name(target, file.number),
+            file.file_size,
+        )?;
+        report.tables += 1;
+        report.table_bytes += file.file_size;
+        next_file = next_file.max(file.number + 1);
+        tables.push((level, file.as_ref().clone()));
+    }
+    let newest_listed = listed.keys().next_back().copied().unwrap_or(0);
+    let mut segments = BTreeMap::new();
+    for segment in first..=end.segment {
+        let meta = match listed.get(&segment) {
+            Some(meta) => meta.clone(),
+            // Past the head's segment: written since, not listed yet.
+            None if segment > newest_listed => SegmentMeta::default(),
+            // Collected by GC, its file not deleted yet: not part of the log.
+            None => continue,
+        };
+        let from = vlog_file_name(&inner.dir, segment);
+        let len = if segment == end.segment {
+            end.offset
+        } else {
+            fs.file_size(&from)?
+        };
+        copy_file(fs, &from, &vlog_file_name(target, segment), len)?;
+        report.segments += 1;
+        report.segment_bytes += len;
+        let sealed_size = (segment < end.segment).then_some(len);
+        segments.insert(
+            segment,
+            SegmentMeta {
+                sealed_size,
+                ..meta
+            },
+        );
+    }
+    fs.sync_dir(target)?;
+    let counters = RebuiltCounters {
+        next_file_number: next_file,
+        last_sequence,
+        vlog_head: head,
+    };
+    VersionSet::write_rebuilt(fs, target, tables, segments, counters)?;
+    Ok(report)
+}
+
+/// Copies the first `len` bytes of `from` into a new file `to`, synced.
+fn copy_file(fs: &dyn FileSystem, from: &Path, to: &Path, len: u64) -> Result<()> {
+    let source = fs.open_read(from)?;
+    let name = from.display().to_string();
+    let mut target = fs.create(to)?;
+    let mut buf = vec![0u8; COPY_CHUNK];
+    let mut offset = 0;
+    while offset < len {
+        let n = (len - offset).min(COPY_CHUNK as u64) as usize;
+        source.read_exact_at(offset, &mut buf[..n], &name)?;
+        target.append(&buf[..n])?;
+        offset += n as u64;
+    }
+    target.sync_data()
+}

@@ -1,0 +1,143 @@
+//! `Db::checkpoint`: a copy made while a writer runs holds exactly a prefix of its writes
+//! (and every write acknowledged before the call), opens on its own, and takes further
+//! writes, GC and reopens without touching the original; an existing target is refused.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use wisckey::fs::MemFs;
+use wisckey::{Db, Error, GcOptions, Options, ReadOptions};
+
+fn options(fs: &MemFs) -> Options {
+    Options {
+        gc_space_amp_target: 1.2,
+        ..Options::small_for_tests(Arc::new(fs.clone()))
+    }
+}
+
+fn key(i: u64) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
+/// Key `i` of the sequential writer holds this (sizes cycle through inline and log values).
+fn value(i: u64) -> Vec<u8> {
+    let mut v = i.to_le_bytes().to_vec();
+    v.resize([8, 100, 2000][i as usize % 3], b'v');
+    v
+}
+
+fn contents(db: &Db) -> Vec<(Vec<u8>, Vec<u8>)> {
+    db.range::<&[u8], _>(..)
+        .expect("range")
+        .collect::<Result<_, _>>()
+        .expect("scan")
+}
+
+#[test]
+fn a_checkpoint_taken_during_writes_holds_a_prefix_and_lives_on_its_own() {
+    let fs = MemFs::new();
+    let db = Arc::new(Db::open(Path::new("/db"), options(&fs)).expect("open"));
+    // Churn first, so GC has segments to collect and punch while the writer runs.
+    for round in 0..3u64 {
+        for i in 0..200 {
+            db.put(format!("churn{i:03}"), vec![round as u8; 1500])
+                .expect("put");
+        }
+    }
+    let written = Arc::new(AtomicU64::new(0));
+    let writer = {
+        let (db, written) = (Arc::clone(&db), Arc::clone(&written));
+        std::thread::spawn(move || {
+            for i in 0..3000u64 {
+                db.put(key(i), value(i)).expect("put");
+                written.store(i + 1, Ordering::SeqCst);
+                if i % 500 == 0 {
+                    db.delete(format!("churn{:03}", i % 200)).expect("delete");
+                }
+            }
+        })
+    };
+    while written.load(Ordering::SeqCst) < 1000 {
+        std::thread::yield_now();
+    }
+    let acknowledged = written.load(Ordering::SeqCst);
+    let report = db.checkpoint(Path::new("/backup")).expect("checkpoint");
+    writer.join().expect("writer");
+    assert!(report.tables > 0 && report.segments > 0, "{report:?}");
+
+    let backup = Db::open(Path::new("/backup"), options(&fs)).expect("open the checkpoint");
+    // Exactly keys 0..n of the sequential writer, n at least what was acknowledged before.
+    let mut n = 0;
+    while backup.get(key(n)).expect("get").is_some() {
+        assert_eq!(backup.get(key(n)).expect("get"), Some(value(n)));
+        n += 1;
+    }
+    assert!(
+        n >= acknowledged,
+        "{n} keys, {acknowledged} acknowledged before the checkpoint"
+    );
+    assert!(n <= 3000);
+    let keys = backup.keys("key".."kez").expect("keys").count() as u64;
+    assert_eq!(keys, n, "no key after the prefix");
+
+    // The copy lives on its own: writes, GC, a reopen; the original is untouched.
+    let original = contents(&db);
+    backup.put("only-in-backup", "x").expect("put");
+    for i in 0..200u64 {
+        backup.delete(format!("churn{i:03}")).expect("delete");
+    }
+    backup
+        .gc(&GcOptions::default())
+        .expect("gc in the checkpoint");
+    backup.close().expect("close");
+    let backup = Db::open(Path::new("/backup"), options(&fs)).expect("reopen the checkpoint");
+    assert_eq!(
+        backup.get("only-in-backup").expect("get"),
+        Some(b"x".to_vec())
+    );
+    let check = backup.check().expect("check");
+    assert!(check.is_ok(), "{:?}", check.problems);
+    assert_eq!(contents(&db), original);
+    assert_eq!(db.get("only-in-backup").expect("get"), None);
+}
+
+#[test]
+fn a_checkpoint_refuses_an_existing_target_and_matches_a_quiet_database_exactly() {
+    let fs = MemFs::new();
+    let db = Db::open(Path::new("/db"), options(&fs)).expect("open");
+    for i in 0..500u64 {
+        db.put(key(i), value(i)).expect("put");
+        if i % 7 == 0 {
+            db.delete(key(i / 2)).expect("delete");
+        }
+    }
+    db.flush().expect("flush");
+    for i in 500..600u64 {
+        db.put(key(i), value(i)).expect("put"); // In the memtable: replayed by the copy.
+    }
+    let snapshot = db.snapshot();
+    let expected = contents(&db);
+    db.checkpoint(Path::new("/copy")).expect("checkpoint");
+    let again = db.checkpoint(Path::new("/copy"));
+    assert!(matches!(again, Err(Error::InvalidArgument(_))), "{again:?}");
+    let refused = db.checkpoint(Path::new("/db"));
+    assert!(
+        matches!(refused, Err(Error::InvalidArgument(_))),
+        "{refused:?}"
+    );
+    let copy = Db::open(Path::new("/copy"), options(&fs)).expect("open the copy");
+    assert_eq!(contents(&copy), expected);
+    let at_snapshot: Vec<_> = db
+        .range_opt::<&[u8], _>(
+            ..,
+            &ReadOptions {
+                snapshot: Some(snapshot),
+                ..ReadOptions::default()
+            },
+        )
+        .expect("range")
+        .collect::<Result<_, _>>()
+        .expect("scan");
+    assert_eq!(at_snapshot, expected);
+}
