@@ -5,6 +5,7 @@
 
 mod bench;
 mod demo;
+mod dump;
 mod kv;
 mod maint;
 mod report;
@@ -39,6 +40,11 @@ enum Command {
     /// Print the entries of a key range: --from, --to, --prefix, --limit, --reverse,
     /// --keys-only; one per line, key TAB value, escaped (or --hex).
     Scan(kv::ScanArgs),
+    /// Write every entry (or those under --prefix) to a file or stdout: native (checksummed,
+    /// byte-exact) or JSON lines.
+    Dump(dump::DumpArgs),
+    /// Read a dump into a database (--create a new one, --merge into one that holds keys).
+    Load(dump::LoadArgs),
     /// Copy the database into a new directory (a backup that opens on its own).
     Checkpoint(maint::CheckpointArgs),
     /// Compact the whole key index (keys and pointers; values stay where they are).
@@ -69,6 +75,8 @@ fn main() {
         Command::Scan(args) => kv::scan(&args),
         Command::Compact(args) => maint::compact(&args),
         Command::Checkpoint(args) => maint::checkpoint(&args),
+        Command::Dump(args) => dump::dump(&args),
+        Command::Load(args) => dump::load(&args),
         Command::Gc(args) => maint::gc(&args),
         Command::Stats(args) => maint::stats(&args),
         Command::Check(args) => maint::check(&args),

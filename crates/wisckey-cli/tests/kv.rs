@@ -137,3 +137,105 @@ fn bad_input_and_a_missing_database_are_one_clear_line() {
         "{err}"
     );
 }
+
+#[test]
+fn dump_and_load_round_trip_every_byte_in_both_formats() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let source = temp.path().join("source");
+    let mut expected = Vec::new();
+    {
+        let db = wisckey::Db::open(&source, wisckey::Options::default()).expect("open");
+        for i in 0..300u32 {
+            let key = [b"k".as_slice(), &i.to_be_bytes()].concat(); // not UTF-8 for some
+            let value: Vec<u8> = (0..(i * 37 % 5000)).map(|j| (i + j) as u8).collect();
+            db.put(&key, &value).expect("put");
+            expected.push((key, value));
+        }
+        db.put("text", "plain \"quoted\" ünïcode").expect("put");
+        expected.push((
+            b"text".to_vec(),
+            "plain \"quoted\" ünïcode".as_bytes().to_vec(),
+        ));
+        db.close().expect("close");
+    }
+    expected.sort();
+    let src = source.to_str().expect("utf-8");
+    for format in ["native", "jsonl"] {
+        let file = temp.path().join(format!("dump.{format}"));
+        let file = file.to_str().expect("utf-8");
+        ok(&["dump", "--db", src, "--out", file, "--format", format]);
+        // The dump file is never overwritten.
+        let again = wisckey(&["dump", "--db", src, "--out", file, "--format", format]);
+        assert!(!again.status.success(), "{format}: dump overwrote its file");
+
+        let target = temp.path().join(format!("target-{format}"));
+        let dst = target.to_str().expect("utf-8");
+        let out = wisckey(&["load", "--db", dst, "--in", file, "--format", format]);
+        assert!(
+            !out.status.success(),
+            "{format}: load created a database without --create"
+        );
+        ok(&[
+            "load", "--db", dst, "--in", file, "--format", format, "--create",
+        ]);
+        let db = wisckey::Db::open(&target, wisckey::Options::default()).expect("open");
+        let loaded: Vec<(Vec<u8>, Vec<u8>)> = db
+            .range::<&[u8], _>(..)
+            .expect("range")
+            .collect::<Result<_, _>>()
+            .expect("scan");
+        assert!(loaded == expected, "{format}: loaded contents differ");
+        db.close().expect("close");
+        // A database that holds keys takes a load only with --merge.
+        let out = wisckey(&["load", "--db", dst, "--in", file, "--format", format]);
+        assert!(!out.status.success());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--merge"));
+        ok(&[
+            "load", "--db", dst, "--in", file, "--format", format, "--merge",
+        ]);
+    }
+
+    // A damaged native dump is refused at the damaged entry; a cut one at its end.
+    let file = temp.path().join("dump.native");
+    let mut bytes = std::fs::read(&file).expect("read");
+    let damaged_path = temp.path().join("damaged");
+    let mut damaged = bytes.clone();
+    let at = damaged.len() / 2;
+    damaged[at] ^= 0x20;
+    std::fs::write(&damaged_path, &damaged).expect("write");
+    let fresh = temp.path().join("fresh");
+    let out = wisckey(&[
+        "load",
+        "--db",
+        fresh.to_str().expect("utf-8"),
+        "--in",
+        damaged_path.to_str().expect("utf-8"),
+        "--create",
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("checksum") || err.contains("dump"), "{err}");
+    bytes.truncate(bytes.len() - 5);
+    std::fs::write(&damaged_path, &bytes).expect("write");
+    let fresh = temp.path().join("fresh2");
+    let out = wisckey(&[
+        "load",
+        "--db",
+        fresh.to_str().expect("utf-8"),
+        "--in",
+        damaged_path.to_str().expect("utf-8"),
+        "--create",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("cut"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // A prefix dump holds only its keys.
+    let out = wisckey(&["dump", "--db", src, "--format", "jsonl", "--prefix", "text"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(text.contains("\"key\":\"text\""), "{text}");
+}

@@ -1,0 +1,349 @@
+//! `dump` and `load`: a database's entries to a file (or stdout) and back, streaming, in one
+//! of two formats. Byte-exact: binary keys and values round-trip.
+//!
+//! `native` (the default; `docs/FORMAT.md` "Dump format"): the 8 bytes `WKDUMP\0\1`, then per
+//! entry the byte `0x01`, the masked CRC32C (u32 LE) of what follows up to the next entry,
+//! the key length and key, the value length and value (lengths as LEB128 varints); then the
+//! byte `0x00` and the entry count (u64 LE). A reader checks each entry's checksum before it
+//! uses the entry and the count at the end, so a damaged or cut file is reported, never
+//! loaded as data past the damage.
+//!
+//! `jsonl`: one JSON object per line, `{"key": …, "value": …}` where the bytes are valid
+//! UTF-8, else `"key_hex"` / `"value_hex"` with the bytes in hex (per field).
+//!
+//! `load` refuses a database that already holds keys unless `--merge` (loading overwrites
+//! keys present in both), and creates a missing one only with `--create`. Progress bars on
+//! stderr when it is a terminal.
+
+use std::io::{BufRead, BufReader, BufWriter, IsTerminal, Read, Write};
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use wisckey::checksum::{crc32c, mask, unmask};
+use wisckey::{Db, Options, WriteBatch};
+
+/// The first 8 bytes of a native dump.
+const MAGIC: &[u8; 8] = b"WKDUMP\x00\x01";
+/// A load writes batches of about this many bytes.
+const LOAD_BATCH_BYTES: usize = 4 << 20;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Length-prefixed, checksummed binary (see `docs/FORMAT.md`).
+    Native,
+    /// One JSON object per line.
+    Jsonl,
+}
+
+#[derive(Debug, Args)]
+pub struct DumpArgs {
+    /// The database directory.
+    #[arg(long)]
+    db: PathBuf,
+    /// The file to write (default: standard output). Refused if it exists.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = Format::Native)]
+    format: Format,
+    /// Only keys that start with this (escaped text, as in `scan`).
+    #[arg(long)]
+    prefix: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    /// The database directory.
+    #[arg(long)]
+    db: PathBuf,
+    /// The file to read (default: standard input).
+    #[arg(long = "in")]
+    input: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = Format::Native)]
+    format: Format,
+    /// Create the database if it does not exist.
+    #[arg(long)]
+    create: bool,
+    /// Load into a database that already holds keys (overwriting those in the file).
+    #[arg(long)]
+    merge: bool,
+}
+
+type CliResult<T = ()> = Result<T, Box<dyn std::error::Error>>;
+
+fn bar(what: &str) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new_spinner();
+    let style = ProgressStyle::with_template("{prefix} {human_pos} entries ({per_sec}) {elapsed}")
+        .unwrap_or_else(|_| ProgressStyle::default_spinner());
+    bar.set_style(style);
+    bar.set_prefix(what.to_string());
+    bar
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn read_varint(input: &mut impl Read, what: &str) -> CliResult<u64> {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let mut byte = [0u8];
+        input
+            .read_exact(&mut byte)
+            .map_err(|_| format!("dump ends inside {what}"))?;
+        v |= u64::from(byte[0] & 0x7f) << shift;
+        if byte[0] & 0x80 == 0 {
+            return Ok(v);
+        }
+    }
+    Err(format!("{what}: varint longer than 64 bits").into())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> CliResult<Vec<u8>> {
+    if text.len() % 2 != 0 {
+        return Err(format!("'{text}' is not hex: odd length").into());
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| {
+            let pair = text.get(i..i + 2).ok_or("hex is not ASCII")?;
+            u8::from_str_radix(pair, 16).map_err(|_| format!("'{pair}' is not a hex byte").into())
+        })
+        .collect()
+}
+
+/// One JSON field of bytes: the text where it is UTF-8, else hex under `<name>_hex`.
+fn json_field(name: &str, bytes: &[u8]) -> (String, serde_json::Value) {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => (name.to_string(), serde_json::Value::from(text)),
+        Err(_) => (format!("{name}_hex"), serde_json::Value::from(hex(bytes))),
+    }
+}
+
+fn from_json(
+    object: &serde_json::Map<String, serde_json::Value>,
+    name: &str,
+    line: u64,
+) -> CliResult<Vec<u8>> {
+    if let Some(text) = object.get(name).and_then(|v| v.as_str()) {
+        return Ok(text.as_bytes().to_vec());
+    }
+    if let Some(text) = object.get(&format!("{name}_hex")).and_then(|v| v.as_str()) {
+        return unhex(text).map_err(|e| format!("line {line}: {name}_hex: {e}").into());
+    }
+    Err(format!("line {line}: no \"{name}\" or \"{name}_hex\" string").into())
+}
+
+pub fn dump(args: &DumpArgs) -> CliResult {
+    let prefix = args
+        .prefix
+        .as_deref()
+        .map(crate::kv::unescape)
+        .transpose()?
+        .unwrap_or_default();
+    let db = Db::open(
+        &args.db,
+        Options {
+            create_if_missing: false,
+            ..Options::default()
+        },
+    )?;
+    let sink: Box<dyn Write> = match &args.out {
+        Some(path) => Box::new(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(path)
+                .map_err(|e| format!("{}: {e}", path.display()))?,
+        ),
+        None => Box::new(std::io::stdout().lock()),
+    };
+    let mut out = BufWriter::new(sink);
+    let progress = bar("dump");
+    let mut count = 0u64;
+    if args.format == Format::Native {
+        out.write_all(MAGIC)?;
+    }
+    let mut record = Vec::new();
+    for entry in db.prefix(&prefix)? {
+        let (key, value) = entry?;
+        match args.format {
+            Format::Native => {
+                record.clear();
+                put_varint(&mut record, key.len() as u64);
+                record.extend_from_slice(&key);
+                put_varint(&mut record, value.len() as u64);
+                record.extend_from_slice(&value);
+                out.write_all(&[1])?;
+                out.write_all(&mask(crc32c(&record)).to_le_bytes())?;
+                out.write_all(&record)?;
+            }
+            Format::Jsonl => {
+                let object: serde_json::Map<String, serde_json::Value> =
+                    [json_field("key", &key), json_field("value", &value)]
+                        .into_iter()
+                        .collect();
+                serde_json::to_writer(&mut out, &object)?;
+                out.write_all(b"\n")?;
+            }
+        }
+        count += 1;
+        progress.inc(1);
+    }
+    if args.format == Format::Native {
+        out.write_all(&[0])?;
+        out.write_all(&count.to_le_bytes())?;
+    }
+    out.flush()?;
+    progress.finish_and_clear();
+    db.close()?;
+    eprintln!("dumped {count} entries");
+    Ok(())
+}
+
+/// Entries read from a dump, each checked before it is handed out.
+fn read_native(
+    input: &mut impl Read,
+    mut on_entry: impl FnMut(Vec<u8>, Vec<u8>) -> CliResult,
+) -> CliResult<u64> {
+    let mut magic = [0u8; 8];
+    input
+        .read_exact(&mut magic)
+        .map_err(|_| "not a wisckey dump: shorter than its header")?;
+    if &magic != MAGIC {
+        return Err("not a wisckey dump (bad magic; for JSON lines use --format jsonl)".into());
+    }
+    let mut count = 0u64;
+    loop {
+        let mut tag = [0u8];
+        input
+            .read_exact(&mut tag)
+            .map_err(|_| format!("dump cut after {count} entries (no end marker)"))?;
+        match tag[0] {
+            0 => {
+                let mut total = [0u8; 8];
+                input
+                    .read_exact(&mut total)
+                    .map_err(|_| "dump cut inside its end marker")?;
+                let total = u64::from_le_bytes(total);
+                if total != count {
+                    return Err(format!("dump says {total} entries, holds {count}").into());
+                }
+                return Ok(count);
+            }
+            1 => {
+                let mut crc = [0u8; 4];
+                input
+                    .read_exact(&mut crc)
+                    .map_err(|_| "dump cut inside an entry")?;
+                let mut record = Vec::new();
+                let key_len = read_varint(input, "a key length")?;
+                put_varint(&mut record, key_len);
+                let key = read_exact_vec(input, key_len, "a key")?;
+                record.extend_from_slice(&key);
+                let value_len = read_varint(input, "a value length")?;
+                put_varint(&mut record, value_len);
+                let value = read_exact_vec(input, value_len, "a value")?;
+                record.extend_from_slice(&value);
+                if unmask(u32::from_le_bytes(crc)) != crc32c(&record) {
+                    return Err(format!(
+                        "entry {count} of the dump fails its checksum; nothing after it was loaded"
+                    )
+                    .into());
+                }
+                on_entry(key, value)?;
+                count += 1;
+            }
+            other => return Err(format!("entry {count}: unknown tag {other:#04x}").into()),
+        }
+    }
+}
+
+fn read_exact_vec(input: &mut impl Read, len: u64, what: &str) -> CliResult<Vec<u8>> {
+    if len > u64::from(u32::MAX) {
+        return Err(format!("{what} of {len} bytes is larger than wisckey allows").into());
+    }
+    let mut bytes = Vec::new();
+    input.take(len).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 != len {
+        return Err(format!("dump cut inside {what}").into());
+    }
+    Ok(bytes)
+}
+
+pub fn load(args: &LoadArgs) -> CliResult {
+    let options = Options {
+        create_if_missing: args.create,
+        ..Options::default()
+    };
+    let db = Db::open(&args.db, options)?;
+    if !args.merge && db.keys::<&[u8], _>(..)?.next().is_some() {
+        db.close()?;
+        return Err(format!(
+            "{} already holds keys; nothing was loaded. Pass --merge to load into it \
+             (entries in the file overwrite the same keys)",
+            args.db.display()
+        )
+        .into());
+    }
+    let source: Box<dyn Read> = match &args.input {
+        Some(path) => {
+            Box::new(std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?)
+        }
+        None => Box::new(std::io::stdin().lock()),
+    };
+    let mut input = BufReader::new(source);
+    let progress = bar("load");
+    let mut batch = WriteBatch::new();
+    let mut batch_bytes = 0usize;
+    let mut add = |key: Vec<u8>, value: Vec<u8>| -> CliResult {
+        batch_bytes += key.len() + value.len();
+        progress.inc(1);
+        batch.put(key, value);
+        if batch_bytes >= LOAD_BATCH_BYTES {
+            db.write(std::mem::take(&mut batch))?;
+            batch_bytes = 0;
+        }
+        Ok(())
+    };
+    let count = match args.format {
+        Format::Native => read_native(&mut input, &mut add)?,
+        Format::Jsonl => {
+            let mut count = 0u64;
+            for (i, line) in input.lines().enumerate() {
+                let line = line?;
+                if line.trim().is_empty() {
+                    continue;
+                }
+                let n = i as u64 + 1;
+                let value: serde_json::Value =
+                    serde_json::from_str(&line).map_err(|e| format!("line {n}: {e}"))?;
+                let object = value
+                    .as_object()
+                    .ok_or_else(|| format!("line {n}: not a JSON object"))?;
+                add(from_json(object, "key", n)?, from_json(object, "value", n)?)?;
+                count += 1;
+            }
+            count
+        }
+    };
+    if !batch.is_empty() {
+        db.write(batch)?;
+    }
+    db.flush()?;
+    progress.finish_and_clear();
+    db.close()?;
+    eprintln!("loaded {count} entries");
+    Ok(())
+}
