@@ -303,3 +303,46 @@ fn multi_get_answers_like_get_at_one_moment_with_reads_in_parallel() {
         .all(Option::is_none));
     assert!(db.multi_get::<&[u8]>(&[]).expect("empty").is_empty());
 }
+
+#[test]
+fn delete_range_removes_exactly_the_range_at_once() {
+    let (db, mut model) = populated(Arc::new(MemFs::new()));
+    let deleted = db.delete_range("k0100".."k0200").expect("delete_range");
+    let expected: Vec<Vec<u8>> = model
+        .range(b"k0100".to_vec()..b"k0200".to_vec())
+        .map(|(k, _)| k.clone())
+        .collect();
+    assert_eq!(deleted, expected.len() as u64);
+    for k in &expected {
+        model.remove(k);
+    }
+    let left: Vec<_> = db
+        .range::<&[u8], _>(..)
+        .expect("range")
+        .collect::<Result<_, _>>()
+        .expect("scan");
+    let model: Vec<_> = model.into_iter().collect();
+    assert_eq!(left, model);
+    assert_eq!(db.delete_range("k0100".."k0200").expect("again"), 0);
+    // Too many keys for one batch: refused, nothing deleted.
+    let small = Db::open(
+        Path::new("/small"),
+        Options {
+            max_batch_size: 1 << 20,
+            ..Options::small_for_tests(Arc::new(MemFs::new()))
+        },
+    )
+    .expect("open");
+    let long_key = vec![b'x'; 60_000];
+    for i in 0..40u8 {
+        let mut k = long_key.clone();
+        k.push(i);
+        small.put(&k, "v").expect("put");
+    }
+    let refused = small.delete_range::<&[u8], _>(..);
+    assert!(
+        matches!(refused, Err(Error::InvalidArgument(_))),
+        "{refused:?}"
+    );
+    assert_eq!(small.keys::<&[u8], _>(..).expect("keys").count(), 40);
+}

@@ -396,6 +396,47 @@ impl Db {
         read::multi_get(&self.inner, &keys, opts)
     }
 
+    /// Deletes every key in `range` as one atomic batch and returns how many there were.
+    /// The keys are those present now (a key-only scan at a snapshot, which reads no value);
+    /// a key written in `range` while the call runs may survive it. There are no range
+    /// tombstones: the cost is one delete per key, and a range whose keys exceed
+    /// `max_batch_size` is refused with `InvalidArgument` before anything is deleted.
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// for k in ["a", "b", "c", "d"] {
+    ///     db.put(k, "v")?;
+    /// }
+    /// assert_eq!(db.delete_range("b"..="c")?, 2);
+    /// assert_eq!(db.keys::<&str, _>(..)?.count(), 2);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn delete_range<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(
+        &self,
+        range: R,
+    ) -> Result<u64> {
+        let mut batch = WriteBatch::new();
+        let mut deleted = 0u64;
+        for key in self.keys(range)? {
+            batch.delete(key?);
+            deleted += 1;
+            if batch.payload_bytes() > self.inner.options.max_batch_size {
+                return Err(Error::InvalidArgument(format!(
+                    "the range holds more than {deleted} keys, over max_batch_size ({} bytes) \
+                     for one atomic delete; nothing was deleted. Delete it in parts",
+                    self.inner.options.max_batch_size
+                )));
+            }
+        }
+        if deleted > 0 {
+            self.write(batch)?;
+        }
+        Ok(deleted)
+    }
+
     /// Whether `key` has a value. Reads no value (never the value log).
     ///
     /// ```
