@@ -37,3 +37,44 @@ fn compact_range_does_not_make_the_background_thread_spin() {
         "{rounds} wasted background rounds during one compact_range"
     );
 }
+
+/// Defect (issue 12, the long kill -9 oracle run): `close` joined the GC thread while it was
+/// a write leader waiting in `make_room` for L0 to drain, after the background thread had
+/// already stopped: `close` never returned. A leader now gives up with `Closed` once the
+/// database is closing.
+#[test]
+fn a_writer_stalled_on_l0_gives_up_when_the_database_closes() {
+    let options = Options {
+        l0_compaction_trigger: 2,
+        l0_slowdown_trigger: 3,
+        l0_stop_trigger: 4,
+        ..Options::small_for_tests(Arc::new(MemFs::new()))
+    };
+    let db = Db::open("/db", options).expect("open");
+    // No background compaction (as while a manual one runs): L0 reaches the stop trigger.
+    db.inner.manual_compaction.fetch_add(1, Ordering::AcqRel);
+    for i in 0..4u32 {
+        db.put(format!("k{i}"), b"v").expect("put");
+        db.flush().expect("flush");
+    }
+    assert!(db.inner.state.lock().versions.current().num_files(0) >= 4);
+    let inner = Arc::clone(&db.inner);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        // What GC's `unblock_head` does: it stalls on L0 as a leader.
+        let _ = tx.send(super::write::force_head_forward(&inner));
+    });
+    // Let it reach the stall (if it is late, it is refused at the door: the same outcome).
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    {
+        // What `shutdown` does before joining the threads.
+        let _state = db.inner.state.lock();
+        db.inner.shutting_down.store(true, Ordering::Release);
+        db.inner.bg_cv.notify_all();
+    }
+    let outcome = rx
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("the stalled writer returned instead of hanging");
+    assert!(matches!(outcome, Err(crate::Error::Closed)), "{outcome:?}");
+    db.inner.manual_compaction.fetch_sub(1, Ordering::AcqRel);
+}

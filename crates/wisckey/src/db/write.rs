@@ -428,6 +428,13 @@ fn make_room(inner: &DbInner, mut force: bool, even_if_empty: bool) -> Result<Ar
             if let Some(e) = &state.no_space {
                 return Err(e.clone());
             }
+            // Closing stops the flush thread: nothing will drain these. (`shutdown` sets the
+            // flag, then notifies under the state lock, so this check cannot miss it.) GC's
+            // own writes land here while the database closes (found by the long oracle run:
+            // `close` waited forever for a GC thread waiting here).
+            if inner.shutting_down.load(Ordering::Acquire) {
+                return Err(Error::Closed);
+            }
             inner.bg_cv.wait(&mut state);
             continue;
         }
