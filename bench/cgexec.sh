@@ -3,7 +3,7 @@
 # hard memory limit of LIMIT (e.g. 1G; page cache the process reads or dirties is charged
 # too). cgroup v2 (unified hierarchy with the memory controller: /sys/fs/cgroup/<group>,
 # memory.max) or v1 (/sys/fs/cgroup/memory/<group>, memory.limit_in_bytes), whichever the
-# machine has — the same rule as `wisckey bench --mem_limit`. The cgroup is created if missing
+# machine has — the same rule as `wisckey-bench bench --mem_limit`. The cgroup is created if missing
 # and its peak counter reset; the shell moves itself into it and then execs CMD, so CMD and
 # every thread it starts are limited. Needs root. CGROUP_ROOT (default /sys/fs/cgroup) lets a
 # test point it at a fake hierarchy.

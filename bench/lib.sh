@@ -3,7 +3,7 @@
 
 # Parameters every runner shares (override from the environment).
 DATA_DIR=${DATA_DIR:-/work/bench-data}
-WISCKEY_BIN=${WISCKEY_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/wisckey}
+WISCKEY_BIN=${WISCKEY_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/wisckey-bench}
 WISCKEY_FLAGS=${WISCKEY_FLAGS:-}
 EXTRA_FLAGS=${EXTRA_FLAGS:-}
 

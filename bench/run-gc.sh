@@ -51,7 +51,7 @@
 #   ENGINES="wisckey-gc wisckey-nogc rocksdb-blob-gc badger-gc badger-gc-smallmt"
 #   KEY_SIZE=16 SEED=301 MEM_LIMIT=1G INTERVAL=0.25 SETTLE_SECS=20  DATA_DIR=/work/bench-data (real disk)
 #   OUT_DIR=bench/results/gc-<UTC date>  SETUP=1 (run bench/setup.sh first; 0 skips it)
-#   WISCKEY_BIN=$CARGO_TARGET_DIR/release/wisckey
+#   WISCKEY_BIN=$CARGO_TARGET_DIR/release/wisckey-bench
 # Needs root (cgroups, drop_caches). Each DB is deleted after its run.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

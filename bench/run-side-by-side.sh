@@ -6,7 +6,7 @@
 #   NUM=2000000 READS=200000 VALUE_SIZE=1024 KEY_SIZE=16 SEED=301 MEM_LIMIT=1G
 #   ENGINES="wisckey leveldb rocksdb rocksdb-blob badger"   LOAD=fillrandom READ=readrandom
 #   REPEAT=1 (whole load+read per engine)   DATA_DIR=/work/bench-data (real disk, not tmpfs)
-#   OUT_DIR=bench/results/<timestamp>   WISCKEY_BIN=$CARGO_TARGET_DIR/release/wisckey
+#   OUT_DIR=bench/results/<timestamp>   WISCKEY_BIN=$CARGO_TARGET_DIR/release/wisckey-bench
 #   WISCKEY_FLAGS="" (extra flags for wisckey only, e.g. --value_threshold=0)
 #   EXTRA_FLAGS="" (flags for every engine, e.g. "--seek_nexts=100" with READ=seekrandom,
 #                   "--threads=16", "--histogram")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run-suite.sh: the full benchmark suite of docs/BENCHMARKS.md, every engine side by side in
 # one run, each process in its own memory cgroup (bench/cgexec.sh), page cache dropped before every
-# phase; ends with `wisckey report` over all of it (REPORT.md + SVG charts in $OUT_DIR).
+# phase; ends with `wisckey-bench report` over all of it (REPORT.md + SVG charts in $OUT_DIR).
 #
 # First the device's ceilings with bench/fio.sh into $OUT_DIR/fio (the report's Targets table
 # reads them), and a shorter fio again at the end into $OUT_DIR/fio-end: this VM's virtual

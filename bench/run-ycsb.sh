@@ -14,7 +14,7 @@
 #   RECORD_SIZE=1024 KEY_SIZE=16 THREADS=1 SEED=301 MEM_LIMIT=1G
 #   ENGINES="wisckey leveldb rocksdb rocksdb-blob badger"   WORKLOADS="a b c f d e"
 #   DATA_DIR=/work/bench-data (real disk)   OUT_DIR=bench/results/ycsb-<timestamp>
-#   WISCKEY_BIN=$CARGO_TARGET_DIR/release/wisckey  WISCKEY_FLAGS="" EXTRA_FLAGS=""
+#   WISCKEY_BIN=$CARGO_TARGET_DIR/release/wisckey-bench  WISCKEY_FLAGS="" EXTRA_FLAGS=""
 #   CHECK=1: agreement check instead of a measurement: defaults become RECORDS=20000
 #     OPS=10000 THREADS=1, and the script compares every engine's per-operation counts and
 #     found counts (the "count N  found F" fields) with the first engine's, workload by

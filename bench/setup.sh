@@ -25,5 +25,5 @@ build_cc() { # name lib
 build_cc leveldb_bench leveldb
 build_cc rocksdb_bench rocksdb
 (cd "$here/peers/badger" && go build -o "$here/build/badger_bench" .)
-(cd "$root" && cargo build --release -p wisckey-cli)
-echo "setup.sh: peers in $here/build, wisckey in ${CARGO_TARGET_DIR:-$root/target}/release/wisckey"
+(cd "$root" && cargo build --release -p wisckey-bench -p wisckey-cli)
+echo "setup.sh: peers in $here/build, wisckey in ${CARGO_TARGET_DIR:-$root/target}/release/wisckey-bench"

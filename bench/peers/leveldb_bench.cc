@@ -1,4 +1,4 @@
-// leveldb_bench.cc: the LevelDB peer of `wisckey bench` (same flags, workload and report
+// leveldb_bench.cc: the LevelDB peer of `wisckey-bench bench` (same flags, workload and report
 // lines; see bench_common.h). Options: LevelDB defaults except compression off, an LRU block
 // cache of --cache_size bytes and a Bloom filter of --bloom_bits bits per key, matching what
 // wisckey is given. One leveldb::DB shared by the worker threads (it is thread-safe).

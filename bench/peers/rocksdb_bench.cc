@@ -1,4 +1,4 @@
-// rocksdb_bench.cc: the RocksDB peer of `wisckey bench` (same flags, workload and report
+// rocksdb_bench.cc: the RocksDB peer of `wisckey-bench bench` (same flags, workload and report
 // lines; see bench_common.h). Options: RocksDB defaults (WAL on, 64 MiB memtable, 2
 // background jobs) except compression off everywhere, an LRU block cache of --cache_size
 // bytes and a full Bloom filter of --bloom_bits bits per key. `--blob` turns on integrated

@@ -235,7 +235,7 @@ inline void PrintOpLines(PhaseResult* r, bool load) {
 }
 
 // Load (unless --use_existing_db), then the run phase, each with its amplification/CPU lines
-// and per-operation latencies; the same lines as `wisckey bench --ycsb`.
+// and per-operation latencies; the same lines as `wisckey-bench bench --ycsb`.
 inline int RunYcsb(Engine* e, const Flags& f) {
   Workload w;
   if (!Workload::Parse(f.ycsb, &w)) {

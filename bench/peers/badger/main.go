@@ -1,4 +1,4 @@
-// Command badger_bench is the Badger peer of `wisckey bench`: same flags, workload (splitmix64
+// Command badger_bench is the Badger peer of `wisckey-bench bench`: same flags, workload (splitmix64
 // key streams seeded seed ^ fnv1a64(name) ^ (thread+1)*golden, zero-padded decimal keys,
 // values sliced from a splitmix64-filled pool) and report lines as
 // crates/wisckey-cli/src/bench/. Options: Badger v4 defaults except compression off, block

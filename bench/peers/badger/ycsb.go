@@ -360,7 +360,7 @@ func printOpLines(r *phaseResult, load bool) {
 }
 
 // runYcsb loads (unless --use_existing_db) and runs the workload, printing the same lines as
-// `wisckey bench --ycsb`.
+// `wisckey-bench bench --ycsb`.
 func runYcsb(c *config, name string) {
 	wl, ok := parseYcsbWorkload(name)
 	if !ok {

@@ -1,14 +1,13 @@
-//! The `wisckey` command-line tool. `wisckey demo` loads and reads a temporary database and
-//! prints db_bench-style report lines; `wisckey bench` runs db_bench-compatible benchmarks
-//! (see `bench/`); `get`, `put`, `delete`, `scan`, `compact`, `gc`, `stats`, `check` and `repair` work on an
-//! existing database.
+//! The `wisckey` command-line tool: the operator's commands. `wisckey demo` loads and reads
+//! a temporary database and prints db_bench-style report lines; `get`, `put`, `delete`,
+//! `scan`, `dump`, `load`, `checkpoint`, `compact`, `gc`, `stats`, `check` and `repair` work
+//! on an existing database. Benchmarks and their reports are a separate development tool,
+//! `wisckey-bench` (crates/wisckey-bench).
 
-mod bench;
 mod demo;
 mod dump;
 mod kv;
 mod maint;
-mod report;
 
 use clap::{Parser, Subcommand};
 
@@ -27,10 +26,6 @@ struct Cli {
 enum Command {
     /// Load, read, scan and reopen a temporary database; print throughput per phase.
     Demo(demo::DemoArgs),
-    /// db_bench-style benchmarks (fill*, reads, scans, seeks, deletes, readwhilewriting) and YCSB A-F.
-    Bench(Box<bench::BenchArgs>),
-    /// REPORT.md and SVG charts from benchmark results folders (bench/run-side-by-side.sh).
-    Report(report::ReportArgs),
     /// Print a key's value (exit status 1 if it has none).
     Get(kv::GetArgs),
     /// Store a value under a key.
@@ -67,8 +62,6 @@ fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Demo(args) => demo::run(&args),
-        Command::Bench(args) => bench::run(&args),
-        Command::Report(args) => report::run(&args).map_err(Into::into),
         Command::Get(args) => kv::get(&args),
         Command::Put(args) => kv::put(&args),
         Command::Delete(args) => kv::delete(&args),

@@ -1,4 +1,4 @@
-//! YCSB core workloads A–F (`wisckey bench --ycsb=a`); the peers in bench/peers/ implement
+//! YCSB core workloads A–F (`wisckey-bench bench --ycsb=a`); the peers in bench/peers/ implement
 //! the same generators and print the same lines (bench/run-ycsb.sh). Definitions
 //! (docs/BENCHMARKS.md, "YCSB"; generators in `ycsb_gen`):
 //! - record `k` has key `format_key(fnvhash64(k) % 10^min(key_size, 19), key_size)` (YCSB's

@@ -1,4 +1,4 @@
-//! `wisckey bench`: a subset of LevelDB db_bench's language (flags, benchmark names, report
+//! `wisckey-bench bench`: a subset of LevelDB db_bench's language (flags, benchmark names, report
 //! lines) so that wisckey's figures line up with the peer programs in `bench/peers/`, which
 //! implement the same workloads (see `workload`) and print the same lines. A run opens the
 //! database once, runs the listed benchmarks in order (the `fill*` ones on a fresh

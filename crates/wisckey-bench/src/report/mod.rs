@@ -1,4 +1,4 @@
-//! `wisckey report <results_dir>...`: turns results folders written by
+//! `wisckey-bench report <results_dir>...`: turns results folders written by
 //! bench/run-side-by-side.sh (and other scripts printing the same db_bench-style lines) into
 //! REPORT.md plus SVG charts in the output folder (default: the first results folder).
 //!
