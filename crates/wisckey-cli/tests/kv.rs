@@ -239,3 +239,23 @@ fn dump_and_load_round_trip_every_byte_in_both_formats() {
     assert_eq!(text.lines().count(), 1, "{text}");
     assert!(text.contains("\"key\":\"text\""), "{text}");
 }
+
+#[test]
+fn demo_runs_on_a_new_directory_and_refuses_an_existing_database() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path().join("demo");
+    let path = dir.to_str().expect("utf-8");
+    let said = ok(&["demo", "--num", "2000", "--value_size", "200", "--db", path]);
+    assert!(
+        said.contains("fillrandom") && said.contains("summary:"),
+        "{said}"
+    );
+    assert!(said.contains("found: as in db_bench"), "{said}");
+    let again = wisckey(&["demo", "--num", "2000", "--db", path]);
+    assert!(
+        !again.status.success(),
+        "demo wrote into an existing database"
+    );
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(err.contains("already exists"), "{err}");
+}
