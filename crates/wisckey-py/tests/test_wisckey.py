@@ -1,0 +1,266 @@
+"""The Python binding: every method, its errors, context managers, iteration (also while
+writing), threads sharing one DB, reopen, and a seeded model test against a dict."""
+
+import random
+import threading
+
+import pytest
+
+import wisckey
+
+
+@pytest.fixture
+def path(tmp_path):
+    return str(tmp_path / "db")
+
+
+@pytest.fixture
+def db(path):
+    with wisckey.DB(path) as opened:
+        yield opened
+
+
+def test_put_get_delete_and_dict_conveniences(db):
+    db.put(b"a", b"1")
+    db[b"b"] = bytearray(b"2")
+    db.put(memoryview(b"c"), b"3" * 5000, sync=True)
+    assert db.get(b"a") == b"1"
+    assert db[b"b"] == b"2"
+    assert db.get(b"c") == b"3" * 5000
+    assert isinstance(db.get(b"a"), bytes)
+    assert db.get(b"missing") is None
+    assert db.get(b"missing", b"default") == b"default"
+    assert b"a" in db and b"missing" not in db
+    with pytest.raises(KeyError):
+        db[b"missing"]
+    del db[b"a"]
+    assert b"a" not in db
+    with pytest.raises(KeyError):
+        del db[b"a"]
+    db.delete(b"never-there")  # no error
+    db.delete(b"b", sync=True)
+    assert db.get(b"b") is None
+
+
+def test_str_keys_and_values_are_a_clear_type_error(db):
+    with pytest.raises(TypeError, match="encode"):
+        db.put("text", b"v")
+    with pytest.raises(TypeError, match="encode"):
+        db.put(b"k", "text")
+    with pytest.raises(TypeError):
+        db.get(123)
+    with pytest.raises(TypeError):
+        "text" in db
+
+
+def test_iterator_ranges_prefix_reverse_and_include_flags(db):
+    for i in range(50):
+        db.put(b"k%03d" % i, b"v%d" % i)
+    db.put(b"other", b"x")
+    everything = list(db.iterator())
+    assert len(everything) == 51 and everything[0] == (b"k000", b"v0")
+    assert [k for k, _ in db] == [k for k, _ in everything]
+    assert list(db.iterator(start=b"k010", stop=b"k013")) == [
+        (b"k010", b"v10"), (b"k011", b"v11"), (b"k012", b"v12")]
+    assert list(db.iterator(prefix=b"k04", include_value=False)) == [
+        b"k04%d" % i for i in range(10)]
+    assert list(db.iterator(prefix=b"k00", reverse=True, include_key=False))[:2] == [b"v9", b"v8"]
+    assert list(db.iterator(start=b"z")) == []
+    assert list(db.iterator(start=b"k2", stop=b"k1")) == []
+    with pytest.raises(ValueError):
+        db.iterator(include_key=False, include_value=False)
+    # More entries than one internal chunk, from both ends.
+    for i in range(1000):
+        db.put(b"many%05d" % i, b"x" * (i % 300))
+    forward = [k for k, _ in db.iterator(prefix=b"many")]
+    backward = [k for k, _ in db.iterator(prefix=b"many", reverse=True)]
+    assert forward == sorted(forward) and len(forward) == 1000
+    assert backward == forward[::-1]
+    it = db.iterator()
+    next(it)
+    it.close()
+    assert list(it) == []
+    with db.iterator() as it2:
+        assert next(it2)[0] == b"k000"
+
+
+def test_an_iterator_reads_one_snapshot_while_writes_go_on(db):
+    for i in range(600):
+        db.put(b"%04d" % i, b"old")
+    it = db.iterator()
+    first = next(it)
+    for i in range(600):
+        db.put(b"%04d" % i, b"new")
+    db.put(b"9999", b"new")
+    rest = list(it)
+    assert first == (b"0000", b"old")
+    assert len(rest) == 599 and all(v == b"old" for _, v in rest)
+
+
+def test_write_batch_and_transactions(db):
+    with db.write_batch() as batch:
+        batch.put(b"a", b"1")
+        batch.put(b"b", b"2")
+        batch.delete(b"a")
+        assert len(batch) == 3
+    assert db.get(b"a") is None and db.get(b"b") == b"2"
+    with pytest.raises(RuntimeError):
+        with db.write_batch(transaction=True) as batch:
+            batch.put(b"c", b"3")
+            raise RuntimeError("abandon")
+    assert db.get(b"c") is None
+    with pytest.raises(RuntimeError):
+        with db.write_batch() as batch:
+            batch.put(b"d", b"4")
+            raise RuntimeError("written anyway, as plyvel does")
+    assert db.get(b"d") == b"4"
+    batch = db.write_batch(sync=True)
+    batch.put(b"e", b"5")
+    batch.write()
+    assert db.get(b"e") == b"5"
+    with pytest.raises(wisckey.InvalidArgumentError):
+        batch.write()
+
+
+def test_snapshot_reads_and_multi_get(db):
+    db.put(b"a", b"1")
+    db.put(b"b", b"2" * 3000)
+    with db.snapshot() as snap:
+        db.put(b"a", b"changed")
+        db.delete(b"b")
+        assert snap.get(b"a") == b"1" and snap[b"b"] == b"2" * 3000
+        assert b"b" in snap and b"b" not in db
+        assert snap.multi_get([b"a", b"b", b"x"]) == [b"1", b"2" * 3000, None]
+        assert list(snap.iterator()) == [(b"a", b"1"), (b"b", b"2" * 3000)]
+        assert list(db.iterator(snapshot=snap)) == [(b"a", b"1"), (b"b", b"2" * 3000)]
+    with pytest.raises(wisckey.ClosedError):
+        snap.get(b"a")
+    assert db.multi_get([b"a", b"b"]) == [b"changed", None]
+
+
+def test_stats_gc_compact_and_check(db):
+    for round_ in range(3):
+        for i in range(300):
+            db.put(b"%04d" % i, bytes([round_]) * 2000)
+    stats = db.stats()
+    assert isinstance(stats, dict) and "value_log" in stats
+    db.compact_range()
+    db.compact_range(b"0000", b"0100")
+    done = db.gc()
+    assert done["segments_collected"] >= 0 and "space_amp" in done
+    report = db.check()
+    assert report["problems"] == [] and report["keys"] == 300
+
+
+def test_errors_map_to_the_exception_hierarchy(path):
+    db = wisckey.DB(path)
+    with pytest.raises(wisckey.LockedError):
+        wisckey.DB(path)
+    db.close()
+    assert db.closed
+    with pytest.raises(wisckey.ClosedError):
+        db.get(b"a")
+    with pytest.raises(wisckey.ClosedError):
+        db.put(b"a", b"b")
+    db.close()  # idempotent
+    with pytest.raises(wisckey.InvalidArgumentError):
+        wisckey.DB(path + "-missing", create_if_missing=False)
+    with pytest.raises(wisckey.InvalidArgumentError):
+        wisckey.DB(path, error_if_exists=True)
+    with pytest.raises(wisckey.InvalidArgumentError, match="unknown option"):
+        wisckey.DB(path, no_such_option=1)
+    assert issubclass(wisckey.CorruptionError, wisckey.Error)
+    assert issubclass(wisckey.NoSpaceError, wisckey.Error)
+
+
+def test_objects_used_after_close_raise_never_crash(path):
+    db = wisckey.DB(path, memtable_size=1 << 20, value_threshold=32)
+    for i in range(2000):
+        db.put(b"%05d" % i, b"v" * 100)
+    it = db.iterator()
+    next(it)
+    snap = db.snapshot()
+    batch = db.write_batch()
+    batch.put(b"x", b"y")
+    db.close()
+    with pytest.raises(wisckey.ClosedError):
+        list(it)
+    with pytest.raises(wisckey.ClosedError):
+        snap.get(b"00001")
+    with pytest.raises(wisckey.ClosedError):
+        batch.write()
+
+
+def test_reopen_keeps_everything(path):
+    with wisckey.DB(path) as db:
+        for i in range(500):
+            db.put(b"%04d" % i, b"%d" % i * 50)
+        db.delete(b"0007")
+    with wisckey.DB(path, create_if_missing=False) as db:
+        assert db.get(b"0001") == b"1" * 50
+        assert db.get(b"0007") is None
+        assert sum(1 for _ in db) == 499
+
+
+def test_threads_hammer_one_db(db):
+    errors = []
+
+    def worker(t):
+        try:
+            rng = random.Random(t)
+            for i in range(2000):
+                key = b"t%d-%d" % (t, rng.randrange(200))
+                if rng.random() < 0.2:
+                    db.delete(key)
+                else:
+                    db.put(key, bytes([t]) * rng.randrange(1, 3000))
+                db.get(key)
+                if i % 500 == 0:
+                    sum(1 for _ in db.iterator(prefix=b"t%d-" % t))
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+    for t in range(4):
+        for key, value in db.iterator(prefix=b"t%d-" % t):
+            assert value == bytes([t]) * len(value)
+
+
+def test_model_against_a_dict(path):
+    rng = random.Random(42)
+    model = {}
+    db = wisckey.DB(path, memtable_size=1 << 16, vlog_segment_size=1 << 16)
+    for step in range(6000):
+        key = b"key%03d" % rng.randrange(300)
+        op = rng.random()
+        if op < 0.55:
+            value = bytes([rng.randrange(256)]) * rng.choice([0, 10, 100, 3000])
+            db[key] = value
+            model[key] = value
+        elif op < 0.75:
+            db.delete(key)
+            model.pop(key, None)
+        elif op < 0.85:
+            assert db.get(key) == model.get(key)
+        elif op < 0.9:
+            lo, hi = sorted([b"key%03d" % rng.randrange(300), b"key%03d" % rng.randrange(300)])
+            expect = sorted((k, v) for k, v in model.items() if lo <= k < hi)
+            assert list(db.iterator(start=lo, stop=hi)) == expect
+        elif op < 0.92:
+            db.close()
+            db = wisckey.DB(path)
+        elif op < 0.93:
+            db.gc()
+        else:
+            with db.write_batch() as batch:
+                for _ in range(rng.randrange(1, 5)):
+                    k = b"key%03d" % rng.randrange(300)
+                    batch.put(k, b"batch")
+                    model[k] = b"batch"
+    assert dict(db.iterator()) == model
+    db.close()
