@@ -19,8 +19,8 @@ use std::io::{BufRead, BufReader, BufWriter, IsTerminal, Read, Write};
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
+use crc32c::crc32c;
 use indicatif::{ProgressBar, ProgressStyle};
-use wisckey::checksum::{crc32c, mask, unmask};
 use wisckey::{Db, Options, WriteBatch};
 
 /// The first 8 bytes of a native dump.
@@ -81,6 +81,16 @@ fn bar(what: &str) -> ProgressBar {
     bar.set_style(style);
     bar.set_prefix(what.to_string());
     bar
+}
+
+/// LevelDB's checksum masking (as the value log stores CRCs): a CRC of data that embeds
+/// CRCs does not look like one.
+fn mask(crc: u32) -> u32 {
+    crc.rotate_right(15).wrapping_add(0xa282_ead8)
+}
+
+fn unmask(masked: u32) -> u32 {
+    masked.wrapping_sub(0xa282_ead8).rotate_left(15)
 }
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {

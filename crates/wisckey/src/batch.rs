@@ -25,6 +25,7 @@ pub struct WriteBatch {
 }
 
 impl WriteBatch {
+    /// An empty batch.
     pub fn new() -> WriteBatch {
         WriteBatch::default()
     }
@@ -64,6 +65,7 @@ impl WriteBatch {
         self.ops.len()
     }
 
+    /// Whether the batch holds no operation.
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty()
     }
@@ -73,6 +75,7 @@ impl WriteBatch {
         self.bytes
     }
 
+    /// Removes every operation, keeping the allocation.
     pub fn clear(&mut self) {
         self.ops.clear();
         self.bytes = 0;

@@ -16,21 +16,28 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub enum Error {
     /// An operating-system I/O call failed. `context` names the operation and file.
     Io {
+        /// The operation and the file.
         context: String,
+        /// The operating system's error.
         source: Arc<std::io::Error>,
     },
     /// The device is full (ENOSPC, or a quota). Nothing is corrupt: free space (delete data
     /// and let it be collected, or remove other files) and retry. A write that fails with
     /// this before reaching the log leaves the database usable without a reopen.
     NoSpace {
+        /// The operation and the file.
         context: String,
+        /// The operating system's error (ENOSPC or EDQUOT).
         source: Arc<std::io::Error>,
     },
     /// Stored bytes failed validation: bad checksum, impossible length, wrong key, pointer
     /// outside the live log, ...
     Corruption {
+        /// The file holding the damaged bytes.
         file: String,
+        /// Where in it.
         offset: u64,
+        /// What does not verify.
         reason: String,
     },
     /// The caller passed something the engine does not accept (a key over the maximum size,
@@ -40,8 +47,11 @@ pub enum Error {
     NotADatabase(String),
     /// The database was written by a newer, unknown format version.
     UnsupportedVersion {
+        /// The file.
         file: String,
+        /// The version it was written in.
         found: u32,
+        /// The newest version this build reads.
         supported: u32,
     },
     /// Another `Db` (in this or another process) holds the directory's lock.

@@ -12,25 +12,29 @@
 //!
 //! See `docs/DESIGN.md` for the architecture and `docs/FORMAT.md` for the on-disk formats.
 
-pub mod batch;
-pub mod checksum;
-pub mod coding;
-pub mod compaction;
-pub mod db;
-pub mod error;
-pub mod filename;
+// Every public item is documented; internals (public only with `testing`) are exempt.
+#![cfg_attr(not(feature = "testing"), warn(missing_docs))]
+
+/// Declares an internal module: crate-private, unless the `testing` feature (for the
+/// crate's own tests, fuzz targets and tools that read the formats) makes it public.
+macro_rules! internal {
+    ($($name:ident),* $(,)?) => {$(
+        #[cfg(feature = "testing")]
+        #[doc(hidden)]
+        pub mod $name;
+        #[cfg(not(feature = "testing"))]
+        #[allow(dead_code, unused_imports, unreachable_pub)]
+        pub(crate) mod $name;
+    )*};
+}
+
+internal!(
+    batch, checksum, coding, compaction, db, error, filename, gc, iter, key, memtable, options,
+    position, safety, snapshot, sstable, version, vlog,
+);
+/// The file-system seam: the real one, an in-memory one that simulates power loss, and a
+/// fault-injecting wrapper (see [`fs::FileSystem`]).
 pub mod fs;
-pub mod gc;
-pub mod iter;
-pub mod key;
-pub mod memtable;
-pub mod options;
-pub mod position;
-pub mod safety;
-pub mod snapshot;
-pub mod sstable;
-pub mod version;
-pub mod vlog;
 
 pub use batch::WriteBatch;
 pub use db::Db;

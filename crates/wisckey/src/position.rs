@@ -7,11 +7,14 @@
 /// Where in the value log a record starts (or where replay begins).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct LogPosition {
+    /// The segment's number.
     pub segment: u64,
+    /// Byte offset inside the segment.
     pub offset: u64,
 }
 
 impl LogPosition {
+    /// The position `offset` bytes into `segment`.
     pub fn new(segment: u64, offset: u64) -> LogPosition {
         LogPosition { segment, offset }
     }

@@ -22,13 +22,16 @@ use crate::options::ReadOptions;
 pub struct CheckReport {
     /// Table files read, and their entries.
     pub tables: u64,
+    /// Entries read from the tables.
     pub table_entries: u64,
     /// Keys read through an iterator, and how many of their values were pointers resolved
     /// in the value log.
     pub keys: u64,
+    /// Of the keys, those whose value is a pointer into the value log (each resolved).
     pub pointers: u64,
     /// Sealed value-log segments scanned, and their records (punched ones not counted).
     pub segments: u64,
+    /// Records read from those segments.
     pub segment_records: u64,
     /// Everything that did not verify. Empty: the database is sound.
     pub problems: Vec<CheckProblem>,
@@ -60,6 +63,7 @@ pub struct CheckProblem {
     pub file: String,
     /// Byte offset in the file, where known.
     pub offset: Option<u64>,
+    /// What is wrong.
     pub what: String,
 }
 

@@ -35,9 +35,11 @@ const COPY_CHUNK: usize = 1 << 20;
 pub struct CheckpointReport {
     /// Table files and their bytes.
     pub tables: u64,
+    /// Bytes of the copied tables.
     pub table_bytes: u64,
     /// Value-log segments and their bytes.
     pub segments: u64,
+    /// Bytes of the copied segments.
     pub segment_bytes: u64,
     /// The copy's last sequence number in its tables (its log may hold later ones).
     pub last_sequence: u64,

@@ -89,6 +89,7 @@ impl Default for GcOptions {
 pub struct GcTotals {
     /// Collections that found something to do.
     pub runs: u64,
+    /// What the collection did.
     #[serde(flatten)]
     pub work: GcOutcome,
     /// Bytes of segment files deleted.
@@ -126,7 +127,9 @@ pub struct DbStats {
     pub level_files: [usize; NUM_LEVELS],
     /// Table bytes per level.
     pub level_bytes: [u64; NUM_LEVELS],
+    /// The value log: every segment, its live and dead bytes and why it is or is not collected.
     pub value_log: ValueLogStats,
+    /// What GC has done since open.
     pub gc: GcTotals,
 }
 

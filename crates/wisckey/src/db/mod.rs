@@ -178,6 +178,17 @@ pub struct Db {
 impl Db {
     /// Opens (or creates, per `options`) the database in `path`, replaying the value log
     /// from the persisted head.
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// db.close()?;
+    /// // Reopening replays the value log from the last flushed position.
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options { create_if_missing: false, ..Default::default() })?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
         let (mut inner, report) = recovery::open(path.as_ref(), options)?;
         inner.recovery_report = report;
@@ -190,10 +201,22 @@ impl Db {
     }
 
     /// Stores `value` under `key`.
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// db.put(b"key", b"value")?;
+    /// db.put_opt("durable", "now", &wisckey::WriteOptions { sync: true })?;
+    /// assert_eq!(db.get("key")?, Some(b"value".to_vec()));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
         self.put_opt(key, value, &WriteOptions::default())
     }
 
+    /// [`Db::put`] with write options (`sync`).
     pub fn put_opt(
         &self,
         key: impl AsRef<[u8]>,
@@ -209,10 +232,22 @@ impl Db {
     }
 
     /// Removes `key` (a no-op if absent, but still logged).
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// db.put("k", "v")?;
+    /// db.delete("k")?;
+    /// assert_eq!(db.get("k")?, None);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
         self.delete_opt(key, &WriteOptions::default())
     }
 
+    /// [`Db::delete`] with write options (`sync`).
     pub fn delete_opt(&self, key: impl AsRef<[u8]>, opts: &WriteOptions) -> Result<()> {
         let mut batch = WriteBatch::new();
         batch.delete(key);
@@ -220,25 +255,63 @@ impl Db {
     }
 
     /// Applies a batch atomically.
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// let mut batch = wisckey::WriteBatch::new();
+    /// batch.put("a", "1").put("b", "2").delete("a");
+    /// db.write(batch)?; // all or nothing
+    /// assert_eq!((db.get("a")?, db.get("b")?), (None, Some(b"2".to_vec())));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
         self.write_opt(batch, &WriteOptions::default())
     }
 
+    /// [`Db::write`] with write options (`sync`).
     pub fn write_opt(&self, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
         validate_batch(&batch, self.inner.options.max_batch_size)?;
         write::write(&self.inner, batch, opts.sync)
     }
 
     /// The value stored under `key`, or `None`.
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// db.put("k", vec![7u8; 10_000])?; // kept in the value log
+    /// assert_eq!(db.get("k")?.map(|v| v.len()), Some(10_000));
+    /// assert_eq!(db.get("missing")?, None);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
         self.get_opt(key, &ReadOptions::default())
     }
 
+    /// [`Db::get`] with read options (a snapshot to read at).
     pub fn get_opt(&self, key: impl AsRef<[u8]>, opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
         read::get(&self.inner, key.as_ref(), opts)
     }
 
     /// A consistent view of the current state.
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// db.put("k", "old")?;
+    /// let snapshot = db.snapshot();
+    /// db.put("k", "new")?;
+    /// let at = wisckey::ReadOptions { snapshot: Some(snapshot), ..Default::default() };
+    /// assert_eq!(db.get_opt("k", &at)?, Some(b"old".to_vec()));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn snapshot(&self) -> Snapshot {
         self.inner
             .snapshots
@@ -456,6 +529,16 @@ impl Db {
 
     /// Writes the current memtable to an SSTable and waits until every memtable written
     /// so far is durable in the LSM-tree (the value-log head then moves past them).
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// db.put("k", "v")?;
+    /// db.flush()?; // the memtable is now a table; a reopen replays nothing before it
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn flush(&self) -> Result<()> {
         write::force_memtable_switch(&self.inner)?;
         background::wait_for_flushes(&self.inner)
@@ -463,12 +546,33 @@ impl Db {
 
     /// Flushes, then compacts every level overlapping `[begin, end]` (None = unbounded)
     /// down to the last level that holds data.
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// db.put("a", "1")?;
+    /// db.compact_range(None, None)?;         // everything
+    /// db.compact_range(Some(b"a"), Some(b"m"))?; // keys a..=m
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
         self.flush()?;
         background::compact_range(&self.inner, begin, end)
     }
 
     /// Makes every write acknowledged so far durable.
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// db.put("k", "v")?;
+    /// db.sync()?; // every write acknowledged so far is durable
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn sync(&self) -> Result<()> {
         write::sync_log(&self.inner)
     }
@@ -578,6 +682,17 @@ impl Db {
     /// Statistics: the tables per level, every value-log segment with its live and dead
     /// bytes and why it is or is not collected, the log's space amplification, and what GC
     /// has done since open.
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// db.put("k", vec![0u8; 4096])?;
+    /// let stats = db.stats()?;
+    /// println!("space amplification {:.2}", stats.value_log.space_amp);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn stats(&self) -> Result<DbStats> {
         gc::stats(&self.inner)
     }
@@ -602,6 +717,16 @@ impl Db {
     /// writes out and syncs the value-log buffer, and reports the first error met while
     /// doing so. The database is closed even if this fails. Dropping a `Db` does the same
     /// and ignores errors.
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// db.put("k", "v")?;
+    /// db.close()?; // flushes, stops the background threads, syncs the log
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn close(self) -> Result<()> {
         self.shutdown()
     }

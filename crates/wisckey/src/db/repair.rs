@@ -72,19 +72,23 @@ const OUTPUT_LEVEL: usize = NUM_LEVELS - 1;
 pub struct RepairReport {
     /// Table files found, and the entries read from their blocks that verify.
     pub tables_read: u64,
+    /// Entries read from the tables.
     pub table_entries: u64,
     /// Value-log segments scanned, and the records taken from them.
     pub segments_scanned: u64,
+    /// Records taken from the log.
     pub log_records: u64,
     /// Bytes of old segments stepped over: all-zero ranges (punched holes, torn tails) and
     /// damaged ones (listed in `problems`).
     pub zeroed_log_bytes: u64,
+    /// Bytes of damaged ranges stepped over.
     pub damaged_log_bytes: u64,
     /// Records of batches that were incomplete at the end of their segment (never
     /// acknowledged), left out.
     pub incomplete_batch_records: u64,
     /// Keys in the rebuilt index with a value, and keys whose newest entry is a delete.
     pub keys: u64,
+    /// Keys whose newest entry is a delete (kept as deletes).
     pub deleted_keys: u64,
     /// Keys whose newest entry (from a table) points at a log record that is gone or does
     /// not verify: reads of them report `Corruption`, as before the repair.
@@ -98,9 +102,11 @@ pub struct RepairReport {
     /// Where the replaced files were moved (relative to the database directory), and
     /// their names. Empty when nothing was replaced.
     pub moved_to: String,
+    /// The moved files' names.
     pub moved: Vec<String>,
     /// Damage found, by file and offset (the first 1,000; `problems_total` counts all).
     pub problems: Vec<CheckProblem>,
+    /// Every problem found, listed or not.
     pub problems_total: u64,
 }
 

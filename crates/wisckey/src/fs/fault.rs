@@ -76,17 +76,29 @@ impl FaultOps {
 /// One kind of fallible call on a file system or on one of its handles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FsOp {
+    /// `FileSystem::create_dir_all`.
     CreateDirAll,
+    /// `FileSystem::create`.
     Create,
+    /// `FileSystem::open_append`.
     OpenAppend,
+    /// `FileSystem::open_read`.
     OpenRead,
+    /// `FileSystem::rename`.
     Rename,
+    /// `FileSystem::remove`.
     Remove,
+    /// `FileSystem::list`.
     List,
+    /// `FileSystem::exists`.
     Exists,
+    /// `FileSystem::file_size`.
     FileSize,
+    /// `FileSystem::sync_dir`.
     SyncDir,
+    /// `FileSystem::punch_hole`.
     PunchHole,
+    /// `FileSystem::lock`.
     Lock,
     /// `WritableFile::append`.
     Append,
@@ -210,6 +222,7 @@ pub struct FaultFs {
 }
 
 impl FaultFs {
+    /// A wrapper over `inner` that injects no fault until told to.
     pub fn new(inner: Arc<dyn FileSystem>) -> FaultFs {
         FaultFs {
             inner,

@@ -145,6 +145,7 @@ impl Namespace {
 }
 
 impl MemFs {
+    /// An empty file system.
     pub fn new() -> MemFs {
         MemFs::default()
     }

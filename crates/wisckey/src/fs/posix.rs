@@ -29,6 +29,7 @@ use crate::error::{Error, Result};
 pub struct PosixFs;
 
 impl PosixFs {
+    /// The operating system's file system.
     pub fn new() -> PosixFs {
         PosixFs
     }

@@ -36,12 +36,14 @@ pub struct GcOutcome {
     pub bytes_read: u64,
     /// Records appended again at the log's head, and their bytes.
     pub records_relocated: u64,
+    /// Bytes of the relocated records.
     pub bytes_relocated: u64,
     /// Records found dead (not relocated).
     pub records_dropped: u64,
 }
 
 impl GcOutcome {
+    /// Adds `other`'s counts to these.
     pub fn add(&mut self, other: &GcOutcome) {
         self.segments_collected += other.segments_collected;
         self.bytes_read += other.bytes_read;

@@ -40,6 +40,7 @@ pub enum SegmentState {
 /// One segment as GC sees it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SegmentView {
+    /// The segment's number.
     pub segment: u64,
     /// The file's length.
     pub size: u64,
@@ -50,6 +51,7 @@ pub struct SegmentView {
     pub live_bytes: u64,
     /// Dead bytes: the manifest's exact count, or the sampled estimate where larger.
     pub dead_bytes: u64,
+    /// Whether it is collected, and if not why.
     pub state: SegmentState,
 }
 

@@ -201,6 +201,7 @@ impl DbIterator<'_> {
         }
     }
 
+    /// Positions on the first key (in bounds).
     pub fn seek_to_first(&mut self) {
         self.drop_readahead();
         match self.lower.clone() {
@@ -213,6 +214,7 @@ impl DbIterator<'_> {
         }
     }
 
+    /// Positions on the last key (in bounds).
     pub fn seek_to_last(&mut self) {
         self.drop_readahead();
         self.direction = Direction::Reverse;
@@ -244,6 +246,7 @@ impl DbIterator<'_> {
         self.find_next_user_entry(false);
     }
 
+    /// Moves to the next key; reads values ahead from the second call in a row.
     pub fn next(&mut self) {
         if !self.ahead.is_empty() {
             self.ahead.pop_front();
@@ -300,6 +303,7 @@ impl DbIterator<'_> {
         self.find_next_user_entry(true);
     }
 
+    /// Moves to the previous key.
     pub fn prev(&mut self) {
         if let Some(front) = self.ahead.front() {
             // Put the inner iterator back on the current entry (it exists and is visible at

@@ -21,7 +21,10 @@ pub enum PowerLoss {
     DropUnsynced,
     /// Durable bytes plus a seeded-random prefix of the unsynced ones, possibly partly
     /// zeroed.
-    TornTail { seed: u64 },
+    TornTail {
+        /// Picks the prefix and the zeroed bytes.
+        seed: u64,
+    },
 }
 
 impl PowerLoss {
