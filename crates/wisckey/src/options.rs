@@ -83,6 +83,12 @@ pub struct Options {
     pub bloom_bits_per_key: usize,
     /// Block cache capacity in bytes. Default 64 MiB.
     pub block_cache_size: usize,
+    /// Capacity in bytes of the value cache: verified values of recent point reads (`get`,
+    /// `multi_get`), so a hot key's value costs no value-log read. Scans, GC and `check`
+    /// neither read from it nor fill it. The block cache holds keys and pointers only, so
+    /// this is where hot values live in memory besides the OS page cache. Values larger than
+    /// 1/64 of it are not cached. Default 32 MiB; 0 turns it off.
+    pub value_cache_size: usize,
     /// Open tables kept in the table cache. Default 1000.
     pub max_open_tables: usize,
     /// Target size of an SSTable written by compaction. Default 8 MiB.
@@ -170,6 +176,7 @@ impl Default for Options {
             block_restart_interval: 16,
             bloom_bits_per_key: 10,
             block_cache_size: 64 << 20,
+            value_cache_size: 32 << 20,
             max_open_tables: 1000,
             target_file_size: 8 << 20,
             level1_max_bytes: 64 << 20,

@@ -233,3 +233,32 @@ fn a_damaged_value_is_reported_at_its_entry_and_the_scan_goes_on() {
     assert_eq!(bad, vec![key(150)]);
     assert_eq!(good, 199);
 }
+
+/// Values written in key order lie back to back in the log: a forward scan reads each run of
+/// them with one positional read instead of one per value, and shows every value exactly.
+#[test]
+fn a_scan_of_values_written_in_key_order_reads_them_in_runs() {
+    let fs = HookFs::new(SlowLogReads::default());
+    let db = Db::open(Path::new("/db"), options(Arc::new(fs.clone()), true)).expect("open");
+    for i in 0..2000 {
+        db.put(key(i), value(i, 0)).expect("put");
+    }
+    db.flush().expect("flush");
+    let before = fs.hooks.reads.load(Ordering::SeqCst);
+    let mut it = db.iter(&ReadOptions::default()).expect("iter");
+    it.seek_to_first();
+    let mut seen = 0u32;
+    while it.valid() {
+        assert_eq!(it.value().expect("value"), value(seen, 0));
+        seen += 1;
+        it.next();
+    }
+    it.status().expect("status");
+    assert_eq!(seen, 2000);
+    let reads = fs.hooks.reads.load(Ordering::SeqCst) - before;
+    eprintln!("2000 values in key order: {reads} value-log reads");
+    assert!(
+        reads * 8 < 2000,
+        "{reads} reads for 2000 back-to-back values"
+    );
+}

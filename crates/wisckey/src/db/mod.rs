@@ -29,7 +29,7 @@ pub use recovery::{RecoveryReport, SalvagedDamage};
 pub use repair::{RepairReport, LOST_DIR};
 
 pub(crate) use crate::vlog::PointerRead;
-pub(crate) use read::{plan_pointer_read, resolve_value};
+pub(crate) use read::plan_pointer_read;
 
 use std::collections::{HashSet, VecDeque};
 use std::path::{Path, PathBuf};

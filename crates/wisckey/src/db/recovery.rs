@@ -182,7 +182,8 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<(DbInner, RecoveryRep
         writers: WriteQueue::default(),
         vlog: ValueLog::new(
             vlog_writer,
-            VlogReader::new(Arc::clone(&fs), dir.to_path_buf(), vlog_options.clone()),
+            VlogReader::new(Arc::clone(&fs), dir.to_path_buf(), vlog_options.clone())
+                .with_value_cache(options.value_cache_size),
             vlog_options,
         ),
         table_cache,

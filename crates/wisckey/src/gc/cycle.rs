@@ -117,7 +117,7 @@ pub fn collect_segment(
                     record.value.clone()
                 } else {
                     src.reader
-                        .read_value(&record.ptr, &record.key, LiveRange { end })?
+                        .read_value_uncached(&record.ptr, &record.key, LiveRange { end })?
                 };
                 pending_bytes += value.len() + record.key.len();
                 pending.push(Relocation {

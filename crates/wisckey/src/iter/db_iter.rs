@@ -21,6 +21,7 @@ use super::readahead::PendingRead;
 use super::{InternalIterator, MergingIterator};
 use crate::db::DbInner;
 use crate::db::PointerRead;
+use crate::vlog::{LiveRange, ValuePointer};
 use crate::error::{Error, Result};
 use crate::key::{parse_internal_key, seek_key, user_key, SequenceNumber, ValueKind, MAX_SEQUENCE};
 use crate::version::Version;
@@ -29,6 +30,21 @@ use crate::version::Version;
 pub const SCAN_READAHEAD_BYTES: u64 = 8 << 20;
 /// Entries read ahead by the first refill after a positioning call; doubles per refill.
 const FIRST_READAHEAD_WINDOW: usize = 4;
+
+/// Most bytes one coalesced read of back-to-back records covers.
+const MAX_RUN_BYTES: u64 = 1 << 20;
+
+/// Value-log reads of back-to-back records gathered during one refill, issued as one job
+/// and one `pread` (see `VlogReader::read_run`).
+#[derive(Default)]
+struct ReadRun {
+    reads: Vec<(ValuePointer, Vec<u8>, Arc<PendingRead>)>,
+    live: Option<LiveRange>,
+    bytes: u64,
+    /// The pointer read last (issued or not), and whether it followed the one before.
+    last: Option<ValuePointer>,
+    last_followed: bool,
+}
 
 /// An entry read ahead of the user during a forward scan.
 struct AheadEntry {
@@ -75,6 +91,8 @@ pub struct DbIterator<'a> {
     ahead_error: Option<Error>,
     /// `ReadOptions::keys_only`: never read values ahead.
     keys_only: bool,
+    /// Reads gathered but not yet issued (issued at the end of each refill).
+    run: ReadRun,
 }
 
 impl std::fmt::Debug for DbIterator<'_> {
@@ -122,6 +140,7 @@ impl DbIterator<'_> {
             window: FIRST_READAHEAD_WINDOW,
             ahead_error: None,
             keys_only,
+            run: ReadRun::default(),
         }
     }
 
@@ -159,14 +178,7 @@ impl DbIterator<'_> {
                 return result;
             }
             // Inline value, or the read-ahead result was already handed out: read it here.
-            return crate::db::resolve_value(
-                &self.db,
-                &self.version,
-                &front.user_key,
-                front.kind,
-                front.stored.clone(),
-            )?
-            .ok_or_else(|| Error::Internal("iterator positioned on a deletion".into()));
+            return self.read_stored(&front.user_key, front.kind, front.stored.clone());
         }
         let (kind, stored) = match self.direction {
             Direction::Forward => {
@@ -176,8 +188,24 @@ impl DbIterator<'_> {
             }
             Direction::Reverse => (self.saved_kind, self.saved_value.clone()),
         };
-        crate::db::resolve_value(&self.db, &self.version, self.key(), kind, stored)?
-            .ok_or_else(|| Error::Internal("iterator positioned on a deletion".into()))
+        self.read_stored(self.key(), kind, stored)
+    }
+
+    /// The user's value of an entry: inline, or read from the log past the value cache
+    /// (a scan must not flush point reads' hot values out; `Db::check` must see the disk).
+    fn read_stored(&self, key: &[u8], kind: ValueKind, stored: Vec<u8>) -> Result<Vec<u8>> {
+        match kind {
+            ValueKind::Value => Ok(stored),
+            ValueKind::ValuePointer => {
+                match crate::db::plan_pointer_read(&self.db, &self.version, key, &stored)? {
+                    PointerRead::Buffered(value) => Ok(value),
+                    PointerRead::File { ptr, live } => {
+                        self.db.vlog.reader().read_value_uncached(&ptr, key, live)
+                    }
+                }
+            }
+            ValueKind::Deletion => Err(Error::Internal("iterator positioned on a deletion".into())),
+        }
     }
 
     /// Whether the current value is stored in the value log (`Db::check` counts them).
@@ -442,14 +470,23 @@ impl DbIterator<'_> {
             ) {
                 Ok(PointerRead::File { ptr, live }) => {
                     entry.pointed_bytes = u64::from(ptr.len);
-                    // The job holds the log reader, not the database: dropping the iterator
-                    // and closing the database need not wait for reads it abandoned.
-                    let reader = Arc::clone(self.db.vlog.reader());
-                    let job_read = Arc::clone(&read);
+                    let follows = self.run.last.is_some_and(|last| {
+                        last.segment == ptr.segment && last.end() == ptr.offset
+                    });
+                    if !follows || self.run.bytes + u64::from(ptr.len) > MAX_RUN_BYTES {
+                        self.issue_run();
+                    }
+                    self.run.live.get_or_insert(live);
+                    self.run.bytes += u64::from(ptr.len);
                     let key = entry.user_key.clone();
-                    self.db.readers().submit(Box::new(move || {
-                        job_read.complete_with(|| reader.read_value(&ptr, &key, live));
-                    }));
+                    self.run.reads.push((ptr, key, Arc::clone(&read)));
+                    // Values in random log order: read each at once rather than wait to see
+                    // whether the next one is its neighbour.
+                    if !follows && !self.run.last_followed {
+                        self.issue_run();
+                    }
+                    self.run.last = Some(ptr);
+                    self.run.last_followed = follows;
                 }
                 Ok(PointerRead::Buffered(value)) => read.complete_with(|| Ok(value)),
                 Err(e) => read.complete_with(|| Err(e)),
@@ -458,6 +495,53 @@ impl DbIterator<'_> {
         }
         self.ahead_bytes += entry.pointed_bytes;
         entry
+    }
+
+    /// Queues the gathered run of reads as one job on the reader pool.
+    fn issue_run(&mut self) {
+        let run = ReadRun {
+            last: self.run.last,
+            last_followed: self.run.last_followed,
+            ..ReadRun::default()
+        };
+        let run = std::mem::replace(&mut self.run, run);
+        let Some(live) = run.live else {
+            return;
+        };
+        // The job holds the log reader, not the database: dropping the iterator and
+        // closing the database need not wait for reads it abandoned.
+        let reader = Arc::clone(self.db.vlog.reader());
+        self.db.readers().submit(Box::new(move || {
+            let (pointers, slots): (Vec<_>, Vec<_>) = run
+                .reads
+                .into_iter()
+                .map(|(ptr, key, slot)| ((ptr, key), slot))
+                .unzip();
+            if slots.iter().all(|slot| slot.is_abandoned()) {
+                for slot in &slots {
+                    slot.complete_with(|| Err(Error::Aborted("read-ahead abandoned".into())));
+                }
+                return;
+            }
+            // A panic must still complete every slot, or the iterator would wait forever.
+            let values = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                reader.read_run(&pointers, live)
+            }));
+            match values {
+                Ok(values) => {
+                    for (slot, value) in slots.iter().zip(values) {
+                        slot.complete_with(|| value);
+                    }
+                }
+                Err(_) => {
+                    for slot in &slots {
+                        slot.complete_with(|| {
+                            Err(Error::Internal("a value read panicked in a reader thread".into()))
+                        });
+                    }
+                }
+            }
+        }));
     }
 
     /// Reads entries ahead until the window or the byte budget is full, or the inner
@@ -476,6 +560,7 @@ impl DbIterator<'_> {
                 self.ahead_error = Some(e);
             }
         }
+        self.issue_run();
         self.window = (self.window * 2).min(self.db.options.scan_readahead_entries);
     }
 
@@ -488,6 +573,7 @@ impl DbIterator<'_> {
             }
         }
         self.ahead_bytes = 0;
+        self.run = ReadRun::default();
         self.window = FIRST_READAHEAD_WINDOW.min(self.db.options.scan_readahead_entries.max(1));
         // An error the user never reached is not theirs: without read-ahead it would not
         // have been met either.

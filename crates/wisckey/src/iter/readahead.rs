@@ -141,6 +141,11 @@ impl PendingRead {
         self.done.notify_all();
     }
 
+    /// Whether the iterator moved on without this read.
+    pub(crate) fn is_abandoned(&self) -> bool {
+        self.abandoned.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn abandon(&self) {
         self.abandoned.store(true, Ordering::Relaxed);
     }

@@ -14,6 +14,7 @@
 //!
 //! This module knows nothing about the LSM-tree.
 
+mod cache;
 pub mod format;
 mod log;
 mod reader;

@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 
+use super::cache::ValueCache;
 use super::format::{decode_record, SEGMENT_HEADER_LEN};
 use super::{ValuePointer, VlogOptions, RECORD_HEADER_LEN};
 use crate::error::{Error, Result};
@@ -42,6 +43,8 @@ pub struct VlogReader {
     dir: PathBuf,
     opts: VlogOptions,
     handles: RwLock<HashMap<u64, Arc<dyn ReadableFile>>>,
+    /// Verified values of recent point reads (`Options::value_cache_size`; none at 0).
+    value_cache: Option<ValueCache>,
 }
 
 impl VlogReader {
@@ -51,7 +54,19 @@ impl VlogReader {
             dir,
             opts,
             handles: RwLock::new(HashMap::new()),
+            value_cache: None,
         }
+    }
+
+    /// Keeps up to `bytes` of recently read values in memory (0: no cache).
+    pub fn with_value_cache(mut self, bytes: usize) -> VlogReader {
+        self.value_cache = (bytes > 0).then(|| ValueCache::new(bytes));
+        self
+    }
+
+    /// Bytes the value cache holds.
+    pub fn value_cache_bytes(&self) -> u64 {
+        self.value_cache.as_ref().map_or(0, ValueCache::weight)
     }
 
     /// Reads the record at `ptr` with one positional read and returns its value after the
@@ -62,8 +77,127 @@ impl VlogReader {
         expected_key: &[u8],
         limits: LiveRange,
     ) -> Result<Vec<u8>> {
-        let name = vlog_file_name(&self.dir, ptr.segment).display().to_string();
+        self.read_value_filling(ptr, expected_key, limits, true)
+    }
+
+    /// [`VlogReader::read_value`] from the file, bypassing the value cache: scans (one scan
+    /// must not flush the hot values out), GC and `Db::check` (which must see the disk).
+    pub fn read_value_uncached(
+        &self,
+        ptr: &ValuePointer,
+        expected_key: &[u8],
+        limits: LiveRange,
+    ) -> Result<Vec<u8>> {
+        self.read_value_filling(ptr, expected_key, limits, false)
+    }
+
+    /// With `cached`, a point read: served from the value cache if it holds the record, and
+    /// a value read from the file enters it.
+    fn read_value_filling(
+        &self,
+        ptr: &ValuePointer,
+        expected_key: &[u8],
+        limits: LiveRange,
+        cached: bool,
+    ) -> Result<Vec<u8>> {
+        let name = || vlog_file_name(&self.dir, ptr.segment).display().to_string();
+        let cache = self.value_cache.as_ref().filter(|_| cached);
+        if let Some(cache) = cache {
+            if let Some(value) = cache.get(ptr, expected_key) {
+                // The pointer must still pass the checks a file read makes.
+                self.check_pointer(ptr, limits, &name())?;
+                return Ok(value.to_vec());
+            }
+        }
+        let name = name();
         let bad = |why: &str| Error::corruption(&name, ptr.offset, format!("value pointer: {why}"));
+        self.check_pointer(ptr, limits, &name)?;
+        let file = self.segment(ptr.segment, &name)?;
+        if ptr.end() > file.len()? {
+            return Err(bad("record extends past the end of the segment file"));
+        }
+        let mut record = vec![0u8; ptr.len as usize];
+        file.read_exact_at(ptr.offset, &mut record, &name)?;
+        let value = extract_value(&record, ptr, expected_key, &self.opts, &name)?;
+        if let Some(cache) = cache {
+            cache.insert(ptr, expected_key, &value);
+        }
+        Ok(value)
+    }
+
+    /// Reads the records of a run of pointers that lie back to back in one segment (each
+    /// starts where the one before ends) with one positional read, and returns each value
+    /// after the same checks as [`VlogReader::read_value`]. A scan of values written in key
+    /// order reads them this way: one `pread` per run instead of one per value.
+    pub fn read_run(
+        &self,
+        run: &[(ValuePointer, Vec<u8>)],
+        limits: LiveRange,
+    ) -> Vec<Result<Vec<u8>>> {
+        let (Some((first, _)), Some((last, _))) = (run.first(), run.last()) else {
+            return Vec::new();
+        };
+        let adjacent = run.windows(2).all(|w| {
+            w[0].0.segment == w[1].0.segment && w[0].0.end() == w[1].0.offset
+        });
+        if run.len() == 1 || !adjacent {
+            return run
+                .iter()
+                .map(|(ptr, key)| self.read_value_filling(ptr, key, limits, false))
+                .collect();
+        }
+        let name = vlog_file_name(&self.dir, first.segment).display().to_string();
+        // Every pointer passes the single-read checks, bounds included, before the read.
+        let whole = ValuePointer {
+            segment: first.segment,
+            offset: first.offset,
+            len: match u32::try_from(last.end() - first.offset) {
+                Ok(len) => len,
+                Err(_) => {
+                    return run
+                        .iter()
+                        .map(|(ptr, key)| self.read_value_filling(ptr, key, limits, false))
+                        .collect()
+                }
+            },
+        };
+        let checked = run
+            .iter()
+            .map(|(ptr, _)| self.check_pointer(ptr, limits, &name))
+            .collect::<Result<Vec<()>>>();
+        let bytes = checked.and_then(|_| {
+            let file = self.segment(whole.segment, &name)?;
+            if whole.end() > file.len()? {
+                return Err(Error::corruption(
+                    &name,
+                    whole.offset,
+                    "value pointer: record extends past the end of the segment file",
+                ));
+            }
+            let mut bytes = vec![0u8; whole.len as usize];
+            file.read_exact_at(whole.offset, &mut bytes, &name)?;
+            Ok(bytes)
+        });
+        match bytes {
+            Ok(bytes) => run
+                .iter()
+                .map(|(ptr, key)| {
+                    let start = (ptr.offset - whole.offset) as usize;
+                    let record = &bytes[start..start + ptr.len as usize];
+                    extract_value(record, ptr, key, &self.opts, &name)
+                })
+                .collect(),
+            // Whatever failed, each pointer gets its own read and its own verdict.
+            Err(_) => run
+                .iter()
+                .map(|(ptr, key)| self.read_value_filling(ptr, key, limits, false))
+                .collect(),
+        }
+    }
+
+    /// The checks `read_value` makes before reading.
+    fn check_pointer(&self, ptr: &ValuePointer, limits: LiveRange, name: &str) -> Result<()> {
+        let bad = |why: &str| Error::corruption(name, ptr.offset, format!("value pointer: {why}"));
         if ptr.segment > limits.end.segment {
             return Err(bad("segment outside the live value log"));
         }
@@ -79,13 +213,7 @@ impl VlogReader {
         if past_end {
             return Err(bad("record extends past the end of the log"));
         }
-        let file = self.segment(ptr.segment, &name)?;
-        if ptr.end() > file.len()? {
-            return Err(bad("record extends past the end of the segment file"));
-        }
-        let mut record = vec![0u8; ptr.len as usize];
-        file.read_exact_at(ptr.offset, &mut record, &name)?;
-        extract_value(&record, ptr, expected_key, &self.opts, &name)
+        Ok(())
     }
 
     /// Drops the cached handle of segment `n` (call when GC deletes it).
