@@ -1,7 +1,12 @@
-"""wisckey: a key-value store that keeps keys in an LSM-tree and values in a value log.
+"""wisckey: an embeddable key-value store that keeps keys in an LSM-tree and values in a
+value log (WiscKey, FAST '16).
 
-Keys and values are bytes-like in (bytes, bytearray, memoryview) and bytes out; a str is a
-TypeError. Every call that may do I/O releases the GIL.
+`wisckey.DB(path, create_if_missing=True, **options)` opens a database. The API follows
+plyvel (get, put, delete, write_batch, iterator, snapshot) with dict conveniences
+(`db[key]`, `db[key] = value`, `del db[key]`, `key in db`, iteration) and adds multi_get,
+stats, gc, compact_range and check. Keys and values are bytes-like in (bytes, bytearray,
+memoryview) and bytes out; a str is a TypeError. Every call that may do I/O releases the
+GIL, so threads sharing one DB run in parallel. Errors are `Error` and its subclasses.
 """
 
 from types import TracebackType
@@ -19,7 +24,7 @@ class LockedError(Error):
     """Another process (or DB object) has the database open."""
 
 class NoSpaceError(Error):
-    """The device is full; nothing acknowledged was lost."""
+    """The device is full; nothing acknowledged was lost. Free space and retry."""
 
 class IOError(Error):
     """An operating-system I/O call failed."""
@@ -34,10 +39,17 @@ class ClosedError(Error):
     """The database (or this object's database or snapshot) is closed."""
 
 class DB:
-    """A database. Options are wisckey::Options fields: value_threshold, memtable_size,
-    vlog_segment_size, vlog_buffer_size, write_through_to_os, block_size, block_cache_size,
-    bloom_bits_per_key, max_open_tables, target_file_size, scan_readahead_entries,
-    scan_readahead_threads, gc_space_amp_target, disk_reserve_size."""
+    """A wisckey database; a context manager (closed on exit).
+
+    Options are wisckey::Options fields: value_threshold, vlog_segment_size,
+    vlog_buffer_size, vlog_preallocate_size, write_through_to_os, memtable_size,
+    memtable_max_log_bytes, max_immutable_memtables, block_size, block_restart_interval,
+    block_cache_size, bloom_bits_per_key, max_open_tables, target_file_size,
+    level1_max_bytes, l0_compaction_trigger, l0_slowdown_trigger, l0_stop_trigger,
+    scan_readahead_entries, scan_readahead_threads, gc_space_amp_target,
+    disk_reserve_size, max_batch_size. An unknown name or a value the engine refuses is an
+    InvalidArgumentError.
+    """
 
     def __init__(
         self,
@@ -45,29 +57,51 @@ class DB:
         create_if_missing: bool = True,
         error_if_exists: bool = False,
         **options: Any,
-    ) -> None: ...
-    def close(self) -> None: ...
+    ) -> None:
+        """Opens (or creates) the database in directory `path`. LockedError if it is open
+        elsewhere, NotADatabaseError if the directory holds foreign files."""
+    def close(self) -> None:
+        """Closes the database: waits for calls in flight, flushes and syncs. Later calls on
+        it (and its iterators, snapshots and batches) raise ClosedError. Idempotent."""
     @property
-    def closed(self) -> bool: ...
+    def closed(self) -> bool:
+        """Whether close() was called."""
     @property
-    def name(self) -> str: ...
-    def __enter__(self) -> "DB": ...
+    def name(self) -> str:
+        """The directory the database lives in, as given to DB()."""
+    def __enter__(self) -> "DB":
+        """Returns the database itself."""
     def __exit__(
         self,
         exc_type: Optional[Type[BaseException]],
         exc: Optional[BaseException],
         tb: Optional[TracebackType],
-    ) -> bool: ...
-    def get(self, key: _Bytes, default: Any = None) -> Any: ...
-    def put(self, key: _Bytes, value: _Bytes, sync: bool = False) -> None: ...
-    def delete(self, key: _Bytes, sync: bool = False) -> None: ...
-    def __getitem__(self, key: _Bytes) -> bytes: ...
-    def __setitem__(self, key: _Bytes, value: _Bytes) -> None: ...
-    def __delitem__(self, key: _Bytes) -> None: ...
-    def __contains__(self, key: _Bytes) -> bool: ...
-    def __iter__(self) -> "Iterator": ...
-    def multi_get(self, keys: Iterable[_Bytes]) -> list[Optional[bytes]]: ...
-    def write_batch(self, sync: bool = False, transaction: bool = False) -> "WriteBatch": ...
+    ) -> bool:
+        """Closes the database; an exception in the block propagates."""
+    def __repr__(self) -> str:
+        """`<wisckey.DB '/path' (open)>` or `(closed)`."""
+    def get(self, key: _Bytes, default: Any = None) -> Any:
+        """The value of `key` (bytes), or `default` if it has none."""
+    def put(self, key: _Bytes, value: _Bytes, sync: bool = False) -> None:
+        """Stores `value` under `key`; sync=True makes it durable before returning."""
+    def delete(self, key: _Bytes, sync: bool = False) -> None:
+        """Deletes `key` (nothing happens if it has no value)."""
+    def __getitem__(self, key: _Bytes) -> bytes:
+        """`db[key]`: the value of `key`; KeyError if it has none."""
+    def __setitem__(self, key: _Bytes, value: _Bytes) -> None:
+        """`db[key] = value`: put(key, value)."""
+    def __delitem__(self, key: _Bytes) -> None:
+        """`del db[key]`: deletes `key`; KeyError if it has no value. Check and delete are
+        one step for every `del` on this DB: of two racing `del`s of a key, one succeeds."""
+    def __contains__(self, key: _Bytes) -> bool:
+        """`key in db`: whether `key` has a value (reads no value)."""
+    def __iter__(self) -> "Iterator":
+        """(key, value) pairs of the whole database in key order, at a snapshot taken now."""
+    def multi_get(self, keys: Iterable[_Bytes]) -> list[Optional[bytes]]:
+        """Values of `keys` (None where a key has none), all read at one moment."""
+    def write_batch(self, sync: bool = False, transaction: bool = False) -> "WriteBatch":
+        """A batch of puts and deletes written at once (all or nothing). As a context
+        manager it is written on exit; with transaction=True, not if the block raised."""
     def iterator(
         self,
         start: Optional[_Bytes] = None,
@@ -77,32 +111,59 @@ class DB:
         include_key: bool = True,
         include_value: bool = True,
         snapshot: Optional["Snapshot"] = None,
-    ) -> "Iterator": ...
-    def snapshot(self) -> "Snapshot": ...
-    def stats(self) -> dict[str, Any]: ...
-    def gc(self) -> dict[str, Any]: ...
-    def compact_range(self, start: Optional[_Bytes] = None, stop: Optional[_Bytes] = None) -> None: ...
-    def check(self) -> dict[str, Any]: ...
+    ) -> "Iterator":
+        """Entries in key order, as (key, value) tuples (or keys, or values): between
+        `start` (inclusive) and `stop` (exclusive), or under `prefix`; reverse=True from the
+        end. Reads one snapshot (`snapshot`, or one taken now)."""
+    def snapshot(self) -> "Snapshot":
+        """A consistent view of the database as it is now, with the same read methods."""
+    def stats(self) -> dict[str, Any]:
+        """Statistics: tables per level, value-log segments with live and dead bytes, GC
+        totals."""
+    def gc(self) -> dict[str, Any]:
+        """Value-log garbage collection now (compacts the key index first); returns what it
+        did and the value log's space_amp after it."""
+    def compact_range(self, start: Optional[_Bytes] = None, stop: Optional[_Bytes] = None) -> None:
+        """Flushes, then compacts the key index between `start` and `stop` (None:
+        unbounded)."""
+    def check(self) -> dict[str, Any]:
+        """Reads and verifies everything; returns the report (`problems` empty when
+        sound)."""
 
 class WriteBatch:
-    """Puts and deletes written at once, all or nothing. As a context manager it is written
-    on exit; with transaction=True, not if the block raised."""
+    """Puts and deletes written at once, all or nothing; made by DB.write_batch(). As a
+    context manager it is written on exit; with transaction=True, not if the block raised."""
 
-    def put(self, key: _Bytes, value: _Bytes) -> None: ...
-    def delete(self, key: _Bytes) -> None: ...
-    def clear(self) -> None: ...
-    def write(self) -> None: ...
-    def __len__(self) -> int: ...
-    def __enter__(self) -> "WriteBatch": ...
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool: ...
+    def put(self, key: _Bytes, value: _Bytes) -> None:
+        """Adds a put of `value` under `key`."""
+    def delete(self, key: _Bytes) -> None:
+        """Adds a delete of `key`."""
+    def clear(self) -> None:
+        """Forgets the writes added so far."""
+    def write(self) -> None:
+        """Writes the batch (all or nothing). A batch is written once; a second write()
+        raises InvalidArgumentError."""
+    def __len__(self) -> int:
+        """`len(batch)`: the number of puts and deletes added (0 once written)."""
+    def __enter__(self) -> "WriteBatch":
+        """Returns the batch itself."""
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+        """Writes the batch, unless the block raised and the batch is a transaction."""
 
 class Snapshot:
-    """A consistent view of the database; close() (or leaving the with block) releases it."""
+    """A consistent view of the database, made by DB.snapshot(); a context manager.
+    close() (or leaving the with block) releases it."""
 
-    def get(self, key: _Bytes, default: Any = None) -> Any: ...
-    def __getitem__(self, key: _Bytes) -> bytes: ...
-    def __contains__(self, key: _Bytes) -> bool: ...
-    def multi_get(self, keys: Iterable[_Bytes]) -> list[Optional[bytes]]: ...
+    def get(self, key: _Bytes, default: Any = None) -> Any:
+        """The value of `key` at the snapshot, or `default` if it had none."""
+    def __getitem__(self, key: _Bytes) -> bytes:
+        """`snap[key]`: the value of `key` at the snapshot; KeyError if it had none."""
+    def __contains__(self, key: _Bytes) -> bool:
+        """`key in snap`: whether `key` had a value at the snapshot."""
+    def __iter__(self) -> "Iterator":
+        """(key, value) pairs at the snapshot in key order."""
+    def multi_get(self, keys: Iterable[_Bytes]) -> list[Optional[bytes]]:
+        """Values of `keys` at the snapshot (None where a key had none)."""
     def iterator(
         self,
         start: Optional[_Bytes] = None,
@@ -111,16 +172,31 @@ class Snapshot:
         reverse: bool = False,
         include_key: bool = True,
         include_value: bool = True,
-    ) -> "Iterator": ...
-    def close(self) -> None: ...
-    def __enter__(self) -> "Snapshot": ...
-    def __exit__(self, *exc: Any) -> bool: ...
+    ) -> "Iterator":
+        """DB.iterator at this snapshot. The iterator keeps its own hold on the snapshot:
+        it goes on after close()."""
+    @property
+    def closed(self) -> bool:
+        """Whether the snapshot was released (close()) or its database closed."""
+    def close(self) -> None:
+        """Releases the snapshot; reads through it then raise ClosedError. Idempotent."""
+    def __enter__(self) -> "Snapshot":
+        """Returns the snapshot itself."""
+    def __exit__(self, *exc: Any) -> bool:
+        """Releases the snapshot."""
 
 class Iterator(_PyIterator[Any]):
-    """Entries in key order at one snapshot: (key, value) tuples, or keys, or values."""
+    """Entries in key order at one snapshot: (key, value) tuples, or keys, or values. A
+    context manager; close() ends it early."""
 
-    def __iter__(self) -> "Iterator": ...
-    def __next__(self) -> Union[Tuple[bytes, bytes], bytes]: ...
-    def close(self) -> None: ...
-    def __enter__(self) -> "Iterator": ...
-    def __exit__(self, *exc: Any) -> bool: ...
+    def __iter__(self) -> "Iterator":
+        """Returns the iterator itself."""
+    def __next__(self) -> Union[Tuple[bytes, bytes], bytes]:
+        """The next entry. StopIteration at the end; ClosedError when the database was
+        closed before the entry was fetched."""
+    def close(self) -> None:
+        """Stops the iteration; later next() raises StopIteration."""
+    def __enter__(self) -> "Iterator":
+        """Returns the iterator itself."""
+    def __exit__(self, *exc: Any) -> bool:
+        """Closes the iterator."""

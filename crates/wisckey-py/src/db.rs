@@ -1,0 +1,290 @@
+//! `wisckey.DB`: open, close, reads, writes, dict conveniences and maintenance calls.
+//!
+//! Every engine call goes through `with_db` (GIL released, read lock held for the call);
+//! `close()` takes the write lock, so it waits for calls in flight and later calls raise
+//! `ClosedError`. `del db[key]` holds `delete_lock` across its check and its delete, so
+//! two of them never both report deleting one value.
+
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+use pyo3::exceptions::PyKeyError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+
+use crate::batch::WriteBatch;
+use crate::convert::{
+    bytes_of, is_closed, json_to_py, multi_get, optional_bytes, to_bytes, with_db, Shared,
+};
+use crate::errors::to_py_err;
+use crate::iterator::{Iterator, Span};
+use crate::options;
+use crate::snapshot::Snapshot;
+
+/// A wisckey database: `DB(path, create_if_missing=True, error_if_exists=False,
+/// **options)`; options are `wisckey::Options` fields (value_threshold, memtable_size,
+/// vlog_segment_size, block_cache_size, gc_space_amp_target, ...). A context manager
+/// (closed on exit). Dict conveniences: `db[key]`, `db[key] = value`, `del db[key]`
+/// (KeyError when absent), `key in db`, `for key, value in db`.
+#[pyclass(module = "wisckey", name = "DB")]
+pub(crate) struct Db {
+    shared: Shared,
+    path: String,
+    /// Serializes `del db[key]` (check, then delete) against itself.
+    delete_lock: Mutex<()>,
+}
+
+#[pymethods]
+impl Db {
+    #[new]
+    #[pyo3(signature = (path, create_if_missing = true, error_if_exists = false, **options))]
+    fn new(
+        py: Python<'_>,
+        path: std::path::PathBuf,
+        create_if_missing: bool,
+        error_if_exists: bool,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Db> {
+        let opts = options::from_kwargs(create_if_missing, error_if_exists, options)?;
+        let shown = path.display().to_string();
+        let db = py
+            .allow_threads(|| engine::Db::open(&path, opts))
+            .map_err(to_py_err)?;
+        Ok(Db {
+            shared: Arc::new(RwLock::new(Some(db))),
+            path: shown,
+            delete_lock: Mutex::new(()),
+        })
+    }
+
+    /// Closes the database: waits for calls in flight, flushes and syncs. Later calls on it
+    /// (and on its iterators, snapshots and batches) raise ClosedError. Idempotent.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let db = py.allow_threads(|| self.shared.write().take());
+        match db {
+            Some(db) => py.allow_threads(|| db.close()).map_err(to_py_err),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether `close()` was called.
+    #[getter]
+    fn closed(&self, py: Python<'_>) -> bool {
+        is_closed(py, &self.shared)
+    }
+
+    /// The directory the database lives in, as given to `DB()`.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.path
+    }
+
+    /// Returns the database itself (`with wisckey.DB(path) as db:`).
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// Closes the database; an exception in the block propagates.
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+
+    /// `<wisckey.DB '/path' (open)>` or `(closed)`.
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let state = if self.closed(py) { "closed" } else { "open" };
+        let name = PyString::new_bound(py, &self.path).repr()?;
+        Ok(format!("<wisckey.DB {name} ({state})>"))
+    }
+
+    /// The value of `key` (bytes), or `default` if it has none.
+    #[pyo3(signature = (key, default = None))]
+    fn get(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        default: Option<PyObject>,
+    ) -> PyResult<PyObject> {
+        let key = bytes_of(key, "key")?;
+        match with_db(py, &self.shared, |db| db.get(&key))? {
+            Some(value) => Ok(to_bytes(py, &value)),
+            None => Ok(default.unwrap_or_else(|| py.None())),
+        }
+    }
+
+    /// Stores `value` under `key`; `sync=True` makes it durable before returning.
+    #[pyo3(signature = (key, value, sync = false))]
+    fn put(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        sync: bool,
+    ) -> PyResult<()> {
+        let (key, value) = (bytes_of(key, "key")?, bytes_of(value, "value")?);
+        with_db(py, &self.shared, |db| {
+            db.put_opt(&key, &value, &engine::WriteOptions { sync })
+        })
+    }
+
+    /// Deletes `key` (nothing happens if it has no value); `sync=True` as for `put`.
+    #[pyo3(signature = (key, sync = false))]
+    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>, sync: bool) -> PyResult<()> {
+        let key = bytes_of(key, "key")?;
+        with_db(py, &self.shared, |db| {
+            db.delete_opt(&key, &engine::WriteOptions { sync })
+        })
+    }
+
+    /// `db[key]`: the value of `key`; KeyError if it has none.
+    fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        let bytes = bytes_of(key, "key")?;
+        match with_db(py, &self.shared, |db| db.get(&bytes))? {
+            Some(value) => Ok(to_bytes(py, &value)),
+            None => Err(PyKeyError::new_err(key.clone().unbind())),
+        }
+    }
+
+    /// `db[key] = value`: `put(key, value)`.
+    fn __setitem__(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        self.put(py, key, value, false)
+    }
+
+    /// `del db[key]`: deletes `key`; KeyError if it has no value. The check and the delete
+    /// are one step for every `del` on this DB (at most one of two racing `del`s of a key
+    /// succeeds); a `put` racing it is ordered before or after it as a whole.
+    fn __delitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        let bytes = bytes_of(key, "key")?;
+        let serial = &self.delete_lock;
+        let deleted = with_db(py, &self.shared, |db| {
+            let _one_at_a_time = serial.lock();
+            if !db.contains_key(&bytes)? {
+                return Ok(false);
+            }
+            db.delete(&bytes).map(|()| true)
+        })?;
+        if deleted {
+            Ok(())
+        } else {
+            Err(PyKeyError::new_err(key.clone().unbind()))
+        }
+    }
+
+    /// `key in db`: whether `key` has a value (reads no value).
+    fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let key = bytes_of(key, "key")?;
+        with_db(py, &self.shared, |db| db.contains_key(&key))
+    }
+
+    /// `(key, value)` pairs of the whole database in key order (at a snapshot taken now).
+    fn __iter__(&self, py: Python<'_>) -> PyResult<Iterator> {
+        self.iterator(py, None, None, None, false, true, true, None)
+    }
+
+    /// Values of `keys` (None where a key has none), all read at one moment, the value-log
+    /// reads in parallel.
+    fn multi_get(&self, py: Python<'_>, keys: &Bound<'_, PyAny>) -> PyResult<Py<PyList>> {
+        multi_get(py, &self.shared, keys, None)
+    }
+
+    /// A batch of puts and deletes written at once (all or nothing). As a context manager
+    /// it is written on exit; with `transaction=True`, not if the block raised.
+    #[pyo3(signature = (sync = false, transaction = false))]
+    fn write_batch(&self, sync: bool, transaction: bool) -> WriteBatch {
+        WriteBatch::new(Arc::clone(&self.shared), sync, transaction)
+    }
+
+    /// Entries in key order, as `(key, value)` tuples (or keys, or values): between `start`
+    /// (inclusive) and `stop` (exclusive), or under `prefix`; `reverse=True` from the end.
+    /// Reads one snapshot (`snapshot`, or one taken now). `include_value=False` reads no
+    /// value at all.
+    #[pyo3(signature = (start = None, stop = None, prefix = None, reverse = false, include_key = true, include_value = true, snapshot = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn iterator(
+        &self,
+        py: Python<'_>,
+        start: Option<&Bound<'_, PyAny>>,
+        stop: Option<&Bound<'_, PyAny>>,
+        prefix: Option<&Bound<'_, PyAny>>,
+        reverse: bool,
+        include_key: bool,
+        include_value: bool,
+        snapshot: Option<&Snapshot>,
+    ) -> PyResult<Iterator> {
+        let snapshot = match snapshot {
+            Some(s) => s.held()?.clone(),
+            None => with_db(py, &self.shared, |db| Ok(db.snapshot()))?,
+        };
+        let span = Span {
+            start: optional_bytes(start, "start")?,
+            stop: optional_bytes(stop, "stop")?,
+            prefix: optional_bytes(prefix, "prefix")?,
+            reverse,
+            include_key,
+            include_value,
+        };
+        Iterator::new(Arc::clone(&self.shared), snapshot, span)
+    }
+
+    /// A consistent view of the database as it is now, with the same read methods as `DB`;
+    /// a context manager (released on exit).
+    fn snapshot(&self, py: Python<'_>) -> PyResult<Snapshot> {
+        let snapshot = with_db(py, &self.shared, |db| Ok(db.snapshot()))?;
+        Ok(Snapshot::new(Arc::clone(&self.shared), snapshot))
+    }
+
+    /// Statistics (a dict): tables per level, value-log segments with live and dead bytes,
+    /// GC totals.
+    fn stats(&self, py: Python<'_>) -> PyResult<PyObject> {
+        let stats = with_db(py, &self.shared, |db| db.stats())?;
+        json_to_py(py, &stats)
+    }
+
+    /// Value-log garbage collection now (compacts the key index first); returns what it did
+    /// (segments_collected, bytes_read, records_relocated, bytes_relocated, records_dropped)
+    /// and the value log's space_amp after it.
+    fn gc(&self, py: Python<'_>) -> PyResult<PyObject> {
+        let (done, stats) = with_db(py, &self.shared, |db| {
+            let done = db.gc(&engine::GcOptions::default())?;
+            Ok((done, db.stats()?))
+        })?;
+        let dict = PyDict::new_bound(py);
+        dict.set_item("segments_collected", done.segments_collected)?;
+        dict.set_item("bytes_read", done.bytes_read)?;
+        dict.set_item("records_relocated", done.records_relocated)?;
+        dict.set_item("bytes_relocated", done.bytes_relocated)?;
+        dict.set_item("records_dropped", done.records_dropped)?;
+        dict.set_item("space_amp", stats.value_log.space_amp)?;
+        Ok(dict.into_any().unbind())
+    }
+
+    /// Flushes, then compacts the key index between `start` and `stop` (None: unbounded).
+    #[pyo3(signature = (start = None, stop = None))]
+    fn compact_range(
+        &self,
+        py: Python<'_>,
+        start: Option<&Bound<'_, PyAny>>,
+        stop: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let (start, stop) = (
+            optional_bytes(start, "start")?,
+            optional_bytes(stop, "stop")?,
+        );
+        with_db(py, &self.shared, |db| {
+            db.compact_range(start.as_deref(), stop.as_deref())
+        })
+    }
+
+    /// Reads and verifies everything; returns the report (a dict; `problems` is empty when
+    /// the database is sound).
+    fn check(&self, py: Python<'_>) -> PyResult<PyObject> {
+        let report = with_db(py, &self.shared, |db| db.check())?;
+        json_to_py(py, &report)
+    }
+}

@@ -1,0 +1,87 @@
+//! `DB(path, **options)`: keyword options onto `engine::Options`. Names are the engine's
+//! field names; the engine validates values at open (`InvalidArgumentError`), a name it
+//! does not have is refused here.
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::errors::InvalidArgumentError;
+
+/// The options `DB` accepts, in the order the error message lists them.
+const NAMES: &[&str] = &[
+    "value_threshold",
+    "vlog_segment_size",
+    "vlog_buffer_size",
+    "vlog_preallocate_size",
+    "write_through_to_os",
+    "memtable_size",
+    "memtable_max_log_bytes",
+    "max_immutable_memtables",
+    "block_size",
+    "block_restart_interval",
+    "block_cache_size",
+    "bloom_bits_per_key",
+    "max_open_tables",
+    "target_file_size",
+    "level1_max_bytes",
+    "l0_compaction_trigger",
+    "l0_slowdown_trigger",
+    "l0_stop_trigger",
+    "scan_readahead_entries",
+    "scan_readahead_threads",
+    "gc_space_amp_target",
+    "disk_reserve_size",
+    "max_batch_size",
+];
+
+/// Engine options for `DB(path, create_if_missing, error_if_exists, **options)`.
+pub(crate) fn from_kwargs(
+    create_if_missing: bool,
+    error_if_exists: bool,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<engine::Options> {
+    let mut options = engine::Options {
+        create_if_missing,
+        error_if_exists,
+        ..engine::Options::default()
+    };
+    for (name, value) in kwargs.iter().flat_map(|d| d.iter()) {
+        apply(&mut options, &name.extract::<String>()?, &value)?;
+    }
+    Ok(options)
+}
+
+fn apply(options: &mut engine::Options, name: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    match name {
+        "value_threshold" => options.value_threshold = value.extract()?,
+        "vlog_segment_size" => options.vlog_segment_size = value.extract()?,
+        "vlog_buffer_size" => options.vlog_buffer_size = value.extract()?,
+        "vlog_preallocate_size" => options.vlog_preallocate_size = value.extract()?,
+        "write_through_to_os" => options.write_through_to_os = value.extract()?,
+        "memtable_size" => options.memtable_size = value.extract()?,
+        "memtable_max_log_bytes" => options.memtable_max_log_bytes = value.extract()?,
+        "max_immutable_memtables" => options.max_immutable_memtables = value.extract()?,
+        "block_size" => options.block_size = value.extract()?,
+        "block_restart_interval" => options.block_restart_interval = value.extract()?,
+        "block_cache_size" => options.block_cache_size = value.extract()?,
+        "bloom_bits_per_key" => options.bloom_bits_per_key = value.extract()?,
+        "max_open_tables" => options.max_open_tables = value.extract()?,
+        "target_file_size" => options.target_file_size = value.extract()?,
+        "level1_max_bytes" => options.level1_max_bytes = value.extract()?,
+        "l0_compaction_trigger" => options.l0_compaction_trigger = value.extract()?,
+        "l0_slowdown_trigger" => options.l0_slowdown_trigger = value.extract()?,
+        "l0_stop_trigger" => options.l0_stop_trigger = value.extract()?,
+        "scan_readahead_entries" => options.scan_readahead_entries = value.extract()?,
+        "scan_readahead_threads" => options.scan_readahead_threads = value.extract()?,
+        "gc_space_amp_target" => options.gc_space_amp_target = value.extract()?,
+        "disk_reserve_size" => options.disk_reserve_size = value.extract()?,
+        "max_batch_size" => options.max_batch_size = value.extract()?,
+        other => {
+            return Err(InvalidArgumentError::new_err(format!(
+                "unknown option '{other}' (options: {})",
+                NAMES.join(", ")
+            )))
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,138 @@
+//! `wisckey.Snapshot`: the read methods of `DB` at one moment.
+//!
+//! The object holds an engine snapshot until `close()`; its reads then raise
+//! `ClosedError`, as they do once the database is closed. Iterators made from it hold the
+//! engine snapshot themselves and outlive its `close()`.
+
+use std::sync::Arc;
+
+use pyo3::exceptions::PyKeyError;
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+
+use crate::convert::{
+    bytes_of, closed, is_closed, multi_get, optional_bytes, to_bytes, with_db, Shared,
+};
+use crate::iterator::{Iterator, Span};
+
+/// A consistent view of the database, made by `DB.snapshot()`: `get`, `snap[key]`,
+/// `key in snap`, `multi_get`, `iterator` and `for key, value in snap` read the database
+/// as it was then. A context manager; `close()` (or leaving the `with` block) releases it.
+#[pyclass(module = "wisckey")]
+pub(crate) struct Snapshot {
+    shared: Shared,
+    /// `None` once released.
+    snapshot: Option<engine::Snapshot>,
+}
+
+impl Snapshot {
+    pub(crate) fn new(shared: Shared, snapshot: engine::Snapshot) -> Snapshot {
+        Snapshot {
+            shared,
+            snapshot: Some(snapshot),
+        }
+    }
+
+    /// The engine snapshot; `ClosedError` once released.
+    pub(crate) fn held(&self) -> PyResult<&engine::Snapshot> {
+        self.snapshot.as_ref().ok_or_else(|| closed("snapshot"))
+    }
+
+    /// The value of `key` at the snapshot.
+    fn read(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Option<Vec<u8>>> {
+        let key = bytes_of(key, "key")?;
+        let opts = engine::ReadOptions {
+            snapshot: Some(self.held()?.clone()),
+            ..engine::ReadOptions::default()
+        };
+        with_db(py, &self.shared, |db| db.get_opt(&key, &opts))
+    }
+}
+
+#[pymethods]
+impl Snapshot {
+    /// The value of `key` at the snapshot, or `default` if it had none.
+    #[pyo3(signature = (key, default = None))]
+    fn get(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        default: Option<PyObject>,
+    ) -> PyResult<PyObject> {
+        match self.read(py, key)? {
+            Some(value) => Ok(to_bytes(py, &value)),
+            None => Ok(default.unwrap_or_else(|| py.None())),
+        }
+    }
+
+    /// `snap[key]`: the value of `key` at the snapshot; KeyError if it had none.
+    fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        match self.read(py, key)? {
+            Some(value) => Ok(to_bytes(py, &value)),
+            None => Err(PyKeyError::new_err(key.clone().unbind())),
+        }
+    }
+
+    /// `key in snap`: whether `key` had a value at the snapshot.
+    fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        Ok(self.read(py, key)?.is_some())
+    }
+
+    /// Values of `keys` at the snapshot (None where a key had none).
+    fn multi_get(&self, py: Python<'_>, keys: &Bound<'_, PyAny>) -> PyResult<Py<PyList>> {
+        multi_get(py, &self.shared, keys, Some(self.held()?))
+    }
+
+    /// `DB.iterator` at this snapshot. The iterator keeps its own hold on the snapshot:
+    /// it goes on after `close()`.
+    #[pyo3(signature = (start = None, stop = None, prefix = None, reverse = false, include_key = true, include_value = true))]
+    #[allow(clippy::too_many_arguments)]
+    fn iterator(
+        &self,
+        start: Option<&Bound<'_, PyAny>>,
+        stop: Option<&Bound<'_, PyAny>>,
+        prefix: Option<&Bound<'_, PyAny>>,
+        reverse: bool,
+        include_key: bool,
+        include_value: bool,
+    ) -> PyResult<Iterator> {
+        let span = Span {
+            start: optional_bytes(start, "start")?,
+            stop: optional_bytes(stop, "stop")?,
+            prefix: optional_bytes(prefix, "prefix")?,
+            reverse,
+            include_key,
+            include_value,
+        };
+        Iterator::new(Arc::clone(&self.shared), self.held()?.clone(), span)
+    }
+
+    /// `(key, value)` pairs at the snapshot in key order.
+    fn __iter__(&self) -> PyResult<Iterator> {
+        self.iterator(None, None, None, false, true, true)
+    }
+
+    /// Whether the snapshot was released (`close()`) or its database closed.
+    #[getter]
+    fn closed(&self, py: Python<'_>) -> bool {
+        self.snapshot.is_none() || is_closed(py, &self.shared)
+    }
+
+    /// Releases the snapshot (GC may then free what only it could read); reads through it
+    /// then raise ClosedError. Iterators made from it keep their own hold. Idempotent.
+    fn close(&mut self) {
+        self.snapshot = None;
+    }
+
+    /// Returns the snapshot itself.
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// Releases the snapshot.
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&mut self, _exc: &Bound<'_, PyTuple>) -> bool {
+        self.close();
+        false
+    }
+}
