@@ -264,3 +264,104 @@ def test_model_against_a_dict(path):
                     model[k] = b"batch"
     assert dict(db.iterator()) == model
     db.close()
+
+
+def test_name_repr_and_closed(path):
+    db = wisckey.DB(path)
+    assert db.name == path and not db.closed
+    assert repr(db) == "<wisckey.DB %r (open)>" % path
+    db.close()
+    assert db.closed and repr(db) == "<wisckey.DB %r (closed)>" % path
+
+
+def test_write_batch_clear_and_len(db):
+    batch = db.write_batch()
+    batch.put(b"a", b"1")
+    batch.delete(b"b")
+    assert len(batch) == 2
+    batch.clear()
+    assert len(batch) == 0
+    batch.put(b"c", b"3")
+    batch.write()
+    assert db.get(b"a") is None and db[b"c"] == b"3"
+    assert len(batch) == 0  # written
+    with pytest.raises(wisckey.InvalidArgumentError):
+        batch.clear()
+    with db.write_batch() as batch:
+        batch.put(b"d", b"4")
+        batch.clear()
+    assert b"d" not in db
+
+
+def test_snapshot_close_closed_and_iteration(db):
+    for i in range(300):
+        db.put(b"%03d" % i, b"old")
+    snap = db.snapshot()
+    db.put(b"000", b"new")
+    db.put(b"zzz", b"new")
+    assert not snap.closed
+    assert [k for k, _ in snap] == [b"%03d" % i for i in range(300)]
+    assert all(v == b"old" for _, v in snap)
+    it = snap.iterator()  # made before close: keeps its own hold
+    head = next(it)
+    snap.close()
+    assert snap.closed
+    snap.close()  # idempotent
+    for read in (lambda: snap.get(b"000"), lambda: snap[b"000"], lambda: b"000" in snap,
+                 lambda: snap.multi_get([b"000"]), lambda: snap.iterator(), lambda: iter(snap),
+                 lambda: db.iterator(snapshot=snap)):
+        with pytest.raises(wisckey.ClosedError):
+            read()
+    rest = list(it)
+    assert head == (b"000", b"old") and len(rest) == 299
+    assert all(v == b"old" for _, v in rest), "the iterator still reads the snapshot"
+    assert db[b"000"] == b"new"
+
+
+def test_a_snapshot_is_closed_with_its_database(path):
+    db = wisckey.DB(path)
+    snap = db.snapshot()
+    db.close()
+    assert snap.closed
+    with pytest.raises(wisckey.ClosedError):
+        list(snap)
+
+
+def test_bytes_like_keys_are_read_in_place_or_copied(db):
+    key = bytearray(b"mutable")
+    db.put(key, b"v")
+    key[0:1] = b"M"  # changing it afterwards changes nothing stored
+    assert db.get(b"mutable") == b"v" and db.get(bytes(key)) is None
+    view = memoryview(b"xxkeyxx")[2:5]
+    db[view] = b"w"
+    assert db[b"key"] == b"w" and db.multi_get([view, bytearray(b"key")]) == [b"w", b"w"]
+
+
+def test_every_public_name_is_documented():
+    """Runtime docstrings where Python keeps them (classes, methods, properties; the
+    slot dunders such as __getitem__ get CPython's generic text), and a docstring on
+    every class and method of the stubs."""
+    import ast
+    import pathlib
+
+    assert "LSM-tree" in wisckey.__doc__ and "GIL" in wisckey.__doc__
+    slots = {"__getitem__", "__setitem__", "__delitem__", "__contains__", "__len__",
+             "__iter__", "__next__", "__repr__"}
+    for cls in (wisckey.DB, wisckey.WriteBatch, wisckey.Snapshot, wisckey.Iterator):
+        assert cls.__doc__ and len(cls.__doc__) > 40, cls
+        for name, member in vars(cls).items():
+            if name.startswith("_") and name not in ("__enter__", "__exit__"):
+                continue
+            assert member.__doc__ and len(member.__doc__) > 10, (cls, name)
+    stub = pathlib.Path(__file__).resolve().parent.parent / "wisckey.pyi"
+    tree = ast.parse(stub.read_text())
+    assert ast.get_docstring(tree)
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+        assert ast.get_docstring(cls), cls.name
+        methods = [n for n in cls.body if isinstance(n, ast.FunctionDef)]
+        for method in methods:
+            assert ast.get_docstring(method), f"{cls.name}.{method.name}"
+        runtime = getattr(wisckey, cls.name)
+        for name in vars(runtime):
+            if not name.startswith("_") or name in slots or name in ("__enter__", "__exit__"):
+                assert name in {m.name for m in methods}, f"stub lacks {cls.name}.{name}"

@@ -1,0 +1,153 @@
+"""Each exception class raised where it can be provoked: a damaged value-log segment
+(CorruptionError), a foreign directory (NotADatabaseError), a second open (LockedError),
+bad options (InvalidArgumentError), a path under a file (IOError), a closed database
+(ClosedError) and a full tmpfs (NoSpaceError, when this process may mount one)."""
+
+import glob
+import os
+import subprocess
+
+import pytest
+
+import wisckey
+
+
+@pytest.fixture
+def path(tmp_path):
+    return str(tmp_path / "db")
+
+
+def test_every_class_is_a_wisckey_error():
+    for cls in (wisckey.CorruptionError, wisckey.LockedError, wisckey.NoSpaceError,
+                wisckey.IOError, wisckey.InvalidArgumentError, wisckey.NotADatabaseError,
+                wisckey.ClosedError):
+        assert issubclass(cls, wisckey.Error) and cls.__doc__
+
+
+def test_a_damaged_value_log_record_is_a_corruption_error(path):
+    value = lambda i: (b"value-%05d-" % i) * 100  # noqa: E731 - ~1.1 KiB, in the log
+    with wisckey.DB(path) as db:
+        for i in range(200):
+            db.put(b"key%05d" % i, value(i))
+    victim = value(123)
+    damaged = 0
+    for segment in glob.glob(os.path.join(path, "*.vlog")):
+        with open(segment, "r+b") as f:
+            data = f.read()
+            at = data.find(victim)
+            if at >= 0:
+                f.seek(at + 500)
+                f.write(b"\xff" * 16)
+                damaged += 1
+    assert damaged == 1, "the value is stored once, verbatim, in one segment"
+    with wisckey.DB(path) as db:
+        assert db.get(b"key%05d" % 122) == value(122)
+        with pytest.raises(wisckey.CorruptionError, match="vlog"):
+            db.get(b"key%05d" % 123)
+        with pytest.raises(wisckey.CorruptionError):
+            db[b"key%05d" % 123]
+        with pytest.raises(wisckey.CorruptionError):
+            db.multi_get([b"key%05d" % 1, b"key%05d" % 123])
+        with pytest.raises(wisckey.CorruptionError):
+            list(db.iterator(start=b"key%05d" % 120))
+        assert b"key%05d" % 123 in db  # the key index itself is sound
+        report = db.check()
+        assert report["problems"], "check() reports the damaged record"
+
+
+def test_a_directory_of_foreign_files_is_not_a_database(tmp_path):
+    foreign = tmp_path / "photos"
+    foreign.mkdir()
+    (foreign / "holiday.jpg").write_bytes(b"\xff\xd8 not a database")
+    with pytest.raises(wisckey.NotADatabaseError, match="holiday.jpg"):
+        wisckey.DB(str(foreign))
+    with pytest.raises(wisckey.NotADatabaseError):
+        wisckey.DB(str(foreign), create_if_missing=False)
+    assert os.listdir(foreign) == ["holiday.jpg"]
+
+
+def test_a_second_open_of_one_path_is_locked(path):
+    with wisckey.DB(path) as db:
+        with pytest.raises(wisckey.LockedError):
+            wisckey.DB(path)
+        db.put(b"still", b"usable")
+        assert db[b"still"] == b"usable"
+    with wisckey.DB(path) as db:  # the lock goes with close()
+        assert db[b"still"] == b"usable"
+
+
+def test_bad_options_are_invalid_arguments(path):
+    with pytest.raises(wisckey.InvalidArgumentError, match="unknown option 'no_such_option'"):
+        wisckey.DB(path, no_such_option=1)
+    with pytest.raises(wisckey.InvalidArgumentError, match="gc_space_amp_target"):
+        wisckey.DB(path, gc_space_amp_target=0.5)
+    with pytest.raises(wisckey.InvalidArgumentError, match="does not exist"):
+        wisckey.DB(path, create_if_missing=False)
+    with pytest.raises(TypeError):
+        wisckey.DB(path, memtable_size="big")
+    wisckey.DB(path).close()
+    with pytest.raises(wisckey.InvalidArgumentError):
+        wisckey.DB(path, error_if_exists=True)
+    with wisckey.DB(path) as db:
+        with pytest.raises(wisckey.InvalidArgumentError):
+            db.put(b"k" * 100_000, b"v")  # over the maximum key size
+
+
+def test_a_path_under_a_regular_file_is_an_io_error(tmp_path):
+    (tmp_path / "file").write_bytes(b"x")
+    with pytest.raises(wisckey.IOError):
+        wisckey.DB(str(tmp_path / "file" / "db"))
+
+
+def test_every_call_on_a_closed_database_is_a_closed_error(path):
+    db = wisckey.DB(path)
+    db.put(b"a", b"1")
+    db.close()
+    calls = [
+        lambda: db.get(b"a"), lambda: db.put(b"a", b"2"), lambda: db.delete(b"a"),
+        lambda: db[b"a"], lambda: db.__setitem__(b"a", b"2"), lambda: db.__delitem__(b"a"),
+        lambda: b"a" in db, lambda: iter(db), lambda: db.iterator(), lambda: db.snapshot(),
+        lambda: db.multi_get([b"a"]), lambda: db.stats(), lambda: db.gc(),
+        lambda: db.compact_range(), lambda: db.check(), lambda: db.write_batch().write(),
+    ]
+    for call in calls:
+        with pytest.raises(wisckey.ClosedError):
+            call()
+
+
+def _mount_tmpfs(where, size):
+    """Mounts a tmpfs of `size` at `where`; the reason it could not, or None."""
+    if os.geteuid() != 0:
+        return "not root: mounting a tmpfs to fill needs root"
+    os.makedirs(where, exist_ok=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", where],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        return f"mount -t tmpfs failed: {done.stderr.strip()}"
+    return None
+
+
+def test_a_full_device_is_a_no_space_error(tmp_path):
+    mount = str(tmp_path / "tiny")
+    why = _mount_tmpfs(mount, "8m")
+    if why:
+        print(f"skipped: {why}")
+        pytest.skip(why)
+    try:
+        db = wisckey.DB(os.path.join(mount, "db"), vlog_segment_size=1 << 20,
+                        vlog_preallocate_size=1 << 20, disk_reserve_size=1 << 20,
+                        memtable_size=256 << 10)
+        acknowledged = []
+        with pytest.raises(wisckey.NoSpaceError):
+            for i in range(4096):  # 16 MiB of values into 8 MiB
+                db.put(b"%06d" % i, bytes([i % 251]) * 4096, sync=True)
+                acknowledged.append(i)
+        assert len(acknowledged) > 100
+        for i in acknowledged[:: max(1, len(acknowledged) // 50)]:
+            assert db.get(b"%06d" % i) == bytes([i % 251]) * 4096
+        try:
+            db.close()
+        except wisckey.NoSpaceError:
+            pass  # closing may need space it has not got; nothing acknowledged is lost
+    finally:
+        subprocess.run(["umount", mount], check=False)
