@@ -14,7 +14,32 @@ pub(crate) struct BatchOp {
     pub value: Vec<u8>,
 }
 
-/// An ordered list of puts and deletes applied atomically by `Db::write`.
+/// An ordered list of puts and deletes applied atomically by `Db::write`: after a crash
+/// either all of it is in the database or none of it.
+///
+/// ```
+/// # fn main() -> wisckey::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+/// let mut batch = wisckey::WriteBatch::new();
+/// batch.put("user:1", "ann").put("user:2", "bob").delete("user:0");
+/// assert_eq!(batch.len(), 3);
+/// db.write(batch)?;
+/// assert_eq!(db.get("user:2")?, Some(b"bob".to_vec()));
+///
+/// // A batch is reusable once cleared (it keeps its allocation).
+/// let mut batch = wisckey::WriteBatch::new();
+/// for i in 0..100 {
+///     batch.put(format!("n{i}"), i.to_string());
+///     if batch.payload_bytes() > 1 << 20 {
+///         db.write(std::mem::take(&mut batch))?;
+///     }
+/// }
+/// db.write(batch)?;
+/// assert_eq!(db.get("n99")?, Some(b"99".to_vec()));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WriteBatch {
     pub(crate) ops: Vec<BatchOp>,

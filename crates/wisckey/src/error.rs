@@ -62,6 +62,9 @@ pub enum Error {
     Internal(String),
     /// Work was abandoned before it ran (e.g. a scan's read-ahead after the iterator moved on).
     Aborted(String),
+    /// The database was opened read-only ([`crate::Db::open_read_only`]) and the call would
+    /// write to it. Names the refused operation.
+    ReadOnly(String),
 }
 
 impl Error {
@@ -94,6 +97,11 @@ impl Error {
         matches!(self, Error::NoSpace { .. })
     }
 
+    /// True for [`Error::ReadOnly`]: a write refused by a read-only database.
+    pub fn is_read_only(&self) -> bool {
+        matches!(self, Error::ReadOnly(_))
+    }
+
     /// True for `Corruption`.
     pub fn is_corruption(&self) -> bool {
         matches!(self, Error::Corruption { .. })
@@ -122,10 +130,18 @@ impl fmt::Display for Error {
                 f,
                 "{file} has format version {found}, this build supports up to {supported}"
             ),
-            Error::Locked(msg) => write!(f, "database is locked: {msg}"),
+            Error::Locked(msg) => write!(
+                f,
+                "database is locked: {msg} is held by another open of the database (another \
+                 process, or another handle in this one)"
+            ),
             Error::Closed => write!(f, "database is closed"),
             Error::Internal(msg) => write!(f, "internal error (a bug in wisckey): {msg}"),
             Error::Aborted(msg) => write!(f, "aborted: {msg}"),
+            Error::ReadOnly(what) => write!(
+                f,
+                "the database is open read-only: {what} would write to it (open it with Db::open)"
+            ),
         }
     }
 }

@@ -31,7 +31,27 @@ pub(crate) fn check_entry_size(key_len: usize, value_len: usize) -> Result<(), S
     Ok(())
 }
 
-/// How the database is opened and tuned.
+/// How the database is opened and tuned. Every field has a documented default; set the
+/// ones you need and take the rest from `Default`. Checked once, at open
+/// (`InvalidArgument` names the offending field).
+///
+/// ```
+/// # fn main() -> wisckey::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let options = wisckey::Options {
+///     create_if_missing: true,
+///     value_threshold: 1024,          // values under 1 KiB stay inline in the key index
+///     memtable_size: 64 << 20,
+///     gc_space_amp_target: 2.0,       // let the log grow to 2x its live bytes before GC
+///     ..wisckey::Options::default()
+/// };
+/// let db = wisckey::Db::open(dir.path(), options)?;
+/// db.put("k", "v")?;
+/// let bad = wisckey::Options { vlog_segment_size: 0, ..wisckey::Options::default() };
+/// assert!(wisckey::Db::open(dir.path().join("other"), bad).is_err());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct Options {
     /// Create the database if the directory holds none. Default `true`.
@@ -286,6 +306,16 @@ impl Options {
 }
 
 /// Options for one write.
+///
+/// ```
+/// # fn main() -> wisckey::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+/// db.put_opt("fast", "v", &wisckey::WriteOptions::default())?;      // buffered
+/// db.put_opt("safe", "v", &wisckey::WriteOptions { sync: true })?;  // durable on return
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct WriteOptions {
     /// Make the write durable (fdatasync of the value log) before it is acknowledged. A
@@ -293,7 +323,29 @@ pub struct WriteOptions {
     pub sync: bool,
 }
 
-/// Options for one read or iterator.
+/// Options for one read or iterator: a snapshot to read at, bounds for an iterator, and
+/// whether an iterator reads values at all.
+///
+/// ```
+/// # fn main() -> wisckey::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+/// for k in ["a", "b", "c", "d"] {
+///     db.put(k, vec![0u8; 10_000])?;
+/// }
+/// let opts = wisckey::ReadOptions {
+///     lower_bound: Some(b"b".to_vec()),  // inclusive
+///     upper_bound: Some(b"d".to_vec()),  // exclusive
+///     keys_only: true,                   // never reads the value log
+///     ..Default::default()
+/// };
+/// let mut it = db.iter(&opts)?;
+/// it.seek_to_first();
+/// let keys: Vec<Vec<u8>> = it.into_iter().map(|e| e.map(|(k, _)| k)).collect::<Result<_, _>>()?;
+/// assert_eq!(keys, [b"b", b"c"]);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct ReadOptions {
     /// Read as of this snapshot instead of the latest state.

@@ -85,7 +85,24 @@ impl Drop for SnapshotInner {
 
 /// A consistent point-in-time view of the database. Cheap to clone; reads through
 /// `ReadOptions { snapshot: Some(s), .. }` see exactly the writes acknowledged before it was
-/// taken.
+/// taken. While a snapshot is alive, the versions it sees are kept (compaction keeps them,
+/// GC keeps their values), so drop snapshots you no longer need.
+///
+/// ```
+/// # fn main() -> wisckey::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+/// db.put("balance", "100")?;
+/// let snapshot = db.snapshot();
+/// db.put("balance", "50")?;
+/// let then = wisckey::ReadOptions { snapshot: Some(snapshot.clone()), ..Default::default() };
+/// assert_eq!(db.get_opt("balance", &then)?, Some(b"100".to_vec()));
+/// assert_eq!(db.get("balance")?, Some(b"50".to_vec()));
+/// assert!(snapshot.sequence() > 0);
+/// drop((then, snapshot)); // what it pinned can be reclaimed
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct Snapshot {
     inner: Arc<SnapshotInner>,

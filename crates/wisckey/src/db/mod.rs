@@ -16,6 +16,7 @@ pub(crate) mod background;
 mod check;
 mod checkpoint;
 mod gc;
+mod properties;
 mod read;
 mod recovery;
 mod repair;
@@ -150,10 +151,23 @@ pub(crate) struct DbInner {
     pub reserve_present: AtomicBool,
     /// What open found and salvaged.
     pub recovery_report: RecoveryReport,
-    _lock: Box<dyn FileLock>,
+    /// Opened with [`Db::open_read_only`]: `fs` is a `ReadOnlyFs`, no background thread
+    /// runs, and every write API is refused up front.
+    pub read_only: bool,
+    /// The directory's lock: exclusive, or shared for a read-only open (`None` only for a
+    /// read-only open of a directory without a LOCK file).
+    _lock: Option<Box<dyn FileLock>>,
 }
 
 impl DbInner {
+    /// Refuses `what` on a read-only database.
+    pub fn check_writable(&self, what: &str) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnly(what.to_string()));
+        }
+        Ok(())
+    }
+
     /// The scan read-ahead pool (started on first use).
     pub fn readers(&self) -> &ReaderPool {
         self.readers
@@ -190,7 +204,7 @@ impl Db {
     /// # }
     /// ```
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
-        let (mut inner, report) = recovery::open(path.as_ref(), options)?;
+        let (mut inner, report) = recovery::open(path.as_ref(), options, false)?;
         inner.recovery_report = report;
         let inner = Arc::new(inner);
         let handles = background::spawn(Arc::clone(&inner))?;
@@ -198,6 +212,59 @@ impl Db {
             inner,
             background: Mutex::new(handles),
         })
+    }
+
+    /// Opens the existing database in `path` for reading only: nothing in the directory is
+    /// created, written, truncated, renamed or deleted, by the open or by anything later.
+    ///
+    /// - The value log is replayed into memory from the persisted head, as [`Db::open`]
+    ///   does, so reads see every write acknowledged before the last writer stopped
+    ///   (flushed or not). A torn tail is left on disk and skipped; damage is refused (or,
+    ///   under `RecoveryMode::SalvagePrefix`, stepped over in memory and reported).
+    /// - It takes a *shared* lock on the directory's `LOCK` file: any number of read-only
+    ///   opens coexist (in this process or others), and none coexists with a read-write
+    ///   [`Db::open`] (either fails with [`Error::Locked`]). A directory without a `LOCK` file
+    ///   is opened unlocked (creating it would be a write).
+    /// - No background thread runs (no flush, compaction or GC), and every call that would
+    ///   write — `put`, `delete`, `write`, `delete_range`, `flush`, `sync`, `compact_range`,
+    ///   `gc`, `checkpoint` — fails with [`Error::ReadOnly`]. `close` writes nothing.
+    /// - `create_if_missing` is ignored: a missing database is `InvalidArgument`.
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// db.put("k", "v")?;
+    /// drop(db);
+    /// let reader = wisckey::Db::open_read_only(dir.path(), wisckey::Options::default())?;
+    /// let other = wisckey::Db::open_read_only(dir.path(), wisckey::Options::default())?;
+    /// assert_eq!(reader.get("k")?, Some(b"v".to_vec()));
+    /// assert_eq!(other.get("k")?, Some(b"v".to_vec()));
+    /// assert!(reader.put("k", "w").is_err_and(|e| e.is_read_only()));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        let (mut inner, report) = recovery::open(path.as_ref(), options, true)?;
+        inner.recovery_report = report;
+        Ok(Db {
+            inner: Arc::new(inner),
+            background: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Whether this database was opened with [`Db::open_read_only`].
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// assert!(!db.is_read_only());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn is_read_only(&self) -> bool {
+        self.inner.read_only
     }
 
     /// Stores `value` under `key`.
@@ -216,7 +283,20 @@ impl Db {
         self.put_opt(key, value, &WriteOptions::default())
     }
 
-    /// [`Db::put`] with write options (`sync`).
+    /// [`Db::put`] with write options: `sync: true` makes the write durable (one
+    /// `fdatasync` of the value log, shared by every writer in its commit group) before the
+    /// call returns; without it a crash of the machine (not of the process) can lose it.
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// let durable = wisckey::WriteOptions { sync: true };
+    /// db.put_opt(b"order:17", b"paid", &durable)?; // survives a power cut once it returns
+    /// assert_eq!(db.get(b"order:17")?, Some(b"paid".to_vec()));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn put_opt(
         &self,
         key: impl AsRef<[u8]>,
@@ -247,7 +327,18 @@ impl Db {
         self.delete_opt(key, &WriteOptions::default())
     }
 
-    /// [`Db::delete`] with write options (`sync`).
+    /// [`Db::delete`] with write options (`sync`: durable before it returns).
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// db.put("session", "token")?;
+    /// db.delete_opt("session", &wisckey::WriteOptions { sync: true })?;
+    /// assert_eq!(db.get("session")?, None);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn delete_opt(&self, key: impl AsRef<[u8]>, opts: &WriteOptions) -> Result<()> {
         let mut batch = WriteBatch::new();
         batch.delete(key);
@@ -271,8 +362,22 @@ impl Db {
         self.write_opt(batch, &WriteOptions::default())
     }
 
-    /// [`Db::write`] with write options (`sync`).
+    /// [`Db::write`] with write options (`sync`: the whole batch is durable before it
+    /// returns; a batch is never half applied, synced or not).
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// let mut batch = wisckey::WriteBatch::new();
+    /// batch.put("from", "90").put("to", "110");
+    /// db.write_opt(batch, &wisckey::WriteOptions { sync: true })?;
+    /// assert_eq!(db.get("to")?, Some(b"110".to_vec()));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn write_opt(&self, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
+        self.inner.check_writable("a write")?;
         validate_batch(&batch, self.inner.options.max_batch_size)?;
         write::write(&self.inner, batch, opts.sync)
     }
@@ -293,9 +398,147 @@ impl Db {
         self.get_opt(key, &ReadOptions::default())
     }
 
-    /// [`Db::get`] with read options (a snapshot to read at).
+    /// [`Db::get`] with read options: `snapshot` reads the value as of that snapshot.
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// db.put("k", "v1")?;
+    /// let before = wisckey::ReadOptions { snapshot: Some(db.snapshot()), ..Default::default() };
+    /// db.put("k", "v2")?;
+    /// assert_eq!(db.get_opt("k", &before)?, Some(b"v1".to_vec()));
+    /// assert_eq!(db.get_opt("k", &wisckey::ReadOptions::default())?, Some(b"v2".to_vec()));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn get_opt(&self, key: impl AsRef<[u8]>, opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
         read::get(&self.inner, key.as_ref(), opts)
+    }
+
+    /// [`Db::get`] into a buffer the caller owns and reuses: `buf` is cleared, then holds
+    /// the value, and the call returns whether there was one. The buffer keeps its capacity,
+    /// so a loop of reads with one buffer allocates no new value buffer once it is large
+    /// enough (the engine's own read still copies the value once; this saves the caller's
+    /// allocation and free per read). On `Ok(false)` and on error `buf` is empty.
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// db.put("a", vec![1u8; 4096])?; // in the value log
+    /// db.put("b", "small")?;          // inline in the key index
+    /// let mut buf = Vec::with_capacity(8192);
+    /// for key in ["a", "b", "missing"] {
+    ///     if db.get_into(key, &mut buf)? {
+    ///         println!("{key}: {} bytes", buf.len());
+    ///     }
+    /// }
+    /// assert!(buf.is_empty() && buf.capacity() >= 8192); // the same buffer throughout
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn get_into(&self, key: impl AsRef<[u8]>, buf: &mut Vec<u8>) -> Result<bool> {
+        self.get_into_opt(key, &ReadOptions::default(), buf)
+    }
+
+    /// [`Db::get_into`] with read options (a snapshot to read at).
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// db.put("k", "old")?;
+    /// let at = wisckey::ReadOptions { snapshot: Some(db.snapshot()), ..Default::default() };
+    /// db.put("k", "new")?;
+    /// let mut buf = Vec::new();
+    /// assert!(db.get_into_opt("k", &at, &mut buf)?);
+    /// assert_eq!(buf, b"old");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn get_into_opt(
+        &self,
+        key: impl AsRef<[u8]>,
+        opts: &ReadOptions,
+        buf: &mut Vec<u8>,
+    ) -> Result<bool> {
+        read::get_into(&self.inner, key.as_ref(), opts, buf).inspect_err(|_| buf.clear())
+    }
+
+    /// A named property of the database as text, or `None` for a name it does not know
+    /// (LevelDB's `GetProperty`). The names ([`Db::PROPERTY_NAMES`]):
+    ///
+    /// | name | value |
+    /// |---|---|
+    /// | `wisckey.num-files-at-level<N>` | table files in level N (0..=6) |
+    /// | `wisckey.bytes-at-level<N>` | table bytes in level N |
+    /// | `wisckey.stats` | several lines for people: files and bytes per level, the value log, GC |
+    /// | `wisckey.total-sst-size` | bytes of every table (the key index) |
+    /// | `wisckey.vlog-live-bytes` | value-log bytes still needed |
+    /// | `wisckey.vlog-total-bytes` | value-log bytes on disk |
+    /// | `wisckey.space-amplification` | the log's bytes on disk over its live bytes |
+    /// | `wisckey.estimate-num-keys` | entries in memtables and tables (overwritten versions and deletes count: an upper estimate) |
+    /// | `wisckey.num-immutable-memtables` | memtables waiting to be flushed |
+    /// | `wisckey.last-sequence` | the sequence number of the newest visible write |
+    ///
+    /// Numbers are decimal integers (`space-amplification` has three decimals). The
+    /// value-log properties and `stats` compute what [`Db::stats`] does.
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// db.put("k", vec![0u8; 4096])?;
+    /// db.flush()?;
+    /// assert_eq!(db.property("wisckey.num-files-at-level0")?.as_deref(), Some("1"));
+    /// let live: u64 = db.property("wisckey.vlog-live-bytes")?.unwrap_or_default().parse().unwrap();
+    /// assert!(live >= 4096);
+    /// println!("{}", db.property("wisckey.stats")?.unwrap_or_default());
+    /// assert_eq!(db.property("leveldb.stats")?, None);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn property(&self, name: &str) -> Result<Option<String>> {
+        properties::property(&self.inner, name)
+    }
+
+    /// The names [`Db::property`] answers (`<N>` stands for a level number).
+    pub const PROPERTY_NAMES: &'static [&'static str] = properties::NAMES;
+
+    /// About how many bytes the keys in `range` take on disk: the bytes of the key index's
+    /// tables that cover the range (whole tables inside it; for a table it cuts, the data
+    /// blocks from the one holding its start to the one holding its end, found in the
+    /// table's index without reading data), plus the values behind those keys' pointers,
+    /// estimated as the value log's live bytes in the share of the key index the range
+    /// covers (values are assumed spread over the keys as evenly as their index bytes).
+    /// Like LevelDB's `GetApproximateSizes`, it counts flushed data only: writes still in
+    /// the memtable are not in it (call [`Db::flush`] first to include them). Cheap: no
+    /// data block and no value is read.
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// for i in 0..100u32 {
+    ///     db.put(format!("k{i:03}"), vec![7u8; 1000])?;
+    /// }
+    /// db.flush()?;
+    /// let all = db.approximate_size::<&str, _>(..)?;
+    /// assert!(all >= 100_000, "{all}");
+    /// assert_eq!(db.approximate_size("x".."z")?, 0); // no table reaches there
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn approximate_size<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(
+        &self,
+        range: R,
+    ) -> Result<u64> {
+        properties::approximate_size(
+            &self.inner,
+            bound_bytes(range.start_bound()),
+            bound_bytes(range.end_bound()),
+        )
     }
 
     /// A consistent view of the current state.
@@ -320,6 +563,37 @@ impl Db {
 
     /// An iterator over the keys (and lazily read values) visible at the read options'
     /// snapshot (or now), within its bounds. It starts unpositioned: call a seek first.
+    /// As a cursor it moves both ways (`seek`, `seek_to_first`, `seek_to_last`, `next`,
+    /// `prev`; `key`, `value`, `valid`, and `status` for an error that ended it); through
+    /// `IntoIterator` it yields `Result<(key, value)>` from its position on.
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// for k in ["a", "b", "c"] {
+    ///     db.put(k, k.to_uppercase())?;
+    /// }
+    /// let mut it = db.iter(&wisckey::ReadOptions::default())?;
+    /// it.seek(b"b"); // the first key at or after "b"
+    /// assert!(it.valid());
+    /// assert_eq!((it.key(), it.value()?), (&b"b"[..], b"B".to_vec()));
+    /// it.next();
+    /// assert_eq!(it.key(), b"c");
+    /// it.prev();
+    /// it.prev();
+    /// assert_eq!(it.key(), b"a");
+    /// it.seek_to_last();
+    /// assert_eq!(it.key(), b"c");
+    /// it.next();
+    /// assert!(!it.valid()); // past the end
+    /// it.status()?;          // no error ended it
+    /// it.seek(b"b");
+    /// let rest: Vec<(Vec<u8>, Vec<u8>)> = it.into_iter().collect::<Result<_, _>>()?; // from the cursor on
+    /// assert_eq!(rest.len(), 2);
+    /// # Ok(())
+    /// # }
+    /// ```
     ///
     /// The iterator borrows the database, so the database cannot be closed (or dropped)
     /// while it is alive:
@@ -371,6 +645,19 @@ impl Db {
 
     /// [`Db::range`] with read options: a snapshot to read, `keys_only`. The range given
     /// here replaces `lower_bound` and `upper_bound`.
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// db.put("a", "1")?;
+    /// let at = wisckey::ReadOptions { snapshot: Some(db.snapshot()), ..Default::default() };
+    /// db.put("b", "2")?; // after the snapshot: not seen
+    /// let seen: Vec<(Vec<u8>, Vec<u8>)> = db.range_opt::<&str, _>(.., &at)?.collect::<Result<_, _>>()?;
+    /// assert_eq!(seen, [(b"a".to_vec(), b"1".to_vec())]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn range_opt<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(
         &self,
         range: R,
@@ -460,6 +747,18 @@ impl Db {
     }
 
     /// [`Db::multi_get`] at `opts`' snapshot.
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// db.put("a", "1")?;
+    /// let at = wisckey::ReadOptions { snapshot: Some(db.snapshot()), ..Default::default() };
+    /// db.put("b", "2")?;
+    /// assert_eq!(db.multi_get_opt(&["a", "b"], &at)?, [Some(b"1".to_vec()), None]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn multi_get_opt<K: AsRef<[u8]>>(
         &self,
         keys: &[K],
@@ -491,6 +790,7 @@ impl Db {
         &self,
         range: R,
     ) -> Result<u64> {
+        self.inner.check_writable("delete_range")?;
         let mut batch = WriteBatch::new();
         let mut deleted = 0u64;
         for key in self.keys(range)? {
@@ -540,6 +840,7 @@ impl Db {
     /// # }
     /// ```
     pub fn flush(&self) -> Result<()> {
+        self.inner.check_writable("flush")?;
         write::force_memtable_switch(&self.inner)?;
         background::wait_for_flushes(&self.inner)
     }
@@ -558,6 +859,7 @@ impl Db {
     /// # }
     /// ```
     pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.inner.check_writable("compact_range")?;
         self.flush()?;
         background::compact_range(&self.inner, begin, end)
     }
@@ -574,10 +876,22 @@ impl Db {
     /// # }
     /// ```
     pub fn sync(&self) -> Result<()> {
+        self.inner.check_writable("sync")?;
         write::sync_log(&self.inner)
     }
 
     /// Number of table files in each level.
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// db.put("k", "v")?;
+    /// db.flush()?;
+    /// assert_eq!(db.level_file_counts().iter().sum::<usize>(), 1);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn level_file_counts(&self) -> [usize; NUM_LEVELS] {
         let state = self.inner.state.lock();
         let version = state.versions.current();
@@ -604,6 +918,7 @@ impl Db {
     /// # }
     /// ```
     pub fn gc(&self, options: &GcOptions) -> Result<crate::gc::GcOutcome> {
+        self.inner.check_writable("gc")?;
         gc::gc_now(self, &self.inner, options)
     }
 
@@ -645,6 +960,7 @@ impl Db {
     /// # }
     /// ```
     pub fn checkpoint(&self, target: impl AsRef<Path>) -> Result<CheckpointReport> {
+        self.inner.check_writable("checkpoint")?;
         checkpoint::checkpoint(&self.inner, target.as_ref())
     }
 
@@ -698,17 +1014,56 @@ impl Db {
     }
 
     /// Value-log replay head persisted in the manifest (None before the first flush).
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// db.put("k", "v")?;
+    /// db.flush()?; // the head moves past the flushed records
+    /// assert!(db.vlog_head().is_some());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn vlog_head(&self) -> Option<LogPosition> {
         self.inner.state.lock().versions.vlog_head()
     }
 
     /// What the last open found in the value log: records replayed, bytes of a torn tail
     /// cut off, and anything `RecoveryMode::SalvagePrefix` dropped.
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// db.put("k", "v")?;
+    /// db.close()?; // flushes: the next open has nothing to replay
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// let report = db.recovery_report();
+    /// assert_eq!((report.replayed_records, report.torn_tail_bytes), (0, 0));
+    /// assert!(report.salvaged.is_empty());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn recovery_report(&self) -> &RecoveryReport {
         &self.inner.recovery_report
     }
 
-    /// The latched background error, if any.
+    /// The latched background error, if any: the first failure of a flush, compaction or
+    /// log write, which every later write returns too (reopen the database to clear it).
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// db.put("k", "v")?;
+    /// if let Some(e) = db.background_error() {
+    ///     eprintln!("writes are refused until a reopen: {e}");
+    /// }
+    /// assert!(db.background_error().is_none());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn background_error(&self) -> Option<Error> {
         self.inner.state.lock().bg_error.clone()
     }
@@ -733,6 +1088,11 @@ impl Db {
 
     fn shutdown(&self) -> Result<()> {
         if self.inner.shutting_down.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        if self.inner.read_only {
+            // No background thread, nothing buffered, nothing to flush or sync.
+            self.inner.shutting_down.store(true, Ordering::Release);
             return Ok(());
         }
         // Flushing the memtable is cheap (keys and pointers only) and saves the next open
@@ -771,6 +1131,14 @@ impl Db {
 impl Drop for Db {
     fn drop(&mut self) {
         let _ = self.shutdown();
+    }
+}
+
+fn bound_bytes<K: AsRef<[u8]>>(bound: std::ops::Bound<&K>) -> std::ops::Bound<&[u8]> {
+    match bound {
+        std::ops::Bound::Included(k) => std::ops::Bound::Included(k.as_ref()),
+        std::ops::Bound::Excluded(k) => std::ops::Bound::Excluded(k.as_ref()),
+        std::ops::Bound::Unbounded => std::ops::Bound::Unbounded,
     }
 }
 

@@ -56,6 +56,27 @@ pub(crate) fn get(inner: &DbInner, key: &[u8], opts: &ReadOptions) -> Result<Opt
     }
 }
 
+/// [`get`] into the caller's buffer: `buf` is cleared, then holds the value if there is
+/// one (its capacity is reused; it grows only if the value does not fit).
+pub(crate) fn get_into(
+    inner: &DbInner,
+    key: &[u8],
+    opts: &ReadOptions,
+    buf: &mut Vec<u8>,
+) -> Result<bool> {
+    buf.clear();
+    let view = capture(inner, opts)?;
+    let value = match newest_in_view(inner, &view, key)? {
+        None | Some((ValueKind::Deletion, _)) => return Ok(false),
+        Some((ValueKind::Value, stored)) => stored,
+        Some((ValueKind::ValuePointer, stored)) => {
+            read_pointer(inner, &view.version, key, &stored)?
+        }
+    };
+    buf.extend_from_slice(&value);
+    Ok(true)
+}
+
 /// The newest entry for `key` at `seq` in the memtable, the immutable memtables (newest
 /// first) and the version: its kind and stored value (a tombstone is returned as such).
 fn newest_entry(

@@ -27,7 +27,7 @@ use super::write::WriteQueue;
 use super::{make_table_cache, DbInner, State};
 use crate::error::{Error, Result};
 use crate::filename::{parse_file_name, vlog_file_name, FileKind, CURRENT, LOCK};
-use crate::fs::FileSystem;
+use crate::fs::{FileSystem, ReadOnlyFs};
 use crate::key::ValueKind;
 use crate::memtable::MemTable;
 use crate::options::{Options, RecoveryMode, MAX_KEY_SIZE, MAX_VALUE_SIZE};
@@ -62,12 +62,21 @@ pub struct SalvagedDamage {
     pub records_dropped: u64,
 }
 
-pub(crate) fn open(dir: &Path, options: Options) -> Result<(DbInner, RecoveryReport)> {
+pub(crate) fn open(
+    dir: &Path,
+    mut options: Options,
+    read_only: bool,
+) -> Result<(DbInner, RecoveryReport)> {
     options.validate()?;
     if dir.as_os_str().is_empty() {
         return Err(Error::InvalidArgument(
             "the database path is empty; name a directory".into(),
         ));
+    }
+    if read_only {
+        // Every call through this file system that would change anything is refused, so
+        // whatever path open (or a later call) takes, a read-only database writes nothing.
+        options.fs = Arc::new(ReadOnlyFs::new(Arc::clone(&options.fs)));
     }
     let fs = Arc::clone(&options.fs);
     let exists = fs.exists(&dir.join(CURRENT))?;
@@ -84,8 +93,24 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<(DbInner, RecoveryRep
         max_value_size: MAX_VALUE_SIZE,
         preallocate_size: options.vlog_preallocate_size,
     };
-    let lock = if exists {
-        fs.lock(&dir.join(LOCK))?
+    let lock = if read_only {
+        if !exists {
+            return Err(Error::InvalidArgument(format!(
+                "database {} does not exist (a read-only open never creates one)",
+                dir.display()
+            )));
+        }
+        // Shared: read-only opens coexist, a writer and a reader exclude each other. A
+        // directory without a LOCK file (a copy made without it) is opened unlocked:
+        // creating the file would be a write.
+        let lock_path = dir.join(LOCK);
+        if fs.exists(&lock_path)? {
+            Some(fs.lock_shared(&lock_path)?)
+        } else {
+            None
+        }
+    } else if exists {
+        Some(fs.lock(&dir.join(LOCK))?)
     } else {
         let leftovers = check_new_directory(&*fs, dir, &options)?;
         fs.create_dir_all(dir)?;
@@ -94,7 +119,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<(DbInner, RecoveryRep
         if !fs.exists(&dir.join(CURRENT))? {
             create_database(&fs, dir, &leftovers, &vlog_options)?;
         }
-        lock
+        Some(lock)
     };
 
     // Read and check everything; nothing is written until the log has been replayed.
@@ -106,7 +131,12 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<(DbInner, RecoveryRep
     let replayed = replay_value_log(&*fs, dir, &plan, &vlog_options, &options, &mem, &mut report)?;
 
     // Writes: cut the log back to its valid end, then record the state in a new manifest.
-    let (vlog_writer, segments, new_head) = finish_log(&fs, dir, &plan, &replayed, &vlog_options)?;
+    // A read-only open keeps the log as it is and the state in memory only.
+    let (vlog_writer, segments, new_head) = if read_only {
+        read_only_log(&fs, dir, &plan, &replayed, &vlog_options)?
+    } else {
+        finish_log(&fs, dir, &plan, &replayed, &vlog_options)?
+    };
     let next_segment = segments.last().map_or(1, |s| s + 1);
     let mut metas = BTreeMap::new();
     for segment in segments {
@@ -121,7 +151,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<(DbInner, RecoveryRep
         }
         metas.insert(segment, meta);
     }
-    if loaded.segments_unaccounted() {
+    if loaded.segments_unaccounted() && !read_only {
         log::info!(
             "wisckey: {} predates dead-byte accounting (manifest format 3); garbage written \
              before this open is not counted, so GC finds only what becomes dead from now on",
@@ -133,14 +163,18 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<(DbInner, RecoveryRep
         loaded.set_vlog_head(head);
     }
     loaded.set_last_sequence(replayed.max_sequence);
-    let versions = match VersionSet::install(Arc::clone(&fs), dir, loaded.clone()) {
-        // Opening must work on a full disk: give the manifest the reserve's space.
-        Err(e) if e.is_no_space() && fs.exists(&dir.join(crate::filename::RESERVE))? => {
-            fs.remove(&dir.join(crate::filename::RESERVE))?;
-            log::warn!("wisckey: the disk is full; released the space reserve to open");
-            VersionSet::install(Arc::clone(&fs), dir, loaded)?
+    let versions = if read_only {
+        VersionSet::open_read_only(Arc::clone(&fs), dir, loaded)?
+    } else {
+        match VersionSet::install(Arc::clone(&fs), dir, loaded.clone()) {
+            // Opening must work on a full disk: give the manifest the reserve's space.
+            Err(e) if e.is_no_space() && fs.exists(&dir.join(crate::filename::RESERVE))? => {
+                fs.remove(&dir.join(crate::filename::RESERVE))?;
+                log::warn!("wisckey: the disk is full; released the space reserve to open");
+                VersionSet::install(Arc::clone(&fs), dir, loaded)?
+            }
+            other => other?,
         }
-        other => other?,
     };
     let last_sequence = versions.last_sequence();
     for damage in &report.salvaged {
@@ -203,15 +237,51 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<(DbInner, RecoveryRep
         reserve_present: AtomicBool::new(false),
         recovery_report: RecoveryReport::default(),
         options,
+        read_only,
         _lock: lock,
     };
     inner.reserve_present.store(
         inner.fs.exists(&dir.join(crate::filename::RESERVE))?,
         std::sync::atomic::Ordering::Release,
     );
-    super::space::ensure_reserve(&inner);
-    super::background::delete_obsolete_files(&inner)?;
+    if !read_only {
+        super::space::ensure_reserve(&inner);
+        super::background::delete_obsolete_files(&inner)?;
+    }
     Ok((inner, report))
+}
+
+/// The read-only counterpart of [`finish_log`]: changes nothing. The log's valid end is
+/// where replay stopped; a torn tail, a torn newest segment and segments past the end stay
+/// on disk as they are (they are outside the log, and no pointer reaches them). The
+/// returned writer sits on the newest segment at its file's length, on the read-only file
+/// system: it exists so the value log has one, and every write is refused before it.
+fn read_only_log(
+    fs: &Arc<dyn FileSystem>,
+    dir: &Path,
+    plan: &ReplayPlan,
+    replayed: &Replayed,
+    vlog_options: &VlogOptions,
+) -> Result<(VlogWriter, BTreeSet<u64>, Option<LogPosition>)> {
+    let mut segments: BTreeSet<u64> = plan.present.iter().copied().collect();
+    if let Some(end) = replayed.end {
+        segments.retain(|&s| s <= end.segment);
+    }
+    let Some(&newest) = segments.last() else {
+        return Err(Error::InvalidArgument(format!(
+            "{} has no value-log segment yet; open it read-write once before opening it \
+             read-only",
+            dir.display()
+        )));
+    };
+    let len = fs.file_size(&vlog_file_name(dir, newest))?;
+    let writer = VlogWriter::open(
+        Arc::clone(fs),
+        dir.to_path_buf(),
+        LogPosition::new(newest, len.max(SEGMENT_HEADER_LEN)),
+        vlog_options.clone(),
+    )?;
+    Ok((writer, segments, None))
 }
 
 /// Refuses a manifest that lists table files the directory lacks: their keys would read

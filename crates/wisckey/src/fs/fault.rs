@@ -397,6 +397,11 @@ impl FileSystem for FaultFs {
         self.check(FsOp::Lock, path)?;
         self.inner.lock(path)
     }
+
+    fn lock_shared(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+        self.check(FsOp::Lock, path)?;
+        self.inner.lock_shared(path)
+    }
 }
 
 #[derive(Debug)]

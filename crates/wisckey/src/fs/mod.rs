@@ -21,6 +21,7 @@
 mod fault;
 mod mem;
 mod posix;
+mod read_only;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -28,6 +29,7 @@ use std::sync::Arc;
 pub use fault::{FaultFs, FaultKind, FaultOps, FsOp};
 pub use mem::{MemFs, PowerLoss};
 pub use posix::PosixFs;
+pub(crate) use read_only::ReadOnlyFs;
 
 use crate::error::Result;
 
@@ -60,6 +62,15 @@ pub trait FileSystem: Send + Sync + std::fmt::Debug {
     /// Takes an exclusive lock on `path` (creating it). Fails with `Error::Locked` if any
     /// holder — in this process or another — has it. Released when the guard drops.
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>>;
+    /// Takes a shared lock on the existing file `path` without creating or writing it: any
+    /// number of shared holders coexist, and a shared lock and an exclusive [`lock`] exclude
+    /// each other (`Error::Locked`). A read-only open takes it. The default takes the
+    /// exclusive lock instead, which is safe but lets only one reader in at a time.
+    ///
+    /// [`lock`]: FileSystem::lock
+    fn lock_shared(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+        self.lock(path)
+    }
 }
 
 // `len` is the file's byte length, not a collection size; `is_empty` would add nothing.

@@ -155,6 +155,24 @@ impl FileSystem for PosixFs {
             path: path.to_path_buf(),
         }))
     }
+
+    fn lock_shared(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+        // Opened for reading only: neither created nor written (its mtime stays).
+        let file = File::open(path).map_err(|e| io_err("lock (open)", path, e))?;
+        // SAFETY: as in `lock`: a valid descriptor owned by `file`; flock touches no memory.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) };
+        if rc != 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+                return Err(Error::Locked(path.display().to_string()));
+            }
+            return Err(io_err("lock", path, e));
+        }
+        Ok(Box::new(PosixLock {
+            _file: file,
+            path: path.to_path_buf(),
+        }))
+    }
 }
 
 #[cfg(target_os = "linux")]

@@ -115,6 +115,22 @@ impl Table {
         self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
     }
 
+    /// The byte range of the data block that would hold `ikey`, from the index alone (no
+    /// data block is read; LevelDB's `ApproximateOffsetOf` is its start). Past every key:
+    /// an empty range at the end of the data blocks.
+    pub fn approximate_block_of(&self, ikey: &[u8]) -> (u64, u64) {
+        let mut index = self.index.iter();
+        index.seek(ikey);
+        if index.valid() {
+            if let Ok(handle) = self.decode_index_handle(&index) {
+                return (handle.offset, handle.offset + handle.size);
+            }
+        }
+        // Past the last block (or an undecodable handle: an estimate does not fail).
+        let end = self.index.file_offset();
+        (end, end)
+    }
+
     pub fn num_entries(&self) -> u64 {
         self.num_entries
     }

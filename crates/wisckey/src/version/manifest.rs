@@ -71,6 +71,17 @@ impl ManifestWriter {
         Ok(ManifestWriter { file, number })
     }
 
+    /// Opens the existing `MANIFEST-<number>` for appending, writing nothing (a read-only
+    /// database opens it through a file system that refuses the appends).
+    pub(crate) fn open_existing(
+        fs: &dyn FileSystem,
+        dir: &Path,
+        number: u64,
+    ) -> Result<ManifestWriter> {
+        let file = fs.open_append(&manifest_file_name(dir, number))?;
+        Ok(ManifestWriter { file, number })
+    }
+
     /// Appends one record and makes it durable.
     pub(crate) fn add_record(&mut self, payload: &[u8]) -> Result<()> {
         let mut bytes = Vec::with_capacity(RECORD_HEADER_LEN + payload.len());

@@ -405,6 +405,30 @@ impl VersionSet {
         Self::install_new_manifest(fs, dir, loaded.version, loaded.counters, Some(old))
     }
 
+    /// The state `loaded` describes, kept in memory only: no manifest is written and CURRENT
+    /// is not touched (a read-only open). The manifest writer is the loaded manifest opened
+    /// for appending through `fs`; a read-only database's `fs` refuses every append.
+    pub fn open_read_only(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        loaded: LoadedState,
+    ) -> Result<VersionSet> {
+        let manifest = ManifestWriter::open_existing(fs.as_ref(), dir, loaded.manifest_number)?;
+        let snapshot_len = manifest.len();
+        Ok(VersionSet {
+            fs,
+            dir: dir.to_path_buf(),
+            current: Arc::new(loaded.version),
+            older: Vec::new(),
+            counters: loaded.counters,
+            manifest: Arc::new(Mutex::new(manifest)),
+            in_flight: None,
+            manifest_broken: false,
+            manifest_size_limit: DEFAULT_MANIFEST_SIZE_LIMIT,
+            snapshot_len,
+        })
+    }
+
     /// Writes a manifest holding a snapshot of `version` + `counters`, points CURRENT at it
     /// and removes manifest `old` (best effort).
     fn install_new_manifest(
