@@ -23,7 +23,7 @@ use crate::snapshot::Snapshot;
 
 /// A wisckey database: `DB(path, create_if_missing=True, error_if_exists=False,
 /// **options)`; options are `wisckey::Options` fields (value_threshold, memtable_size,
-/// vlog_segment_size, block_cache_size, gc_space_amp_target, ...). A context manager
+/// vlog_segment_size, block_cache_size, value_cache_size, gc_space_amp_target, ...). A context manager
 /// (closed on exit). Dict conveniences: `db[key]`, `db[key] = value`, `del db[key]`
 /// (KeyError when absent), `key in db`, `for key, value in db`.
 #[pyclass(module = "wisckey", name = "DB")]

@@ -40,7 +40,7 @@ def test_a_damaged_value_log_record_is_a_corruption_error(path):
                 f.write(b"\xff" * 16)
                 damaged += 1
     assert damaged == 1, "the value is stored once, verbatim, in one segment"
-    with wisckey.DB(path) as db:
+    with wisckey.DB(path, value_cache_size=1 << 20) as db:  # the cache holds verified values
         assert db.get(b"key%05d" % 122) == value(122)
         with pytest.raises(wisckey.CorruptionError, match="vlog"):
             db.get(b"key%05d" % 123)
