@@ -1,13 +1,14 @@
 //! The `wisckey` command-line tool: the operator's commands. `wisckey demo` loads and reads
 //! a temporary database and prints db_bench-style report lines; `get`, `put`, `delete`,
 //! `scan`, `dump`, `load`, `checkpoint`, `compact`, `gc`, `stats`, `check` and `repair` work
-//! on an existing database. Benchmarks and their reports are a separate development tool,
-//! `wisckey-bench` (crates/wisckey-bench).
+//! on an existing database; `serve` serves one over the Redis protocol. Benchmarks and their
+//! reports are a separate development tool, `wisckey-bench` (crates/wisckey-bench).
 
 mod demo;
 mod dump;
 mod kv;
 mod maint;
+mod serve;
 
 use clap::{Parser, Subcommand};
 
@@ -56,6 +57,9 @@ enum Command {
     /// table entries still read, when they are damaged or lost. Deletes nothing: replaced
     /// files go to DIR/lost/repair-N/. The database must not be open.
     Repair(maint::StatsArgs),
+    /// Serve the database over the Redis protocol (RESP2) until SHUTDOWN or SIGTERM:
+    /// redis-cli, Redis client libraries and redis-benchmark work unchanged.
+    Serve(serve::ServeArgs),
 }
 
 fn main() {
@@ -74,6 +78,7 @@ fn main() {
         Command::Stats(args) => maint::stats(&args),
         Command::Check(args) => maint::check(&args),
         Command::Repair(args) => maint::repair(&args),
+        Command::Serve(args) => serve::run(&args),
     };
     if let Err(e) = result {
         eprintln!("wisckey: {e}");

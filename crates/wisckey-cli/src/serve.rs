@@ -1,0 +1,80 @@
+//! `wisckey serve`: the Redis-protocol server (crates/wisckey-server) from the command
+//! line. Only flag parsing lives here; the server is the library's.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use wisckey_server::{AppendFsync, Config};
+
+/// Flags of `wisckey serve`, named after redis.conf's directives.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The database directory (created if missing).
+    #[arg(long)]
+    db: PathBuf,
+    /// Address to listen on. Loopback by default: anything else exposes the database to
+    /// the network (set --requirepass).
+    #[arg(long, default_value = "127.0.0.1")]
+    bind: IpAddr,
+    /// TCP port (0: any free port).
+    #[arg(long, default_value_t = 6380)]
+    port: u16,
+    /// always: each write synced before its reply (group-committed across connections);
+    /// everysec: synced once a second; no: never synced explicitly.
+    #[arg(long, default_value = "everysec")]
+    appendfsync: AppendFsync,
+    /// Require AUTH with this password before any other command. Other local users can
+    /// read a command line: prefer --requirepass-file.
+    #[arg(long, conflicts_with = "requirepass_file")]
+    requirepass: Option<String>,
+    /// Read the password from this file (its first line).
+    #[arg(long)]
+    requirepass_file: Option<PathBuf>,
+    /// Largest bulk string in a request, in bytes (proto-max-bulk-len).
+    #[arg(long, default_value_t = 512 << 20)]
+    max_bulk_len: usize,
+    /// Most elements in one request.
+    #[arg(long, default_value_t = 1024 * 1024)]
+    max_multibulk_len: usize,
+    /// Most argument bytes in one request (client-query-buffer-limit).
+    #[arg(long, default_value_t = 1 << 30)]
+    max_query_len: usize,
+    /// Most simultaneous clients.
+    #[arg(long, default_value_t = 10_000)]
+    maxclients: usize,
+    /// Close a client idle (not sending, not reading) for this many seconds; 0 never.
+    #[arg(long, default_value_t = 0)]
+    timeout: u64,
+    /// Reply bytes a client may leave unread before the server stops reading its requests.
+    #[arg(long, default_value_t = 32 << 20)]
+    output_buffer_limit: usize,
+    /// Allow FLUSHDB and FLUSHALL (refused otherwise).
+    #[arg(long)]
+    enable_flushdb: bool,
+}
+
+/// Runs the server until SHUTDOWN, SIGINT or SIGTERM.
+pub fn run(args: &ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
+    let mut config = Config::new(&args.db);
+    config.bind = SocketAddr::new(args.bind, args.port);
+    config.appendfsync = args.appendfsync;
+    config.requirepass = match (&args.requirepass, &args.requirepass_file) {
+        (Some(p), _) => Some(p.as_bytes().to_vec()),
+        (None, Some(file)) => {
+            let text = std::fs::read_to_string(file)
+                .map_err(|e| format!("--requirepass-file {}: {e}", file.display()))?;
+            Some(text.lines().next().unwrap_or("").as_bytes().to_vec())
+        }
+        (None, None) => None,
+    };
+    config.limits.max_bulk_len = args.max_bulk_len;
+    config.limits.max_multibulk_len = args.max_multibulk_len;
+    config.limits.max_query_len = args.max_query_len;
+    config.max_clients = args.maxclients;
+    config.idle_timeout = (args.timeout > 0).then(|| Duration::from_secs(args.timeout));
+    config.output_buffer_limit = args.output_buffer_limit;
+    config.enable_flushdb = args.enable_flushdb;
+    Ok(wisckey_server::serve(config)?)
+}

@@ -1,0 +1,245 @@
+//! Keyspace commands: DEL/UNLINK, EXISTS, EXPIRE/PEXPIRE/EXPIREAT/PEXPIREAT, TTL/PTTL,
+//! PERSIST, TYPE, SCAN, DBSIZE, FLUSHDB/FLUSHALL.
+//!
+//! SCAN's cursor is the next key itself, so a scan is resumable and sees every key that
+//! exists from the scan's start to its end (Redis's guarantee), in key order, never twice.
+//! The cursor is written in decimal digits so that clients which parse cursors as
+//! integers (redis-py) carry it unchanged: `1` followed by each byte as three digits
+//! (`000`..`255`). `0` starts and ends a scan, as in Redis.
+
+use super::{not_integer, syntax_error, Client, Shared};
+use crate::error::Error;
+use crate::glob;
+use crate::resp::{parse_int, Reply};
+use crate::store::now_ms;
+
+type Args<'a> = &'a [Vec<u8>];
+
+pub(super) fn del(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
+    let mut keys: Vec<&Vec<u8>> = a[1..].iter().collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let guard = sh.store.lock(&keys);
+    let live = sh
+        .store
+        .multi_get(&keys)?
+        .iter()
+        .filter(|v| v.is_some())
+        .count();
+    // Expired keys are deleted too (they are garbage either way) but not counted.
+    sh.store.delete(&guard, &keys)?;
+    Ok(Reply::Integer(live as i64))
+}
+
+pub(super) fn exists(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
+    let live = sh
+        .store
+        .multi_get(&a[1..])?
+        .iter()
+        .filter(|v| v.is_some())
+        .count();
+    Ok(Reply::Integer(live as i64))
+}
+
+fn set_expiry(
+    sh: &Shared,
+    a: Args<'_>,
+    unit_ms: i64,
+    absolute: bool,
+    name: &str,
+) -> Result<Reply, Error> {
+    let key = &a[1];
+    let Some(n) = parse_int(&a[2]) else {
+        return Ok(not_integer());
+    };
+    let now = now_ms() as i64;
+    let at = n.checked_mul(unit_ms).and_then(|ms| {
+        if absolute {
+            Some(ms)
+        } else {
+            ms.checked_add(now)
+        }
+    });
+    let Some(at) = at else {
+        return Ok(Reply::err(format!(
+            "ERR invalid expire time in '{name}' command"
+        )));
+    };
+    let guard = sh.store.lock(&[key]);
+    let Some(old) = sh.store.get(key)? else {
+        return Ok(Reply::Integer(0));
+    };
+    if at <= now {
+        sh.store.delete(&guard, &[key])?;
+    } else {
+        // at > now >= 0 here, so the conversion is exact.
+        sh.store.put(&guard, key, &old.data, Some(at as u64))?;
+    }
+    Ok(Reply::Integer(1))
+}
+
+pub(super) fn expire(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
+    set_expiry(sh, a, 1000, false, "expire")
+}
+
+pub(super) fn pexpire(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
+    set_expiry(sh, a, 1, false, "pexpire")
+}
+
+pub(super) fn expireat(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
+    set_expiry(sh, a, 1000, true, "expireat")
+}
+
+pub(super) fn pexpireat(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
+    set_expiry(sh, a, 1, true, "pexpireat")
+}
+
+fn remaining_ms(sh: &Shared, key: &[u8]) -> Result<i64, Error> {
+    let now = now_ms();
+    Ok(match sh.store.get(key)? {
+        None => -2,
+        Some(s) => match s.expires_at_ms {
+            None => -1,
+            Some(at) => i64::try_from(at.saturating_sub(now)).unwrap_or(i64::MAX),
+        },
+    })
+}
+
+pub(super) fn ttl(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
+    let ms = remaining_ms(sh, &a[1])?;
+    Ok(Reply::Integer(if ms < 0 { ms } else { (ms + 500) / 1000 }))
+}
+
+pub(super) fn pttl(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
+    Ok(Reply::Integer(remaining_ms(sh, &a[1])?))
+}
+
+pub(super) fn persist(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
+    let key = &a[1];
+    let guard = sh.store.lock(&[key]);
+    match sh.store.get(key)? {
+        Some(s) if s.expires_at_ms.is_some() => {
+            sh.store.put(&guard, key, &s.data, None)?;
+            Ok(Reply::Integer(1))
+        }
+        _ => Ok(Reply::Integer(0)),
+    }
+}
+
+pub(super) fn type_(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
+    Ok(Reply::Simple(if sh.store.get(&a[1])?.is_some() {
+        "string"
+    } else {
+        "none"
+    }))
+}
+
+/// Encodes a key as a SCAN cursor (see the module docs).
+pub fn encode_cursor(key: &[u8]) -> String {
+    let mut s = String::with_capacity(1 + 3 * key.len());
+    s.push('1');
+    for b in key {
+        s.push_str(&format!("{b:03}"));
+    }
+    s
+}
+
+/// Decodes a SCAN cursor: `Some(key)` to resume at, `Some(empty)` for `0`, `None` if it is
+/// not a cursor this server made.
+pub fn decode_cursor(cursor: &[u8]) -> Option<Vec<u8>> {
+    if cursor == b"0" {
+        return Some(Vec::new());
+    }
+    let digits = cursor.strip_prefix(b"1")?;
+    if digits.len() % 3 != 0 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    digits
+        .chunks_exact(3)
+        .map(|d| {
+            let n =
+                u32::from(d[0] - b'0') * 100 + u32::from(d[1] - b'0') * 10 + u32::from(d[2] - b'0');
+            u8::try_from(n).ok()
+        })
+        .collect()
+}
+
+pub(super) fn scan(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
+    let Some(start) = decode_cursor(&a[1]) else {
+        return Ok(Reply::err("ERR invalid cursor"));
+    };
+    let (mut pattern, mut count, mut type_ok) = (None, 10usize, true);
+    let mut i = 2;
+    while i < a.len() {
+        let Some(arg) = a.get(i + 1) else {
+            return Ok(syntax_error());
+        };
+        match a[i].to_ascii_uppercase().as_slice() {
+            b"MATCH" => pattern = Some(arg.as_slice()),
+            b"COUNT" => match parse_int(arg) {
+                Some(n) if n >= 1 => count = usize::try_from(n).unwrap_or(usize::MAX).min(100_000),
+                Some(_) => return Ok(syntax_error()),
+                None => return Ok(not_integer()),
+            },
+            b"TYPE" => type_ok = arg.eq_ignore_ascii_case(b"string"),
+            _ => return Ok(syntax_error()),
+        }
+        i += 2;
+    }
+    let (keys, next) = sh.store.keys_from(&start, count)?;
+    let candidates: Vec<Vec<u8>> = keys
+        .into_iter()
+        .filter(|k| type_ok && pattern.is_none_or(|p| glob::matches(p, k)))
+        .collect();
+    let live = sh.store.multi_get(&candidates)?;
+    let found = candidates
+        .into_iter()
+        .zip(live)
+        .filter(|(_, v)| v.is_some())
+        .map(|(k, _)| Reply::Bulk(k))
+        .collect();
+    let cursor = next.map_or_else(|| "0".to_string(), |k| encode_cursor(&k));
+    Ok(Reply::Array(vec![Reply::bulk(cursor), Reply::Array(found)]))
+}
+
+pub(super) fn dbsize(sh: &Shared, _: &mut Client, _: Args<'_>) -> Result<Reply, Error> {
+    Ok(Reply::Integer(
+        i64::try_from(sh.store.count_keys()?).unwrap_or(i64::MAX),
+    ))
+}
+
+/// FLUSHDB / FLUSHALL: refused unless the server was started with `--enable-flushdb`
+/// (one stray command would delete every key, and unlike Redis there is no RDB to restore).
+pub(super) fn flushdb(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
+    if a.len() > 2
+        || a.get(1)
+            .is_some_and(|m| !m.eq_ignore_ascii_case(b"sync") && !m.eq_ignore_ascii_case(b"async"))
+    {
+        return Ok(syntax_error());
+    }
+    if !sh.config.enable_flushdb {
+        return Ok(Reply::err(
+            "ERR FLUSHDB is disabled on this server: start wisckey serve with --enable-flushdb",
+        ));
+    }
+    sh.store.flush_all(10_000)?;
+    Ok(Reply::OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursor_round_trips() {
+        for key in [&b"a"[..], b"\x00\xff", b"user:1000", b""] {
+            let c = encode_cursor(key);
+            assert!(c.bytes().all(|b| b.is_ascii_digit()) && c.starts_with('1'));
+            assert_eq!(decode_cursor(c.as_bytes()).as_deref(), Some(key));
+        }
+        assert_eq!(decode_cursor(b"0"), Some(vec![]));
+        for bad in [&b"2"[..], b"10", b"1256", b"1abc", b"", b"00"] {
+            assert_eq!(decode_cursor(bad), None);
+        }
+    }
+}

@@ -1,0 +1,341 @@
+//! Command dispatch: the table of commands (name, arity, flags, key positions, handler),
+//! the per-connection [`Client`] state, and the rules every command passes through before
+//! its handler runs (AUTH first when a password is set, arity, Redis's error texts).
+//!
+//! Handlers are plain blocking functions over the [`Shared`] state; the connection layer
+//! runs them on a blocking thread. A handler's `Err` is an engine or format failure and
+//! becomes an `ERR` reply; everything a client did wrong is an `Ok` error reply.
+
+mod keys;
+mod server;
+mod strings;
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Instant;
+
+use crate::config::Config;
+use crate::error::Error;
+use crate::resp::Reply;
+use crate::store::Store;
+
+/// Counters reported by INFO.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Connections accepted since start.
+    pub connections_received: AtomicU64,
+    /// Connections refused at the client limit.
+    pub rejected_connections: AtomicU64,
+    /// Commands executed.
+    pub commands_processed: AtomicU64,
+    /// Clients connected now.
+    pub connected_clients: AtomicUsize,
+}
+
+/// State shared by every connection.
+#[derive(Debug)]
+pub struct Shared {
+    /// The keyspace and the engine.
+    pub store: Store,
+    /// The configuration the server runs with.
+    pub config: Config,
+    /// When the server started.
+    pub started: Instant,
+    /// INFO's counters.
+    pub stats: Stats,
+    /// Set to `true` to shut the server down (SHUTDOWN, a signal, or an embedding caller).
+    pub shutdown: tokio::sync::watch::Sender<bool>,
+    next_client_id: AtomicU64,
+}
+
+impl Shared {
+    /// Shared state for a server over `store`.
+    pub fn new(store: Store, config: Config) -> Shared {
+        Shared {
+            store,
+            config,
+            started: Instant::now(),
+            stats: Stats::default(),
+            shutdown: tokio::sync::watch::channel(false).0,
+            next_client_id: AtomicU64::new(1),
+        }
+    }
+
+    /// A fresh client id.
+    pub fn client_id(&self) -> u64 {
+        self.next_client_id.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+/// One connection's state.
+#[derive(Debug)]
+pub struct Client {
+    /// Unique per server run (CLIENT ID).
+    pub id: u64,
+    /// CLIENT SETNAME's name.
+    pub name: Option<Vec<u8>>,
+    /// Whether AUTH succeeded (always true without requirepass).
+    pub authed: bool,
+}
+
+/// What the connection does after sending a command's reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum After {
+    /// Read the next command.
+    Continue,
+    /// Close this connection (QUIT).
+    Close,
+    /// Close this connection, without a reply, and shut the server down (SHUTDOWN).
+    Shutdown,
+}
+
+type Handler = fn(&Shared, &mut Client, &[Vec<u8>]) -> Result<Reply, Error>;
+
+/// One row of the command table (also what COMMAND reports).
+#[derive(Debug)]
+pub struct Spec {
+    /// Lower-case name.
+    pub name: &'static str,
+    /// Redis's arity: `n` exactly n arguments (the name included), `-n` at least n.
+    pub arity: i64,
+    /// COMMAND's flags.
+    pub flags: &'static [&'static str],
+    /// First key argument (0: none), last (-1: the last argument), step.
+    pub keys: (i64, i64, i64),
+    handler: Handler,
+}
+
+const fn spec(
+    name: &'static str,
+    arity: i64,
+    flags: &'static [&'static str],
+    keys: (i64, i64, i64),
+    handler: Handler,
+) -> Spec {
+    Spec {
+        name,
+        arity,
+        flags,
+        keys,
+        handler,
+    }
+}
+
+const W: &[&str] = &["write"];
+const WD: &[&str] = &["write", "denyoom"];
+const R: &[&str] = &["readonly", "fast"];
+const F: &[&str] = &["fast"];
+const A: &[&str] = &["noscript", "loading", "stale", "fast", "no-auth"];
+const NONE: (i64, i64, i64) = (0, 0, 0);
+const ONE: (i64, i64, i64) = (1, 1, 1);
+const ALL: (i64, i64, i64) = (1, -1, 1);
+
+/// Every command the server knows. QUIT and SHUTDOWN are handled by [`execute`] itself
+/// (they change the connection, not the keyspace); their handlers are never called.
+pub static COMMANDS: &[Spec] = &[
+    spec("append", 3, WD, ONE, strings::append),
+    spec("auth", -2, A, NONE, server::auth),
+    spec("client", -2, F, NONE, server::client),
+    spec(
+        "command",
+        -1,
+        &["random", "loading", "stale"],
+        NONE,
+        server::command,
+    ),
+    spec(
+        "config",
+        -2,
+        &["admin", "loading", "stale"],
+        NONE,
+        server::config,
+    ),
+    spec("dbsize", 1, &["readonly"], NONE, keys::dbsize),
+    spec("decr", 2, WD, ONE, strings::decr),
+    spec("decrby", 3, WD, ONE, strings::decrby),
+    spec("del", -2, W, ALL, keys::del),
+    spec("echo", 2, F, NONE, server::echo),
+    spec("exists", -2, R, ALL, keys::exists),
+    spec("expire", 3, W, ONE, keys::expire),
+    spec("expireat", 3, W, ONE, keys::expireat),
+    spec("flushall", -1, W, NONE, keys::flushdb),
+    spec("flushdb", -1, W, NONE, keys::flushdb),
+    spec("get", 2, R, ONE, strings::get),
+    spec("getdel", 2, W, ONE, strings::getdel),
+    spec("hello", -1, A, NONE, server::hello),
+    spec("incr", 2, WD, ONE, strings::incr),
+    spec("incrby", 3, WD, ONE, strings::incrby),
+    spec(
+        "info",
+        -1,
+        &["random", "loading", "stale"],
+        NONE,
+        server::info,
+    ),
+    spec("mget", -2, R, ALL, strings::mget),
+    spec("mset", -3, WD, (1, -1, 2), strings::mset),
+    spec("persist", 2, W, ONE, keys::persist),
+    spec("pexpire", 3, W, ONE, keys::pexpire),
+    spec("pexpireat", 3, W, ONE, keys::pexpireat),
+    spec("ping", -1, F, NONE, server::ping),
+    spec("pttl", 2, R, ONE, keys::pttl),
+    spec("quit", -1, A, NONE, server::ping),
+    spec("scan", -2, &["readonly", "random"], NONE, keys::scan),
+    spec(
+        "select",
+        2,
+        &["loading", "stale", "fast"],
+        NONE,
+        server::select,
+    ),
+    spec("set", -3, WD, ONE, strings::set),
+    spec("setex", 4, WD, ONE, strings::setex),
+    spec("setnx", 3, WD, ONE, strings::setnx),
+    spec(
+        "shutdown",
+        -1,
+        &["admin", "noscript", "loading", "stale"],
+        NONE,
+        server::ping,
+    ),
+    spec("strlen", 2, R, ONE, strings::strlen),
+    spec("ttl", 2, R, ONE, keys::ttl),
+    spec("type", 2, R, ONE, keys::type_),
+    spec("unlink", -2, W, ALL, keys::del),
+];
+
+/// The table row for `name` (any case).
+pub fn lookup(name: &[u8]) -> Option<&'static Spec> {
+    COMMANDS
+        .iter()
+        .find(|s| s.name.as_bytes().eq_ignore_ascii_case(name))
+}
+
+/// Runs one command for `client`: the reply to send and what to do next.
+pub fn execute(shared: &Shared, client: &mut Client, args: &[Vec<u8>]) -> (Reply, After) {
+    shared
+        .stats
+        .commands_processed
+        .fetch_add(1, Ordering::Relaxed);
+    let Some(name) = args.first() else {
+        return (Reply::err("ERR empty command"), After::Continue);
+    };
+    let Some(spec) = lookup(name) else {
+        if !client.authed {
+            return (
+                Reply::err("NOAUTH Authentication required."),
+                After::Continue,
+            );
+        }
+        return (unknown_command(args), After::Continue);
+    };
+    if !client.authed && !spec.flags.contains(&"no-auth") {
+        return (
+            Reply::err("NOAUTH Authentication required."),
+            After::Continue,
+        );
+    }
+    let n = args.len() as i64;
+    if (spec.arity > 0 && n != spec.arity) || n < -spec.arity {
+        return (wrong_args(spec.name), After::Continue);
+    }
+    match spec.name {
+        "quit" => return (Reply::OK, After::Close),
+        "shutdown" => {
+            let abort = args
+                .get(1)
+                .is_some_and(|a| a.eq_ignore_ascii_case(b"abort"));
+            if abort {
+                return (Reply::err("ERR No shutdown in progress."), After::Continue);
+            }
+            return (Reply::OK, After::Shutdown);
+        }
+        _ => {}
+    }
+    match (spec.handler)(shared, client, args) {
+        Ok(reply) => (reply, After::Continue),
+        Err(e) => (Reply::err(format!("ERR {e}")), After::Continue),
+    }
+}
+
+/// Redis's text for an unknown command, including its first arguments (up to 128 bytes).
+pub fn unknown_command(args: &[Vec<u8>]) -> Reply {
+    let mut listed = String::new();
+    for arg in &args[1..] {
+        if listed.len() >= 128 {
+            break;
+        }
+        let room = 128 - listed.len();
+        let text = String::from_utf8_lossy(&arg[..arg.len().min(room)]).into_owned();
+        listed.push_str(&format!("'{text}' "));
+    }
+    let name = String::from_utf8_lossy(&args[0][..args[0].len().min(128)]).into_owned();
+    Reply::err(format!(
+        "ERR unknown command '{name}', with args beginning with: {listed}"
+    ))
+}
+
+/// `ERR wrong number of arguments for 'name' command`.
+pub fn wrong_args(name: &str) -> Reply {
+    Reply::err(format!(
+        "ERR wrong number of arguments for '{name}' command"
+    ))
+}
+
+/// `ERR syntax error`.
+pub fn syntax_error() -> Reply {
+    Reply::err("ERR syntax error")
+}
+
+/// `ERR value is not an integer or out of range`.
+pub fn not_integer() -> Reply {
+    Reply::err("ERR value is not an integer or out of range")
+}
+
+/// An error reply if `key` is longer than the keyspace allows.
+pub fn check_key(key: &[u8]) -> Option<Reply> {
+    (key.len() > crate::format::MAX_USER_KEY).then(|| {
+        Reply::err(format!(
+            "ERR key too large ({} bytes; the maximum is {})",
+            key.len(),
+            crate::format::MAX_USER_KEY
+        ))
+    })
+}
+
+/// An error reply if `value` is longer than the keyspace allows.
+pub fn check_value(value: &[u8]) -> Option<Reply> {
+    (value.len() > crate::format::MAX_USER_VALUE).then(|| {
+        Reply::err(format!(
+            "ERR string exceeds maximum allowed size ({} bytes)",
+            crate::format::MAX_USER_VALUE
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_command_text_matches_redis() {
+        let args: Vec<Vec<u8>> = vec![b"foo".to_vec(), b"a".to_vec(), b"b c".to_vec()];
+        assert_eq!(
+            unknown_command(&args),
+            Reply::Error("ERR unknown command 'foo', with args beginning with: 'a' 'b c' ".into())
+        );
+        assert_eq!(
+            unknown_command(&[b"x".to_vec()]),
+            Reply::Error("ERR unknown command 'x', with args beginning with: ".into())
+        );
+    }
+
+    #[test]
+    fn table_is_sorted_and_lower_case() {
+        for w in COMMANDS.windows(2) {
+            assert!(w[0].name < w[1].name, "{} before {}", w[0].name, w[1].name);
+        }
+        assert!(COMMANDS
+            .iter()
+            .all(|s| s.name == s.name.to_ascii_lowercase()));
+    }
+}

@@ -1,0 +1,340 @@
+//! Connection and server commands: PING, ECHO, AUTH, HELLO, SELECT, CLIENT, COMMAND,
+//! CONFIG GET, INFO. These read or change the [`Client`] and report on the server; none
+//! writes the keyspace.
+
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+
+use super::{syntax_error, wrong_args, Client, Shared, COMMANDS};
+use crate::error::Error;
+use crate::glob;
+use crate::resp::Reply;
+
+type Args<'a> = &'a [Vec<u8>];
+
+/// The Redis version reported to clients (some check it before using a command).
+pub const REDIS_COMPAT_VERSION: &str = "7.0.0";
+
+pub(super) fn ping(_: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
+    Ok(match a.len() {
+        1 => Reply::Simple("PONG"),
+        2 => Reply::Bulk(a[1].clone()),
+        _ => wrong_args("ping"),
+    })
+}
+
+pub(super) fn echo(_: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
+    Ok(Reply::Bulk(a[1].clone()))
+}
+
+/// Compares in time that depends only on the lengths, never on where the bytes differ.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len().max(b.len());
+    let mut diff = u8::from(a.len() != b.len());
+    for i in 0..n {
+        diff |= a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0);
+    }
+    // The optimiser may not shortcut this: black_box hides the accumulated value.
+    std::hint::black_box(diff) == 0
+}
+
+fn try_auth(sh: &Shared, client: &mut Client, user: Option<&[u8]>, pass: &[u8]) -> Option<Reply> {
+    let Some(expected) = &sh.config.requirepass else {
+        return Some(Reply::err(
+            "ERR AUTH <password> called without any password configured for the default user. \
+             Are you sure your configuration is correct?",
+        ));
+    };
+    let user_ok = user.is_none_or(|u| u == b"default");
+    if constant_time_eq(pass, expected) && user_ok {
+        client.authed = true;
+        None
+    } else {
+        Some(Reply::err(
+            "WRONGPASS invalid username-password pair or user is disabled.",
+        ))
+    }
+}
+
+pub(super) fn auth(sh: &Shared, client: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
+    let reply = match a.len() {
+        2 => try_auth(sh, client, None, &a[1]),
+        3 => try_auth(sh, client, Some(&a[1]), &a[2]),
+        _ => Some(syntax_error()),
+    };
+    Ok(reply.unwrap_or(Reply::OK))
+}
+
+/// HELLO [protover [AUTH user pass] [SETNAME name]]: RESP2 only (HELLO 3 is refused with
+/// NOPROTO, which clients take as "stay on RESP2").
+pub(super) fn hello(sh: &Shared, client: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
+    if let Some(v) = a.get(1) {
+        match crate::resp::parse_int(v) {
+            Some(2) => {}
+            Some(_) => {
+                return Ok(Reply::err(
+                    "NOPROTO sorry, this protocol version is not supported",
+                ))
+            }
+            None => {
+                return Ok(Reply::err(
+                    "ERR Protocol version is not an integer or out of range",
+                ))
+            }
+        }
+    }
+    let mut i = 2;
+    let mut name = None;
+    while i < a.len() {
+        match a[i].to_ascii_uppercase().as_slice() {
+            b"AUTH" if i + 2 < a.len() => {
+                if let Some(e) = try_auth(sh, client, Some(&a[i + 1]), &a[i + 2]) {
+                    return Ok(e);
+                }
+                i += 3;
+            }
+            b"SETNAME" if i + 1 < a.len() => {
+                name = Some(a[i + 1].clone());
+                i += 2;
+            }
+            _ => return Ok(syntax_error()),
+        }
+    }
+    if !client.authed {
+        return Ok(Reply::err("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"));
+    }
+    if name.is_some() {
+        client.name = name;
+    }
+    Ok(Reply::Array(vec![
+        Reply::bulk("server"),
+        Reply::bulk("redis"),
+        Reply::bulk("version"),
+        Reply::bulk(REDIS_COMPAT_VERSION),
+        Reply::bulk("proto"),
+        Reply::Integer(2),
+        Reply::bulk("id"),
+        Reply::Integer(client.id as i64),
+        Reply::bulk("mode"),
+        Reply::bulk("standalone"),
+        Reply::bulk("role"),
+        Reply::bulk("master"),
+        Reply::bulk("modules"),
+        Reply::Array(vec![]),
+    ]))
+}
+
+pub(super) fn select(_: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
+    Ok(match crate::resp::parse_int(&a[1]) {
+        Some(0) => Reply::OK,
+        Some(_) => Reply::err("ERR DB index is out of range"),
+        None => super::not_integer(),
+    })
+}
+
+pub(super) fn client(_: &Shared, client: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
+    let sub = a[1].to_ascii_uppercase();
+    Ok(match (sub.as_slice(), a.len()) {
+        (b"SETNAME", 3) => {
+            if a[2].iter().any(|&c| c <= b' ' || c > b'~') {
+                Reply::err(
+                    "ERR Client names cannot contain spaces, newlines or special characters.",
+                )
+            } else {
+                client.name = (!a[2].is_empty()).then(|| a[2].clone());
+                Reply::OK
+            }
+        }
+        (b"GETNAME", 2) => client.name.clone().map_or(Reply::Nil, Reply::Bulk),
+        (b"ID", 2) => Reply::Integer(client.id as i64),
+        // Client libraries announce themselves; accepted and not kept.
+        (b"SETINFO", 4) => Reply::OK,
+        (b"SETNAME" | b"GETNAME" | b"ID" | b"SETINFO", _) => Reply::err(format!(
+            "ERR wrong number of arguments for 'client|{}' command",
+            String::from_utf8_lossy(&sub).to_lowercase()
+        )),
+        _ => Reply::err(format!(
+            "ERR unknown subcommand '{}'. Try CLIENT HELP.",
+            String::from_utf8_lossy(&a[1])
+        )),
+    })
+}
+
+fn command_info(spec: &super::Spec) -> Reply {
+    Reply::Array(vec![
+        Reply::bulk(spec.name),
+        Reply::Integer(spec.arity),
+        Reply::Array(spec.flags.iter().map(|f| Reply::Simple(f)).collect()),
+        Reply::Integer(spec.keys.0),
+        Reply::Integer(spec.keys.1),
+        Reply::Integer(spec.keys.2),
+    ])
+}
+
+/// COMMAND, COMMAND COUNT, COMMAND INFO name..., COMMAND DOCS (empty: no docs kept).
+pub(super) fn command(_: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
+    let Some(sub) = a.get(1) else {
+        return Ok(Reply::Array(COMMANDS.iter().map(command_info).collect()));
+    };
+    Ok(match sub.to_ascii_uppercase().as_slice() {
+        b"COUNT" => Reply::Integer(COMMANDS.len() as i64),
+        b"INFO" => Reply::Array(
+            a[2..]
+                .iter()
+                .map(|n| super::lookup(n).map_or(Reply::Nil, command_info))
+                .collect(),
+        ),
+        b"DOCS" => Reply::Array(vec![]),
+        _ => Reply::err(format!(
+            "ERR unknown subcommand '{}'. Try COMMAND HELP.",
+            String::from_utf8_lossy(sub)
+        )),
+    })
+}
+
+/// CONFIG GET pattern...: the parameters clients and redis-benchmark ask about.
+pub(super) fn config(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
+    if !a[1].eq_ignore_ascii_case(b"get") {
+        return Ok(Reply::err(format!(
+            "ERR unknown subcommand '{}'. Only CONFIG GET is supported.",
+            String::from_utf8_lossy(&a[1])
+        )));
+    }
+    if a.len() < 3 {
+        return Ok(wrong_args("config|get"));
+    }
+    let c = &sh.config;
+    let params: Vec<(&str, String)> = vec![
+        ("appendfsync", c.appendfsync.name().to_string()),
+        ("appendonly", "yes".to_string()),
+        ("bind", c.bind.ip().to_string()),
+        (
+            "client-query-buffer-limit",
+            c.limits.max_query_len.to_string(),
+        ),
+        ("databases", "1".to_string()),
+        ("maxclients", c.max_clients.to_string()),
+        ("maxmemory", "0".to_string()),
+        ("port", c.bind.port().to_string()),
+        ("proto-max-bulk-len", c.limits.max_bulk_len.to_string()),
+        ("save", String::new()),
+        (
+            "timeout",
+            c.idle_timeout.map_or(0, |d| d.as_secs()).to_string(),
+        ),
+    ];
+    let mut out = Vec::new();
+    for (name, value) in &params {
+        if a[2..]
+            .iter()
+            .any(|p| glob::matches(&p.to_ascii_lowercase(), name.as_bytes()))
+        {
+            out.push(Reply::bulk(*name));
+            out.push(Reply::bulk(value.as_str()));
+        }
+    }
+    Ok(Reply::Array(out))
+}
+
+/// INFO [section...]: server, clients, persistence, stats, keyspace and the engine's own
+/// section (`wisckey`: levels, value log, space amplification, GC). `keyspace` counts keys
+/// with a keys-only scan, so it costs O(keys); ask for other sections to avoid it.
+pub(super) fn info(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
+    let wanted: Vec<String> = a[1..]
+        .iter()
+        .map(|s| String::from_utf8_lossy(s).to_lowercase())
+        .collect();
+    let all = wanted.is_empty()
+        || wanted
+            .iter()
+            .any(|w| w == "all" || w == "everything" || w == "default");
+    let want = |s: &str| all || wanted.iter().any(|w| w == s);
+    let mut out = String::new();
+    let st = &sh.stats;
+    // Writing to a String cannot fail; the results are ignored for that reason.
+    if want("server") {
+        let up = sh.started.elapsed().as_secs();
+        let _ = write!(
+            out,
+            "# Server\r\nredis_version:{REDIS_COMPAT_VERSION}\r\nwisckey_version:{}\r\n\
+             redis_mode:standalone\r\narch_bits:64\r\nprocess_id:{}\r\ntcp_port:{}\r\n\
+             uptime_in_seconds:{up}\r\nuptime_in_days:{}\r\n\r\n",
+            env!("CARGO_PKG_VERSION"),
+            std::process::id(),
+            sh.config.bind.port(),
+            up / 86_400
+        );
+    }
+    if want("clients") {
+        let _ = write!(
+            out,
+            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\n\r\n",
+            st.connected_clients.load(Ordering::Relaxed),
+            sh.config.max_clients
+        );
+    }
+    if want("persistence") {
+        let _ = write!(
+            out,
+            "# Persistence\r\nloading:0\r\naof_enabled:1\r\nappendfsync:{}\r\n\r\n",
+            sh.config.appendfsync.name()
+        );
+    }
+    if want("stats") {
+        let _ = write!(
+            out,
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\n\
+             rejected_connections:{}\r\nexpired_keys:{}\r\n\r\n",
+            st.connections_received.load(Ordering::Relaxed),
+            st.commands_processed.load(Ordering::Relaxed),
+            st.rejected_connections.load(Ordering::Relaxed),
+            sh.store.expired_keys.load(Ordering::Relaxed)
+        );
+    }
+    if want("wisckey") {
+        let s = sh.store.db().stats()?;
+        let _ = write!(out, "# Wisckey\r\n");
+        for (level, (files, bytes)) in s.level_files.iter().zip(s.level_bytes.iter()).enumerate() {
+            let _ = write!(out, "level{level}:files={files},bytes={bytes}\r\n");
+        }
+        let v = &s.value_log;
+        let _ = write!(
+            out,
+            "vlog_segments:{}\r\nvlog_bytes:{}\r\nvlog_live_bytes:{}\r\nspace_amp:{:.3}\r\n\
+             space_amp_target:{:.3}\r\ngc_runs:{}\r\ngc_bytes_freed:{}\r\ngc_bytes_punched:{}\r\n\
+             gc_rewritten_per_freed:{:.3}\r\n\r\n",
+            v.segments.len(),
+            v.log_bytes,
+            v.live_bytes,
+            v.space_amp,
+            v.space_amp_target,
+            s.gc.runs,
+            s.gc.bytes_freed,
+            s.gc.bytes_punched,
+            s.gc.rewritten_per_freed
+        );
+    }
+    if want("keyspace") {
+        let keys = sh.store.count_keys()?;
+        let _ = write!(out, "# Keyspace\r\n");
+        if keys > 0 {
+            let expires = sh.store.count_expiry_entries()?.min(keys);
+            let _ = write!(out, "db0:keys={keys},expires={expires},avg_ttl=0\r\n");
+        }
+    }
+    Ok(Reply::Bulk(out.into_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::constant_time_eq;
+
+    #[test]
+    fn constant_time_eq_is_equality() {
+        assert!(constant_time_eq(b"secret", b"secret"));
+        assert!(!constant_time_eq(b"secret", b"secreT"));
+        assert!(!constant_time_eq(b"secret", b"secret!"));
+        assert!(!constant_time_eq(b"", b"x"));
+        assert!(constant_time_eq(b"", b""));
+    }
+}

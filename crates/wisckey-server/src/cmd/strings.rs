@@ -1,0 +1,225 @@
+//! String commands: GET, SET (EX/PX/EXAT/PXAT/NX/XX/GET/KEEPTTL), SETNX, SETEX, GETDEL,
+//! MGET, MSET, INCR/INCRBY/DECR/DECRBY, APPEND, STRLEN.
+//!
+//! Every write holds its key's stripe lock (see `store.rs`); read-modify-write commands
+//! hold it across the read and the write, which is what makes INCR atomic per key.
+
+use wisckey::WriteBatch;
+
+use super::{check_key, check_value, not_integer, syntax_error, wrong_args, Client, Shared};
+use crate::error::Error;
+use crate::resp::{parse_int, Reply};
+use crate::store::{now_ms, Store};
+
+type Args<'a> = &'a [Vec<u8>];
+
+pub(super) fn get(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
+    Ok(match sh.store.get(&a[1])? {
+        Some(s) => Reply::Bulk(s.data),
+        None => Reply::Nil,
+    })
+}
+
+/// An absolute expiry in ms from a relative or absolute time argument; `None` if it is
+/// not a positive integer or overflows.
+fn expiry_ms(arg: &[u8], unit_ms: u64, absolute: bool, now: u64) -> Option<u64> {
+    let n = parse_int(arg)?;
+    if n <= 0 {
+        return None;
+    }
+    let ms = u64::try_from(n).ok()?.checked_mul(unit_ms)?;
+    let at = if absolute { ms } else { now.checked_add(ms)? };
+    // Keep within i64 so PTTL arithmetic and clients' signed integers never overflow.
+    (at <= i64::MAX as u64).then_some(at)
+}
+
+pub(super) fn set(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
+    let (key, value) = (&a[1], &a[2]);
+    if let Some(e) = check_key(key).or_else(|| check_value(value)) {
+        return Ok(e);
+    }
+    let now = now_ms();
+    let (mut nx, mut xx, mut get, mut keepttl) = (false, false, false, false);
+    let mut expires: Option<u64> = None;
+    let mut i = 3;
+    while i < a.len() {
+        let opt = a[i].to_ascii_uppercase();
+        match opt.as_slice() {
+            b"NX" if !xx => nx = true,
+            b"XX" if !nx => xx = true,
+            b"GET" => get = true,
+            b"KEEPTTL" if expires.is_none() => keepttl = true,
+            b"EX" | b"PX" | b"EXAT" | b"PXAT" if expires.is_none() && !keepttl => {
+                let Some(arg) = a.get(i + 1) else {
+                    return Ok(syntax_error());
+                };
+                let unit = if opt.starts_with(b"E") { 1000 } else { 1 };
+                let absolute = opt.ends_with(b"AT");
+                if parse_int(arg).is_none() {
+                    return Ok(not_integer());
+                }
+                match expiry_ms(arg, unit, absolute, now) {
+                    Some(at) => expires = Some(at),
+                    None => return Ok(Reply::err("ERR invalid expire time in 'set' command")),
+                }
+                i += 1;
+            }
+            _ => return Ok(syntax_error()),
+        }
+        i += 1;
+    }
+    let guard = sh.store.lock(&[key]);
+    if !(nx || xx || get || keepttl) {
+        sh.store.put(&guard, key, value, expires)?;
+        return Ok(Reply::OK);
+    }
+    let old = sh.store.get(key)?;
+    let proceed = !(nx && old.is_some() || xx && old.is_none());
+    if proceed {
+        let expires = if keepttl {
+            old.as_ref().and_then(|o| o.expires_at_ms)
+        } else {
+            expires
+        };
+        sh.store.put(&guard, key, value, expires)?;
+    }
+    Ok(match (get, proceed) {
+        (true, _) => old.map_or(Reply::Nil, |o| Reply::Bulk(o.data)),
+        (false, true) => Reply::OK,
+        (false, false) => Reply::Nil,
+    })
+}
+
+pub(super) fn setnx(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
+    let (key, value) = (&a[1], &a[2]);
+    if let Some(e) = check_key(key).or_else(|| check_value(value)) {
+        return Ok(e);
+    }
+    let guard = sh.store.lock(&[key]);
+    if sh.store.get(key)?.is_some() {
+        return Ok(Reply::Integer(0));
+    }
+    sh.store.put(&guard, key, value, None)?;
+    Ok(Reply::Integer(1))
+}
+
+pub(super) fn setex(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
+    let (key, value) = (&a[1], &a[3]);
+    if let Some(e) = check_key(key).or_else(|| check_value(value)) {
+        return Ok(e);
+    }
+    if parse_int(&a[2]).is_none() {
+        return Ok(not_integer());
+    }
+    let Some(at) = expiry_ms(&a[2], 1000, false, now_ms()) else {
+        return Ok(Reply::err("ERR invalid expire time in 'setex' command"));
+    };
+    let guard = sh.store.lock(&[key]);
+    sh.store.put(&guard, key, value, Some(at))?;
+    Ok(Reply::OK)
+}
+
+pub(super) fn getdel(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
+    let key = &a[1];
+    let guard = sh.store.lock(&[key]);
+    match sh.store.get(key)? {
+        None => Ok(Reply::Nil),
+        Some(old) => {
+            sh.store.delete(&guard, &[key])?;
+            Ok(Reply::Bulk(old.data))
+        }
+    }
+}
+
+pub(super) fn mget(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
+    let values = sh.store.multi_get(&a[1..])?;
+    Ok(Reply::Array(
+        values
+            .into_iter()
+            .map(|v| v.map_or(Reply::Nil, |s| Reply::Bulk(s.data)))
+            .collect(),
+    ))
+}
+
+/// MSET: every pair in one atomic write batch (all or nothing, one sync in `always`).
+pub(super) fn mset(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
+    if (a.len() - 1) % 2 != 0 {
+        return Ok(wrong_args("mset"));
+    }
+    let mut batch = WriteBatch::new();
+    for pair in a[1..].chunks_exact(2) {
+        if let Some(e) = check_key(&pair[0]).or_else(|| check_value(&pair[1])) {
+            return Ok(e);
+        }
+        Store::batch_put(&mut batch, &pair[0], &pair[1], None);
+    }
+    let keys: Vec<&Vec<u8>> = a[1..].iter().step_by(2).collect();
+    let _guard = sh.store.lock(&keys);
+    sh.store.write(batch)?;
+    Ok(Reply::OK)
+}
+
+fn add(sh: &Shared, key: &[u8], delta: i64) -> Result<Reply, Error> {
+    let guard = sh.store.lock(&[key]);
+    let old = sh.store.get(key)?;
+    let (current, expires) = match &old {
+        None => (0, None),
+        Some(s) => match parse_int(&s.data) {
+            Some(n) => (n, s.expires_at_ms),
+            None => return Ok(not_integer()),
+        },
+    };
+    let Some(new) = current.checked_add(delta) else {
+        return Ok(Reply::err("ERR increment or decrement would overflow"));
+    };
+    sh.store
+        .put(&guard, key, new.to_string().as_bytes(), expires)?;
+    Ok(Reply::Integer(new))
+}
+
+pub(super) fn incr(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
+    add(sh, &a[1], 1)
+}
+
+pub(super) fn decr(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
+    add(sh, &a[1], -1)
+}
+
+pub(super) fn incrby(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
+    match parse_int(&a[2]) {
+        Some(d) => add(sh, &a[1], d),
+        None => Ok(not_integer()),
+    }
+}
+
+pub(super) fn decrby(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
+    match parse_int(&a[2]) {
+        Some(i64::MIN) => Ok(Reply::err("ERR decrement would overflow")),
+        Some(d) => add(sh, &a[1], -d),
+        None => Ok(not_integer()),
+    }
+}
+
+pub(super) fn append(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
+    let key = &a[1];
+    if let Some(e) = check_key(key) {
+        return Ok(e);
+    }
+    let guard = sh.store.lock(&[key]);
+    let (mut data, expires) = match sh.store.get(key)? {
+        None => (Vec::new(), None),
+        Some(s) => (s.data, s.expires_at_ms),
+    };
+    data.extend_from_slice(&a[2]);
+    if let Some(e) = check_value(&data) {
+        return Ok(e);
+    }
+    sh.store.put(&guard, key, &data, expires)?;
+    Ok(Reply::Integer(data.len() as i64))
+}
+
+pub(super) fn strlen(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
+    Ok(Reply::Integer(
+        sh.store.get(&a[1])?.map_or(0, |s| s.data.len() as i64),
+    ))
+}

@@ -1,0 +1,119 @@
+//! The server's configuration: where it listens, how writes reach the disk, and the limits
+//! that keep one client from hurting the others. Plain data with documented defaults;
+//! [`Config::validate`] is called once before the server starts.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::resp::Limits;
+
+/// When acknowledged writes reach stable storage (Redis's `appendfsync`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AppendFsync {
+    /// Every write is synced before it is acknowledged (`WriteOptions { sync: true }`).
+    /// Concurrent connections share one fsync per engine commit group.
+    Always,
+    /// Writes are acknowledged at once; a background task syncs the log every second, so a
+    /// crash of the machine loses at most about a second of acknowledged writes. A crash of
+    /// the process alone loses only what the engine had not yet handed to the OS.
+    #[default]
+    Everysec,
+    /// Never sync explicitly: the engine hands writes to the OS on its own schedule and the
+    /// OS writes them back when it chooses.
+    No,
+}
+
+impl AppendFsync {
+    /// The name as Redis spells it (`CONFIG GET appendfsync`).
+    pub fn name(self) -> &'static str {
+        match self {
+            AppendFsync::Always => "always",
+            AppendFsync::Everysec => "everysec",
+            AppendFsync::No => "no",
+        }
+    }
+}
+
+impl std::str::FromStr for AppendFsync {
+    type Err = String;
+    fn from_str(s: &str) -> Result<AppendFsync, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "always" => Ok(AppendFsync::Always),
+            "everysec" => Ok(AppendFsync::Everysec),
+            "no" => Ok(AppendFsync::No),
+            other => Err(format!(
+                "appendfsync must be always, everysec or no, not {other:?}"
+            )),
+        }
+    }
+}
+
+/// Everything `wisckey serve` can be told.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The database directory (created if missing).
+    pub db_dir: PathBuf,
+    /// Where to listen. Default `127.0.0.1:6380`: loopback only, next to Redis's 6379.
+    pub bind: SocketAddr,
+    /// Durability of acknowledged writes. Default [`AppendFsync::Everysec`], as Redis's AOF.
+    pub appendfsync: AppendFsync,
+    /// When set, every connection must AUTH with it (compared in constant time) before any
+    /// other command. Default none.
+    pub requirepass: Option<Vec<u8>>,
+    /// Request size limits (bulk, multibulk, inline, query buffer).
+    pub limits: Limits,
+    /// Most simultaneous clients; the next gets `ERR max number of clients reached` and is
+    /// closed. Default 10,000 (Redis's default).
+    pub max_clients: usize,
+    /// Close a client that sends nothing, and reads nothing we send, for this long. `None`
+    /// (default, as Redis's `timeout 0`) never closes an idle client.
+    pub idle_timeout: Option<Duration>,
+    /// Reply bytes a client may leave unread before the server stops reading its further
+    /// requests (it resumes when the client catches up). Bounds a slow reader's memory to
+    /// this plus one reply and one request. Default 32 MiB.
+    pub output_buffer_limit: usize,
+    /// FLUSHDB/FLUSHALL delete every key; refused unless this is set. Default off.
+    pub enable_flushdb: bool,
+    /// How often the expiry sweeper looks for expired keys. Default 100 ms.
+    pub sweep_interval: Duration,
+    /// The engine's options (the defaults unless a caller embeds the server).
+    pub engine: wisckey::Options,
+}
+
+impl Config {
+    /// The defaults for a database in `db_dir`.
+    pub fn new(db_dir: impl Into<PathBuf>) -> Config {
+        Config {
+            db_dir: db_dir.into(),
+            bind: SocketAddr::from(([127, 0, 0, 1], 6380)),
+            appendfsync: AppendFsync::default(),
+            requirepass: None,
+            limits: Limits::default(),
+            max_clients: 10_000,
+            idle_timeout: None,
+            output_buffer_limit: 32 << 20,
+            enable_flushdb: false,
+            sweep_interval: Duration::from_millis(100),
+            engine: wisckey::Options::default(),
+        }
+    }
+
+    /// Checks the limits are usable.
+    pub fn validate(&self) -> Result<(), String> {
+        let l = &self.limits;
+        if l.max_bulk_len == 0 || l.max_multibulk_len == 0 || l.max_inline_len < 16 {
+            return Err("limits: bulk and multibulk must be > 0, inline at least 16".into());
+        }
+        if l.max_query_len < l.max_bulk_len {
+            return Err("limits: the query buffer limit must be at least the bulk limit".into());
+        }
+        if self.max_clients == 0 || self.output_buffer_limit == 0 {
+            return Err("max clients and the output-buffer limit must be > 0".into());
+        }
+        if self.requirepass.as_ref().is_some_and(|p| p.is_empty()) {
+            return Err("requirepass must not be empty".into());
+        }
+        Ok(())
+    }
+}

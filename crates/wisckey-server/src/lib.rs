@@ -1,0 +1,27 @@
+//! A Redis-protocol (RESP2) server in front of a wisckey database: `wisckey serve`.
+//!
+//! redis-cli, Redis client libraries, redis-benchmark and proxies such as twemproxy talk to
+//! it unchanged. Strings with expiry are stored in the engine with a one-byte header
+//! (`format`); commands are dispatched from one table (`cmd`) over a keyspace layer
+//! (`store`) that serialises read-modify-write commands per key; the network side
+//! (`server`) runs each connection as a tokio task and the engine calls on blocking threads.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), wisckey_server::Error> {
+//! let config = wisckey_server::Config::new("/var/lib/wisckey");
+//! wisckey_server::serve(config) // until SHUTDOWN, SIGINT or SIGTERM
+//! # }
+//! ```
+
+mod cmd;
+mod config;
+mod error;
+pub mod format;
+mod glob;
+pub mod resp;
+mod server;
+mod store;
+
+pub use config::{AppendFsync, Config};
+pub use error::Error;
+pub use server::{serve, Server, ShutdownHandle};

@@ -1,0 +1,553 @@
+//! RESP2: the request decoder (multibulk arrays of bulk strings, and inline commands as
+//! redis-cli and redis-benchmark's PING_INLINE send them) and the reply encoder.
+//!
+//! The decoder is incremental: [`Decoder::next`] takes the bytes received so far and either
+//! returns one complete command, asks for more bytes, or fails with a [`ProtocolError`]
+//! (after which the connection must be closed: the stream cannot be resynchronised).
+//! Invariants: no input is copied before its element is complete; every length is checked
+//! against [`Limits`] before anything is allocated for it, so a client cannot make the
+//! server reserve more than `max_query_len` bytes for one command.
+
+use std::fmt;
+
+/// Size limits applied while decoding, named after Redis's equivalents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest bulk string (`proto-max-bulk-len`).
+    pub max_bulk_len: usize,
+    /// Most elements in one multibulk request.
+    pub max_multibulk_len: usize,
+    /// Largest inline request, or count line (Redis's `PROTO_INLINE_MAX_SIZE`, 64 KiB).
+    pub max_inline_len: usize,
+    /// Most argument bytes one command may hold (`client-query-buffer-limit`).
+    pub max_query_len: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_bulk_len: 512 << 20,
+            max_multibulk_len: 1024 * 1024,
+            max_inline_len: 64 << 10,
+            max_query_len: 1 << 30,
+        }
+    }
+}
+
+/// Why a request cannot be decoded. Its `Display` is Redis's text after `ERR `.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProtocolError {
+    /// An inline request longer than `max_inline_len` without a newline.
+    TooBigInline,
+    /// A `*` or `$` line longer than `max_inline_len` without a CRLF.
+    TooBigCount(&'static str),
+    /// A multibulk count that is not an integer or exceeds `max_multibulk_len`.
+    InvalidMultibulkLength,
+    /// A bulk length that is not an integer, is negative or exceeds `max_bulk_len`.
+    InvalidBulkLength,
+    /// Something other than `$` where a bulk string was expected.
+    ExpectedBulk(u8),
+    /// A bulk string not followed by CRLF.
+    BadBulkTerminator,
+    /// An inline request with an unterminated quote.
+    UnbalancedQuotes,
+    /// The command's arguments would exceed `max_query_len`.
+    QueryTooLong,
+}
+
+impl fmt::Display for ProtocolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Protocol error: ")?;
+        match self {
+            ProtocolError::TooBigInline => f.write_str("too big inline request"),
+            ProtocolError::TooBigCount(what) => write!(f, "too big {what} count string"),
+            ProtocolError::InvalidMultibulkLength => f.write_str("invalid multibulk length"),
+            ProtocolError::InvalidBulkLength => f.write_str("invalid bulk length"),
+            ProtocolError::ExpectedBulk(b) => {
+                write!(f, "expected '$', got '{}'", char::from(*b).escape_default())
+            }
+            ProtocolError::BadBulkTerminator => f.write_str("bulk string not followed by CRLF"),
+            ProtocolError::UnbalancedQuotes => f.write_str("unbalanced quotes in request"),
+            ProtocolError::QueryTooLong => f.write_str("request exceeds the query buffer limit"),
+        }
+    }
+}
+
+impl std::error::Error for ProtocolError {}
+
+/// One decoded command: its arguments, the name first. May be empty (`*0`, a blank inline
+/// line), which callers skip as Redis does.
+pub type Command = Vec<Vec<u8>>;
+
+/// A multibulk request whose header has been read but not all of its elements.
+#[derive(Debug)]
+struct Partial {
+    remaining: usize,
+    args: Command,
+    bytes: usize,
+}
+
+/// Incremental request decoder for one connection.
+#[derive(Debug)]
+pub struct Decoder {
+    limits: Limits,
+    partial: Option<Partial>,
+}
+
+impl Decoder {
+    /// A decoder enforcing `limits`.
+    pub fn new(limits: Limits) -> Decoder {
+        Decoder {
+            limits,
+            partial: None,
+        }
+    }
+
+    /// Whether a multibulk request is half-read (its header consumed).
+    pub fn in_request(&self) -> bool {
+        self.partial.is_some()
+    }
+
+    /// Decodes the next command from `buf[*pos..]`, advancing `*pos` past what it consumed.
+    /// `Ok(None)`: more bytes are needed (keep `buf[*pos..]` and append to it).
+    pub fn next(&mut self, buf: &[u8], pos: &mut usize) -> Result<Option<Command>, ProtocolError> {
+        if self.partial.is_none() {
+            let Some(&first) = buf.get(*pos) else {
+                return Ok(None);
+            };
+            if first != b'*' {
+                return self.inline(buf, pos);
+            }
+            let Some((line, next)) = line_at(buf, *pos, self.limits.max_inline_len, "mbulk")?
+            else {
+                return Ok(None);
+            };
+            let n = parse_int(&line[1..]).ok_or(ProtocolError::InvalidMultibulkLength)?;
+            if n > self.limits.max_multibulk_len as i64 {
+                return Err(ProtocolError::InvalidMultibulkLength);
+            }
+            *pos = next;
+            if n <= 0 {
+                return Ok(Some(Vec::new()));
+            }
+            // n > 0 and bounded by max_multibulk_len above, so the cast is exact.
+            let n = n as usize;
+            self.partial = Some(Partial {
+                remaining: n,
+                args: Vec::with_capacity(n.min(1024)),
+                bytes: 0,
+            });
+        }
+        let limits = self.limits;
+        let Some(partial) = self.partial.as_mut() else {
+            return Ok(None);
+        };
+        while partial.remaining > 0 {
+            let Some(&first) = buf.get(*pos) else {
+                return Ok(None);
+            };
+            if first != b'$' {
+                return Err(ProtocolError::ExpectedBulk(first));
+            }
+            let Some((line, start)) = line_at(buf, *pos, limits.max_inline_len, "bulk")? else {
+                return Ok(None);
+            };
+            let len = parse_int(&line[1..]).ok_or(ProtocolError::InvalidBulkLength)?;
+            if len < 0 || len > limits.max_bulk_len as i64 {
+                return Err(ProtocolError::InvalidBulkLength);
+            }
+            // 0 <= len <= max_bulk_len (a usize), so the cast is exact.
+            let len = len as usize;
+            if partial.bytes.saturating_add(len) > limits.max_query_len {
+                return Err(ProtocolError::QueryTooLong);
+            }
+            let end = start.saturating_add(len);
+            if buf.len() < end.saturating_add(2) {
+                return Ok(None);
+            }
+            if &buf[end..end + 2] != b"\r\n" {
+                return Err(ProtocolError::BadBulkTerminator);
+            }
+            partial.args.push(buf[start..end].to_vec());
+            partial.bytes += len;
+            partial.remaining -= 1;
+            *pos = end + 2;
+        }
+        Ok(self.partial.take().map(|p| p.args))
+    }
+
+    fn inline(&mut self, buf: &[u8], pos: &mut usize) -> Result<Option<Command>, ProtocolError> {
+        let rest = &buf[*pos..];
+        let Some(nl) = rest.iter().position(|&b| b == b'\n') else {
+            if rest.len() > self.limits.max_inline_len {
+                return Err(ProtocolError::TooBigInline);
+            }
+            return Ok(None);
+        };
+        if nl > self.limits.max_inline_len {
+            return Err(ProtocolError::TooBigInline);
+        }
+        let line = rest[..nl].strip_suffix(b"\r").unwrap_or(&rest[..nl]);
+        let args = split_args(line)?;
+        *pos += nl + 1;
+        Ok(Some(args))
+    }
+}
+
+/// The CRLF-terminated line starting at `pos` and the offset after its CRLF; `None` if the
+/// CRLF has not arrived yet (an error once more than `max` bytes came without one).
+fn line_at<'a>(
+    buf: &'a [u8],
+    pos: usize,
+    max: usize,
+    what: &'static str,
+) -> Result<Option<(&'a [u8], usize)>, ProtocolError> {
+    let rest = &buf[pos..];
+    let window = &rest[..rest.len().min(max.saturating_add(2))];
+    match window.windows(2).position(|w| w == b"\r\n") {
+        Some(i) => Ok(Some((&rest[..i], pos + i + 2))),
+        None if rest.len() > max => Err(ProtocolError::TooBigCount(what)),
+        None => Ok(None),
+    }
+}
+
+/// Redis's strict integer syntax (string2ll): optional `-`, decimal digits, no leading
+/// zeros except `0` itself, no `+`, no spaces, within i64.
+pub fn parse_int(s: &[u8]) -> Option<i64> {
+    let (neg, digits) = match s.strip_prefix(b"-") {
+        Some(d) => (true, d),
+        None => (false, s),
+    };
+    if digits.is_empty() || digits.len() > 20 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    if digits.len() > 1 && digits[0] == b'0' || (neg && digits == b"0") {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &d in digits {
+        let d = i64::from(d - b'0');
+        v = v.checked_mul(10)?;
+        v = if neg {
+            v.checked_sub(d)?
+        } else {
+            v.checked_add(d)?
+        };
+    }
+    Some(v)
+}
+
+/// Splits an inline request into arguments like Redis's sdssplitargs: whitespace
+/// separates; "double quotes" understand \n \r \t \b \a \\ \" and \xHH; 'single quotes'
+/// understand \'. A closing quote must be followed by whitespace or the end.
+pub fn split_args(line: &[u8]) -> Result<Command, ProtocolError> {
+    let mut args = Vec::new();
+    let mut i = 0;
+    loop {
+        while i < line.len() && line[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i == line.len() {
+            return Ok(args);
+        }
+        let mut arg = Vec::new();
+        match line[i] {
+            b'"' => {
+                i += 1;
+                loop {
+                    let Some(&c) = line.get(i) else {
+                        return Err(ProtocolError::UnbalancedQuotes);
+                    };
+                    match c {
+                        b'\\'
+                            if line.get(i + 1) == Some(&b'x')
+                                && line.len() > i + 3
+                                && line[i + 2].is_ascii_hexdigit()
+                                && line[i + 3].is_ascii_hexdigit() =>
+                        {
+                            arg.push((hex(line[i + 2]) << 4) | hex(line[i + 3]));
+                            i += 4;
+                        }
+                        b'\\' if i + 1 < line.len() => {
+                            arg.push(match line[i + 1] {
+                                b'n' => b'\n',
+                                b'r' => b'\r',
+                                b't' => b'\t',
+                                b'b' => 8,
+                                b'a' => 7,
+                                other => other,
+                            });
+                            i += 2;
+                        }
+                        b'"' => {
+                            i += 1;
+                            if line.get(i).is_some_and(|c| !c.is_ascii_whitespace()) {
+                                return Err(ProtocolError::UnbalancedQuotes);
+                            }
+                            break;
+                        }
+                        _ => {
+                            arg.push(c);
+                            i += 1;
+                        }
+                    }
+                }
+            }
+            b'\'' => {
+                i += 1;
+                loop {
+                    let Some(&c) = line.get(i) else {
+                        return Err(ProtocolError::UnbalancedQuotes);
+                    };
+                    match c {
+                        b'\\' if line.get(i + 1) == Some(&b'\'') => {
+                            arg.push(b'\'');
+                            i += 2;
+                        }
+                        b'\'' => {
+                            i += 1;
+                            if line.get(i).is_some_and(|c| !c.is_ascii_whitespace()) {
+                                return Err(ProtocolError::UnbalancedQuotes);
+                            }
+                            break;
+                        }
+                        _ => {
+                            arg.push(c);
+                            i += 1;
+                        }
+                    }
+                }
+            }
+            _ => {
+                while i < line.len() && !line[i].is_ascii_whitespace() {
+                    arg.push(line[i]);
+                    i += 1;
+                }
+            }
+        }
+        args.push(arg);
+    }
+}
+
+fn hex(c: u8) -> u8 {
+    match c {
+        b'0'..=b'9' => c - b'0',
+        b'a'..=b'f' => c - b'a' + 10,
+        _ => c - b'A' + 10,
+    }
+}
+
+/// A reply, encoded in RESP2 by [`Reply::encode`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// `+text` (must not contain CR or LF).
+    Simple(&'static str),
+    /// `-text`: the text starts with the error code (`ERR`, `WRONGTYPE`, `NOAUTH`, ...).
+    Error(String),
+    /// `:n`.
+    Integer(i64),
+    /// `$len` and the bytes.
+    Bulk(Vec<u8>),
+    /// `$-1`.
+    Nil,
+    /// `*n` and the elements.
+    Array(Vec<Reply>),
+}
+
+impl Reply {
+    /// `+OK`.
+    pub const OK: Reply = Reply::Simple("OK");
+
+    /// An error reply; CR and LF in `text` become spaces so the reply stays one line.
+    pub fn err(text: impl Into<String>) -> Reply {
+        let mut text: String = text.into();
+        if text.contains(['\r', '\n']) {
+            text = text.replace(['\r', '\n'], " ");
+        }
+        Reply::Error(text)
+    }
+
+    /// A bulk reply of a string.
+    pub fn bulk(s: impl Into<Vec<u8>>) -> Reply {
+        Reply::Bulk(s.into())
+    }
+
+    /// Appends the RESP2 encoding to `out`.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            Reply::Simple(s) => {
+                out.push(b'+');
+                out.extend_from_slice(s.as_bytes());
+            }
+            Reply::Error(s) => {
+                out.push(b'-');
+                out.extend_from_slice(s.as_bytes());
+            }
+            Reply::Integer(n) => {
+                out.push(b':');
+                out.extend_from_slice(n.to_string().as_bytes());
+            }
+            Reply::Bulk(b) => {
+                out.push(b'$');
+                out.extend_from_slice(b.len().to_string().as_bytes());
+                out.extend_from_slice(b"\r\n");
+                out.extend_from_slice(b);
+            }
+            Reply::Nil => out.extend_from_slice(b"$-1"),
+            Reply::Array(items) => {
+                out.push(b'*');
+                out.extend_from_slice(items.len().to_string().as_bytes());
+                out.extend_from_slice(b"\r\n");
+                for item in items {
+                    item.encode(out);
+                }
+                return;
+            }
+        }
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all(input: &[u8], limits: Limits) -> Result<Vec<Command>, ProtocolError> {
+        let mut d = Decoder::new(limits);
+        let mut pos = 0;
+        let mut out = Vec::new();
+        while let Some(c) = d.next(input, &mut pos)? {
+            out.push(c);
+        }
+        assert_eq!(pos, input.len(), "all input consumed");
+        Ok(out)
+    }
+
+    fn args(v: &[&str]) -> Command {
+        v.iter().map(|s| s.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn multibulk_and_inline_mixed() {
+        let input =
+            b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\nPING\r\nSET a \"b c\\x41\\n\" 'd\\'e'\r\n*0\r\n";
+        let got = all(input, Limits::default());
+        let mut set = args(&["SET", "a"]);
+        set.push(b"b cA\n".to_vec());
+        set.push(b"d'e".to_vec());
+        assert_eq!(
+            got,
+            Ok(vec![args(&["GET", "k"]), args(&["PING"]), set, vec![]])
+        );
+    }
+
+    #[test]
+    fn byte_at_a_time_gives_the_same_commands() {
+        let input = b"*3\r\n$3\r\nSET\r\n$2\r\n\r\n\r\n$0\r\n\r\nECHO hi\n";
+        let mut d = Decoder::new(Limits::default());
+        let (mut pos, mut got) = (0, Vec::new());
+        for end in 1..=input.len() {
+            while let Some(c) = d.next(&input[..end], &mut pos).expect("valid input") {
+                got.push(c);
+            }
+        }
+        assert_eq!(got, vec![args(&["SET", "\r\n", ""]), args(&["ECHO", "hi"])]);
+    }
+
+    #[test]
+    fn malformed_requests_are_named() {
+        let l = Limits::default();
+        assert_eq!(
+            all(b"*x\r\n", l),
+            Err(ProtocolError::InvalidMultibulkLength)
+        );
+        assert_eq!(
+            all(b"*1\r\n$-2\r\n", l),
+            Err(ProtocolError::InvalidBulkLength)
+        );
+        assert_eq!(
+            all(b"*1\r\n+foo\r\n", l),
+            Err(ProtocolError::ExpectedBulk(b'+'))
+        );
+        assert_eq!(
+            all(b"*1\r\n$1\r\nab\r\n", l),
+            Err(ProtocolError::BadBulkTerminator)
+        );
+        assert_eq!(all(b"SET \"a\n", l), Err(ProtocolError::UnbalancedQuotes));
+        assert_eq!(
+            all(b"SET \"a\"b\n", l),
+            Err(ProtocolError::UnbalancedQuotes)
+        );
+    }
+
+    #[test]
+    fn limits_are_enforced_before_allocation() {
+        let l = Limits {
+            max_bulk_len: 10,
+            max_multibulk_len: 3,
+            max_inline_len: 16,
+            max_query_len: 15,
+        };
+        assert_eq!(
+            all(b"*4\r\n", l),
+            Err(ProtocolError::InvalidMultibulkLength)
+        );
+        assert_eq!(
+            all(b"*1\r\n$11\r\n", l),
+            Err(ProtocolError::InvalidBulkLength)
+        );
+        assert_eq!(
+            all(b"*2\r\n$10\r\n0123456789\r\n$6\r\n", l),
+            Err(ProtocolError::QueryTooLong)
+        );
+        assert_eq!(all(&[b'A'; 17], l), Err(ProtocolError::TooBigInline));
+        assert_eq!(
+            all(&[b'*'; 19], l),
+            Err(ProtocolError::TooBigCount("mbulk"))
+        );
+        // A huge declared length is refused at once, not awaited.
+        let mut d = Decoder::new(Limits::default());
+        assert_eq!(
+            d.next(b"*1\r\n$99999999999\r\n", &mut 0),
+            Err(ProtocolError::InvalidBulkLength)
+        );
+    }
+
+    #[test]
+    fn strict_integers() {
+        assert_eq!(parse_int(b"0"), Some(0));
+        assert_eq!(parse_int(b"-12"), Some(-12));
+        assert_eq!(parse_int(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_int(b"-9223372036854775808"), Some(i64::MIN));
+        for bad in [
+            &b""[..],
+            b"-",
+            b"+1",
+            b"01",
+            b"-0",
+            b" 1",
+            b"1 ",
+            b"9223372036854775808",
+        ] {
+            assert_eq!(parse_int(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn replies_encode() {
+        let mut out = Vec::new();
+        Reply::Array(vec![
+            Reply::OK,
+            Reply::err("ERR a\r\nb"),
+            Reply::Integer(-3),
+            Reply::bulk("x"),
+            Reply::Nil,
+            Reply::Array(vec![]),
+        ])
+        .encode(&mut out);
+        assert_eq!(
+            out,
+            b"*6\r\n+OK\r\n-ERR a  b\r\n:-3\r\n$1\r\nx\r\n$-1\r\n*0\r\n"
+        );
+    }
+}

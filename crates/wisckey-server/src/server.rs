@@ -1,0 +1,390 @@
+//! The network side: the listener, one task per connection, the background tasks (expiry
+//! sweeper, the `everysec` syncer) and shutdown.
+//!
+//! Per connection, requests are decoded as they arrive and executed in order on a blocking
+//! thread, a pipeline's worth at a time; replies are written before more requests are read.
+//! Invariants that bound a client's memory: the server reads a client's socket only when
+//! no decoded request is waiting and its replies have been written, so a client that does
+//! not read its replies stops being read (its kernel buffers fill and its writes block);
+//! the replies buffered at once stop growing at `output_buffer_limit` plus one reply; and
+//! the decoder holds at most one partial request, bounded by the request limits.
+//! A protocol error gets an `ERR Protocol error` reply and closes only that connection.
+//!
+//! Shutdown (SHUTDOWN, SIGINT/SIGTERM, or [`ShutdownHandle`]): stop accepting, let each
+//! connection finish its current batch and close, stop the background tasks, then flush
+//! the memtable and close the database.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinSet;
+
+use crate::cmd::{self, After, Client, Shared};
+use crate::config::{AppendFsync, Config};
+use crate::error::Error;
+use crate::resp::{Command, Decoder, Reply};
+use crate::store::Store;
+
+/// Most requests decoded ahead of execution per connection.
+const MAX_BATCH: usize = 1024;
+/// How much the read buffer grows per read.
+const READ_CHUNK: usize = 64 << 10;
+/// How many expiry-index entries one sweeper step examines.
+const SWEEP_BATCH: usize = 1000;
+
+/// A bound server, ready to [`Server::run`].
+#[derive(Debug)]
+pub struct Server {
+    listener: TcpListener,
+    shared: Arc<Shared>,
+}
+
+/// Asks a running server to shut down (as SHUTDOWN does). Does not keep the server alive.
+#[derive(Debug, Clone)]
+pub struct ShutdownHandle(Weak<Shared>);
+
+impl ShutdownHandle {
+    /// Starts the shutdown; [`Server::run`] returns once the database is closed.
+    pub fn shutdown(&self) {
+        if let Some(shared) = self.0.upgrade() {
+            shared.shutdown.send_replace(true);
+        }
+    }
+}
+
+fn join_error(e: tokio::task::JoinError) -> Error {
+    Error::Io(std::io::Error::other(format!("a server task failed: {e}")))
+}
+
+impl Server {
+    /// Opens (or creates) the database and binds the listening socket.
+    pub async fn bind(mut config: Config) -> Result<Server, Error> {
+        config.validate().map_err(Error::Config)?;
+        let (dir, engine) = (config.db_dir.clone(), config.engine.clone());
+        let sync = config.appendfsync == AppendFsync::Always;
+        let store = tokio::task::spawn_blocking(move || -> Result<Store, Error> {
+            Store::new(wisckey::Db::open(dir, engine)?, sync)
+        })
+        .await
+        .map_err(join_error)??;
+        let listener = TcpListener::bind(config.bind).await?;
+        // With port 0 the OS picks one; report the real one (INFO, CONFIG GET port).
+        config.bind = listener.local_addr()?;
+        Ok(Server {
+            listener,
+            shared: Arc::new(Shared::new(store, config)),
+        })
+    }
+
+    /// The address the server listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.shared.config.bind
+    }
+
+    /// A handle that shuts the server down.
+    pub fn shutdown_handle(&self) -> ShutdownHandle {
+        ShutdownHandle(Arc::downgrade(&self.shared))
+    }
+
+    /// Serves clients until shut down, then flushes and closes the database.
+    pub async fn run(self) -> Result<(), Error> {
+        let Server { listener, shared } = self;
+        let mut stop = shared.shutdown.subscribe();
+        let mut background = JoinSet::new();
+        background.spawn(sweeper(Arc::clone(&shared)));
+        if shared.config.appendfsync == AppendFsync::Everysec {
+            background.spawn(syncer(Arc::clone(&shared)));
+        }
+        let mut conns = JoinSet::new();
+        loop {
+            tokio::select! {
+                _ = stop.wait_for(|s| *s) => break,
+                accepted = listener.accept() => match accepted {
+                    Ok((stream, _)) => accept(&shared, &mut conns, stream),
+                    Err(e) => {
+                        // Out of file descriptors and the like: keep serving the others.
+                        eprintln!("wisckey serve: accept: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                },
+                Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            }
+        }
+        drop(listener);
+        let drained = tokio::time::timeout(Duration::from_secs(5), async {
+            while conns.join_next().await.is_some() {}
+        });
+        if drained.await.is_err() {
+            conns.shutdown().await;
+        }
+        background.shutdown().await;
+        close(shared).await
+    }
+}
+
+/// Waits for the last user of the database (a blocking command still running) and closes
+/// it; if that takes too long, flushes and syncs instead so nothing acknowledged is lost.
+async fn close(mut shared: Arc<Shared>) -> Result<(), Error> {
+    for _ in 0..300 {
+        match Arc::try_unwrap(shared) {
+            Ok(owned) => {
+                let db = owned.store.into_db();
+                return tokio::task::spawn_blocking(move || -> Result<(), Error> {
+                    db.flush()?;
+                    Ok(db.close()?)
+                })
+                .await
+                .map_err(join_error)?;
+            }
+            Err(still_shared) => shared = still_shared,
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::task::spawn_blocking(move || -> Result<(), Error> {
+        shared.store.db().flush()?;
+        Ok(shared.store.db().sync()?)
+    })
+    .await
+    .map_err(join_error)??;
+    Err(Error::Io(std::io::Error::other(
+        "the database was flushed and synced but not closed: a command did not finish",
+    )))
+}
+
+fn accept(shared: &Arc<Shared>, conns: &mut JoinSet<()>, stream: TcpStream) {
+    let stats = &shared.stats;
+    stats.connections_received.fetch_add(1, Ordering::Relaxed);
+    if stats.connected_clients.load(Ordering::Relaxed) >= shared.config.max_clients {
+        stats.rejected_connections.fetch_add(1, Ordering::Relaxed);
+        // One non-blocking attempt: a refused client gets no more of our time.
+        let _ = stream.try_write(b"-ERR max number of clients reached\r\n");
+        return;
+    }
+    stats.connected_clients.fetch_add(1, Ordering::Relaxed);
+    let shared = Arc::clone(shared);
+    conns.spawn(async move {
+        let _counted = Connected(Arc::clone(&shared));
+        // A connection's I/O error ends that connection only.
+        let _ = connection(shared, stream).await;
+    });
+}
+
+/// Decrements the connected-client count however the connection task ends.
+struct Connected(Arc<Shared>);
+
+impl Drop for Connected {
+    fn drop(&mut self) {
+        self.0
+            .stats
+            .connected_clients
+            .fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// What a batch of work on the blocking pool hands back to the connection task.
+struct Batch {
+    client: Client,
+    pending: VecDeque<Command>,
+    out: Vec<u8>,
+    after: After,
+}
+
+fn run_batch(shared: &Shared, mut b: Batch, limit: usize) -> Batch {
+    while let Some(args) = b.pending.pop_front() {
+        let (reply, after) = cmd::execute(shared, &mut b.client, &args);
+        if after != After::Shutdown {
+            reply.encode(&mut b.out);
+        }
+        if after != After::Continue {
+            b.after = after;
+            b.pending.clear();
+            break;
+        }
+        if b.out.len() >= limit {
+            break;
+        }
+    }
+    b
+}
+
+async fn connection(shared: Arc<Shared>, mut stream: TcpStream) -> Result<(), Error> {
+    stream.set_nodelay(true)?;
+    let config = &shared.config;
+    let idle = config.idle_timeout;
+    let mut stop = shared.shutdown.subscribe();
+    let mut decoder = Decoder::new(config.limits);
+    let mut input: Vec<u8> = Vec::new();
+    let mut batch = Batch {
+        client: Client {
+            id: shared.client_id(),
+            name: None,
+            authed: config.requirepass.is_none(),
+        },
+        pending: VecDeque::new(),
+        out: Vec::new(),
+        after: After::Continue,
+    };
+    loop {
+        // Decode what has arrived (at most MAX_BATCH requests).
+        let mut pos = 0;
+        let mut protocol_error = None;
+        while batch.pending.len() < MAX_BATCH {
+            match decoder.next(&input, &mut pos) {
+                Ok(Some(args)) if args.is_empty() => {}
+                Ok(Some(args)) => batch.pending.push_back(args),
+                Ok(None) => break,
+                Err(e) => {
+                    protocol_error = Some(e);
+                    break;
+                }
+            }
+        }
+        input.drain(..pos);
+        // Stopped at the batch limit: more complete requests may be in `input` already.
+        let full = batch.pending.len() >= MAX_BATCH;
+        // Execute, writing replies whenever they reach the output-buffer limit.
+        while !batch.pending.is_empty() {
+            let sh = Arc::clone(&shared);
+            let limit = config.output_buffer_limit;
+            batch = tokio::task::spawn_blocking(move || run_batch(&sh, batch, limit))
+                .await
+                .map_err(join_error)?;
+            if !batch.out.is_empty() {
+                let out = std::mem::take(&mut batch.out);
+                with_deadline(idle, &mut stop, stream.write_all(&out)).await?;
+                batch.out = out;
+                batch.out.clear();
+            }
+            if batch.out.capacity() > 2 * limit.max(READ_CHUNK) {
+                batch.out = Vec::new();
+            }
+        }
+        match batch.after {
+            After::Continue => {}
+            After::Close => return Ok(()),
+            After::Shutdown => {
+                shared.shutdown.send_replace(true);
+                return Ok(());
+            }
+        }
+        if let Some(e) = protocol_error {
+            let mut out = Vec::new();
+            Reply::err(format!("ERR {e}")).encode(&mut out);
+            with_deadline(idle, &mut stop, stream.write_all(&out)).await?;
+            return Ok(());
+        }
+        if full {
+            continue;
+        }
+        // Everything decodable has been answered: read more.
+        input.reserve(READ_CHUNK);
+        let n = with_deadline(idle, &mut stop, stream.read_buf(&mut input)).await?;
+        if n == 0 {
+            return Ok(());
+        }
+    }
+}
+
+/// Runs an I/O future unless the idle timeout passes or the server shuts down first.
+async fn with_deadline<T>(
+    idle: Option<Duration>,
+    stop: &mut tokio::sync::watch::Receiver<bool>,
+    io: impl std::future::Future<Output = std::io::Result<T>>,
+) -> Result<T, Error> {
+    let timed = async {
+        match idle {
+            Some(d) => tokio::time::timeout(d, io)
+                .await
+                .unwrap_or_else(|_| Err(std::io::ErrorKind::TimedOut.into())),
+            None => io.await,
+        }
+    };
+    tokio::select! {
+        r = timed => Ok(r?),
+        _ = stop.wait_for(|s| *s) => Err(Error::Io(std::io::ErrorKind::Interrupted.into())),
+    }
+}
+
+/// Deletes expired keys in the background so their space can be reclaimed.
+async fn sweeper(shared: Arc<Shared>) {
+    let mut stop = shared.shutdown.subscribe();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(shared.config.sweep_interval) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        loop {
+            let sh = Arc::clone(&shared);
+            match tokio::task::spawn_blocking(move || sh.store.sweep(SWEEP_BATCH)).await {
+                Ok(Ok(n)) if n == SWEEP_BATCH && !*stop.borrow() => continue,
+                Ok(Ok(_)) => break,
+                Ok(Err(e)) => {
+                    eprintln!("wisckey serve: expiry sweep: {e}");
+                    break;
+                }
+                Err(e) => {
+                    eprintln!("wisckey serve: expiry sweep: {e}");
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// `appendfsync everysec`: syncs the value log once a second.
+async fn syncer(shared: Arc<Shared>) {
+    let mut stop = shared.shutdown.subscribe();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        let sh = Arc::clone(&shared);
+        match tokio::task::spawn_blocking(move || sh.store.db().sync()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => eprintln!("wisckey serve: everysec sync: {e}"),
+            Err(e) => eprintln!("wisckey serve: everysec sync: {e}"),
+        }
+    }
+}
+
+/// Runs the server from a configuration on its own runtime until SHUTDOWN or SIGINT /
+/// SIGTERM; what `wisckey serve` calls. Prints where it listens to stderr.
+pub fn serve(config: Config) -> Result<(), Error> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("wisckey-serve")
+        .build()?;
+    runtime.block_on(async move {
+        let server = Server::bind(config).await?;
+        let handle = server.shutdown_handle();
+        tokio::spawn(async move {
+            let mut term =
+                match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        eprintln!("wisckey serve: cannot watch SIGTERM: {e}");
+                        return;
+                    }
+                };
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            handle.shutdown();
+        });
+        eprintln!(
+            "wisckey serve: listening on {} (appendfsync {})",
+            server.local_addr(),
+            server.shared.config.appendfsync.name()
+        );
+        server.run().await
+    })
+}

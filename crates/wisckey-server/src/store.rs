@@ -1,0 +1,297 @@
+//! The keyspace on top of the engine: user keys with string values and expiry, encoded per
+//! `format.rs`. Owns the `Db`, the write options the durability mode asks for, and the
+//! striped key locks.
+//!
+//! Thread-safety and invariants:
+//! - Every method blocks (engine I/O); call it from a blocking thread, never a reactor.
+//! - Every write to a user key happens while holding that key's stripe lock
+//!   ([`Store::lock`]), and a read-modify-write command (INCR, APPEND, SET NX/XX/GET/
+//!   KEEPTTL, GETDEL, EXPIRE, PERSIST) holds it across its read and its write. So two
+//!   INCRs of one key never both read the same value, and a plain SET cannot land between
+//!   an INCR's read and write (which would lose the SET). Keys in different stripes never
+//!   wait for each other; locks for several keys are taken in stripe order (no deadlock).
+//! - A key whose expiry has passed does not exist for any reader: reads check the value's
+//!   header. The sweeper ([`Store::sweep`]) deletes such keys later so compaction and
+//!   value-log GC can reclaim them.
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use wisckey::{Db, WriteBatch, WriteOptions};
+
+use crate::error::Error;
+use crate::format::{self, Stored};
+
+const STRIPES: usize = 1024;
+
+/// Milliseconds since the Unix epoch (0 if the clock is before it).
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// The keyspace. `Send + Sync`.
+#[derive(Debug)]
+pub struct Store {
+    db: Db,
+    write_opts: WriteOptions,
+    stripes: Vec<Mutex<()>>,
+    /// Keys the sweeper deleted because they expired.
+    pub expired_keys: AtomicU64,
+}
+
+/// A page of user keys and the key after them, if any.
+pub type KeyPage = (Vec<Vec<u8>>, Option<Vec<u8>>);
+
+/// Held stripe locks; writes to the keys they cover are exclusive until dropped.
+#[derive(Debug)]
+pub struct KeyGuard<'a> {
+    _held: Vec<MutexGuard<'a, ()>>,
+}
+
+impl Store {
+    /// Wraps an open database, checking (or writing, if it is new) the keyspace format
+    /// version.
+    pub fn new(db: Db, sync_writes: bool) -> Result<Store, Error> {
+        match db.get(format::META_VERSION_KEY)? {
+            None => db.put_opt(
+                format::META_VERSION_KEY,
+                format::FORMAT_VERSION.to_string(),
+                &WriteOptions { sync: true },
+            )?,
+            Some(v) if v == format::FORMAT_VERSION.to_string().as_bytes() => {}
+            Some(v) => {
+                return Err(Error::Format(format!(
+                    "keyspace format version {} (this build reads {})",
+                    String::from_utf8_lossy(&v),
+                    format::FORMAT_VERSION
+                )))
+            }
+        }
+        Ok(Store {
+            db,
+            write_opts: WriteOptions { sync: sync_writes },
+            stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+            expired_keys: AtomicU64::new(0),
+        })
+    }
+
+    /// The engine (for INFO, sync, flush and close).
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
+    /// Gives the engine back (for a clean close).
+    pub fn into_db(self) -> Db {
+        self.db
+    }
+
+    fn stripe(key: &[u8]) -> usize {
+        let mut h = DefaultHasher::new();
+        key.hash(&mut h);
+        // The modulo keeps the value below STRIPES, so the cast cannot truncate.
+        (h.finish() % STRIPES as u64) as usize
+    }
+
+    /// Locks the stripes of `keys` (in stripe order, each once).
+    pub fn lock<K: AsRef<[u8]>>(&self, keys: &[K]) -> KeyGuard<'_> {
+        let mut idx: Vec<usize> = keys.iter().map(|k| Store::stripe(k.as_ref())).collect();
+        idx.sort_unstable();
+        idx.dedup();
+        // The guarded data is (), so a poisoned lock (a panic while held) protects nothing
+        // that could be inconsistent: take it anyway.
+        let held = idx
+            .into_iter()
+            .map(|i| self.stripes[i].lock().unwrap_or_else(|e| e.into_inner()))
+            .collect();
+        KeyGuard { _held: held }
+    }
+
+    /// The live value of `key`, or `None` if absent or expired.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Stored>, Error> {
+        self.get_at(key, now_ms())
+    }
+
+    fn get_at(&self, key: &[u8], now: u64) -> Result<Option<Stored>, Error> {
+        match self.db.get(format::data_key(key))? {
+            None => Ok(None),
+            Some(raw) => {
+                let stored = decode(key, raw)?;
+                Ok((!stored.is_expired(now)).then_some(stored))
+            }
+        }
+    }
+
+    /// The live values of `keys`, read in parallel by the engine.
+    pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<Stored>>, Error> {
+        let engine_keys: Vec<Vec<u8>> = keys.iter().map(|k| format::data_key(k.as_ref())).collect();
+        let now = now_ms();
+        let raws = self.db.multi_get(&engine_keys)?;
+        raws.into_iter()
+            .zip(keys)
+            .map(|(raw, key)| match raw {
+                None => Ok(None),
+                Some(raw) => {
+                    let s = decode(key.as_ref(), raw)?;
+                    Ok((!s.is_expired(now)).then_some(s))
+                }
+            })
+            .collect()
+    }
+
+    /// Adds `key = data` (with its expiry-index entry) to `batch`.
+    pub fn batch_put(batch: &mut WriteBatch, key: &[u8], data: &[u8], expires_at_ms: Option<u64>) {
+        batch.put(
+            format::data_key(key),
+            format::encode_value(data, expires_at_ms),
+        );
+        if let Some(at) = expires_at_ms {
+            batch.put(format::expiry_key(at, key), b"");
+        }
+    }
+
+    /// Stores `key = data` with an optional expiry. The caller holds the key's lock.
+    pub fn put(
+        &self,
+        _guard: &KeyGuard<'_>,
+        key: &[u8],
+        data: &[u8],
+        expires_at_ms: Option<u64>,
+    ) -> Result<(), Error> {
+        let mut batch = WriteBatch::new();
+        Store::batch_put(&mut batch, key, data, expires_at_ms);
+        self.write(batch)
+    }
+
+    /// Deletes `keys`. The caller holds their locks.
+    pub fn delete<K: AsRef<[u8]>>(&self, _guard: &KeyGuard<'_>, keys: &[K]) -> Result<(), Error> {
+        let mut batch = WriteBatch::new();
+        for k in keys {
+            batch.delete(format::data_key(k.as_ref()));
+        }
+        self.write(batch)
+    }
+
+    /// Applies a batch with the durability mode's write options.
+    pub fn write(&self, batch: WriteBatch) -> Result<(), Error> {
+        Ok(self.db.write_opt(batch, &self.write_opts)?)
+    }
+
+    /// Up to `count` user keys from `start` on (inclusive), in order, and the key after them
+    /// if there is one (the next cursor).
+    pub fn keys_from(&self, start: &[u8], count: usize) -> Result<KeyPage, Error> {
+        let from = format::data_key(start);
+        let to = vec![format::NS_DATA + 1];
+        let mut keys = Vec::with_capacity(count.min(4096));
+        let mut next = None;
+        for k in self.db.keys(from..to)? {
+            let mut k = k?;
+            k.remove(0);
+            if keys.len() == count {
+                next = Some(k);
+                break;
+            }
+            keys.push(k);
+        }
+        Ok((keys, next))
+    }
+
+    /// How many user keys exist (including expired ones the sweeper has not yet deleted,
+    /// as Redis's DBSIZE). A keys-only scan: O(keys).
+    pub fn count_keys(&self) -> Result<u64, Error> {
+        let mut n = 0u64;
+        for k in self
+            .db
+            .keys(vec![format::NS_DATA]..vec![format::NS_DATA + 1])?
+        {
+            k?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// How many expiry-index entries exist (an upper bound on keys with an expiry).
+    pub fn count_expiry_entries(&self) -> Result<u64, Error> {
+        let mut n = 0u64;
+        for k in self
+            .db
+            .keys(vec![format::NS_EXPIRY]..vec![format::NS_EXPIRY + 1])?
+        {
+            k?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Deletes every user key and expiry entry, `chunk` keys per batch (not atomic as a
+    /// whole: a concurrent write may survive or be deleted). Returns how many it deleted.
+    pub fn flush_all(&self, chunk: usize) -> Result<u64, Error> {
+        let mut total = 0u64;
+        for ns in [format::NS_DATA, format::NS_EXPIRY] {
+            loop {
+                let keys: Vec<Vec<u8>> = self
+                    .db
+                    .keys(vec![ns]..vec![ns + 1])?
+                    .take(chunk)
+                    .collect::<Result<_, _>>()?;
+                if keys.is_empty() {
+                    break;
+                }
+                let mut batch = WriteBatch::new();
+                for k in &keys {
+                    batch.delete(k);
+                }
+                self.write(batch)?;
+                total += keys.len() as u64;
+            }
+        }
+        Ok(total)
+    }
+
+    /// Deletes up to `max` keys whose expiry has passed, and the index entries that pointed
+    /// at them (or at keys since overwritten: stale entries). Returns how many index entries
+    /// it examined; fewer than `max` means none are due now.
+    pub fn sweep(&self, max: usize) -> Result<usize, Error> {
+        let now = now_ms();
+        let from = vec![format::NS_EXPIRY];
+        let to = format::expiry_key(now.saturating_add(1), b"");
+        let due: Vec<Vec<u8>> = self
+            .db
+            .keys(from..to)?
+            .take(max)
+            .collect::<Result<_, _>>()?;
+        for index_key in &due {
+            let Some((at, user_key)) = format::parse_expiry_key(index_key) else {
+                continue;
+            };
+            let guard = self.lock(&[user_key]);
+            let mut batch = WriteBatch::new();
+            batch.delete(index_key);
+            if let Some(raw) = self.db.get(format::data_key(user_key))? {
+                let stored = decode(user_key, raw)?;
+                if stored.expires_at_ms == Some(at) && stored.is_expired(now) {
+                    batch.delete(format::data_key(user_key));
+                    self.expired_keys.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            // The sweeper's deletes need not be synced: if they are lost, the keys are
+            // still expired on read and the next sweep deletes them again.
+            self.db.write(batch)?;
+            drop(guard);
+        }
+        Ok(due.len())
+    }
+}
+
+fn decode(key: &[u8], raw: Vec<u8>) -> Result<Stored, Error> {
+    format::decode_value(raw).map_err(|reason| {
+        Error::Format(format!(
+            "value of key {:?}: {reason}",
+            String::from_utf8_lossy(&key[..key.len().min(64)])
+        ))
+    })
+}

@@ -1,0 +1,612 @@
+//! Every command through a Redis client library (the `redis` crate): replies, error texts,
+//! expiry, SCAN, AUTH, the FLUSHDB guard, SHUTDOWN, and that values survive a restart.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use common::TestServer;
+use redis::{cmd, Value};
+
+type R<T> = redis::RedisResult<T>;
+
+fn err_text(r: R<Value>) -> String {
+    match r {
+        Err(e) => {
+            let code = e.code().unwrap_or("");
+            let detail = e.detail().unwrap_or("");
+            format!("{code} {detail}").trim().to_string()
+        }
+        Ok(v) => panic!("expected an error, got {v:?}"),
+    }
+}
+
+#[test]
+fn strings_get_set_and_options() -> R<()> {
+    let s = TestServer::start(|_| {});
+    let mut c = s.client();
+    assert_eq!(cmd("PING").query::<String>(&mut c)?, "PONG");
+    assert_eq!(cmd("PING").arg("hi").query::<String>(&mut c)?, "hi");
+    assert_eq!(cmd("ECHO").arg("x y").query::<String>(&mut c)?, "x y");
+    assert_eq!(cmd("GET").arg("k").query::<Option<String>>(&mut c)?, None);
+    assert_eq!(cmd("SET").arg("k").arg("v").query::<String>(&mut c)?, "OK");
+    assert_eq!(cmd("GET").arg("k").query::<String>(&mut c)?, "v");
+    // NX / XX / GET
+    assert_eq!(
+        cmd("SET")
+            .arg("k")
+            .arg("w")
+            .arg("NX")
+            .query::<Option<String>>(&mut c)?,
+        None
+    );
+    assert_eq!(
+        cmd("SET")
+            .arg("n")
+            .arg("1")
+            .arg("XX")
+            .query::<Option<String>>(&mut c)?,
+        None
+    );
+    assert_eq!(cmd("GET").arg("n").query::<Option<String>>(&mut c)?, None);
+    assert_eq!(
+        cmd("SET")
+            .arg("k")
+            .arg("w")
+            .arg("XX")
+            .arg("GET")
+            .query::<String>(&mut c)?,
+        "v"
+    );
+    assert_eq!(
+        cmd("SET")
+            .arg("new")
+            .arg("1")
+            .arg("GET")
+            .query::<Option<String>>(&mut c)?,
+        None
+    );
+    assert_eq!(cmd("SETNX").arg("k").arg("z").query::<i64>(&mut c)?, 0);
+    assert_eq!(cmd("SETNX").arg("k2").arg("z").query::<i64>(&mut c)?, 1);
+    assert_eq!(cmd("GETDEL").arg("k2").query::<String>(&mut c)?, "z");
+    assert_eq!(
+        cmd("GETDEL").arg("k2").query::<Option<String>>(&mut c)?,
+        None
+    );
+    assert_eq!(cmd("STRLEN").arg("k").query::<i64>(&mut c)?, 1);
+    assert_eq!(cmd("STRLEN").arg("none").query::<i64>(&mut c)?, 0);
+    assert_eq!(cmd("APPEND").arg("k").arg("xyz").query::<i64>(&mut c)?, 4);
+    assert_eq!(
+        cmd("APPEND").arg("fresh").arg("ab").query::<i64>(&mut c)?,
+        2
+    );
+    assert_eq!(cmd("GET").arg("k").query::<String>(&mut c)?, "wxyz");
+    assert_eq!(cmd("TYPE").arg("k").query::<String>(&mut c)?, "string");
+    assert_eq!(cmd("TYPE").arg("none").query::<String>(&mut c)?, "none");
+    // Errors
+    assert_eq!(
+        err_text(cmd("SET").arg("k").arg("v").arg("BOGUS").query(&mut c)),
+        "ERR syntax error"
+    );
+    assert_eq!(
+        err_text(
+            cmd("SET")
+                .arg("k")
+                .arg("v")
+                .arg("NX")
+                .arg("XX")
+                .query(&mut c)
+        ),
+        "ERR syntax error"
+    );
+    assert_eq!(
+        err_text(
+            cmd("SET")
+                .arg("k")
+                .arg("v")
+                .arg("EX")
+                .arg("0")
+                .query(&mut c)
+        ),
+        "ERR invalid expire time in 'set' command"
+    );
+    assert_eq!(
+        err_text(
+            cmd("SET")
+                .arg("k")
+                .arg("v")
+                .arg("EX")
+                .arg("x")
+                .query(&mut c)
+        ),
+        "ERR value is not an integer or out of range"
+    );
+    assert_eq!(
+        err_text(cmd("GET").query(&mut c)),
+        "ERR wrong number of arguments for 'get' command"
+    );
+    assert_eq!(
+        err_text(cmd("FOO").arg("a").arg("b").query(&mut c)),
+        "ERR unknown command 'FOO', with args beginning with: 'a' 'b'"
+    );
+    Ok(())
+}
+
+#[test]
+fn counters_are_integers_with_overflow_checks() -> R<()> {
+    let s = TestServer::start(|_| {});
+    let mut c = s.client();
+    assert_eq!(cmd("INCR").arg("n").query::<i64>(&mut c)?, 1);
+    assert_eq!(cmd("INCRBY").arg("n").arg(41).query::<i64>(&mut c)?, 42);
+    assert_eq!(cmd("DECR").arg("n").query::<i64>(&mut c)?, 41);
+    assert_eq!(cmd("DECRBY").arg("n").arg(50).query::<i64>(&mut c)?, -9);
+    assert_eq!(cmd("GET").arg("n").query::<String>(&mut c)?, "-9");
+    cmd("SET").arg("s").arg("abc").query::<()>(&mut c)?;
+    let not_int = "ERR value is not an integer or out of range";
+    assert_eq!(err_text(cmd("INCR").arg("s").query(&mut c)), not_int);
+    assert_eq!(
+        err_text(cmd("INCRBY").arg("n").arg("1.5").query(&mut c)),
+        not_int
+    );
+    cmd("SET").arg("sp").arg(" 1").query::<()>(&mut c)?;
+    assert_eq!(err_text(cmd("INCR").arg("sp").query(&mut c)), not_int);
+    cmd("SET").arg("max").arg(i64::MAX).query::<()>(&mut c)?;
+    assert_eq!(
+        err_text(cmd("INCR").arg("max").query(&mut c)),
+        "ERR increment or decrement would overflow"
+    );
+    assert_eq!(
+        err_text(cmd("DECRBY").arg("n").arg(i64::MIN).query(&mut c)),
+        "ERR decrement would overflow"
+    );
+    Ok(())
+}
+
+#[test]
+fn multi_key_commands() -> R<()> {
+    let s = TestServer::start(|_| {});
+    let mut c = s.client();
+    assert_eq!(
+        cmd("MSET")
+            .arg("a")
+            .arg("1")
+            .arg("b")
+            .arg("2")
+            .arg("a")
+            .arg("3")
+            .query::<String>(&mut c)?,
+        "OK"
+    );
+    assert_eq!(
+        cmd("MGET")
+            .arg("a")
+            .arg("b")
+            .arg("c")
+            .query::<Vec<Option<String>>>(&mut c)?,
+        vec![Some("3".into()), Some("2".into()), None]
+    );
+    assert_eq!(
+        err_text(cmd("MSET").arg("a").arg("1").arg("b").query(&mut c)),
+        "ERR wrong number of arguments for 'mset' command"
+    );
+    assert_eq!(
+        cmd("EXISTS")
+            .arg("a")
+            .arg("a")
+            .arg("zz")
+            .query::<i64>(&mut c)?,
+        2
+    );
+    assert_eq!(
+        cmd("DEL")
+            .arg("a")
+            .arg("a")
+            .arg("zz")
+            .query::<i64>(&mut c)?,
+        1
+    );
+    assert_eq!(cmd("UNLINK").arg("b").query::<i64>(&mut c)?, 1);
+    assert_eq!(cmd("EXISTS").arg("a").arg("b").query::<i64>(&mut c)?, 0);
+    Ok(())
+}
+
+#[test]
+fn expiry_is_enforced_on_read_and_swept() -> R<()> {
+    let s = TestServer::start(|c| c.sweep_interval = Duration::from_millis(20));
+    let mut c = s.client();
+    cmd("SET").arg("k").arg("v").query::<()>(&mut c)?;
+    assert_eq!(cmd("TTL").arg("k").query::<i64>(&mut c)?, -1);
+    assert_eq!(cmd("TTL").arg("missing").query::<i64>(&mut c)?, -2);
+    assert_eq!(cmd("PTTL").arg("missing").query::<i64>(&mut c)?, -2);
+    assert_eq!(cmd("EXPIRE").arg("k").arg(100).query::<i64>(&mut c)?, 1);
+    assert_eq!(
+        cmd("EXPIRE").arg("missing").arg(100).query::<i64>(&mut c)?,
+        0
+    );
+    assert_eq!(cmd("TTL").arg("k").query::<i64>(&mut c)?, 100);
+    let pttl: i64 = cmd("PTTL").arg("k").query(&mut c)?;
+    assert!((99_000..=100_000).contains(&pttl), "{pttl}");
+    // INCR and APPEND keep the expiry; SET without KEEPTTL drops it.
+    cmd("SET")
+        .arg("n")
+        .arg("1")
+        .arg("EX")
+        .arg(100)
+        .query::<()>(&mut c)?;
+    cmd("INCR").arg("n").query::<()>(&mut c)?;
+    assert_eq!(cmd("TTL").arg("n").query::<i64>(&mut c)?, 100);
+    cmd("SET")
+        .arg("n")
+        .arg("5")
+        .arg("KEEPTTL")
+        .query::<()>(&mut c)?;
+    assert_eq!(cmd("TTL").arg("n").query::<i64>(&mut c)?, 100);
+    cmd("SET").arg("n").arg("5").query::<()>(&mut c)?;
+    assert_eq!(cmd("TTL").arg("n").query::<i64>(&mut c)?, -1);
+    assert_eq!(cmd("PERSIST").arg("k").query::<i64>(&mut c)?, 1);
+    assert_eq!(cmd("PERSIST").arg("k").query::<i64>(&mut c)?, 0);
+    assert_eq!(cmd("TTL").arg("k").query::<i64>(&mut c)?, -1);
+    // Short expiries: gone for every reader once passed.
+    cmd("SET")
+        .arg("p")
+        .arg("v")
+        .arg("PX")
+        .arg(50)
+        .query::<()>(&mut c)?;
+    cmd("SETEX").arg("q").arg(1).arg("v").query::<()>(&mut c)?;
+    assert_eq!(cmd("PEXPIRE").arg("k").arg(50).query::<i64>(&mut c)?, 1);
+    std::thread::sleep(Duration::from_millis(120));
+    for key in ["p", "k"] {
+        assert_eq!(cmd("GET").arg(key).query::<Option<String>>(&mut c)?, None);
+        assert_eq!(cmd("EXISTS").arg(key).query::<i64>(&mut c)?, 0);
+        assert_eq!(cmd("TTL").arg(key).query::<i64>(&mut c)?, -2);
+    }
+    assert_eq!(
+        cmd("INCR").arg("p").query::<i64>(&mut c)?,
+        1,
+        "an expired key counts as absent"
+    );
+    // EXPIRE in the past deletes; EXPIREAT/PEXPIREAT take absolute times.
+    cmd("SET").arg("gone").arg("v").query::<()>(&mut c)?;
+    assert_eq!(cmd("EXPIRE").arg("gone").arg(-1).query::<i64>(&mut c)?, 1);
+    assert_eq!(cmd("EXISTS").arg("gone").query::<i64>(&mut c)?, 0);
+    cmd("SET").arg("abs").arg("v").query::<()>(&mut c)?;
+    assert_eq!(
+        cmd("EXPIREAT")
+            .arg("abs")
+            .arg(4_000_000_000u64)
+            .query::<i64>(&mut c)?,
+        1
+    );
+    assert!(cmd("TTL").arg("abs").query::<i64>(&mut c)? > 1_000_000);
+    assert_eq!(cmd("PEXPIREAT").arg("abs").arg(1).query::<i64>(&mut c)?, 1);
+    assert_eq!(cmd("EXISTS").arg("abs").query::<i64>(&mut c)?, 0);
+    // The sweeper deletes expired keys: DBSIZE (which counts them until then) drops.
+    std::thread::sleep(Duration::from_millis(1100));
+    assert_eq!(cmd("GET").arg("q").query::<Option<String>>(&mut c)?, None);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        // Left: n, p (recreated by INCR, no expiry).
+        let n: i64 = cmd("DBSIZE").query(&mut c)?;
+        if n == 2 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "sweeper left {n} keys"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let info: String = cmd("INFO").arg("stats").query(&mut c)?;
+    assert!(info.contains("expired_keys:"), "{info}");
+    Ok(())
+}
+
+#[test]
+fn scan_visits_every_key_once_with_match_and_count() -> R<()> {
+    let s = TestServer::start(|_| {});
+    let mut c = s.client();
+    let mut expected = BTreeSet::new();
+    for i in 0..250 {
+        let key = format!("user:{i:03}");
+        cmd("SET").arg(&key).arg(i).query::<()>(&mut c)?;
+        expected.insert(key);
+        cmd("SET")
+            .arg(format!("other:{i}"))
+            .arg(i)
+            .query::<()>(&mut c)?;
+    }
+    cmd("SET")
+        .arg(&b"bin\x00\xff"[..])
+        .arg("x")
+        .query::<()>(&mut c)?;
+    cmd("SET")
+        .arg("user:exp")
+        .arg("x")
+        .arg("PX")
+        .arg(1)
+        .query::<()>(&mut c)?;
+    std::thread::sleep(Duration::from_millis(5));
+    let mut seen = BTreeSet::new();
+    let mut cursor = "0".to_string();
+    let mut rounds = 0;
+    loop {
+        let (next, keys): (String, Vec<String>) = cmd("SCAN")
+            .arg(&cursor)
+            .arg("MATCH")
+            .arg("user:*")
+            .arg("COUNT")
+            .arg(37)
+            .query(&mut c)?;
+        for k in keys {
+            assert!(seen.insert(k.clone()), "{k} returned twice");
+        }
+        rounds += 1;
+        if next == "0" {
+            break;
+        }
+        assert!(
+            next.bytes().all(|b| b.is_ascii_digit()),
+            "numeric cursor {next}"
+        );
+        cursor = next;
+    }
+    assert_eq!(seen, expected, "every live matching key, expired ones not");
+    assert!(
+        rounds >= 500 / 37,
+        "COUNT bounds the work per call: {rounds} rounds"
+    );
+    // Without MATCH: all keys, binary ones included.
+    let (_, keys): (String, Vec<Vec<u8>>) =
+        cmd("SCAN").arg("0").arg("COUNT").arg(1000).query(&mut c)?;
+    assert!(keys.contains(&b"bin\x00\xff".to_vec()));
+    assert_eq!(keys.len(), 501);
+    assert_eq!(
+        err_text(cmd("SCAN").arg("12").query(&mut c)),
+        "ERR invalid cursor"
+    );
+    assert_eq!(
+        err_text(cmd("SCAN").arg("0").arg("COUNT").arg(0).query(&mut c)),
+        "ERR syntax error"
+    );
+    assert_eq!(
+        err_text(cmd("SCAN").arg("0").arg("MATCH").query(&mut c)),
+        "ERR syntax error"
+    );
+    let (_, none): (String, Vec<String>) =
+        cmd("SCAN").arg("0").arg("TYPE").arg("hash").query(&mut c)?;
+    assert!(none.is_empty());
+    assert_eq!(cmd("DBSIZE").query::<i64>(&mut c)?, 502);
+    Ok(())
+}
+
+#[test]
+fn binary_safe_keys_and_values() -> R<()> {
+    let s = TestServer::start(|_| {});
+    let mut c = s.client();
+    let key: Vec<u8> = (0..=255u8).collect();
+    let value: Vec<u8> = (0..100_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    cmd("SET").arg(&key).arg(&value).query::<()>(&mut c)?;
+    assert_eq!(cmd("GET").arg(&key).query::<Vec<u8>>(&mut c)?, value);
+    cmd("SET")
+        .arg("crlf\r\n")
+        .arg("a\r\nb\x00")
+        .query::<()>(&mut c)?;
+    assert_eq!(
+        cmd("GET").arg("crlf\r\n").query::<Vec<u8>>(&mut c)?,
+        b"a\r\nb\x00"
+    );
+    cmd("SET").arg("").arg("").query::<()>(&mut c)?;
+    assert_eq!(
+        cmd("GET").arg("").query::<Option<Vec<u8>>>(&mut c)?,
+        Some(vec![])
+    );
+    assert_eq!(cmd("EXISTS").arg("").query::<i64>(&mut c)?, 1);
+    let big = vec![7u8; 4 << 20];
+    cmd("SET").arg("big").arg(&big).query::<()>(&mut c)?;
+    assert_eq!(cmd("GET").arg("big").query::<Vec<u8>>(&mut c)?, big);
+    let too_long = vec![b'k'; wisckey_server::format::MAX_USER_KEY + 1];
+    assert!(
+        err_text(cmd("SET").arg(&too_long).arg("v").query(&mut c)).starts_with("ERR key too large")
+    );
+    Ok(())
+}
+
+#[test]
+fn server_and_connection_commands() -> R<()> {
+    let s = TestServer::start(|_| {});
+    let mut c = s.client();
+    assert_eq!(cmd("SELECT").arg(0).query::<String>(&mut c)?, "OK");
+    assert_eq!(
+        err_text(cmd("SELECT").arg(1).query(&mut c)),
+        "ERR DB index is out of range"
+    );
+    assert_eq!(
+        cmd("CLIENT")
+            .arg("GETNAME")
+            .query::<Option<String>>(&mut c)?,
+        None
+    );
+    assert_eq!(
+        cmd("CLIENT")
+            .arg("SETNAME")
+            .arg("me")
+            .query::<String>(&mut c)?,
+        "OK"
+    );
+    assert_eq!(cmd("CLIENT").arg("GETNAME").query::<String>(&mut c)?, "me");
+    assert!(cmd("CLIENT").arg("ID").query::<i64>(&mut c)? > 0);
+    assert!(
+        err_text(cmd("CLIENT").arg("SETNAME").arg("a b").query(&mut c))
+            .starts_with("ERR Client names")
+    );
+    assert!(err_text(cmd("CLIENT").arg("KILL").query(&mut c))
+        .starts_with("ERR unknown subcommand 'KILL'"));
+    let hello: Vec<Value> = cmd("HELLO").arg(2).query(&mut c)?;
+    assert_eq!(hello.len(), 14);
+    assert_eq!(
+        err_text(cmd("HELLO").arg(3).query(&mut c)),
+        "NOPROTO sorry, this protocol version is not supported"
+    );
+    let count: i64 = cmd("COMMAND").arg("COUNT").query(&mut c)?;
+    let all: Vec<Value> = cmd("COMMAND").query(&mut c)?;
+    assert_eq!(all.len() as i64, count);
+    let info: Vec<Value> = cmd("COMMAND")
+        .arg("INFO")
+        .arg("get")
+        .arg("nope")
+        .query(&mut c)?;
+    assert_eq!(info.len(), 2);
+    assert_eq!(info[1], Value::Nil);
+    let docs: Vec<Value> = cmd("COMMAND").arg("DOCS").query(&mut c)?;
+    assert!(docs.is_empty());
+    let cfg: Vec<String> = cmd("CONFIG").arg("GET").arg("save").query(&mut c)?;
+    assert_eq!(cfg, vec!["save".to_string(), String::new()]);
+    let cfg: Vec<String> = cmd("CONFIG").arg("GET").arg("append*").query(&mut c)?;
+    assert_eq!(cfg, vec!["appendfsync", "everysec", "appendonly", "yes"]);
+    let cfg: Vec<String> = cmd("CONFIG").arg("GET").arg("port").query(&mut c)?;
+    assert_eq!(cfg[1], s.addr.port().to_string());
+    assert!(
+        err_text(cmd("CONFIG").arg("SET").arg("x").arg("y").query(&mut c))
+            .starts_with("ERR unknown subcommand")
+    );
+    cmd("SET")
+        .arg("a")
+        .arg("1")
+        .arg("EX")
+        .arg(100)
+        .query::<()>(&mut c)?;
+    cmd("SET").arg("b").arg("1").query::<()>(&mut c)?;
+    let info: String = cmd("INFO").query(&mut c)?;
+    for field in [
+        "redis_version:",
+        "connected_clients:",
+        "total_commands_processed:",
+        "appendfsync:everysec",
+        "db0:keys=2,expires=1",
+        "space_amp:",
+        "gc_runs:",
+        "vlog_live_bytes:",
+        "level0:files=",
+    ] {
+        assert!(info.contains(field), "INFO lacks {field}: {info}");
+    }
+    let only: String = cmd("INFO").arg("clients").query(&mut c)?;
+    assert!(only.contains("connected_clients") && !only.contains("redis_version"));
+    assert_eq!(
+        err_text(cmd("FLUSHDB").query(&mut c)),
+        "ERR FLUSHDB is disabled on this server: start wisckey serve with --enable-flushdb"
+    );
+    assert_eq!(cmd("DBSIZE").query::<i64>(&mut c)?, 2);
+    assert_eq!(cmd("QUIT").query::<String>(&mut c)?, "OK");
+    Ok(())
+}
+
+#[test]
+fn flushdb_when_enabled_deletes_everything() -> R<()> {
+    let s = TestServer::start(|c| c.enable_flushdb = true);
+    let mut c = s.client();
+    for i in 0..100 {
+        cmd("SET")
+            .arg(i)
+            .arg(i)
+            .arg("EX")
+            .arg(1000)
+            .query::<()>(&mut c)?;
+    }
+    assert_eq!(
+        err_text(cmd("FLUSHDB").arg("NOW").query(&mut c)),
+        "ERR syntax error"
+    );
+    assert_eq!(cmd("FLUSHDB").query::<String>(&mut c)?, "OK");
+    assert_eq!(cmd("DBSIZE").query::<i64>(&mut c)?, 0);
+    assert_eq!(cmd("FLUSHALL").arg("SYNC").query::<String>(&mut c)?, "OK");
+    cmd("SET").arg("after").arg("1").query::<()>(&mut c)?;
+    assert_eq!(cmd("DBSIZE").query::<i64>(&mut c)?, 1);
+    Ok(())
+}
+
+#[test]
+fn auth_is_required_before_anything_else() -> R<()> {
+    let s = TestServer::start(|c| c.requirepass = Some(b"s3cret".to_vec()));
+    let mut c = s.client();
+    assert_eq!(
+        err_text(cmd("GET").arg("k").query(&mut c)),
+        "NOAUTH Authentication required."
+    );
+    assert_eq!(
+        err_text(cmd("NOSUCH").query(&mut c)),
+        "NOAUTH Authentication required."
+    );
+    assert_eq!(
+        err_text(cmd("SHUTDOWN").query(&mut c)),
+        "NOAUTH Authentication required."
+    );
+    assert_eq!(
+        err_text(cmd("AUTH").arg("wrong").query(&mut c)),
+        "WRONGPASS invalid username-password pair or user is disabled."
+    );
+    assert_eq!(
+        err_text(cmd("AUTH").arg("alice").arg("s3cret").query(&mut c)),
+        "WRONGPASS invalid username-password pair or user is disabled."
+    );
+    assert!(err_text(cmd("HELLO").arg(2).query(&mut c)).starts_with("NOAUTH"));
+    assert_eq!(cmd("AUTH").arg("s3cret").query::<String>(&mut c)?, "OK");
+    assert_eq!(cmd("SET").arg("k").arg("v").query::<String>(&mut c)?, "OK");
+    // HELLO with AUTH, and the client library's own password support.
+    let mut c2 = s.client();
+    let hello: Vec<Value> = cmd("HELLO")
+        .arg(2)
+        .arg("AUTH")
+        .arg("default")
+        .arg("s3cret")
+        .arg("SETNAME")
+        .arg("n")
+        .query(&mut c2)?;
+    assert!(!hello.is_empty());
+    assert_eq!(cmd("CLIENT").arg("GETNAME").query::<String>(&mut c2)?, "n");
+    let url = format!("redis://:s3cret@{}/", s.addr);
+    let mut c3 = redis::Client::open(url)?.get_connection()?;
+    assert_eq!(cmd("GET").arg("k").query::<String>(&mut c3)?, "v");
+    // Without a password configured, AUTH is an error.
+    let open = TestServer::start(|_| {});
+    let mut c4 = open.client();
+    assert!(err_text(cmd("AUTH").arg("x").query(&mut c4))
+        .starts_with("ERR AUTH <password> called without any password configured"));
+    Ok(())
+}
+
+#[test]
+fn shutdown_flushes_closes_and_data_survives_a_restart() -> R<()> {
+    let s = TestServer::start(|_| {});
+    let mut c = s.client();
+    for i in 0..500 {
+        cmd("SET")
+            .arg(format!("k{i}"))
+            .arg(format!("v{i}"))
+            .query::<()>(&mut c)?;
+    }
+    cmd("SET")
+        .arg("ttl")
+        .arg("v")
+        .arg("EX")
+        .arg(1000)
+        .query::<()>(&mut c)?;
+    // SHUTDOWN closes the connection without a reply.
+    assert!(cmd("SHUTDOWN").query::<Value>(&mut c).is_err());
+    let dir = s.wait();
+    let s = TestServer::start_in(dir, |_| {});
+    let mut c = s.client();
+    for i in (0..500).step_by(7) {
+        assert_eq!(
+            cmd("GET").arg(format!("k{i}")).query::<String>(&mut c)?,
+            format!("v{i}")
+        );
+    }
+    assert!(cmd("TTL").arg("ttl").query::<i64>(&mut c)? > 900);
+    assert_eq!(cmd("DBSIZE").query::<i64>(&mut c)?, 501);
+    Ok(())
+}

@@ -1,0 +1,153 @@
+//! Shared by the integration tests: an in-process server on a free loopback port over a
+//! temporary database, and clients for it (the `redis` crate, and raw TCP).
+
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use wisckey_server::{Config, Server, ShutdownHandle};
+
+pub struct TestServer {
+    pub addr: SocketAddr,
+    handle: ShutdownHandle,
+    thread: Option<JoinHandle<Result<(), wisckey_server::Error>>>,
+    pub dir: tempfile::TempDir,
+}
+
+impl TestServer {
+    /// Starts a server with the defaults, changed by `tweak`, on 127.0.0.1 port 0.
+    pub fn start(tweak: impl FnOnce(&mut Config)) -> TestServer {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        TestServer::start_in(dir, tweak)
+    }
+
+    pub fn start_in(dir: tempfile::TempDir, tweak: impl FnOnce(&mut Config)) -> TestServer {
+        let mut config = Config::new(dir.path());
+        config.bind = SocketAddr::from(([127, 0, 0, 1], 0));
+        config.engine.memtable_size = 1 << 20;
+        tweak(&mut config);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()?;
+            runtime.block_on(async move {
+                let server = match Server::bind(config).await {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = tx.send(Err(e.to_string()));
+                        return Err(e);
+                    }
+                };
+                let _ = tx.send(Ok((server.local_addr(), server.shutdown_handle())));
+                server.run().await
+            })
+        });
+        let (addr, handle) = rx
+            .recv()
+            .expect("server thread reports")
+            .expect("server binds");
+        TestServer {
+            addr,
+            handle,
+            thread: Some(thread),
+            dir,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://{}/", self.addr)
+    }
+
+    pub fn client(&self) -> redis::Connection {
+        redis::Client::open(self.url())
+            .expect("client")
+            .get_connection_with_timeout(Duration::from_secs(10))
+            .expect("connect")
+    }
+
+    pub fn raw(&self) -> Raw {
+        let s = TcpStream::connect(self.addr).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        Raw(s)
+    }
+
+    /// Shuts the server down and returns the database directory.
+    pub fn stop(mut self) -> tempfile::TempDir {
+        self.shutdown_and_join();
+        let dir = tempfile::tempdir().expect("placeholder");
+        std::mem::replace(&mut self.dir, dir)
+    }
+
+    fn shutdown_and_join(&mut self) {
+        self.handle.shutdown();
+        if let Some(t) = self.thread.take() {
+            t.join()
+                .expect("server thread")
+                .expect("server shut down cleanly");
+        }
+    }
+
+    /// Waits for the server to end by itself (SHUTDOWN).
+    pub fn wait(mut self) -> tempfile::TempDir {
+        if let Some(t) = self.thread.take() {
+            t.join()
+                .expect("server thread")
+                .expect("server shut down cleanly");
+        }
+        let dir = tempfile::tempdir().expect("placeholder");
+        std::mem::replace(&mut self.dir, dir)
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if self.thread.is_some() && !std::thread::panicking() {
+            self.shutdown_and_join();
+        } else {
+            self.handle.shutdown();
+        }
+    }
+}
+
+/// A raw TCP connection: send bytes, read exact replies.
+pub struct Raw(pub TcpStream);
+
+impl Raw {
+    pub fn send(&mut self, bytes: &[u8]) {
+        self.0.write_all(bytes).expect("send");
+    }
+
+    /// Reads exactly `expected.len()` bytes and compares them.
+    pub fn expect(&mut self, expected: &[u8]) {
+        let mut got = vec![0u8; expected.len()];
+        self.0.read_exact(&mut got).expect("read reply");
+        assert_eq!(
+            String::from_utf8_lossy(&got),
+            String::from_utf8_lossy(expected)
+        );
+    }
+
+    /// Reads until the server closes the connection; returns what came.
+    pub fn read_to_close(&mut self) -> Vec<u8> {
+        let mut all = Vec::new();
+        let _ = self.0.read_to_end(&mut all);
+        all
+    }
+}
+
+/// One multibulk request.
+pub fn resp(args: &[&[u8]]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
