@@ -13,7 +13,8 @@
 //!
 //! `load` refuses a database that already holds keys unless `--merge` (loading overwrites
 //! keys present in both), and creates a missing one only with `--create`. Progress bars on
-//! stderr when it is a terminal.
+//! stderr when it is a terminal. `dump` opens the database read-only (`Db::open_read_only`):
+//! it writes nothing and may run beside other read-only commands.
 
 use std::io::{BufRead, BufReader, BufWriter, IsTerminal, Read, Write};
 use std::path::PathBuf;
@@ -162,13 +163,8 @@ pub fn dump(args: &DumpArgs) -> CliResult {
         .map(crate::kv::unescape)
         .transpose()?
         .unwrap_or_default();
-    let db = Db::open(
-        &args.db,
-        Options {
-            create_if_missing: false,
-            ..Options::default()
-        },
-    )?;
+    // Read-only: a dump never changes the database, and runs beside other readers.
+    let db = Db::open_read_only(&args.db, Options::default())?;
     let sink: Box<dyn Write> = match &args.out {
         Some(path) => Box::new(
             std::fs::OpenOptions::new()

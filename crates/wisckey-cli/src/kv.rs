@@ -3,7 +3,8 @@
 //! `\n`, `\r`, `\t`, `\0`; everything else as its UTF-8 bytes) or, with `--hex`, as hex;
 //! they are printed escaped the same way (so a printed key can be pasted back) or, with
 //! `--hex`, as hex. Bytes are never mangled. Each command refuses a directory that holds no
-//! database (it never creates one) and one another process has open.
+//! database (it never creates one) and one another process has open for writing. `get` and
+//! `scan` open it read-only: they change nothing, and run beside other read-only commands.
 
 use std::io::Write as _;
 use std::ops::Bound;
@@ -100,6 +101,12 @@ fn open(path: &PathBuf) -> Result<Db, Box<dyn std::error::Error>> {
     Ok(Db::open(path, options)?)
 }
 
+/// For the commands that only read: nothing in the directory changes, and other read-only
+/// commands may run at the same time.
+fn open_read_only(path: &PathBuf) -> Result<Db, Box<dyn std::error::Error>> {
+    Ok(Db::open_read_only(path, Options::default())?)
+}
+
 impl Encoding {
     /// Bytes from a command-line argument.
     fn parse(&self, arg: &str, what: &str) -> Result<Vec<u8>, String> {
@@ -184,7 +191,7 @@ pub fn escape(bytes: &[u8]) -> String {
 
 pub fn get(args: &GetArgs) -> CliResult {
     let key = args.encoding.parse(&args.key, "key")?;
-    let db = open(&args.db)?;
+    let db = open_read_only(&args.db)?;
     let value = db.get(&key)?;
     db.close()?;
     match value {
@@ -252,7 +259,7 @@ pub fn scan(args: &ScanArgs) -> CliResult {
         Some(k) => Bound::Included(k),
         None => Bound::Unbounded,
     };
-    let db = open(&args.db)?;
+    let db = open_read_only(&args.db)?;
     {
         let range = db.range((bound(lower, false), bound(upper, true)))?;
         let entries: Box<dyn Iterator<Item = wisckey::Result<Entry>>> =

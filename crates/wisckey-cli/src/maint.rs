@@ -2,11 +2,18 @@
 //! collection), `stats` (what the value log holds and why each segment is or is not
 //! collected), `check` (verify everything) and `repair` (rebuild the key index from the
 //! value log). Each refuses a directory that holds no database (they never create one)
-//! and one that another process has open.
+//! and one that another process has open for writing. `stats` and `check` open it
+//! read-only (`Db::open_read_only`): they change nothing, and run beside other read-only
+//! commands. `gc`, `check` and `repair` show a spinner with the elapsed time on stderr when
+//! it is a terminal (the library reports no progress within one call, so there is no rate
+//! or ETA to show).
 
 use std::path::PathBuf;
 
+use std::io::IsTerminal;
+
 use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
 use wisckey::{Db, DbStats, GcOptions, Options};
 
 #[derive(Debug, Args)]
@@ -15,15 +22,19 @@ pub struct GcArgs {
     #[arg(long)]
     db: PathBuf,
     /// Collect until the value log's bytes on disk are at most this many times its live
-    /// bytes (1.0: collect every segment with at least --min_dead_fraction dead).
+    /// bytes (1.0: collect every segment with at least --min-dead-fraction dead).
     #[arg(long = "target", default_value_t = 1.0)]
     target: f64,
     /// Leave segments less dead than this alone.
-    #[arg(long = "min_dead_fraction", default_value_t = 0.01)]
+    #[arg(
+        long = "min-dead-fraction",
+        alias = "min_dead_fraction",
+        default_value_t = 0.01
+    )]
     min_dead_fraction: f64,
     /// Do not compact the key index first (faster; garbage compaction has not found yet
     /// stays uncounted unless sampling finds it).
-    #[arg(long = "no_compact")]
+    #[arg(long = "no-compact", alias = "no_compact")]
     no_compact: bool,
     /// Print the result as JSON.
     #[arg(long)]
@@ -60,6 +71,26 @@ fn open(path: &PathBuf) -> Result<Db, Box<dyn std::error::Error>> {
     Ok(Db::open(path, options)?)
 }
 
+/// For the commands that only read: nothing in the directory changes.
+fn open_read_only(path: &PathBuf) -> Result<Db, Box<dyn std::error::Error>> {
+    Ok(Db::open_read_only(path, Options::default())?)
+}
+
+/// A spinner with the elapsed time on stderr (hidden when stderr is not a terminal, as the
+/// progress bars of `dump` and `load` are).
+fn spinner(what: &str) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new_spinner();
+    let style = ProgressStyle::with_template("{spinner} {prefix} {msg} {elapsed}")
+        .unwrap_or_else(|_| ProgressStyle::default_spinner());
+    bar.set_style(style);
+    bar.set_prefix(what.to_string());
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    bar
+}
+
 pub fn gc(args: &GcArgs) -> Result<(), Box<dyn std::error::Error>> {
     let db = open(&args.db)?;
     let before = db.stats()?;
@@ -70,7 +101,14 @@ pub fn gc(args: &GcArgs) -> Result<(), Box<dyn std::error::Error>> {
         ..GcOptions::default()
     };
     let started = std::time::Instant::now();
-    let done = db.gc(&options)?;
+    let progress = spinner("gc");
+    progress.set_message(format!(
+        "collecting {} of value log",
+        mib(before.value_log.log_bytes)
+    ));
+    let done = db.gc(&options);
+    progress.finish_and_clear();
+    let done = done?;
     let after = db.stats()?;
     db.close()?;
     if args.json {
@@ -100,7 +138,7 @@ pub fn gc(args: &GcArgs) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 pub fn stats(args: &StatsArgs) -> Result<(), Box<dyn std::error::Error>> {
-    let db = open(&args.db)?;
+    let db = open_read_only(&args.db)?;
     let stats = db.stats()?;
     db.close()?;
     if args.json {
@@ -112,8 +150,12 @@ pub fn stats(args: &StatsArgs) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 pub fn check(args: &StatsArgs) -> Result<(), Box<dyn std::error::Error>> {
-    let db = open(&args.db)?;
-    let report = db.check()?;
+    let db = open_read_only(&args.db)?;
+    let progress = spinner("check");
+    progress.set_message("reading tables, values and sealed segments");
+    let report = db.check();
+    progress.finish_and_clear();
+    let report = report?;
     db.close()?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -179,7 +221,11 @@ pub fn compact(args: &StatsArgs) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 pub fn repair(args: &StatsArgs) -> Result<(), Box<dyn std::error::Error>> {
-    let report = Db::repair(&args.db, Options::default())?;
+    let progress = spinner("repair");
+    progress.set_message("rebuilding the key index from the value log");
+    let report = Db::repair(&args.db, Options::default());
+    progress.finish_and_clear();
+    let report = report?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
@@ -231,7 +277,10 @@ fn mib(bytes: u64) -> String {
 
 fn print_stats(stats: &DbStats) {
     let log = &stats.value_log;
-    println!("tables per level: {:?}", stats.level_files);
+    println!("{:>5} {:>6} {:>12}", "level", "tables", "bytes");
+    for (level, (files, bytes)) in stats.level_files.iter().zip(&stats.level_bytes).enumerate() {
+        println!("{level:>5} {files:>6} {:>12}", mib(*bytes));
+    }
     println!(
         "value log: {} on disk, {} live, space amplification {:.2} (background target {})",
         mib(log.log_bytes),

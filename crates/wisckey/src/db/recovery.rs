@@ -95,10 +95,19 @@ pub(crate) fn open(
     };
     let lock = if read_only {
         if !exists {
-            return Err(Error::InvalidArgument(format!(
-                "database {} does not exist (a read-only open never creates one)",
-                dir.display()
-            )));
+            // The same diagnosis as a read-write open (it reads only): database files
+            // without CURRENT are damage to repair, not a missing database.
+            let probe = Options {
+                create_if_missing: false,
+                ..options.clone()
+            };
+            return Err(match check_new_directory(&*fs, dir, &probe) {
+                Ok(_) | Err(Error::InvalidArgument(_)) => Error::InvalidArgument(format!(
+                    "database {} does not exist (a read-only open never creates one)",
+                    dir.display()
+                )),
+                Err(e) => e,
+            });
         }
         // Shared: read-only opens coexist, a writer and a reader exclude each other. A
         // directory without a LOCK file (a copy made without it) is opened unlocked:

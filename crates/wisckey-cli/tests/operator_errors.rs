@@ -1,0 +1,241 @@
+//! The binary on databases in trouble: one held open by another process, one with a
+//! damaged value record, one on a full disk. Each failure is one clear line on stderr and a
+//! non-zero exit status, and nothing the database held before is lost.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use wisckey::{Db, Options};
+
+fn wisckey(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_wisckey"))
+        .args(args)
+        .output()
+        .expect("run wisckey")
+}
+
+/// The one line a failed command printed on stderr.
+fn failure_line(args: &[&str]) -> String {
+    let out = wisckey(args);
+    assert!(!out.status.success(), "{args:?} succeeded");
+    let stderr = String::from_utf8(out.stderr).expect("utf-8 stderr");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{args:?}: not one line: {stderr:?}");
+    assert!(lines[0].starts_with("wisckey: "), "{stderr}");
+    lines[0].to_string()
+}
+
+fn create(dir: &Path, keys: u32, value_len: usize) {
+    let db = Db::open(dir, Options::default()).expect("create");
+    for i in 0..keys {
+        db.put(format!("k{i:05}"), value_of(i, value_len))
+            .expect("put");
+    }
+    db.close().expect("close");
+}
+
+fn value_of(i: u32, len: usize) -> Vec<u8> {
+    let mut v = format!("value-{i:05}-").into_bytes();
+    v.resize(len, b'a' + (i % 26) as u8);
+    v
+}
+
+#[test]
+fn a_database_another_process_holds_is_one_line_naming_the_lock() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path().join("db");
+    create(&dir, 10, 100);
+    let path = dir.to_str().expect("utf-8 path");
+    let holder = Db::open(&dir, Options::default()).expect("hold it open");
+    let lock = dir.join("LOCK").display().to_string();
+    for args in [
+        vec!["get", "--db", path, "k00001"],
+        vec!["put", "--db", path, "k", "v"],
+        vec!["scan", "--db", path],
+        vec!["stats", "--db", path],
+        vec!["check", "--db", path],
+        vec!["gc", "--db", path],
+        vec!["dump", "--db", path],
+        vec!["repair", "--db", path],
+    ] {
+        let line = failure_line(&args);
+        assert!(
+            line.contains("locked") && line.contains(&lock),
+            "{args:?}: {line}"
+        );
+    }
+    drop(holder);
+    let out = wisckey(&["get", "--db", path, "k00001"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_damaged_value_is_reported_with_its_file_and_offset() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path().join("db");
+    create(&dir, 50, 2000);
+    // Flip one byte inside the value of k00007 in the value log.
+    let segment = dir.join("000001.vlog");
+    let mut bytes = std::fs::read(&segment).expect("read segment");
+    let needle = b"value-00007-";
+    let at = (bytes.windows(needle.len()))
+        .position(|w| w == needle)
+        .expect("the value is in the log")
+        + 100;
+    bytes[at] ^= 0xff;
+    std::fs::write(&segment, &bytes).expect("damage");
+    let path = dir.to_str().expect("utf-8 path");
+
+    let line = failure_line(&["get", "--db", path, "k00007"]);
+    let name = segment.display().to_string();
+    assert!(
+        line.contains("corruption") && line.contains(&name),
+        "{line}"
+    );
+    let offset: u64 = line
+        .split("at offset ")
+        .nth(1)
+        .and_then(|rest| rest.split(':').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no offset in {line}"));
+    // The record that holds the flipped byte starts at most one record (2 KB) before it.
+    assert!(
+        offset <= at as u64 && at as u64 - offset < 2200,
+        "offset {offset}, damage at {at}"
+    );
+    // Other keys still read; check names the damage and exits with status 2.
+    let out = wisckey(&["get", "--db", path, "k00008"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = wisckey(&["check", "--db", path]);
+    assert_eq!(out.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains(&format!("problem: {name} at offset {offset}")),
+        "{said}"
+    );
+}
+
+/// A tmpfs mounted for one test and unmounted when dropped (needs root).
+struct TmpfsMount {
+    path: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl TmpfsMount {
+    fn new(mib: u32) -> Option<TmpfsMount> {
+        let uid = Command::new("id").arg("-u").output().ok()?;
+        if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
+            return None;
+        }
+        let dir = tempfile::tempdir().ok()?;
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={mib}m"), "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .ok()?;
+        status.success().then(|| TmpfsMount {
+            path: dir.path().to_path_buf(),
+            _dir: dir,
+        })
+    }
+}
+
+impl Drop for TmpfsMount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.path).status();
+    }
+}
+
+/// Fills the file system holding `path` (a file of zeros, written until ENOSPC).
+fn fill(path: &Path) {
+    use std::io::Write;
+    let mut file = std::fs::File::create(path).expect("filler");
+    let chunk = vec![0u8; 64 << 10];
+    while file.write_all(&chunk).is_ok() {}
+    let _ = file.sync_all();
+}
+
+#[test]
+fn a_full_disk_fails_the_load_with_one_line_and_loses_nothing() {
+    let Some(mount) = TmpfsMount::new(24) else {
+        eprintln!("SKIPPED a_full_disk_fails_the_load_with_one_line_and_loses_nothing: mounting tmpfs needs root");
+        return;
+    };
+    let temp = tempfile::tempdir().expect("tempdir");
+    // A 16 MiB dump, made from a database on the ordinary disk.
+    let source = temp.path().join("source");
+    create(&source, 2000, 8192);
+    let dump = temp.path().join("all.dump");
+    let out = wisckey(&[
+        "dump",
+        "--db",
+        source.to_str().expect("utf-8"),
+        "--out",
+        dump.to_str().expect("utf-8"),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let dir = mount.path.join("db");
+    let before: Vec<(String, Vec<u8>)> = (0..100u32)
+        .map(|i| (format!("before{i:03}"), value_of(i, 1000)))
+        .collect();
+    {
+        let db = Db::open(&dir, Options::default()).expect("create on tmpfs");
+        for (k, v) in &before {
+            db.put(k, v).expect("put");
+        }
+        db.close().expect("close");
+    }
+    fill(&mount.path.join("filler"));
+    let path = dir.to_str().expect("utf-8 path");
+    let dump_path = dump.to_str().expect("utf-8");
+    let line = failure_line(&["load", "--db", path, "--merge", "--in", dump_path]);
+    assert!(line.contains("no space left"), "{line}");
+    let big = "x".repeat(100_000);
+    let out = wisckey(&["put", "--db", path, "--sync", "big", &big]);
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("no space left"), "{stderr}");
+    }
+
+    // Still full: the read commands work (a read-only open needs no space), and the
+    // database holds everything written before.
+    let out = wisckey(&["get", "--db", path, "before042"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = wisckey(&["check", "--db", path]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let db = Db::open_read_only(&dir, Options::default()).expect("read-only open, disk full");
+    for (k, v) in &before {
+        assert_eq!(db.get(k).expect("get").as_ref(), Some(v), "{k}");
+    }
+    db.close().expect("close");
+    // With space back, it opens for writing and takes writes again.
+    std::fs::remove_file(mount.path.join("filler")).expect("free space");
+    let db = Db::open(&dir, Options::default()).expect("open once space is back");
+    for (k, v) in &before {
+        assert_eq!(db.get(k).expect("get").as_ref(), Some(v), "{k}");
+    }
+    db.put(b"after", b"space came back").expect("put");
+    let report = db.check().expect("check");
+    assert!(report.is_ok(), "{:?}", report.problems);
+}
