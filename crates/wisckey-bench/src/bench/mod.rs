@@ -107,6 +107,14 @@ pub struct BenchArgs {
     /// Block cache bytes (same value is given to every peer engine).
     #[arg(long = "cache_size", default_value_t = 64 << 20)]
     cache_size: usize,
+    /// wisckey's value cache bytes (`Options::value_cache_size`; default: the engine's
+    /// default, 32 MiB). The peers have no counterpart: their block cache holds values.
+    #[arg(long = "value_cache_size")]
+    value_cache_size: Option<usize>,
+    /// wisckey's memtable bytes (`Options::memtable_size`; db_bench's name; default: the
+    /// engine's default, 64 MiB).
+    #[arg(long = "write_buffer_size")]
+    write_buffer_size: Option<usize>,
     /// Bloom filter bits per key.
     #[arg(long = "bloom_bits", default_value_t = 10)]
     bloom_bits: usize,
@@ -496,6 +504,12 @@ fn engine_options(args: &BenchArgs) -> Options {
         options.scan_readahead_threads = threads;
     }
     options.block_cache_size = args.cache_size;
+    if let Some(bytes) = args.value_cache_size {
+        options.value_cache_size = bytes;
+    }
+    if let Some(bytes) = args.write_buffer_size {
+        options.memtable_size = bytes;
+    }
     options.bloom_bits_per_key = args.bloom_bits;
     options
 }
@@ -511,14 +525,16 @@ fn print_header(args: &BenchArgs, path: &Path, options: &Options) {
     println!("threads:    {}", args.threads);
     println!(
         "options:    value_threshold={} cache_size={} bloom_bits={} memtable_size={} \
-         scan_readahead_entries={} scan_readahead_threads={} gc_space_amp_target={}",
+         scan_readahead_entries={} scan_readahead_threads={} gc_space_amp_target={} \
+         value_cache_size={}",
         options.value_threshold,
         options.block_cache_size,
         options.bloom_bits_per_key,
         options.memtable_size,
         options.scan_readahead_entries,
         options.scan_readahead_threads,
-        options.gc_space_amp_target
+        options.gc_space_amp_target,
+        options.value_cache_size
     );
     println!("db:         {}", path.display());
     println!("------------------------------------------------");

@@ -1,11 +1,12 @@
 //! Iterator over a memtable. Holds an `Arc<MemTable>` so it is `'static`; the current
-//! entry is copied out because skiplist entries borrow the map. Each step re-seeks from the
-//! current key (O(log n)), which keeps the iterator valid while writers keep inserting.
+//! entry is copied out because the map's entries live behind its lock, which is taken for
+//! one step at a time. Each step re-seeks from the current key (O(log n)), which keeps the
+//! iterator valid while writers keep inserting.
 
 use std::ops::Bound;
 use std::sync::Arc;
 
-use super::MemTable;
+use super::{MemTable, StoredValue};
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::InternalKey;
@@ -14,7 +15,7 @@ use crate::key::InternalKey;
 #[derive(Debug)]
 pub struct MemTableIterator {
     table: Arc<MemTable>,
-    current: Option<(InternalKey, Vec<u8>)>,
+    current: Option<(InternalKey, StoredValue)>,
 }
 
 impl MemTableIterator {
@@ -25,8 +26,25 @@ impl MemTableIterator {
         }
     }
 
-    fn set(&mut self, entry: Option<crossbeam_skiplist::map::Entry<'_, InternalKey, Vec<u8>>>) {
-        self.current = entry.map(|e| (e.key().clone(), e.value().clone()));
+    fn set(&mut self, entry: Option<(&InternalKey, &StoredValue)>) {
+        self.current = entry.map(|(k, v)| (k.clone(), v.clone()));
+    }
+
+    /// The first entry after (`forward`) or before the current one.
+    fn step(&mut self, forward: bool) {
+        let Some((key, _)) = self.current.take() else {
+            return;
+        };
+        let table = Arc::clone(&self.table);
+        let map = table.map.read();
+        let bounds = (Bound::Excluded(&key), Bound::Unbounded);
+        let found = if forward {
+            map.range::<InternalKey, _>(bounds).next()
+        } else {
+            map.range::<InternalKey, _>((Bound::Unbounded, Bound::Excluded(&key)))
+                .next_back()
+        };
+        self.set(found);
     }
 }
 
@@ -37,36 +55,29 @@ impl InternalIterator for MemTableIterator {
 
     fn seek_to_first(&mut self) {
         let table = Arc::clone(&self.table);
-        self.set(table.map.front());
+        let map = table.map.read();
+        self.set(map.iter().next());
     }
 
     fn seek_to_last(&mut self) {
         let table = Arc::clone(&self.table);
-        self.set(table.map.back());
+        let map = table.map.read();
+        self.set(map.iter().next_back());
     }
 
     fn seek(&mut self, target: &[u8]) {
         let table = Arc::clone(&self.table);
         let probe = InternalKey::from_encoded(target);
-        self.set(table.map.lower_bound(Bound::Included(&probe)));
+        let map = table.map.read();
+        self.set(map.range(&probe..).next());
     }
 
     fn next(&mut self) {
-        let table = Arc::clone(&self.table);
-        let next = match &self.current {
-            Some((key, _)) => table.map.lower_bound(Bound::Excluded(key)),
-            None => None,
-        };
-        self.set(next);
+        self.step(true);
     }
 
     fn prev(&mut self) {
-        let table = Arc::clone(&self.table);
-        let prev = match &self.current {
-            Some((key, _)) => table.map.upper_bound(Bound::Excluded(key)),
-            None => None,
-        };
-        self.set(prev);
+        self.step(false);
     }
 
     fn key(&self) -> &[u8] {
