@@ -4,9 +4,9 @@
 //! value log). Each refuses a directory that holds no database (they never create one)
 //! and one that another process has open for writing. `stats` and `check` open it
 //! read-only (`Db::open_read_only`): they change nothing, and run beside other read-only
-//! commands. `gc`, `check` and `repair` show a spinner with the elapsed time on stderr when
-//! it is a terminal (the library reports no progress within one call, so there is no rate
-//! or ETA to show).
+//! commands. On stderr, when it is a terminal, `check` shows a progress bar per pass with
+//! rate and ETA (`Db::check_with_progress`); `gc` and `repair`, which report no progress
+//! within the call, show a spinner with the elapsed time.
 
 use std::path::PathBuf;
 
@@ -14,7 +14,7 @@ use std::io::IsTerminal;
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use wisckey::{Db, DbStats, GcOptions, Options};
+use wisckey::{CheckPhase, Db, DbStats, GcOptions, Options};
 
 #[derive(Debug, Args)]
 pub struct GcArgs {
@@ -74,6 +74,20 @@ fn open(path: &PathBuf) -> Result<Db, Box<dyn std::error::Error>> {
 /// For the commands that only read: nothing in the directory changes.
 fn open_read_only(path: &PathBuf) -> Result<Db, Box<dyn std::error::Error>> {
     Ok(Db::open_read_only(path, Options::default())?)
+}
+
+/// `check`'s progress bar (hidden when stderr is not a terminal).
+fn check_bar() -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(0);
+    let style = ProgressStyle::with_template(
+        "check {msg}: {wide_bar} {human_pos}/{human_len} ({per_sec}, ETA {eta}) {elapsed}",
+    )
+    .unwrap_or_else(|_| ProgressStyle::default_bar());
+    bar.set_style(style);
+    bar
 }
 
 /// A spinner with the elapsed time on stderr (hidden when stderr is not a terminal, as the
@@ -151,9 +165,22 @@ pub fn stats(args: &StatsArgs) -> Result<(), Box<dyn std::error::Error>> {
 
 pub fn check(args: &StatsArgs) -> Result<(), Box<dyn std::error::Error>> {
     let db = open_read_only(&args.db)?;
-    let progress = spinner("check");
-    progress.set_message("reading tables, values and sealed segments");
-    let report = db.check();
+    let progress = check_bar();
+    let mut phase = None;
+    let report = db.check_with_progress(|p| {
+        if phase != Some(p.phase) {
+            phase = Some(p.phase);
+            progress.reset();
+            progress.set_message(match p.phase {
+                CheckPhase::Tables => "tables (bytes)",
+                CheckPhase::Values => "values (keys)",
+                CheckPhase::Segments => "sealed log segments (bytes)",
+                _ => "",
+            });
+        }
+        progress.set_length(p.total);
+        progress.set_position(p.done);
+    });
     progress.finish_and_clear();
     let report = report?;
     db.close()?;

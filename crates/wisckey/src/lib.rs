@@ -39,8 +39,8 @@ pub mod fs;
 pub use batch::WriteBatch;
 pub use db::Db;
 pub use db::{
-    CheckProblem, CheckReport, CheckpointReport, DbStats, GcOptions, GcTotals, RecoveryReport,
-    RepairReport, SalvagedDamage, ValueLogStats,
+    CheckPhase, CheckProblem, CheckProgress, CheckReport, CheckpointReport, DbStats, GcOptions,
+    GcTotals, RecoveryReport, RepairReport, SalvagedDamage, ValueLogStats,
 };
 pub use error::{Error, Result};
 pub use gc::{GcOutcome, SegmentState, SegmentView, VictimOrder};

@@ -94,3 +94,51 @@ fn damage_in_a_table_or_a_segment_is_reported_by_file() {
     assert!(problem.offset.is_some_and(|o| o <= 5000), "{problem:?}");
     assert_eq!(report.keys, 300, "every key still reads");
 }
+
+/// `check_with_progress` reports each pass in order, never going backwards within one, and
+/// ends each pass at its total; its report is `check`'s.
+#[test]
+fn check_reports_progress_through_its_three_passes() {
+    let fs = MemFs::new();
+    let dir = Path::new("/db");
+    populate(&fs, dir);
+    let db = Db::open(dir, options(&fs)).expect("open");
+    let mut seen: Vec<wisckey::CheckProgress> = Vec::new();
+    let report = db.check_with_progress(|p| seen.push(p)).expect("check");
+    assert!(report.is_ok(), "{:?}", report.problems);
+    assert_eq!(report, db.check().expect("check"));
+    use wisckey::CheckPhase::{Segments, Tables, Values};
+    let phases: Vec<wisckey::CheckPhase> = seen.iter().map(|p| p.phase).collect();
+    let firsts = |phase| {
+        phases
+            .iter()
+            .position(|&p| p == phase)
+            .expect("phase reported")
+    };
+    assert!(firsts(Tables) < firsts(Values) && firsts(Values) < firsts(Segments));
+    for pair in seen.windows(2) {
+        if pair[0].phase == pair[1].phase {
+            assert!(pair[0].done <= pair[1].done, "{pair:?}");
+        }
+    }
+    for phase in [Tables, Values, Segments] {
+        let last = seen.iter().rev().find(|p| p.phase == phase).expect("phase");
+        assert_eq!(last.done, last.total, "{last:?}");
+        assert!(seen
+            .iter()
+            .filter(|p| p.phase == phase)
+            .all(|p| p.done <= p.total));
+    }
+    let tables = seen
+        .iter()
+        .rev()
+        .find(|p| p.phase == Tables)
+        .expect("tables");
+    assert!(tables.total > 0);
+    let values = seen
+        .iter()
+        .rev()
+        .find(|p| p.phase == Values)
+        .expect("values");
+    assert_eq!(values.done, report.keys);
+}

@@ -67,7 +67,39 @@ pub struct CheckProblem {
     pub what: String,
 }
 
-pub(crate) fn check(db: &crate::Db, inner: &DbInner) -> Result<CheckReport> {
+/// Which pass of [`crate::Db::check_with_progress`] is running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub enum CheckPhase {
+    /// Reading every table entry; `done` and `total` count table bytes.
+    Tables,
+    /// Reading every key's newest value; `done` counts keys, `total` is the table entries
+    /// found in the first pass (an upper estimate: old versions and deletes count there).
+    Values,
+    /// Reading the sealed value-log segments; `done` and `total` count segment bytes.
+    Segments,
+}
+
+/// How far [`crate::Db::check_with_progress`] has come in its current pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct CheckProgress {
+    /// The pass.
+    pub phase: CheckPhase,
+    /// Work done in this pass (units per [`CheckPhase`]).
+    pub done: u64,
+    /// Work this pass has in all (at least `done`).
+    pub total: u64,
+}
+
+/// Keys between two progress reports of the values pass.
+const KEYS_PER_REPORT: u64 = 4096;
+
+pub(crate) fn check(
+    db: &crate::Db,
+    inner: &DbInner,
+    progress: &mut dyn FnMut(CheckProgress),
+) -> Result<CheckReport> {
     let mut report = CheckReport::default();
     let (version, head_segment) = {
         let state = inner.state.lock();
@@ -75,8 +107,19 @@ pub(crate) fn check(db: &crate::Db, inner: &DbInner) -> Result<CheckReport> {
         let head = state.versions.vlog_head().map_or(active, |h| h.segment);
         (state.versions.current(), head)
     };
+    let mut tell = |phase, done: u64, total: u64| {
+        progress(CheckProgress {
+            phase,
+            done,
+            total: total.max(done),
+        })
+    };
 
+    let table_bytes: u64 = version.all_files().map(|(_, f)| f.file_size).sum();
+    let mut tables_done = 0u64;
+    tell(CheckPhase::Tables, 0, table_bytes);
     for (_, file) in version.all_files() {
+        tables_done += file.file_size;
         report.tables += 1;
         let name = table_file_name(&inner.dir, file.number)
             .display()
@@ -102,12 +145,17 @@ pub(crate) fn check(db: &crate::Db, inner: &DbInner) -> Result<CheckReport> {
         if let Err(e) = it.status() {
             report.add(&name, e);
         }
+        tell(CheckPhase::Tables, tables_done, table_bytes);
     }
 
     let mut it = db.iter(&ReadOptions::default())?;
     it.seek_to_first();
+    tell(CheckPhase::Values, 0, report.table_entries);
     while it.valid() {
         report.keys += 1;
+        if report.keys % KEYS_PER_REPORT == 0 {
+            tell(CheckPhase::Values, report.keys, report.table_entries);
+        }
         if it.value_in_log() {
             report.pointers += 1;
         }
@@ -121,11 +169,22 @@ pub(crate) fn check(db: &crate::Db, inner: &DbInner) -> Result<CheckReport> {
         report.add("the key index", e);
     }
     drop(it);
+    tell(CheckPhase::Values, report.keys, report.keys);
 
+    let sealed = |segment: u64, size: Option<u64>| size.is_some() && segment < head_segment;
+    let segment_bytes: u64 = (version.vlog_segments().iter())
+        .filter(|(&n, meta)| sealed(n, meta.sealed_size))
+        .filter_map(|(_, meta)| meta.sealed_size)
+        .sum();
+    let mut segments_done = 0u64;
+    tell(CheckPhase::Segments, 0, segment_bytes);
     for (&segment, meta) in version.vlog_segments() {
-        if meta.sealed_size.is_none() || segment >= head_segment {
+        let Some(size) = meta
+            .sealed_size
+            .filter(|_| sealed(segment, meta.sealed_size))
+        else {
             continue;
-        }
+        };
         report.segments += 1;
         let mut records = 0u64;
         let scanned = crate::vlog::scan_sealed_segment(
@@ -145,6 +204,8 @@ pub(crate) fn check(db: &crate::Db, inner: &DbInner) -> Result<CheckReport> {
             let name = crate::filename::vlog_file_name(&inner.dir, segment);
             report.add(&name.display().to_string(), e);
         }
+        segments_done += size;
+        tell(CheckPhase::Segments, segments_done, segment_bytes);
     }
     Ok(report)
 }

@@ -23,7 +23,7 @@ mod repair;
 mod space;
 mod write;
 
-pub use check::{CheckProblem, CheckReport};
+pub use check::{CheckPhase, CheckProblem, CheckProgress, CheckReport};
 pub use checkpoint::CheckpointReport;
 pub use gc::{DbStats, GcOptions, GcTotals, ValueLogStats};
 pub use recovery::{RecoveryReport, SalvagedDamage};
@@ -938,7 +938,36 @@ impl Db {
     /// # }
     /// ```
     pub fn check(&self) -> Result<CheckReport> {
-        check::check(self, &self.inner)
+        check::check(self, &self.inner, &mut |_| {})
+    }
+
+    /// [`Db::check`], telling `progress` how far it has come: at the start and end of each
+    /// of its three passes (tables, values, sealed segments) and after each table, each
+    /// segment and every few thousand keys. The `wisckey check` command draws its progress
+    /// bar from it.
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// db.put(b"k", vec![7u8; 1000])?;
+    /// db.flush()?;
+    /// let mut last = None;
+    /// let report = db.check_with_progress(|p| {
+    ///     eprintln!("{:?}: {} of {}", p.phase, p.done, p.total);
+    ///     last = Some(p);
+    /// })?;
+    /// assert!(report.is_ok());
+    /// let last = last.expect("progress was reported");
+    /// assert_eq!((last.phase, last.done), (wisckey::CheckPhase::Segments, last.total));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn check_with_progress(
+        &self,
+        mut progress: impl FnMut(CheckProgress),
+    ) -> Result<CheckReport> {
+        check::check(self, &self.inner, &mut progress)
     }
 
     /// Writes a consistent copy of the database into the new directory `target` (which must
