@@ -122,7 +122,7 @@ def test_racing_deletes_of_one_key_succeed_once(path):
     go = threading.Barrier(4)
 
     def deleter():
-        go.wait()
+        go.wait(timeout=120)
         for k in keys:
             try:
                 del db[k]
@@ -153,7 +153,7 @@ def test_close_racing_busy_threads_gives_them_closed_error(path):
         try:
             it = db.iterator()
             snap = db.snapshot()
-            busy.wait()
+            busy.wait(timeout=120)
             while True:
                 ops += 1
                 k = b"%06d" % (ops * 7 % 3000)
@@ -184,7 +184,7 @@ def test_close_racing_busy_threads_gives_them_closed_error(path):
     threads = [threading.Thread(target=worker, args=(n,)) for n in range(6)]
     for t in threads:
         t.start()
-    busy.wait()
+    busy.wait(timeout=120)
     time.sleep(0.05)  # let them get going; correctness does not depend on how far
     db.close()
     for t in threads:
