@@ -125,14 +125,24 @@ fn kill_9_with_appendfsync_always_keeps_every_acknowledged_set() {
                     // (SETs acknowledged, last INCR reply acknowledged)
                     let (mut acked, mut counter) = (0u64, 0i64);
                     let counter_key = format!("ctr{w}");
-                    while !stop.load(Ordering::Relaxed) {
-                        let key = format!("c{cycle}:w{w}:{acked}");
-                        let set = request(&[b"SET", key.as_bytes(), &value(cycle, w, acked)]);
-                        if s.write_all(&set).is_err() || read_line(&mut s).as_deref() != Some("+OK")
-                        {
+                    // Odd writers pipeline 8 SETs per round trip (one sync per batch).
+                    let depth = if w % 2 == 1 { 8 } else { 1 };
+                    'run: while !stop.load(Ordering::Relaxed) {
+                        let mut sets = Vec::new();
+                        for j in 0..depth {
+                            let i = acked + j;
+                            let key = format!("c{cycle}:w{w}:{i}");
+                            sets.extend(request(&[b"SET", key.as_bytes(), &value(cycle, w, i)]));
+                        }
+                        if s.write_all(&sets).is_err() {
                             break;
                         }
-                        acked += 1;
+                        for _ in 0..depth {
+                            if read_line(&mut s).as_deref() != Some("+OK") {
+                                break 'run;
+                            }
+                            acked += 1;
+                        }
                         if s.write_all(&request(&[b"INCR", counter_key.as_bytes()]))
                             .is_err()
                         {

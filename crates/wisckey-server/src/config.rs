@@ -11,8 +11,8 @@ use crate::resp::Limits;
 /// When acknowledged writes reach stable storage (Redis's `appendfsync`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum AppendFsync {
-    /// Every write is synced before it is acknowledged (`WriteOptions { sync: true }`).
-    /// Concurrent connections share one fsync per engine commit group.
+    /// No reply leaves before the writes it acknowledges or shows are synced: one sync per
+    /// batch of pipelined requests, shared across connections by the engine's group commit.
     Always,
     /// Writes are acknowledged at once; a background task syncs the log every second, so a
     /// crash of the machine loses at most about a second of acknowledged writes. A crash of

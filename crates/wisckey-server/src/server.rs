@@ -28,7 +28,7 @@ use crate::cmd::{self, After, Client, Shared};
 use crate::config::{AppendFsync, Config};
 use crate::error::Error;
 use crate::resp::{Command, Decoder, Reply};
-use crate::store::Store;
+use crate::store::{Durability, Store};
 
 /// Most requests decoded ahead of execution per connection.
 const MAX_BATCH: usize = 1024;
@@ -66,9 +66,13 @@ impl Server {
     pub async fn bind(mut config: Config) -> Result<Server, Error> {
         config.validate().map_err(Error::Config)?;
         let (dir, engine) = (config.db_dir.clone(), config.engine.clone());
-        let sync = config.appendfsync == AppendFsync::Always;
+        let durability = if config.appendfsync == AppendFsync::Always {
+            Durability::BeforeReply
+        } else {
+            Durability::Eventually
+        };
         let store = tokio::task::spawn_blocking(move || -> Result<Store, Error> {
-            Store::new(wisckey::Db::open(dir, engine)?, sync)
+            Store::new(wisckey::Db::open(dir, engine)?, durability)
         })
         .await
         .map_err(join_error)??;
@@ -207,6 +211,15 @@ fn run_batch(shared: &Shared, mut b: Batch, limit: usize) -> Batch {
         }
         if b.out.len() >= limit {
             break;
+        }
+    }
+    // Nothing these replies acknowledge or show may be lost once they are sent.
+    if let Err(e) = shared.store.make_durable() {
+        b.out.clear();
+        Reply::err(format!("ERR {e}")).encode(&mut b.out);
+        b.pending.clear();
+        if b.after == After::Continue {
+            b.after = After::Close;
         }
     }
     b

@@ -13,14 +13,33 @@
 //! - A key whose expiry has passed does not exist for any reader: reads check the value's
 //!   header. The sweeper ([`Store::sweep`]) deletes such keys later so compaction and
 //!   value-log GC can reclaim them.
+//! - With `appendfsync always` ([`Durability::BeforeReply`]), writes go to the engine
+//!   unsynced and [`Store::make_durable`] syncs once before a batch's replies leave: every
+//!   write a reply acknowledges, and every write a reply could have read (another
+//!   connection's, visible in the memtable before it is synced), is on stable storage
+//!   first, as Redis's `always` fsyncs before it sends an event-loop iteration's replies.
+//!   A pipeline of N writes costs one sync, not N, and concurrent connections' syncs share
+//!   the engine's group commit. The accounting: a write raises `inflight` before the engine
+//!   call and, after it, raises `written` and then lowers `inflight`; `make_durable` reads
+//!   `inflight` then `written` (that order), and skips the sync only if nothing is in flight
+//!   and a sync that began after `written` was read has completed.
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed, Ordering::SeqCst};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use wisckey::{Db, WriteBatch, WriteOptions};
+
+/// When acknowledged writes must be on stable storage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Before the reply that acknowledges them (or shows them) is sent (`always`).
+    BeforeReply,
+    /// Whenever the engine or a periodic sync gets to it (`everysec`, `no`).
+    Eventually,
+}
 
 use crate::error::Error;
 use crate::format::{self, Stored};
@@ -38,8 +57,14 @@ pub fn now_ms() -> u64 {
 #[derive(Debug)]
 pub struct Store {
     db: Db,
-    write_opts: WriteOptions,
+    durability: Durability,
     stripes: Vec<Mutex<()>>,
+    /// Engine writes begun and not yet returned (`BeforeReply` only).
+    inflight: AtomicU64,
+    /// Engine writes returned (`BeforeReply` only).
+    written: AtomicU64,
+    /// A value of `written` read before a sync that has since completed.
+    synced_upto: AtomicU64,
     /// Keys the sweeper deleted because they expired.
     pub expired_keys: AtomicU64,
 }
@@ -56,7 +81,7 @@ pub struct KeyGuard<'a> {
 impl Store {
     /// Wraps an open database, checking (or writing, if it is new) the keyspace format
     /// version.
-    pub fn new(db: Db, sync_writes: bool) -> Result<Store, Error> {
+    pub fn new(db: Db, durability: Durability) -> Result<Store, Error> {
         match db.get(format::META_VERSION_KEY)? {
             None => db.put_opt(
                 format::META_VERSION_KEY,
@@ -74,8 +99,11 @@ impl Store {
         }
         Ok(Store {
             db,
-            write_opts: WriteOptions { sync: sync_writes },
+            durability,
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+            inflight: AtomicU64::new(0),
+            written: AtomicU64::new(0),
+            synced_upto: AtomicU64::new(0),
             expired_keys: AtomicU64::new(0),
         })
     }
@@ -176,9 +204,33 @@ impl Store {
         self.write(batch)
     }
 
-    /// Applies a batch with the durability mode's write options.
+    /// Applies a batch (unsynced: see [`Store::make_durable`]).
     pub fn write(&self, batch: WriteBatch) -> Result<(), Error> {
-        Ok(self.db.write_opt(batch, &self.write_opts)?)
+        if self.durability == Durability::Eventually {
+            return Ok(self.db.write(batch)?);
+        }
+        self.inflight.fetch_add(1, SeqCst);
+        let result = self.db.write(batch);
+        self.written.fetch_add(1, SeqCst);
+        self.inflight.fetch_sub(1, SeqCst);
+        Ok(result?)
+    }
+
+    /// Call before sending replies: with [`Durability::BeforeReply`], returns once every
+    /// write that returned before this call, or was visible to a read before it, is synced.
+    pub fn make_durable(&self) -> Result<(), Error> {
+        if self.durability == Durability::Eventually {
+            return Ok(());
+        }
+        // Order matters (see the module docs): in flight first, then written.
+        let busy = self.inflight.load(SeqCst) > 0;
+        let written = self.written.load(SeqCst);
+        if !busy && self.synced_upto.load(SeqCst) >= written {
+            return Ok(());
+        }
+        self.db.sync()?;
+        self.synced_upto.fetch_max(written, SeqCst);
+        Ok(())
     }
 
     /// Up to `count` user keys from `start` on (inclusive), in order, and the key after them
@@ -275,7 +327,7 @@ impl Store {
                 let stored = decode(user_key, raw)?;
                 if stored.expires_at_ms == Some(at) && stored.is_expired(now) {
                     batch.delete(format::data_key(user_key));
-                    self.expired_keys.fetch_add(1, Ordering::Relaxed);
+                    self.expired_keys.fetch_add(1, Relaxed);
                 }
             }
             // The sweeper's deletes need not be synced: if they are lost, the keys are
