@@ -310,3 +310,163 @@ fn redis_cli_and_redis_benchmark_work_unchanged() {
     let status = server.child.wait().expect("wait");
     assert!(status.success(), "{status}");
 }
+
+/// A free loopback port (bound and released; nutcracker takes its port from a file).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// Reads one whole reply (any type) and returns its text, arrays flattened.
+fn read_reply(s: &mut TcpStream) -> Vec<Option<Vec<u8>>> {
+    let line = read_line(s).expect("reply");
+    match line.as_bytes().first() {
+        Some(b'$') => {
+            let len: i64 = line[1..].parse().expect("bulk length");
+            if len < 0 {
+                return vec![None];
+            }
+            let mut body = vec![0u8; len as usize + 2];
+            s.read_exact(&mut body).expect("bulk");
+            body.truncate(len as usize);
+            vec![Some(body)]
+        }
+        Some(b'*') => {
+            let n: usize = line[1..].parse().expect("array length");
+            (0..n).flat_map(|_| read_reply(s)).collect()
+        }
+        _ => vec![Some(line.into_bytes())],
+    }
+}
+
+struct Proxy(Child);
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn twemproxy_shards_keys_across_servers() {
+    if !redis_tool("redis-benchmark") {
+        return;
+    }
+    let found = Command::new("nutcracker")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "nutcracker is missing under CI: .ci/run installs Debian's nutcracker"
+        );
+        eprintln!("SKIPPED: nutcracker not installed (apt-get install nutcracker)");
+        return;
+    }
+    let dirs: Vec<_> = (0..3)
+        .map(|_| tempfile::tempdir().expect("temporary directory"))
+        .collect();
+    let servers: Vec<Served> = dirs.iter().map(|d| serve(d.path(), &[])).collect();
+    // The shipped configuration, with the ports of this run.
+    let shipped = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/twemproxy/nutcracker.yml"),
+    )
+    .expect("bench/twemproxy/nutcracker.yml");
+    let proxy_port = free_port();
+    let mut config = shipped.replace("127.0.0.1:22121", &format!("127.0.0.1:{proxy_port}"));
+    for (i, s) in servers.iter().enumerate() {
+        config = config.replace(
+            &format!("127.0.0.1:{}:1", 6380 + i),
+            &format!("127.0.0.1:{}:1", s.port),
+        );
+    }
+    let conf_dir = tempfile::tempdir().expect("temporary directory");
+    let conf = conf_dir.path().join("nutcracker.yml");
+    std::fs::write(&conf, config).expect("write config");
+    let _proxy = Proxy(
+        Command::new("nutcracker")
+            .arg("-c")
+            .arg(&conf)
+            .args(["-s", &free_port().to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start nutcracker"),
+    );
+    let mut p = None;
+    for _ in 0..100 {
+        if let Ok(s) = TcpStream::connect(("127.0.0.1", proxy_port)) {
+            p = Some(s);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut p = p.expect("nutcracker listens");
+    p.set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    let keys: Vec<String> = (0..300).map(|i| format!("user:{i}")).collect();
+    for k in &keys {
+        p.write_all(&request(&[
+            b"SET",
+            k.as_bytes(),
+            format!("v-{k}").as_bytes(),
+        ]))
+        .expect("send");
+        assert_eq!(read_line(&mut p).as_deref(), Some("+OK"));
+    }
+    for k in keys.iter().step_by(7) {
+        p.write_all(&request(&[b"INCR", format!("n:{k}").as_bytes()]))
+            .expect("send");
+        assert_eq!(read_line(&mut p).as_deref(), Some(":1"));
+    }
+    // MGET spans shards: the proxy splits it and merges the replies in order.
+    let mut mget: Vec<&[u8]> = vec![b"MGET"];
+    mget.extend(keys.iter().take(50).map(|k| k.as_bytes()));
+    mget.push(b"absent");
+    p.write_all(&request(&mget)).expect("send");
+    let got = read_reply(&mut p);
+    assert_eq!(got.len(), 51);
+    for (k, v) in keys.iter().take(50).zip(&got) {
+        assert_eq!(v.as_deref(), Some(format!("v-{k}").as_bytes()));
+    }
+    assert_eq!(got[50], None);
+    // Every server holds a share; together exactly the keys written.
+    let mut total = 0;
+    for s in &servers {
+        let mut c = connect(s.port);
+        c.write_all(&request(&[b"DBSIZE"])).expect("send");
+        let n: i64 = read_line(&mut c).expect("reply")[1..]
+            .parse()
+            .expect("integer");
+        assert!(n > 30, "a shard holds {n} keys");
+        total += n;
+    }
+    assert_eq!(total, 300 + 43);
+    // redis-benchmark through the proxy.
+    let bench = Command::new("redis-benchmark")
+        .args(["-h", "127.0.0.1", "-p", &proxy_port.to_string()])
+        .args([
+            "-t",
+            "set,get,incr",
+            "-n",
+            "3000",
+            "-r",
+            "1000",
+            "-c",
+            "8",
+            "-P",
+            "4",
+            "-q",
+        ])
+        .output()
+        .expect("run redis-benchmark");
+    let text = String::from_utf8_lossy(&bench.stdout).into_owned();
+    assert!(bench.status.success(), "{text}");
+    for test in ["SET: ", "GET: ", "INCR: "] {
+        assert!(text.contains(test), "no {test} line: {text}");
+    }
+}

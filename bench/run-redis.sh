@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# run-redis.sh: redis-benchmark against `wisckey serve` and Debian's redis-server, one run.
+# Servers: wisckey with --appendfsync always and everysec; redis-server with appendonly yes
+# and appendfsync always and everysec (no RDB snapshots). Each on 127.0.0.1 with a fresh
+# data directory under DB_ROOT. Workload: redis-benchmark -t set,get,mset,incr -c 50, with
+# -P 1 and -P 16, values of 1 KiB and 16 KiB (-d), keys drawn from -r KEYSPACE.
+#
+#   N_1K=20000 N_16K=5000 KEYSPACE=100000 bench/run-redis.sh
+#
+# Installs redis-server and redis-tools with apt when missing (needs root). Writes one CSV
+# per run and summary.txt (requests per second, p50/p99 ms; wisckey/redis ratios) to
+# bench/results/redis-<date>/.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+N_1K=${N_1K:-20000}
+N_16K=${N_16K:-5000}
+KEYSPACE=${KEYSPACE:-100000}
+CLIENTS=${CLIENTS:-50}
+DB_ROOT=${DB_ROOT:-${TMPDIR:-/tmp}}
+PORT=${PORT:-16380}
+
+if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then
+  apt-get update -qq && apt-get install -y -qq redis-server redis-tools >/dev/null
+fi
+(cd "$root" && cargo build --release -p wisckey-cli)
+out=$root/bench/results/redis-$(date +%Y%m%d-%H%M)
+mkdir -p "$out"
+# A private copy: a concurrent build must not replace the binary mid-run.
+bin=$(mktemp -d)/wisckey
+cp "${CARGO_TARGET_DIR:-$root/target}/release/wisckey" "$bin"
+
+{
+  echo "# run-redis.sh $(date -u +%Y-%m-%dT%H:%MZ): N_1K=$N_1K N_16K=$N_16K KEYSPACE=$KEYSPACE CLIENTS=$CLIENTS"
+  echo "# machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB memory; data in $DB_ROOT ($(df -T "$DB_ROOT" | awk 'NR==2 {print $2}'))"
+  echo "# $(redis-server --version | cut -d' ' -f1-3); wisckey ${REV:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
+} > "$out/summary.txt"
+
+server_pid=
+stop_server() {
+  if [ -n "$server_pid" ]; then
+    redis-cli -p "$PORT" SHUTDOWN NOSAVE >/dev/null 2>&1 || true
+    wait "$server_pid" 2>/dev/null || true
+    server_pid=
+  fi
+}
+trap stop_server EXIT
+
+start_server() { # engine fsync dir
+  case $1 in
+    wisckey) "$bin" serve --db "$3" --port "$PORT" --appendfsync "$2" 2>>"$out/server.log" & ;;
+    redis) redis-server --port "$PORT" --bind 127.0.0.1 --dir "$3" --appendonly yes \
+             --appendfsync "$2" --save '' --daemonize no --logfile "$out/server.log" & ;;
+  esac
+  server_pid=$!
+  for _ in $(seq 100); do
+    redis-cli -p "$PORT" PING >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  echo "server $1 did not start" >&2
+  exit 1
+}
+
+for size in 1024 16384; do
+  n=$N_1K; [ "$size" = 16384 ] && n=$N_16K
+  for pipeline in 1 16; do
+    for server in "wisckey always" "redis always" "wisckey everysec" "redis everysec"; do
+      set -- $server
+      dir=$(mktemp -d "$DB_ROOT/redis-bench.XXXXXX")
+      start_server "$1" "$2" "$dir"
+      csv=$out/$1-$2-d$size-P$pipeline.csv
+      redis-benchmark -p "$PORT" -t set,get,mset,incr -n "$n" -r "$KEYSPACE" -c "$CLIENTS" \
+        -d "$size" -P "$pipeline" --csv > "$csv"
+      stop_server
+      rm -rf "$dir"
+      echo "done: $1 $2 -d $size -P $pipeline"
+    done
+  done
+done
+
+python3 - "$out" >> "$out/summary.txt" <<'PY'
+import csv, glob, os, sys
+out = sys.argv[1]
+rows = {}
+for path in sorted(glob.glob(os.path.join(out, "*.csv"))):
+    engine, fsync, size, pipe = os.path.basename(path)[:-4].split("-")
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            test = r["test"].split(" ")[0]
+            rows[(size, pipe, fsync, test, engine)] = (float(r["rps"]), r.get("p50_latency_ms", ""), r.get("p99_latency_ms", ""))
+print()
+print("| value | -P | appendfsync | test | wisckey rps | redis rps | wisckey/redis | wisckey p50/p99 ms | redis p50/p99 ms |")
+print("|---|---|---|---|---|---|---|---|---|")
+for size in ("d1024", "d16384"):
+    for pipe in ("P1", "P16"):
+        for fsync in ("always", "everysec"):
+            for test in ("SET", "GET", "MSET", "INCR"):
+                w = rows.get((size, pipe, fsync, test, "wisckey"))
+                r = rows.get((size, pipe, fsync, test, "redis"))
+                if not w or not r:
+                    continue
+                print(f"| {size[1:]} | {pipe[1:]} | {fsync} | {test} | {w[0]:.0f} | {r[0]:.0f} | {w[0]/r[0]:.2f} | {w[1]}/{w[2]} | {r[1]}/{r[2]} |")
+PY
+cat "$out/summary.txt"
