@@ -36,13 +36,21 @@ pub struct LiveRange {
     pub end: LogPosition,
 }
 
+/// An open segment file and its name.
+#[derive(Debug, Clone)]
+struct OpenSegment {
+    file: Arc<dyn ReadableFile>,
+    name: Arc<str>,
+}
+
 /// Shared reader of the value log.
 #[derive(Debug)]
 pub struct VlogReader {
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
     opts: VlogOptions,
-    handles: RwLock<HashMap<u64, Arc<dyn ReadableFile>>>,
+    /// Open segments with their file names (named in errors; formatted once per open).
+    handles: RwLock<HashMap<u64, OpenSegment>>,
     /// Verified values of recent point reads (`Options::value_cache_size`; none at 0).
     value_cache: Option<ValueCache>,
 }
@@ -100,21 +108,22 @@ impl VlogReader {
         limits: LiveRange,
         cached: bool,
     ) -> Result<Vec<u8>> {
-        let name = || vlog_file_name(&self.dir, ptr.segment).display().to_string();
         let cache = self.value_cache.as_ref().filter(|_| cached);
         if let Some(cache) = cache {
             if let Some(value) = cache.get(ptr, expected_key) {
                 // The pointer must still pass the checks a file read makes.
-                self.check_pointer(ptr, limits, &name())?;
+                self.check_pointer(ptr, limits)?;
                 return Ok(value.to_vec());
             }
         }
-        let name = name();
-        let bad = |why: &str| Error::corruption(&name, ptr.offset, format!("value pointer: {why}"));
-        self.check_pointer(ptr, limits, &name)?;
-        let file = self.segment(ptr.segment, &name)?;
+        self.check_pointer(ptr, limits)?;
+        let OpenSegment { file, name } = self.segment(ptr.segment)?;
         if ptr.end() > file.len()? {
-            return Err(bad("record extends past the end of the segment file"));
+            return Err(Error::corruption(
+                &*name,
+                ptr.offset,
+                "value pointer: record extends past the end of the segment file",
+            ));
         }
         let mut record = vec![0u8; ptr.len as usize];
         file.read_exact_at(ptr.offset, &mut record, &name)?;
@@ -146,7 +155,6 @@ impl VlogReader {
                 .map(|(ptr, key)| self.read_value_filling(ptr, key, limits, false))
                 .collect();
         }
-        let name = vlog_file_name(&self.dir, first.segment).display().to_string();
         // Every pointer passes the single-read checks, bounds included, before the read.
         let whole = ValuePointer {
             segment: first.segment,
@@ -163,23 +171,23 @@ impl VlogReader {
         };
         let checked = run
             .iter()
-            .map(|(ptr, _)| self.check_pointer(ptr, limits, &name))
+            .map(|(ptr, _)| self.check_pointer(ptr, limits))
             .collect::<Result<Vec<()>>>();
-        let bytes = checked.and_then(|_| {
-            let file = self.segment(whole.segment, &name)?;
+        let read = checked.and_then(|_| {
+            let OpenSegment { file, name } = self.segment(whole.segment)?;
             if whole.end() > file.len()? {
                 return Err(Error::corruption(
-                    &name,
+                    &*name,
                     whole.offset,
                     "value pointer: record extends past the end of the segment file",
                 ));
             }
             let mut bytes = vec![0u8; whole.len as usize];
             file.read_exact_at(whole.offset, &mut bytes, &name)?;
-            Ok(bytes)
+            Ok((bytes, name))
         });
-        match bytes {
-            Ok(bytes) => run
+        match read {
+            Ok((bytes, name)) => run
                 .iter()
                 .map(|(ptr, key)| {
                     let start = (ptr.offset - whole.offset) as usize;
@@ -196,8 +204,15 @@ impl VlogReader {
     }
 
     /// The checks `read_value` makes before reading.
-    fn check_pointer(&self, ptr: &ValuePointer, limits: LiveRange, name: &str) -> Result<()> {
-        let bad = |why: &str| Error::corruption(name, ptr.offset, format!("value pointer: {why}"));
+    fn check_pointer(&self, ptr: &ValuePointer, limits: LiveRange) -> Result<()> {
+        let bad = |why: &str| {
+            let name = vlog_file_name(&self.dir, ptr.segment);
+            Error::corruption(
+                name.display().to_string(),
+                ptr.offset,
+                format!("value pointer: {why}"),
+            )
+        };
         if ptr.segment > limits.end.segment {
             return Err(bad("segment outside the live value log"));
         }
@@ -221,26 +236,26 @@ impl VlogReader {
         self.handles.write().remove(&n);
     }
 
-    fn segment(&self, n: u64, name: &str) -> Result<Arc<dyn ReadableFile>> {
-        if let Some(file) = self.handles.read().get(&n) {
-            return Ok(Arc::clone(file));
+    fn segment(&self, n: u64) -> Result<OpenSegment> {
+        if let Some(open) = self.handles.read().get(&n) {
+            return Ok(open.clone());
         }
-        let file = self
-            .fs
-            .open_read(&vlog_file_name(&self.dir, n))
-            .map_err(|e| match &e {
-                Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
-                    Error::corruption(name, 0, "live value-log segment is missing")
-                }
-                _ => e,
-            })?;
+        let path = vlog_file_name(&self.dir, n);
+        let name: Arc<str> = Arc::from(path.display().to_string());
+        let file = self.fs.open_read(&path).map_err(|e| match &e {
+            Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                Error::corruption(&*name, 0, "live value-log segment is missing")
+            }
+            _ => e,
+        })?;
+        let file = OpenSegment { file, name };
         let mut handles = self.handles.write();
         if handles.len() >= MAX_CACHED_SEGMENTS {
             if let Some(&victim) = handles.keys().next() {
                 handles.remove(&victim);
             }
         }
-        Ok(Arc::clone(handles.entry(n).or_insert(file)))
+        Ok(handles.entry(n).or_insert(file).clone())
     }
 }
 
