@@ -147,3 +147,35 @@ fn mutated_and_random_input_never_panics_or_overruns() {
         let _ = feed(&mut rng, &input, limits);
     }
 }
+
+#[path = "../../../fuzz/resp_target.rs"]
+mod resp_target;
+
+/// The `resp_decoder` fuzz target's body on stable: every saved corpus and artifact input
+/// (`cargo +nightly fuzz run resp_decoder` writes them), then seeded random inputs.
+#[test]
+fn fuzz_target_replays_saved_and_random_inputs() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
+    for folder in ["corpus", "artifacts"] {
+        let Ok(entries) = std::fs::read_dir(root.join(folder).join("resp_decoder")) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let data = std::fs::read(entry.path()).expect("read a saved input");
+            resp_target::resp_decoder(&data);
+        }
+    }
+    let seed = env_u64("WISCKEY_RESP_SEED", 16);
+    let mut rng = SmallRng::seed_from_u64(seed ^ 0x5eed);
+    for _ in 0..env_u64("WISCKEY_RESP_CASES", 2000) {
+        let mut data = vec![rng.gen::<u8>()];
+        for _ in 0..rng.gen_range(1..4) {
+            encode(&random_command(&mut rng), &mut data);
+        }
+        if rng.gen_bool(0.5) {
+            let at = rng.gen_range(1..data.len());
+            data[at] = rng.gen();
+        }
+        resp_target::resp_decoder(&data);
+    }
+}
