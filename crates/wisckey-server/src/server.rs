@@ -199,8 +199,21 @@ struct Batch {
 }
 
 fn run_batch(shared: &Shared, mut b: Batch, limit: usize) -> Batch {
+    // Whether a lone command made a synced write, covering the whole batch. Only for a
+    // batch of one command: measured with 50 clients, a synced last write helped lone
+    // INCRs and SETs (one trip through the commit queue instead of two) but slowed
+    // pipelined SETs against one sync after the batch, which concurrent batches can share.
+    let mut covered = false;
+    let lone = b.pending.len() == 1;
     while let Some(args) = b.pending.pop_front() {
-        let (reply, after) = cmd::execute(shared, &mut b.client, &args);
+        let ((reply, after), synced) = if lone {
+            shared
+                .store
+                .last_in_batch(|| cmd::execute(shared, &mut b.client, &args))
+        } else {
+            (cmd::execute(shared, &mut b.client, &args), false)
+        };
+        covered = synced;
         if after != After::Shutdown {
             reply.encode(&mut b.out);
         }
@@ -214,7 +227,12 @@ fn run_batch(shared: &Shared, mut b: Batch, limit: usize) -> Batch {
         }
     }
     // Nothing these replies acknowledge or show may be lost once they are sent.
-    if let Err(e) = shared.store.make_durable() {
+    let durable = if covered {
+        Ok(())
+    } else {
+        shared.store.make_durable()
+    };
+    if let Err(e) = durable {
         b.out.clear();
         Reply::err(format!("ERR {e}")).encode(&mut b.out);
         b.pending.clear();
