@@ -289,6 +289,14 @@ fn read_exact_vec(input: &mut impl Read, len: u64, what: &str) -> CliResult<Vec<
 }
 
 pub fn load(args: &LoadArgs) -> CliResult {
+    // The input is opened before the database, so a wrong path creates nothing.
+    let source: Box<dyn Read> = match &args.input {
+        Some(path) => {
+            Box::new(std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?)
+        }
+        None => Box::new(std::io::stdin().lock()),
+    };
+    let existed = args.db.join("CURRENT").exists();
     let options = Options {
         create_if_missing: args.create,
         ..Options::default()
@@ -303,12 +311,37 @@ pub fn load(args: &LoadArgs) -> CliResult {
         )
         .into());
     }
-    let source: Box<dyn Read> = match &args.input {
-        Some(path) => {
-            Box::new(std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?)
+    let result = load_into(&db, source, args);
+    match result {
+        Ok(count) => {
+            db.close()?;
+            eprintln!("loaded {count} entries");
+            Ok(())
         }
-        None => Box::new(std::io::stdin().lock()),
-    };
+        Err(e) => {
+            // What was written before the error stays (nothing is ever deleted); say so.
+            let written = db
+                .keys::<&[u8], _>(..)
+                .map(|keys| keys.count())
+                .unwrap_or(0);
+            let _ = db.close();
+            let what = if existed {
+                "the database"
+            } else {
+                "the database this load created"
+            };
+            Err(format!(
+                "{e}; {what} ({}) now holds {written} keys: batches written before the error \
+                 were kept",
+                args.db.display()
+            )
+            .into())
+        }
+    }
+}
+
+/// Reads every entry of `source` into `db` in batches; returns how many were read.
+fn load_into(db: &Db, source: Box<dyn Read>, args: &LoadArgs) -> CliResult<u64> {
     let mut input = BufReader::new(source);
     let progress = bar("load");
     let mut batch = WriteBatch::new();
@@ -349,7 +382,5 @@ pub fn load(args: &LoadArgs) -> CliResult {
     }
     db.flush()?;
     progress.finish_and_clear();
-    db.close()?;
-    eprintln!("loaded {count} entries");
-    Ok(())
+    Ok(count)
 }

@@ -239,3 +239,55 @@ fn a_full_disk_fails_the_load_with_one_line_and_loses_nothing() {
     let report = db.check().expect("check");
     assert!(report.is_ok(), "{:?}", report.problems);
 }
+
+/// `load --create` opens its input before creating anything: a missing file leaves no
+/// database behind. A bad record midway keeps the batches written before it (nothing is
+/// ever deleted) and the one error line says what the database now holds.
+#[test]
+fn a_failed_load_creates_nothing_or_says_what_it_kept() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let db = tmp.path().join("db");
+    let db_arg = db.to_str().expect("utf-8 path");
+    let missing = tmp.path().join("missing.jsonl");
+    let line = failure_line(&[
+        "load",
+        "--db",
+        db_arg,
+        "--create",
+        "--format",
+        "jsonl",
+        "--in",
+        missing.to_str().expect("utf-8 path"),
+    ]);
+    assert!(line.contains("missing.jsonl"), "{line}");
+    assert!(
+        !db.exists(),
+        "a load whose input is missing created {}",
+        db.display()
+    );
+
+    let input = tmp.path().join("bad.jsonl");
+    std::fs::write(
+        &input,
+        "{\"key\":\"a\",\"value\":\"1\"}\n{\"key\":\"b\",\"value\":\"2\"}\nnot json\n",
+    )
+    .expect("write input");
+    let line = failure_line(&[
+        "load",
+        "--db",
+        db_arg,
+        "--create",
+        "--format",
+        "jsonl",
+        "--in",
+        input.to_str().expect("utf-8 path"),
+    ]);
+    assert!(line.contains("line 3"), "{line}");
+    assert!(line.contains("the database this load created"), "{line}");
+    // Entries go in by batches of many MiB: the two before the bad line were still in the
+    // unwritten batch.
+    assert!(line.contains("now holds 0 keys"), "{line}");
+    let reopened = Db::open(&db, Options::default()).expect("reopen");
+    assert_eq!(reopened.get("a").expect("get"), None);
+    reopened.close().expect("close");
+}
