@@ -57,7 +57,7 @@ enum Command {
     /// table entries still read, when they are damaged or lost. Deletes nothing: replaced
     /// files go to DIR/lost/repair-N/. The database must not be open.
     Repair(maint::StatsArgs),
-    /// Serve the database over the Redis protocol (RESP2) until SHUTDOWN or SIGTERM:
+    /// Serve the database over the Redis protocol (RESP2, RESP3) until SHUTDOWN or SIGTERM:
     /// redis-cli, Redis client libraries and redis-benchmark work unchanged.
     Serve(serve::ServeArgs),
 }

@@ -1,4 +1,4 @@
-//! RESP2: the request decoder (multibulk arrays of bulk strings, and inline commands as
+//! RESP2 (and RESP3 replies, after `HELLO 3`): the request decoder (multibulk arrays of bulk strings, and inline commands as
 //! redis-cli and redis-benchmark's PING_INLINE send them) and the reply encoder.
 //!
 //! The decoder is incremental: [`Decoder::next`] takes the bytes received so far and either
@@ -352,6 +352,8 @@ pub enum Reply {
     Nil,
     /// `*n` and the elements.
     Array(Vec<Reply>),
+    /// Field/value pairs: RESP3 `%n`; in RESP2 a flat array of 2n elements.
+    Map(Vec<(Reply, Reply)>),
 }
 
 impl Reply {
@@ -374,6 +376,12 @@ impl Reply {
 
     /// Appends the RESP2 encoding to `out`.
     pub fn encode(&self, out: &mut Vec<u8>) {
+        self.encode_as(out, false);
+    }
+
+    /// Appends the encoding to `out`: RESP3 (after `HELLO 3`) when `resp3`, else RESP2.
+    /// They differ only in nil (`_` against `$-1`) and maps.
+    pub fn encode_as(&self, out: &mut Vec<u8>, resp3: bool) {
         match self {
             Reply::Simple(s) => {
                 out.push(b'+');
@@ -393,13 +401,25 @@ impl Reply {
                 out.extend_from_slice(b"\r\n");
                 out.extend_from_slice(b);
             }
+            Reply::Nil if resp3 => out.push(b'_'),
             Reply::Nil => out.extend_from_slice(b"$-1"),
             Reply::Array(items) => {
                 out.push(b'*');
                 out.extend_from_slice(items.len().to_string().as_bytes());
                 out.extend_from_slice(b"\r\n");
                 for item in items {
-                    item.encode(out);
+                    item.encode_as(out, resp3);
+                }
+                return;
+            }
+            Reply::Map(pairs) => {
+                let n = if resp3 { pairs.len() } else { 2 * pairs.len() };
+                out.push(if resp3 { b'%' } else { b'*' });
+                out.extend_from_slice(n.to_string().as_bytes());
+                out.extend_from_slice(b"\r\n");
+                for (k, v) in pairs {
+                    k.encode_as(out, resp3);
+                    v.encode_as(out, resp3);
                 }
                 return;
             }
@@ -549,5 +569,18 @@ mod tests {
             out,
             b"*6\r\n+OK\r\n-ERR a  b\r\n:-3\r\n$1\r\nx\r\n$-1\r\n*0\r\n"
         );
+    }
+
+    #[test]
+    fn resp3_differs_only_in_nil_and_maps() {
+        let reply = Reply::Array(vec![
+            Reply::Nil,
+            Reply::Map(vec![(Reply::bulk("k"), Reply::Integer(1))]),
+        ]);
+        let (mut v2, mut v3) = (Vec::new(), Vec::new());
+        reply.encode_as(&mut v2, false);
+        reply.encode_as(&mut v3, true);
+        assert_eq!(v2, b"*2\r\n$-1\r\n*2\r\n$1\r\nk\r\n:1\r\n");
+        assert_eq!(v3, b"*2\r\n_\r\n%1\r\n$1\r\nk\r\n:1\r\n");
     }
 }

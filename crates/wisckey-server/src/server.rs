@@ -215,7 +215,7 @@ fn run_batch(shared: &Shared, mut b: Batch, limit: usize) -> Batch {
         };
         covered = synced;
         if after != After::Shutdown {
-            reply.encode(&mut b.out);
+            reply.encode_as(&mut b.out, b.client.resp3);
         }
         if after != After::Continue {
             b.after = after;
@@ -255,6 +255,7 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream) -> Result<(), Er
             id: shared.client_id(),
             name: None,
             authed: config.requirepass.is_none(),
+            resp3: false,
         },
         pending: VecDeque::new(),
         out: Vec::new(),

@@ -448,7 +448,7 @@ fn server_and_connection_commands() -> R<()> {
     let hello: Vec<Value> = cmd("HELLO").arg(2).query(&mut c)?;
     assert_eq!(hello.len(), 14);
     assert_eq!(
-        err_text(cmd("HELLO").arg(3).query(&mut c)),
+        err_text(cmd("HELLO").arg(4).query(&mut c)),
         "NOPROTO sorry, this protocol version is not supported"
     );
     let count: i64 = cmd("COMMAND").arg("COUNT").query(&mut c)?;

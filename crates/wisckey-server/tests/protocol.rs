@@ -192,3 +192,30 @@ fn idle_clients_are_closed_after_the_timeout() {
         "{waited:?}"
     );
 }
+
+#[test]
+fn hello_3_switches_replies_to_resp3() {
+    let s = TestServer::start(|_| {});
+    let mut c = s.raw();
+    c.send(&resp(&[b"SET", b"a", b"1"]));
+    c.expect(b"+OK\r\n");
+    c.send(&resp(&[b"HELLO", b"3"]));
+    c.expect(b"%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$5\r\n7.0.0\r\n");
+    c.expect(b"$5\r\nproto\r\n:3\r\n$2\r\nid\r\n:");
+    let mut rest = Vec::new();
+    while !rest.ends_with(b"$7\r\nmodules\r\n*0\r\n") {
+        let mut byte = [0u8; 1];
+        c.0.read_exact(&mut byte).expect("HELLO reply");
+        rest.push(byte[0]);
+    }
+    // Nil is `_`, maps are `%`; everything else as in RESP2.
+    c.send(&resp(&[b"MGET", b"a", b"missing"]));
+    c.expect(b"*2\r\n$1\r\n1\r\n_\r\n");
+    c.send(&resp(&[b"CONFIG", b"GET", b"save"]));
+    c.expect(b"%1\r\n$4\r\nsave\r\n$0\r\n\r\n");
+    c.send(&resp(&[b"HELLO", b"2"]));
+    c.expect(b"*14\r\n");
+    let mut c2 = s.raw();
+    c2.send(&resp(&[b"GET", b"missing"]));
+    c2.expect(b"$-1\r\n");
+}

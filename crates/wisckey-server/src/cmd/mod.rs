@@ -75,6 +75,8 @@ pub struct Client {
     pub name: Option<Vec<u8>>,
     /// Whether AUTH succeeded (always true without requirepass).
     pub authed: bool,
+    /// Whether replies are RESP3 (`HELLO 3`); RESP2 otherwise.
+    pub resp3: bool,
 }
 
 /// What the connection does after sending a command's reply.

@@ -65,12 +65,14 @@ pub(super) fn auth(sh: &Shared, client: &mut Client, a: Args<'_>) -> Result<Repl
     Ok(reply.unwrap_or(Reply::OK))
 }
 
-/// HELLO [protover [AUTH user pass] [SETNAME name]]: RESP2 only (HELLO 3 is refused with
-/// NOPROTO, which clients take as "stay on RESP2").
+/// HELLO [protover [AUTH user pass] [SETNAME name]]: RESP2 or RESP3. RESP3 changes only
+/// how nil and maps are written (see `resp.rs`); the commands reply the same values.
 pub(super) fn hello(sh: &Shared, client: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
+    let mut resp3 = client.resp3;
     if let Some(v) = a.get(1) {
         match crate::resp::parse_int(v) {
-            Some(2) => {}
+            Some(2) => resp3 = false,
+            Some(3) => resp3 = true,
             Some(_) => {
                 return Ok(Reply::err(
                     "NOPROTO sorry, this protocol version is not supported",
@@ -106,21 +108,16 @@ pub(super) fn hello(sh: &Shared, client: &mut Client, a: Args<'_>) -> Result<Rep
     if name.is_some() {
         client.name = name;
     }
-    Ok(Reply::Array(vec![
-        Reply::bulk("server"),
-        Reply::bulk("redis"),
-        Reply::bulk("version"),
-        Reply::bulk(REDIS_COMPAT_VERSION),
-        Reply::bulk("proto"),
-        Reply::Integer(2),
-        Reply::bulk("id"),
-        Reply::Integer(client.id as i64),
-        Reply::bulk("mode"),
-        Reply::bulk("standalone"),
-        Reply::bulk("role"),
-        Reply::bulk("master"),
-        Reply::bulk("modules"),
-        Reply::Array(vec![]),
+    client.resp3 = resp3;
+    let field = |k: &'static str, v: Reply| (Reply::bulk(k), v);
+    Ok(Reply::Map(vec![
+        field("server", Reply::bulk("redis")),
+        field("version", Reply::bulk(REDIS_COMPAT_VERSION)),
+        field("proto", Reply::Integer(if resp3 { 3 } else { 2 })),
+        field("id", Reply::Integer(client.id as i64)),
+        field("mode", Reply::bulk("standalone")),
+        field("role", Reply::bulk("master")),
+        field("modules", Reply::Array(vec![])),
     ]))
 }
 
@@ -229,11 +226,10 @@ pub(super) fn config(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, 
             .iter()
             .any(|p| glob::matches(&p.to_ascii_lowercase(), name.as_bytes()))
         {
-            out.push(Reply::bulk(*name));
-            out.push(Reply::bulk(value.as_str()));
+            out.push((Reply::bulk(*name), Reply::bulk(value.as_str())));
         }
     }
-    Ok(Reply::Array(out))
+    Ok(Reply::Map(out))
 }
 
 /// INFO [section...]: server, clients, persistence, stats, keyspace and the engine's own
