@@ -1,4 +1,5 @@
-//! A Redis-protocol (RESP2) server in front of a wisckey database: `wisckey serve`.
+//! A Redis-protocol server (RESP2, and RESP3 after `HELLO 3`) in front of a wisckey
+//! database: `wisckey serve`.
 //!
 //! redis-cli, Redis client libraries, redis-benchmark and proxies such as twemproxy talk to
 //! it unchanged. Strings with expiry are stored in the engine with a one-byte header
