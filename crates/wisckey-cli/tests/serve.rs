@@ -311,6 +311,36 @@ fn redis_cli_and_redis_benchmark_work_unchanged() {
     assert!(status.success(), "{status}");
 }
 
+#[test]
+fn redis_cli_scan_returns_every_long_key_once() {
+    if !redis_tool("redis-cli") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let mut server = serve(dir.path(), &[]);
+    let port = server.port;
+    // Keys far longer than a u64's worth of direct cursor digits (6 bytes).
+    let mut mass = Vec::new();
+    let mut wanted = std::collections::BTreeSet::new();
+    for i in 0..1500 {
+        let key = format!("long:{i:05}:{}", "x".repeat(i % 40));
+        mass.extend(request(&[b"SET", key.as_bytes(), b"1"]));
+        mass.extend(request(&[b"SET", format!("other:{key}").as_bytes(), b"1"]));
+        wanted.insert(key);
+    }
+    let out = cli(port, &["--pipe"], Some(&mass));
+    assert!(out.contains("errors: 0, replies: 3000"), "{out}");
+    // redis-cli keeps the cursor in an unsigned 64-bit integer (strtoull, then %llu).
+    let out = cli(port, &["--scan", "--pattern", "long:*"], None);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), wanted.len(), "each key once: {out:.300}");
+    let got: std::collections::BTreeSet<String> = lines.iter().map(|l| l.to_string()).collect();
+    assert_eq!(got, wanted);
+    let _ = cli(port, &["SHUTDOWN"], None);
+    let status = server.child.wait().expect("wait");
+    assert!(status.success(), "{status}");
+}
+
 /// A free loopback port (bound and released; nutcracker takes its port from a file).
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")

@@ -77,6 +77,10 @@ pub struct Config {
     pub enable_flushdb: bool,
     /// How often the expiry sweeper looks for expired keys. Default 100 ms.
     pub sweep_interval: Duration,
+    /// Most SCAN cursors for keys longer than 6 bytes the server remembers (the oldest
+    /// are evicted; an evicted cursor gets `ERR invalid cursor`). Shorter keys' cursors
+    /// need no memory. Default 100,000.
+    pub scan_cursor_table: usize,
     /// The engine's options (the defaults unless a caller embeds the server).
     pub engine: wisckey::Options,
 }
@@ -95,6 +99,7 @@ impl Config {
             output_buffer_limit: 32 << 20,
             enable_flushdb: false,
             sweep_interval: Duration::from_millis(100),
+            scan_cursor_table: 100_000,
             engine: wisckey::Options::default(),
         }
     }
@@ -108,8 +113,10 @@ impl Config {
         if l.max_query_len < l.max_bulk_len {
             return Err("limits: the query buffer limit must be at least the bulk limit".into());
         }
-        if self.max_clients == 0 || self.output_buffer_limit == 0 {
-            return Err("max clients and the output-buffer limit must be > 0".into());
+        if self.max_clients == 0 || self.output_buffer_limit == 0 || self.scan_cursor_table == 0 {
+            return Err(
+                "max clients, the output-buffer limit and the SCAN cursor table must be > 0".into(),
+            );
         }
         if self.requirepass.as_ref().is_some_and(|p| p.is_empty()) {
             return Err("requirepass must not be empty".into());

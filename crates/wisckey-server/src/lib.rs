@@ -16,6 +16,7 @@
 
 mod cmd;
 mod config;
+mod cursor;
 mod error;
 pub mod format;
 mod glob;

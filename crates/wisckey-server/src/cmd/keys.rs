@@ -1,11 +1,10 @@
 //! Keyspace commands: DEL/UNLINK, EXISTS, EXPIRE/PEXPIRE/EXPIREAT/PEXPIREAT, TTL/PTTL,
 //! PERSIST, TYPE, SCAN, DBSIZE, FLUSHDB/FLUSHALL.
 //!
-//! SCAN's cursor is the next key itself, so a scan is resumable and sees every key that
-//! exists from the scan's start to its end (Redis's guarantee), in key order, never twice.
-//! The cursor is written in decimal digits so that clients which parse cursors as
-//! integers (redis-py) carry it unchanged: `1` followed by each byte as three digits
-//! (`000`..`255`). `0` starts and ends a scan, as in Redis.
+//! SCAN's cursor stands for the next key, so a scan sees every key that exists from the
+//! scan's start to its end (Redis's guarantee), in key order, never twice. The cursor is a
+//! decimal number that fits in a `u64` (short keys written directly, longer ones through a
+//! bounded table: see `crate::cursor`). `0` starts and ends a scan, as in Redis.
 
 use super::{not_integer, syntax_error, Client, Shared};
 use crate::error::Error;
@@ -134,38 +133,8 @@ pub(super) fn type_(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, E
     }))
 }
 
-/// Encodes a key as a SCAN cursor (see the module docs).
-pub fn encode_cursor(key: &[u8]) -> String {
-    let mut s = String::with_capacity(1 + 3 * key.len());
-    s.push('1');
-    for b in key {
-        s.push_str(&format!("{b:03}"));
-    }
-    s
-}
-
-/// Decodes a SCAN cursor: `Some(key)` to resume at, `Some(empty)` for `0`, `None` if it is
-/// not a cursor this server made.
-pub fn decode_cursor(cursor: &[u8]) -> Option<Vec<u8>> {
-    if cursor == b"0" {
-        return Some(Vec::new());
-    }
-    let digits = cursor.strip_prefix(b"1")?;
-    if digits.len() % 3 != 0 || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    digits
-        .chunks_exact(3)
-        .map(|d| {
-            let n =
-                u32::from(d[0] - b'0') * 100 + u32::from(d[1] - b'0') * 10 + u32::from(d[2] - b'0');
-            u8::try_from(n).ok()
-        })
-        .collect()
-}
-
 pub(super) fn scan(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
-    let Some(start) = decode_cursor(&a[1]) else {
+    let Some(start) = sh.cursors.decode(&a[1]) else {
         return Ok(Reply::err("ERR invalid cursor"));
     };
     let (mut pattern, mut count, mut type_ok) = (None, 10usize, true);
@@ -198,7 +167,7 @@ pub(super) fn scan(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Er
         .filter(|(_, v)| v.is_some())
         .map(|(k, _)| Reply::Bulk(k))
         .collect();
-    let cursor = next.map_or_else(|| "0".to_string(), |k| encode_cursor(&k));
+    let cursor = next.map_or_else(|| "0".to_string(), |k| sh.cursors.encode(&k));
     Ok(Reply::Array(vec![Reply::bulk(cursor), Reply::Array(found)]))
 }
 
@@ -224,22 +193,4 @@ pub(super) fn flushdb(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply,
     }
     sh.store.flush_all(10_000)?;
     Ok(Reply::OK)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cursor_round_trips() {
-        for key in [&b"a"[..], b"\x00\xff", b"user:1000", b""] {
-            let c = encode_cursor(key);
-            assert!(c.bytes().all(|b| b.is_ascii_digit()) && c.starts_with('1'));
-            assert_eq!(decode_cursor(c.as_bytes()).as_deref(), Some(key));
-        }
-        assert_eq!(decode_cursor(b"0"), Some(vec![]));
-        for bad in [&b"2"[..], b"10", b"1256", b"1abc", b"", b"00"] {
-            assert_eq!(decode_cursor(bad), None);
-        }
-    }
 }

@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use crate::config::Config;
+use crate::cursor::Cursors;
 use crate::error::Error;
 use crate::resp::Reply;
 use crate::store::Store;
@@ -44,6 +45,8 @@ pub struct Shared {
     pub stats: Stats,
     /// Set to `true` to shut the server down (SHUTDOWN, a signal, or an embedding caller).
     pub shutdown: tokio::sync::watch::Sender<bool>,
+    /// SCAN's table of cursors for long keys.
+    pub cursors: Cursors,
     next_client_id: AtomicU64,
 }
 
@@ -52,6 +55,7 @@ impl Shared {
     pub fn new(store: Store, config: Config) -> Shared {
         Shared {
             store,
+            cursors: Cursors::new(config.scan_cursor_table),
             config,
             started: Instant::now(),
             stats: Stats::default(),
