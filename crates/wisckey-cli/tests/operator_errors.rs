@@ -248,17 +248,19 @@ fn a_failed_load_creates_nothing_or_says_what_it_kept() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let db = tmp.path().join("db");
     let db_arg = db.to_str().expect("utf-8 path");
-    let missing = tmp.path().join("missing.jsonl");
-    let line = failure_line(&[
-        "load",
-        "--db",
-        db_arg,
-        "--create",
-        "--format",
-        "jsonl",
-        "--in",
-        missing.to_str().expect("utf-8 path"),
-    ]);
+    let load_jsonl = |input: &Path| {
+        failure_line(&[
+            "load",
+            "--db",
+            db_arg,
+            "--create",
+            "--format",
+            "jsonl",
+            "--in",
+            input.to_str().expect("utf-8 path"),
+        ])
+    };
+    let line = load_jsonl(&tmp.path().join("missing.jsonl"));
     assert!(line.contains("missing.jsonl"), "{line}");
     assert!(
         !db.exists(),
@@ -272,16 +274,7 @@ fn a_failed_load_creates_nothing_or_says_what_it_kept() {
         "{\"key\":\"a\",\"value\":\"1\"}\n{\"key\":\"b\",\"value\":\"2\"}\nnot json\n",
     )
     .expect("write input");
-    let line = failure_line(&[
-        "load",
-        "--db",
-        db_arg,
-        "--create",
-        "--format",
-        "jsonl",
-        "--in",
-        input.to_str().expect("utf-8 path"),
-    ]);
+    let line = load_jsonl(&input);
     assert!(line.contains("line 3"), "{line}");
     assert!(line.contains("the database this load created"), "{line}");
     // Entries go in by batches of many MiB: the two before the bad line were still in the
