@@ -45,6 +45,9 @@ pub use db::{
 pub use error::{Error, Result};
 pub use gc::{GcOutcome, SegmentState, SegmentView, VictimOrder};
 pub use iter::{DbIterator, Entries, Keys, Range};
-pub use options::{Options, ReadOptions, RecoveryMode, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE};
+pub use options::{
+    Options, ReadOptions, RecoveryMode, WriteOptions, MAX_KEY_SIZE, MAX_SCAN_LENGTH_HINT,
+    MAX_VALUE_SIZE,
+};
 pub use position::LogPosition;
 pub use snapshot::Snapshot;

@@ -357,4 +357,15 @@ pub struct ReadOptions {
     /// Iterators: the caller reads keys only, so no value is read ahead of it (a key-only
     /// scan never touches the value log); `value()` still reads one when asked.
     pub keys_only: bool,
+    /// Iterators: about how many entries the caller reads after each positioning call (a
+    /// query's `LIMIT`; Badger's `PrefetchSize`). When set, read-ahead starts at the seek
+    /// itself with a window of that many entries (at most [`MAX_SCAN_LENGTH_HINT`], and
+    /// 8 MiB of values), so a short scan issues all its value reads at once; without it a
+    /// scan reads ahead from its second entry with a window that starts at 4 and doubles
+    /// per refill up to [`Options::scan_readahead_entries`]. Default `None`: a seek may be
+    /// a point lookup, and reading values ahead of one would waste device reads.
+    pub scan_length_hint: Option<usize>,
 }
+
+/// The largest [`ReadOptions::scan_length_hint`] honoured; larger hints are clamped to it.
+pub const MAX_SCAN_LENGTH_HINT: usize = 1024;

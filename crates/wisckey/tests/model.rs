@@ -85,6 +85,8 @@ fn check_iterator(db: &Db, model: &Model, snapshot: Option<&Snapshot>, rng: &mut
         upper_bound: upper.clone(),
         // Sometimes scan keys-only: values are then read one by one, never ahead.
         keys_only: rng.gen_bool(0.2),
+        // Sometimes a scan-length hint: read-ahead from the seek, stopping at the hint.
+        scan_length_hint: rng.gen_bool(0.3).then(|| rng.gen_range(1..80)),
     };
     let in_bounds: Vec<(&Vec<u8>, &Vec<u8>)> = model
         .iter()

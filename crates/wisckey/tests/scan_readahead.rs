@@ -133,7 +133,15 @@ fn read_ahead_never_changes_what_the_iterator_shows() {
         (Some(key(590)), None),
     ];
     let mut traces: Vec<Vec<String>> = Vec::new();
-    for readahead in [true, false] {
+    // Without read-ahead (the reference, first), with it, and with scan-length hints short
+    // and long against the walk's runs of `next`.
+    for (readahead, hint) in [
+        (false, None),
+        (true, None),
+        (true, Some(1)),
+        (true, Some(7)),
+        (true, Some(60)),
+    ] {
         let db =
             Db::open(Path::new("/db"), options(Arc::new(mem.clone()), readahead)).expect("reopen");
         let mut trace = Vec::new();
@@ -141,6 +149,7 @@ fn read_ahead_never_changes_what_the_iterator_shows() {
             let opts = ReadOptions {
                 lower_bound: lower.clone(),
                 upper_bound: upper.clone(),
+                scan_length_hint: hint,
                 ..ReadOptions::default()
             };
             let mut it = db.iter(&opts).expect("iter");
@@ -176,9 +185,81 @@ fn read_ahead_never_changes_what_the_iterator_shows() {
         traces.push(trace);
         db.close().expect("close");
     }
-    assert_eq!(traces[0].len(), traces[1].len());
-    for (step, (with, without)) in traces[0].iter().zip(&traces[1]).enumerate() {
-        assert_eq!(with, without, "step {step}: with read-ahead vs without");
+    for (variant, trace) in traces.iter().enumerate().skip(1) {
+        assert_eq!(trace.len(), traces[0].len());
+        for (step, (with, without)) in trace.iter().zip(&traces[0]).enumerate() {
+            assert_eq!(
+                with, without,
+                "variant {variant}, step {step}: vs without read-ahead"
+            );
+        }
+    }
+}
+
+/// With `scan_length_hint`, every value read of a short scan is in flight before its first
+/// `value()`, and a scan that stops at the hinted length reads no value beyond it; a scan
+/// that goes on past the hint still sees every entry.
+#[test]
+fn a_hinted_scan_reads_its_values_at_once_and_none_past_the_hint() {
+    let fs = HookFs::new(SlowLogReads::default());
+    let db = Db::open(Path::new("/db"), options(Arc::new(fs.clone()), true)).expect("open");
+    // Written in descending key order: no two values a forward scan reads are back to back
+    // in the log, so each value is one read (no coalesced runs) and reads can be counted.
+    let mut model = BTreeMap::new();
+    for i in (0..300).rev() {
+        db.put(key(i), value(i, 0)).expect("put");
+        model.insert(key(i), value(i, 0));
+    }
+    db.flush().expect("flush");
+    let keys: Vec<&Vec<u8>> = model.keys().collect();
+    for hint in [1usize, 5, 40] {
+        let opts = ReadOptions {
+            scan_length_hint: Some(hint),
+            ..ReadOptions::default()
+        };
+        let before = fs.hooks.reads.load(Ordering::SeqCst);
+        fs.hooks.most.store(0, Ordering::SeqCst);
+        let mut it = db.iter(&opts).expect("iter");
+        it.seek(keys[100]);
+        let mut seen = Vec::new();
+        for _ in 0..hint {
+            assert!(it.valid());
+            seen.push((it.key().to_vec(), it.value().expect("value")));
+            it.next();
+        }
+        // Positioned on the entry after the hinted ones, its value not read yet.
+        assert!(it.valid());
+        assert_eq!(it.key(), keys[100 + hint].as_slice());
+        it.status().expect("status");
+        let reads = fs.hooks.reads.load(Ordering::SeqCst) - before;
+        assert_eq!(
+            reads, hint,
+            "hint {hint}: value-log reads of a scan of {hint} entries"
+        );
+        if hint >= 5 {
+            let most = fs.hooks.most.load(Ordering::SeqCst);
+            assert!(most >= 4, "hint {hint}: at most {most} reads overlapped");
+        }
+        let expected: Vec<_> = model
+            .iter()
+            .skip(100)
+            .take(hint)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        assert_eq!(seen, expected);
+        // Going on past the hint: every later entry, exactly.
+        let mut rest = Vec::new();
+        while it.valid() {
+            rest.push((it.key().to_vec(), it.value().expect("value")));
+            it.next();
+        }
+        it.status().expect("status");
+        let expected_rest: Vec<_> = model
+            .iter()
+            .skip(100 + hint)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        assert_eq!(rest, expected_rest, "hint {hint}: the scan past the hint");
     }
 }
 
@@ -261,4 +342,30 @@ fn a_scan_of_values_written_in_key_order_reads_them_in_runs() {
         reads * 8 < 2000,
         "{reads} reads for 2000 back-to-back values"
     );
+}
+
+/// A hint never turns on read-ahead that `scan_readahead_entries = 0` turned off.
+#[test]
+fn a_hint_does_not_turn_read_ahead_on() {
+    let fs = HookFs::new(SlowLogReads::default());
+    let db = Db::open(Path::new("/db"), options(Arc::new(fs.clone()), false)).expect("open");
+    let model = fill(&db);
+    fs.hooks.most.store(0, Ordering::SeqCst);
+    let before = fs.hooks.reads.load(Ordering::SeqCst);
+    let opts = ReadOptions {
+        scan_length_hint: Some(50),
+        ..ReadOptions::default()
+    };
+    let mut it = db.iter(&opts).expect("iter");
+    it.seek_to_first();
+    let mut seen = Vec::new();
+    for _ in 0..50 {
+        seen.push((it.key().to_vec(), it.value().expect("value")));
+        it.next();
+    }
+    it.status().expect("status");
+    let expected: Vec<_> = model.into_iter().take(50).collect();
+    assert_eq!(seen, expected);
+    assert_eq!(fs.hooks.most.load(Ordering::SeqCst), 1, "reads overlapped");
+    assert!(fs.hooks.reads.load(Ordering::SeqCst) - before <= 50);
 }

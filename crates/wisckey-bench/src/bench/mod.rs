@@ -125,6 +125,14 @@ pub struct BenchArgs {
     /// seekrandom: entries read (value copied) after each seek.
     #[arg(long = "seek_nexts", default_value_t = 0)]
     seek_nexts: u64,
+    /// wisckey: tell each short scan's iterator how many entries it will read
+    /// (`ReadOptions::scan_length_hint`: `--seek_nexts` for seekrandom, the drawn scan length
+    /// for YCSB E), so read-ahead starts at the seek. The peers have no counterpart in the
+    /// same form (Badger prefetches 100 values per iterator by default). false: no hint.
+    #[arg(long = "scan_length_hint", action = ArgAction::Set, num_args = 0..=1,
+          default_value = "true", default_missing_value = "true",
+          value_parser = BoolishValueParser::new())]
+    scan_length_hint: bool,
     /// multireadrandom: keys per batch.
     #[arg(long = "batch_size", default_value_t = 1)]
     batch_size: u64,
@@ -211,6 +219,7 @@ fn run_in_process(args: &BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
         seed: args.seed,
         sync: args.sync,
         seek_nexts: args.seek_nexts,
+        scan_length_hint: args.scan_length_hint,
         batch_size: args.batch_size,
         histogram: args.histogram,
         writes: args.writes.unwrap_or(args.num),
@@ -384,6 +393,7 @@ fn run_ycsb(args: &BenchArgs, workload: ycsb::Workload) -> Result<(), Box<dyn st
         key_size: args.key_size,
         threads: args.threads,
         seed: args.seed,
+        scan_length_hint: args.scan_length_hint,
     };
     let options = engine_options(args);
     print_header(args, &path, &options);
@@ -526,7 +536,7 @@ fn print_header(args: &BenchArgs, path: &Path, options: &Options) {
     println!(
         "options:    value_threshold={} cache_size={} bloom_bits={} memtable_size={} \
          scan_readahead_entries={} scan_readahead_threads={} gc_space_amp_target={} \
-         value_cache_size={}",
+         value_cache_size={} scan_length_hint={}",
         options.value_threshold,
         options.block_cache_size,
         options.bloom_bits_per_key,
@@ -534,7 +544,8 @@ fn print_header(args: &BenchArgs, path: &Path, options: &Options) {
         options.scan_readahead_entries,
         options.scan_readahead_threads,
         options.gc_space_amp_target,
-        options.value_cache_size
+        options.value_cache_size,
+        args.scan_length_hint
     );
     println!("db:         {}", path.display());
     println!("------------------------------------------------");

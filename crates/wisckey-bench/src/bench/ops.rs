@@ -267,7 +267,12 @@ impl<'a> Worker<'a> {
         for _ in 0..self.config.reads {
             format_key(self.random_index(), self.config.key_size, &mut self.key);
             let t = self.op_started();
-            let mut it = self.db.iter(&ReadOptions::default())?;
+            let options = ReadOptions {
+                scan_length_hint: (self.config.scan_length_hint && self.config.seek_nexts > 0)
+                    .then_some(self.config.seek_nexts as usize),
+                ..ReadOptions::default()
+            };
+            let mut it = self.db.iter(&options)?;
             it.seek(&self.key);
             if it.valid() && it.key() == self.key.as_slice() {
                 self.stats.found += 1;

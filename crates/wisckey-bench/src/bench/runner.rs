@@ -113,6 +113,8 @@ pub struct Config {
     pub seed: u64,
     pub sync: bool,
     pub seek_nexts: u64,
+    /// Pass `seek_nexts` as `ReadOptions::scan_length_hint` to seekrandom's iterators.
+    pub scan_length_hint: bool,
     pub batch_size: u64,
     pub histogram: bool,
     /// overwrite: puts per thread (db_bench's --writes; default num).
@@ -241,6 +243,7 @@ mod tests {
             seed: 7,
             sync: false,
             seek_nexts: 5,
+            scan_length_hint: true,
             batch_size: 8,
             histogram: true,
             writes: 2000,

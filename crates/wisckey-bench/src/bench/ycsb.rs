@@ -74,6 +74,8 @@ pub struct YcsbConfig {
     pub key_size: usize,
     pub threads: u64,
     pub seed: u64,
+    /// Pass each scan's drawn length as `ReadOptions::scan_length_hint`.
+    pub scan_length_hint: bool,
 }
 
 /// Per-operation-type latencies and counts of one phase.
@@ -268,7 +270,11 @@ impl RunWorker<'_> {
     fn scan(&mut self) -> wisckey::Result<u64> {
         let mut entries = 0;
         let len = 1 + self.rng.next_u64() % MAX_SCAN;
-        let mut it = self.db.iter(&ReadOptions::default())?;
+        let options = ReadOptions {
+            scan_length_hint: self.config.scan_length_hint.then_some(len as usize),
+            ..ReadOptions::default()
+        };
+        let mut it = self.db.iter(&options)?;
         it.seek(&self.key);
         for _ in 0..len {
             if !it.valid() {
@@ -349,6 +355,7 @@ mod tests {
             key_size: 16,
             threads: 2,
             seed: 11,
+            scan_length_hint: true,
         };
         let loaded = load(&db, &config).expect("load");
         assert_eq!(loaded.ops, 2000);

@@ -199,9 +199,7 @@ pub(crate) fn iter<'a>(inner: &Arc<DbInner>, opts: &ReadOptions) -> Result<DbIte
         MergingIterator::new(children),
         seq,
         view.version,
-        opts.lower_bound.clone(),
-        opts.upper_bound.clone(),
-        opts.keys_only,
+        opts,
     ))
 }
 

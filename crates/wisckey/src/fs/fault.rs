@@ -421,6 +421,10 @@ impl ReadableFile for FaultReadable {
         check(&self.state, FsOp::ReadLen, &self.path)?;
         self.inner.len()
     }
+
+    fn advise_random(&self) {
+        self.inner.advise_random();
+    }
 }
 
 #[derive(Debug)]

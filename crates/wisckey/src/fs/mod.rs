@@ -83,6 +83,11 @@ pub trait ReadableFile: Send + Sync + std::fmt::Debug {
     /// Current length of the file.
     fn len(&self) -> Result<u64>;
 
+    /// Tells the OS that reads of this handle are random (small reads at scattered offsets),
+    /// so a page-cache miss reads the bytes asked for and not a read-ahead window around
+    /// them. Advisory: the default, and any failure, changes nothing but speed.
+    fn advise_random(&self) {}
+
     /// Reads exactly `buf.len()` bytes at `offset`, or fails with `Corruption` naming
     /// `file_name` if the file is shorter.
     fn read_exact_at(&self, offset: u64, buf: &mut [u8], file_name: &str) -> Result<()> {

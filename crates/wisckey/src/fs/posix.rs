@@ -221,6 +221,14 @@ impl ReadableFile for PosixReadable {
             .map_err(|e| io_err("len", &self.path, e))?
             .len())
     }
+
+    #[cfg(target_os = "linux")]
+    fn advise_random(&self) {
+        // SAFETY: the descriptor is valid while `self.file` lives; posix_fadvise takes plain
+        // integers and touches no user memory. Advisory, so its result is ignored.
+        let _ =
+            unsafe { libc::posix_fadvise(self.file.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
+    }
 }
 
 /// Append handle. `len` is where the next append goes.

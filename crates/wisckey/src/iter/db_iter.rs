@@ -10,7 +10,9 @@
 //! their value-log reads on the database's reader pool (`readahead`), so they proceed in
 //! parallel (WiscKey §3.3.2). While `ahead` is non-empty its front is the current entry and
 //! the inner iterator sits on its back entry (or past the end); an error met while reading
-//! ahead is held back until the entries before it have been shown. The iterator pins the
+//! ahead is held back until the entries before it have been shown. With
+//! `ReadOptions::scan_length_hint` the read-ahead starts at the positioning call itself, with
+//! a first window of the hinted length (the caller said how far it will read). The iterator pins the
 //! version it reads, so no table it needs is deleted under it.
 
 use std::cmp::Ordering;
@@ -24,6 +26,7 @@ use crate::db::PointerRead;
 use crate::vlog::{LiveRange, ValuePointer};
 use crate::error::{Error, Result};
 use crate::key::{parse_internal_key, seek_key, user_key, SequenceNumber, ValueKind, MAX_SEQUENCE};
+use crate::options::{ReadOptions, MAX_SCAN_LENGTH_HINT};
 use crate::version::Version;
 
 /// Most value bytes a scan reads ahead of the user (bounds memory for large values).
@@ -93,6 +96,12 @@ pub struct DbIterator<'a> {
     keys_only: bool,
     /// Reads gathered but not yet issued (issued at the end of each refill).
     run: ReadRun,
+    /// `ReadOptions::scan_length_hint`, clamped: read ahead from the seek with this window.
+    scan_length_hint: Option<usize>,
+    /// During a hinted scan, entries the hint still lets the read-ahead take: the reads stop
+    /// at the hinted length (a scan that stops there wastes none), and once the user moves
+    /// past them the scan goes on with ordinary read-ahead. `None`: no hinted scan.
+    hint_left: Option<usize>,
 }
 
 impl std::fmt::Debug for DbIterator<'_> {
@@ -117,18 +126,17 @@ impl DbIterator<'_> {
         iter: MergingIterator,
         sequence: SequenceNumber,
         version: Arc<Version>,
-        lower: Option<Vec<u8>>,
-        upper: Option<Vec<u8>>,
-        keys_only: bool,
+        opts: &ReadOptions,
     ) -> Self {
+        let scan_length_hint = opts.scan_length_hint.map(|h| h.clamp(1, MAX_SCAN_LENGTH_HINT));
         DbIterator {
             db,
             _db: std::marker::PhantomData,
             iter,
             sequence,
             version,
-            lower,
-            upper,
+            lower: opts.lower_bound.clone(),
+            upper: opts.upper_bound.clone(),
             direction: Direction::Forward,
             valid: false,
             saved_key: Vec::new(),
@@ -139,8 +147,10 @@ impl DbIterator<'_> {
             ahead_bytes: 0,
             window: FIRST_READAHEAD_WINDOW,
             ahead_error: None,
-            keys_only,
+            keys_only: opts.keys_only,
             run: ReadRun::default(),
+            scan_length_hint,
+            hint_left: None,
         }
     }
 
@@ -238,6 +248,7 @@ impl DbIterator<'_> {
                 self.direction = Direction::Forward;
                 self.iter.seek_to_first();
                 self.find_next_user_entry(false);
+                self.read_ahead_from_seek();
             }
         }
     }
@@ -272,13 +283,46 @@ impl DbIterator<'_> {
         self.saved_value.clear();
         self.iter.seek(&seek_key(&target, self.sequence));
         self.find_next_user_entry(false);
+        self.read_ahead_from_seek();
+    }
+
+    /// Whether values are read ahead at all: the options allow it (a hint never turns on
+    /// what `scan_readahead_entries` turned off) and this is not a keys-only iterator.
+    fn reads_ahead(&self) -> bool {
+        let options = &self.db.options;
+        options.scan_readahead_entries > 1 && options.scan_readahead_threads > 0 && !self.keys_only
+    }
+
+    /// With a scan-length hint, starts the read-ahead at the entry just positioned on, with
+    /// the hinted window: a short scan's value reads are all in flight before its first
+    /// `value()`.
+    fn read_ahead_from_seek(&mut self) {
+        let Some(hint) = self.scan_length_hint else {
+            return;
+        };
+        if self.valid && self.direction == Direction::Forward && self.reads_ahead() {
+            self.window = hint;
+            self.hint_left = Some(hint - 1);
+            let current = self.current_ahead_entry();
+            self.ahead.push_back(current);
+            self.refill_readahead();
+        }
     }
 
     /// Moves to the next key; reads values ahead from the second call in a row.
     pub fn next(&mut self) {
         if !self.ahead.is_empty() {
             self.ahead.pop_front();
-            if self.ahead.len() <= self.window / 2 {
+            if self.hint_left == Some(0) {
+                if self.ahead.is_empty() {
+                    // Past the hinted length: the inner iterator is on the entry just shown
+                    // (or exhausted). Step to the next one without reading ahead; a further
+                    // `next` starts ordinary read-ahead, as after any positioning call.
+                    self.hint_left = None;
+                    self.window = self.first_window();
+                    self.step_forward();
+                }
+            } else if self.ahead.len() <= self.window / 2 {
                 self.refill_readahead();
             }
             if self.ahead.is_empty() {
@@ -291,11 +335,7 @@ impl DbIterator<'_> {
         }
         let was_forward = self.direction == Direction::Forward;
         self.step_forward();
-        let options = &self.db.options;
-        let readahead = options.scan_readahead_entries > 1
-            && options.scan_readahead_threads > 0
-            && !self.keys_only;
-        if was_forward && self.valid && readahead {
+        if was_forward && self.valid && self.reads_ahead() {
             // A second entry in a row: this is a scan; read ahead from here on.
             let current = self.current_ahead_entry();
             self.ahead.push_back(current);
@@ -551,17 +591,22 @@ impl DbIterator<'_> {
         while self.ahead.len() < self.window
             && self.ahead_bytes < SCAN_READAHEAD_BYTES
             && self.valid
+            && self.hint_left != Some(0)
         {
             self.step_forward();
             if self.valid {
                 let entry = self.current_ahead_entry();
                 self.ahead.push_back(entry);
+                if let Some(left) = &mut self.hint_left {
+                    *left -= 1;
+                }
             } else if let Some(e) = self.error.take() {
                 self.ahead_error = Some(e);
             }
         }
         self.issue_run();
-        self.window = (self.window * 2).min(self.db.options.scan_readahead_entries);
+        let most = self.scan_length_hint.unwrap_or(0).max(self.db.options.scan_readahead_entries);
+        self.window = (self.window * 2).min(most);
     }
 
     /// Forgets the read-ahead (before any repositioning); queued reads not yet started are
@@ -574,10 +619,16 @@ impl DbIterator<'_> {
         }
         self.ahead_bytes = 0;
         self.run = ReadRun::default();
-        self.window = FIRST_READAHEAD_WINDOW.min(self.db.options.scan_readahead_entries.max(1));
+        self.hint_left = None;
+        self.window = self.first_window();
         // An error the user never reached is not theirs: without read-ahead it would not
         // have been met either.
         self.ahead_error = None;
+    }
+
+    /// The window of the first refill after a positioning call (without a hint).
+    fn first_window(&self) -> usize {
+        FIRST_READAHEAD_WINDOW.min(self.db.options.scan_readahead_entries.max(1))
     }
 
     fn beyond_upper(&self, key: &[u8]) -> bool {

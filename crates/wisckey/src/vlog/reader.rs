@@ -248,6 +248,10 @@ impl VlogReader {
             }
             _ => e,
         })?;
+        // Point reads and read-ahead fetch single records at scattered offsets: a kernel
+        // read-ahead window around each would multiply the device bytes per value read.
+        // Runs of back-to-back records are read with one `pread` of the whole run.
+        file.advise_random();
         let file = OpenSegment { file, name };
         let mut handles = self.handles.write();
         if handles.len() >= MAX_CACHED_SEGMENTS {
