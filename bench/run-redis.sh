@@ -10,6 +10,11 @@
 # Installs redis-server and redis-tools with apt when missing (needs root). Writes one CSV
 # per run and summary.txt (requests per second, p50/p99 ms; wisckey/redis ratios) to
 # bench/results/redis-<date>/.
+#
+# Before/after in one run: BASELINE_BIN=/path/to/an/older/wisckey adds a third server,
+# `base`, run right after wisckey and redis for every cell (interleaved, so a noisy
+# machine hits all three alike), and a wisckey/base column. WISCKEY_BIN=/path/to/wisckey
+# uses that binary instead of building this tree (REV names it in the summary).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -23,17 +28,27 @@ PORT=${PORT:-16380}
 if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then
   apt-get update -qq && apt-get install -y -qq redis-server redis-tools >/dev/null
 fi
-(cd "$root" && cargo build --release -p wisckey-cli)
+if [ -z "${WISCKEY_BIN:-}" ]; then
+  (cd "$root" && cargo build --release -p wisckey-cli)
+fi
 out=$root/bench/results/redis-$(date +%Y%m%d-%H%M)
 mkdir -p "$out"
 # A private copy: a concurrent build must not replace the binary mid-run.
 bin=$(mktemp -d)/wisckey
-cp "${CARGO_TARGET_DIR:-$root/target}/release/wisckey" "$bin"
+cp "${WISCKEY_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/wisckey}" "$bin"
+base_bin=
+servers=("wisckey always" "redis always" "wisckey everysec" "redis everysec")
+if [ -n "${BASELINE_BIN:-}" ]; then
+  base_bin=$(mktemp -d)/wisckey-base
+  cp "$BASELINE_BIN" "$base_bin"
+  servers=("wisckey always" "redis always" "base always"
+           "wisckey everysec" "redis everysec" "base everysec")
+fi
 
 {
   echo "# run-redis.sh $(date -u +%Y-%m-%dT%H:%MZ): N_1K=$N_1K N_16K=$N_16K KEYSPACE=$KEYSPACE CLIENTS=$CLIENTS"
   echo "# machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB memory; data in $DB_ROOT ($(df -T "$DB_ROOT" | awk 'NR==2 {print $2}'))"
-  echo "# $(redis-server --version | cut -d' ' -f1-3); wisckey ${REV:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
+  echo "# $(redis-server --version | cut -d' ' -f1-3); wisckey ${REV:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}${BASELINE_BIN:+; base $BASELINE_BIN ${BASE_REV:-}}"
 } > "$out/summary.txt"
 
 server_pid=
@@ -49,6 +64,7 @@ trap stop_server EXIT
 start_server() { # engine fsync dir
   case $1 in
     wisckey) "$bin" serve --db "$3" --port "$PORT" --appendfsync "$2" 2>>"$out/server.log" & ;;
+    base) "$base_bin" serve --db "$3" --port "$PORT" --appendfsync "$2" 2>>"$out/server.log" & ;;
     redis) redis-server --port "$PORT" --bind 127.0.0.1 --dir "$3" --appendonly yes \
              --appendfsync "$2" --save '' --daemonize no --logfile "$out/server.log" & ;;
   esac
@@ -64,7 +80,7 @@ start_server() { # engine fsync dir
 for size in 1024 16384; do
   n=$N_1K; [ "$size" = 16384 ] && n=$N_16K
   for pipeline in 1 16; do
-    for server in "wisckey always" "redis always" "wisckey everysec" "redis everysec"; do
+    for server in "${servers[@]}"; do
       set -- $server
       dir=$(mktemp -d "$DB_ROOT/redis-bench.XXXXXX")
       start_server "$1" "$2" "$dir"
@@ -88,9 +104,14 @@ for path in sorted(glob.glob(os.path.join(out, "*.csv"))):
         for r in csv.DictReader(f):
             test = r["test"].split(" ")[0]
             rows[(size, pipe, fsync, test, engine)] = (float(r["rps"]), r.get("p50_latency_ms", ""), r.get("p99_latency_ms", ""))
+has_base = any(k[4] == "base" for k in rows)
 print()
-print("| value | -P | appendfsync | test | wisckey rps | redis rps | wisckey/redis | wisckey p50/p99 ms | redis p50/p99 ms |")
-print("|---|---|---|---|---|---|---|---|---|")
+if has_base:
+    print("| value | -P | appendfsync | test | wisckey rps | redis rps | wisckey/redis | base rps | base/redis | wisckey/base | wisckey p50/p99 ms | redis p50/p99 ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+else:
+    print("| value | -P | appendfsync | test | wisckey rps | redis rps | wisckey/redis | wisckey p50/p99 ms | redis p50/p99 ms |")
+    print("|---|---|---|---|---|---|---|---|---|")
 for size in ("d1024", "d16384"):
     for pipe in ("P1", "P16"):
         for fsync in ("always", "everysec"):
@@ -99,6 +120,10 @@ for size in ("d1024", "d16384"):
                 r = rows.get((size, pipe, fsync, test, "redis"))
                 if not w or not r:
                     continue
-                print(f"| {size[1:]} | {pipe[1:]} | {fsync} | {test} | {w[0]:.0f} | {r[0]:.0f} | {w[0]/r[0]:.2f} | {w[1]}/{w[2]} | {r[1]}/{r[2]} |")
+                b = rows.get((size, pipe, fsync, test, "base"))
+                if has_base and b:
+                    print(f"| {size[1:]} | {pipe[1:]} | {fsync} | {test} | {w[0]:.0f} | {r[0]:.0f} | {w[0]/r[0]:.2f} | {b[0]:.0f} | {b[0]/r[0]:.2f} | {w[0]/b[0]:.2f} | {w[1]}/{w[2]} | {r[1]}/{r[2]} |")
+                else:
+                    print(f"| {size[1:]} | {pipe[1:]} | {fsync} | {test} | {w[0]:.0f} | {r[0]:.0f} | {w[0]/r[0]:.2f} | {w[1]}/{w[2]} | {r[1]}/{r[2]} |")
 PY
 cat "$out/summary.txt"

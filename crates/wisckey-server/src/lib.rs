@@ -20,6 +20,7 @@ mod cursor;
 mod error;
 pub mod format;
 mod glob;
+mod pipeline;
 pub mod resp;
 mod server;
 mod store;

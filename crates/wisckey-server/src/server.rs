@@ -19,21 +19,28 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
+use std::time::Instant;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 
-use crate::cmd::{self, After, Client, Shared};
+use crate::cmd::{After, Client, Shared};
 use crate::config::{AppendFsync, Config};
 use crate::error::Error;
-use crate::resp::{Command, Decoder, Reply};
+use crate::pipeline::{self, Batch, Job};
+use crate::resp::{Decoder, Reply};
 use crate::store::{Durability, Store};
+use tokio::sync::mpsc::UnboundedSender;
 
 /// Most requests decoded ahead of execution per connection.
 const MAX_BATCH: usize = 1024;
 /// How much the read buffer grows per read.
 const READ_CHUNK: usize = 64 << 10;
+/// A read-only batch run on the connection's thread that takes longer than this...
+const SLOW_INLINE: Duration = Duration::from_micros(500);
+/// ...sends that connection's next this many batches to the blocking pool.
+const POOL_BATCHES_AFTER_SLOW: u32 = 64;
 /// How many expiry-index entries one sweeper step examines.
 const SWEEP_BATCH: usize = 1000;
 
@@ -104,12 +111,15 @@ impl Server {
         if shared.config.appendfsync == AppendFsync::Everysec {
             background.spawn(syncer(Arc::clone(&shared)));
         }
+        let mut executor = Some(pipeline::spawn_executor(Arc::clone(&shared))?);
         let mut conns = JoinSet::new();
         loop {
             tokio::select! {
                 _ = stop.wait_for(|s| *s) => break,
                 accepted = listener.accept() => match accepted {
-                    Ok((stream, _)) => accept(&shared, &mut conns, stream),
+                    Ok((stream, _)) => {
+                        accept(&shared, executor.as_ref().map(|e| &e.0), &mut conns, stream)
+                    }
                     Err(e) => {
                         // Out of file descriptors and the like: keep serving the others.
                         eprintln!("wisckey serve: accept: {e}");
@@ -127,6 +137,17 @@ impl Server {
             conns.shutdown().await;
         }
         background.shutdown().await;
+        // Every connection has ended: dropping the last sender ends the executor thread,
+        // which holds the shared state.
+        if let Some((sender, thread)) = executor.take() {
+            drop(sender);
+            let joined = tokio::task::spawn_blocking(move || thread.join())
+                .await
+                .map_err(join_error)?;
+            if joined.is_err() {
+                eprintln!("wisckey serve: the executor thread panicked");
+            }
+        }
         close(shared).await
     }
 }
@@ -160,7 +181,12 @@ async fn close(mut shared: Arc<Shared>) -> Result<(), Error> {
     )))
 }
 
-fn accept(shared: &Arc<Shared>, conns: &mut JoinSet<()>, stream: TcpStream) {
+fn accept(
+    shared: &Arc<Shared>,
+    exec: Option<&UnboundedSender<Job>>,
+    conns: &mut JoinSet<()>,
+    stream: TcpStream,
+) {
     let stats = &shared.stats;
     stats.connections_received.fetch_add(1, Ordering::Relaxed);
     if stats.connected_clients.load(Ordering::Relaxed) >= shared.config.max_clients {
@@ -171,10 +197,11 @@ fn accept(shared: &Arc<Shared>, conns: &mut JoinSet<()>, stream: TcpStream) {
     }
     stats.connected_clients.fetch_add(1, Ordering::Relaxed);
     let shared = Arc::clone(shared);
+    let exec = exec.cloned();
     conns.spawn(async move {
         let _counted = Connected(Arc::clone(&shared));
         // A connection's I/O error ends that connection only.
-        let _ = connection(shared, stream).await;
+        let _ = connection(shared, exec.as_ref(), stream).await;
     });
 }
 
@@ -190,66 +217,23 @@ impl Drop for Connected {
     }
 }
 
-/// What a batch of work on the blocking pool hands back to the connection task.
-struct Batch {
-    client: Client,
-    pending: VecDeque<Command>,
-    out: Vec<u8>,
-    after: After,
+fn executor_gone() -> Error {
+    Error::Io(std::io::Error::other("the executor thread has stopped"))
 }
 
-fn run_batch(shared: &Shared, mut b: Batch, limit: usize) -> Batch {
-    // Whether a lone command made a synced write, covering the whole batch. Only for a
-    // batch of one command: measured with 50 clients, a synced last write helped lone
-    // INCRs and SETs (one trip through the commit queue instead of two) but slowed
-    // pipelined SETs against one sync after the batch, which concurrent batches can share.
-    let mut covered = false;
-    let lone = b.pending.len() == 1;
-    while let Some(args) = b.pending.pop_front() {
-        let ((reply, after), synced) = if lone {
-            shared
-                .store
-                .last_in_batch(|| cmd::execute(shared, &mut b.client, &args))
-        } else {
-            (cmd::execute(shared, &mut b.client, &args), false)
-        };
-        covered = synced;
-        if after != After::Shutdown {
-            reply.encode_as(&mut b.out, b.client.resp3);
-        }
-        if after != After::Continue {
-            b.after = after;
-            b.pending.clear();
-            break;
-        }
-        if b.out.len() >= limit {
-            break;
-        }
-    }
-    // Nothing these replies acknowledge or show may be lost once they are sent.
-    let durable = if covered {
-        Ok(())
-    } else {
-        shared.store.make_durable()
-    };
-    if let Err(e) = durable {
-        b.out.clear();
-        Reply::err(format!("ERR {e}")).encode(&mut b.out);
-        b.pending.clear();
-        if b.after == After::Continue {
-            b.after = After::Close;
-        }
-    }
-    b
-}
-
-async fn connection(shared: Arc<Shared>, mut stream: TcpStream) -> Result<(), Error> {
+async fn connection(
+    shared: Arc<Shared>,
+    exec: Option<&UnboundedSender<Job>>,
+    mut stream: TcpStream,
+) -> Result<(), Error> {
     stream.set_nodelay(true)?;
     let config = &shared.config;
     let idle = config.idle_timeout;
     let mut stop = shared.shutdown.subscribe();
     let mut decoder = Decoder::new(config.limits);
     let mut input: Vec<u8> = Vec::new();
+    // While above zero, read-only batches also go to the blocking pool (see below).
+    let mut slow_reads = 0u32;
     let mut batch = Batch {
         client: Client {
             id: shared.client_id(),
@@ -281,11 +265,56 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream) -> Result<(), Er
         let full = batch.pending.len() >= MAX_BATCH;
         // Execute, writing replies whenever they reach the output-buffer limit.
         while !batch.pending.is_empty() {
-            let sh = Arc::clone(&shared);
             let limit = config.output_buffer_limit;
-            batch = tokio::task::spawn_blocking(move || run_batch(&sh, batch, limit))
-                .await
-                .map_err(join_error)?;
+            if slow_reads == 0 && pipeline::read_only(&batch.client, &batch.pending) {
+                // Reads of in-memory data take microseconds: run them here rather than pay
+                // for a hand-off to the blocking pool. If they turn out slow (the data is
+                // on disk), send this connection's batches to the pool for a while so one
+                // client cannot hold a reactor thread.
+                let began = Instant::now();
+                pipeline::run_reads(&shared, &mut batch, limit);
+                if began.elapsed() > SLOW_INLINE {
+                    slow_reads = POOL_BATCHES_AFTER_SLOW;
+                }
+                if shared.store.needs_sync() {
+                    let sh = Arc::clone(&shared);
+                    let durable = tokio::task::spawn_blocking(move || sh.store.make_durable())
+                        .await
+                        .map_err(join_error)?;
+                    if let Err(e) = durable {
+                        batch.out.clear();
+                        Reply::err(format!("ERR {e}")).encode(&mut batch.out);
+                        batch.pending.clear();
+                        batch.after = After::Close;
+                    }
+                }
+            } else if let Some(exec) =
+                exec.filter(|_| pipeline::all_fast(&batch.client, &batch.pending))
+            {
+                slow_reads = slow_reads.saturating_sub(1);
+                let (done, result) = tokio::sync::oneshot::channel();
+                let job = Job {
+                    resp3: batch.client.resp3,
+                    pending: std::mem::take(&mut batch.pending),
+                    out: std::mem::take(&mut batch.out),
+                    limit,
+                    done,
+                };
+                if exec.send(job).is_err() {
+                    return Err(executor_gone());
+                }
+                let (pending, out, after) = result.await.map_err(|_| executor_gone())?;
+                (batch.pending, batch.out) = (pending, out);
+                if after != After::Continue {
+                    batch.after = after;
+                }
+            } else {
+                slow_reads = slow_reads.saturating_sub(1);
+                let sh = Arc::clone(&shared);
+                batch = tokio::task::spawn_blocking(move || pipeline::run_batch(&sh, batch, limit))
+                    .await
+                    .map_err(join_error)?;
+            }
             if !batch.out.is_empty() {
                 let out = std::mem::take(&mut batch.out);
                 with_deadline(idle, &mut stop, stream.write_all(&out)).await?;

@@ -51,7 +51,8 @@ pub enum Durability {
 use crate::error::Error;
 use crate::format::{self, Stored};
 
-const STRIPES: usize = 1024;
+/// How many key locks there are.
+pub const STRIPES: usize = 1024;
 
 thread_local! {
     /// Inside [`Store::last_in_batch`]: this thread's writes are synced.
@@ -139,6 +140,30 @@ impl Store {
         (h.finish() % STRIPES as u64) as usize
     }
 
+    /// The stripe (lock index, below [`STRIPES`]) that guards `key`.
+    pub fn stripe_of(key: &[u8]) -> usize {
+        Store::stripe(key)
+    }
+
+    /// Stripe `i`'s lock if it is free now; `None` if another thread holds it. Never waits,
+    /// so it may be called while holding other stripes in any order.
+    pub fn try_lock_stripe(&self, i: usize) -> Option<MutexGuard<'_, ()>> {
+        match self.stripes[i % STRIPES].try_lock() {
+            Ok(g) => Some(g),
+            // See `lock`: the guarded data is (), a poisoned lock is still usable.
+            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
+
+    /// Stripe `i`'s lock, waiting for it. Deadlock-free only if the caller holds no stripe,
+    /// or only stripes below `i`.
+    pub fn lock_stripe(&self, i: usize) -> MutexGuard<'_, ()> {
+        self.stripes[i % STRIPES]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Locks the stripes of `keys` (in stripe order, each once).
     pub fn lock<K: AsRef<[u8]>>(&self, keys: &[K]) -> KeyGuard<'_> {
         let mut idx: Vec<usize> = keys.iter().map(|k| Store::stripe(k.as_ref())).collect();
@@ -220,10 +245,16 @@ impl Store {
 
     /// Applies a batch (unsynced: see [`Store::make_durable`]).
     pub fn write(&self, batch: WriteBatch) -> Result<(), Error> {
+        self.write_with(batch, SYNC_WRITES.get())
+    }
+
+    /// Applies a batch whose keys' stripes the caller holds; with `sync` (and
+    /// [`Durability::BeforeReply`]) it returns once the log is synced through it, which
+    /// also covers every write appended before it (see the module docs' shortcut).
+    pub fn write_with(&self, batch: WriteBatch, sync: bool) -> Result<(), Error> {
         if self.durability == Durability::Eventually {
             return Ok(self.db.write(batch)?);
         }
-        let sync = SYNC_WRITES.get();
         self.inflight.fetch_add(1, SeqCst);
         let result = self.db.write_opt(batch, &WriteOptions { sync });
         self.written.fetch_add(1, SeqCst);
@@ -246,6 +277,21 @@ impl Store {
         let result = command();
         SYNC_WRITES.set(false);
         (result, SYNCED_WRITE.replace(false))
+    }
+
+    /// Whether [`Store::make_durable`] would sync if called now (a cheap check, no I/O).
+    pub fn needs_sync(&self) -> bool {
+        if self.durability == Durability::Eventually {
+            return false;
+        }
+        let busy = self.inflight.load(SeqCst) > 0;
+        let written = self.written.load(SeqCst);
+        busy || self.synced_upto.load(SeqCst) < written
+    }
+
+    /// Whether writes must be durable before their replies are sent (`always`).
+    pub fn durable_before_reply(&self) -> bool {
+        self.durability == Durability::BeforeReply
     }
 
     /// Call before sending replies: with [`Durability::BeforeReply`], returns once every

@@ -1,0 +1,523 @@
+//! Executing a connection's decoded requests (a pipeline's worth) with as few engine round
+//! trips as Redis's semantics allow.
+//!
+//! Consecutive plain writes — `SET key value` (no options), `MSET`, `INCR`/`DECR`/
+//! `INCRBY`/`DECRBY` — are not applied one by one: each takes its keys' stripe locks and
+//! adds its puts to one pending [`WriteBatch`], and an overlay remembers the value each
+//! pending write leaves, so a later INCR of the same key, or a GET of it, sees it. The batch
+//! is committed as one engine write (under `always` one synced write: one trip through the
+//! commit queue, grouped with other connections' writes) before any reply that depends on
+//! it is sent. What keeps this exactly Redis's semantics:
+//!
+//! - Commands execute in order and replies are encoded in order; nothing is sent before
+//!   the pending batch is committed (and, under `always`, synced).
+//! - Every key a pending write touches, and every key a GET read while writes were pending,
+//!   stays locked until the commit, so no other connection can change it in between: the
+//!   whole run behaves as if executed at the commit. Other connections' reads see the old
+//!   values until then, as they would before the commands executed.
+//! - Any other command (or an INCRBY whose argument is not an integer, a SET with options,
+//!   ...) first commits the pending batch and releases its locks, then runs through
+//!   [`cmd::execute`] as before.
+//! - Locks are taken without waiting (`try_lock`) while others are held; if one is busy,
+//!   the pending batch is committed and its locks released first, and only then does the
+//!   thread wait — holding nothing, or (MSET) taking its keys in stripe order. So no cycle
+//!   of waiters can form with each other or with [`Store::lock`]'s ordered locking.
+//! - A failed commit replaces the reply of every command since the batch began with the
+//!   engine's error (`ERR ...`); the connection goes on.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::Ordering;
+use std::sync::MutexGuard;
+
+use wisckey::WriteBatch;
+
+use crate::cmd::{self, check_key, check_value, After, Client, Shared};
+use crate::error::Error;
+use crate::format::Stored;
+use crate::resp::{parse_int, Command, Reply};
+use crate::store::{now_ms, Store, STRIPES};
+
+/// A pending batch is committed once its payload passes this many bytes.
+const MAX_PENDING_BYTES: usize = 8 << 20;
+
+/// What a batch of work hands back to the connection task.
+pub(crate) struct Batch {
+    pub client: Client,
+    pub pending: VecDeque<Command>,
+    pub out: Vec<u8>,
+    pub after: After,
+}
+
+/// The commands with a batched path.
+enum Fast {
+    Get,
+    Set,
+    Mset,
+    /// INCR, DECR, INCRBY, DECRBY with the delta.
+    Add(i64),
+}
+
+fn is(name: &[u8], what: &str) -> bool {
+    name.eq_ignore_ascii_case(what.as_bytes())
+}
+
+/// Whether `args` takes the batched path, and as what. Anything unusual (options, a wrong
+/// argument count, a non-integer increment) goes through [`cmd::execute`], which has the
+/// error texts.
+fn classify(authed: bool, args: &[Vec<u8>]) -> Option<Fast> {
+    if !authed {
+        return None;
+    }
+    let name = args.first()?;
+    match args.len() {
+        2 if is(name, "get") => Some(Fast::Get),
+        2 if is(name, "incr") => Some(Fast::Add(1)),
+        2 if is(name, "decr") => Some(Fast::Add(-1)),
+        3 if is(name, "set") => Some(Fast::Set),
+        3 if is(name, "incrby") => parse_int(&args[2]).map(Fast::Add),
+        3 if is(name, "decrby") => match parse_int(&args[2]) {
+            Some(i64::MIN) | None => None,
+            Some(d) => Some(Fast::Add(-d)),
+        },
+        n if n >= 3 && n % 2 == 1 && is(name, "mset") => Some(Fast::Mset),
+        _ => None,
+    }
+}
+
+/// Whether every command in `pending` only reads keys (GET, MGET) or touches nothing: such
+/// a batch may run on the connection's own thread.
+pub(crate) fn read_only(client: &Client, pending: &VecDeque<Command>) -> bool {
+    client.authed
+        && pending.iter().all(|args| match args.first() {
+            Some(name) => {
+                (args.len() == 2 && is(name, "get"))
+                    || (args.len() >= 2 && is(name, "mget"))
+                    || (args.len() <= 2 && is(name, "ping"))
+            }
+            None => true,
+        })
+}
+
+/// The pending writes of a run of batched commands.
+struct Writes<'s> {
+    store: &'s Store,
+    batch: WriteBatch,
+    /// The value each pending write leaves (keys only put, never deleted, here).
+    overlay: HashMap<Vec<u8>, Stored>,
+    held: Vec<MutexGuard<'s, ()>>,
+    held_bits: [u64; STRIPES / 64],
+}
+
+impl<'s> Writes<'s> {
+    fn new(store: &'s Store) -> Writes<'s> {
+        Writes {
+            store,
+            batch: WriteBatch::new(),
+            overlay: HashMap::new(),
+            held: Vec::new(),
+            held_bits: [0; STRIPES / 64],
+        }
+    }
+
+    fn holds(&self, i: usize) -> bool {
+        self.held_bits[i / 64] & (1 << (i % 64)) != 0
+    }
+
+    fn hold(&mut self, i: usize, g: MutexGuard<'s, ()>) {
+        self.held_bits[i / 64] |= 1 << (i % 64);
+        self.held.push(g);
+    }
+
+    /// Whether there is anything to commit or any lock held.
+    fn active(&self) -> bool {
+        !self.held.is_empty() || !self.batch.is_empty()
+    }
+
+    /// Commits the pending batch (synced if `sync`) and releases every lock (also on
+    /// failure). Returns whether it made a write.
+    fn commit(&mut self, sync: bool) -> Result<bool, Error> {
+        let result = if self.batch.is_empty() {
+            Ok(false)
+        } else {
+            let batch = std::mem::take(&mut self.batch);
+            self.store.write_with(batch, sync).map(|()| true)
+        };
+        self.overlay.clear();
+        self.held.clear();
+        self.held_bits = [0; STRIPES / 64];
+        result
+    }
+
+    /// Takes the stripe locks of `keys` (those not held yet). If one is busy, commits what
+    /// is pending first (see the module docs); the error is that commit's.
+    fn lock<K: AsRef<[u8]>>(&mut self, keys: &[K]) -> Result<(), Error> {
+        let mut want: Vec<usize> = keys
+            .iter()
+            .map(|k| Store::stripe_of(k.as_ref()))
+            .filter(|&i| !self.holds(i))
+            .collect();
+        want.sort_unstable();
+        want.dedup();
+        let mut got = Vec::with_capacity(want.len());
+        for &i in &want {
+            match self.store.try_lock_stripe(i) {
+                Some(g) => got.push((i, g)),
+                None => break,
+            }
+        }
+        if got.len() == want.len() {
+            for (i, g) in got {
+                self.hold(i, g);
+            }
+            return Ok(());
+        }
+        // A busy stripe: give everything back, then wait, in stripe order, holding nothing
+        // else.
+        drop(got);
+        let committed = self.commit(false);
+        let mut want: Vec<usize> = keys.iter().map(|k| Store::stripe_of(k.as_ref())).collect();
+        want.sort_unstable();
+        want.dedup();
+        for i in want {
+            let g = self.store.lock_stripe(i);
+            self.hold(i, g);
+        }
+        committed.map(drop)
+    }
+
+    /// The live value of `key` as the pending writes leave it. The caller holds its lock
+    /// or has nothing pending.
+    fn get(&self, key: &[u8], now: u64) -> Result<Option<Stored>, Error> {
+        match self.overlay.get(key) {
+            Some(s) if s.is_expired(now) => Ok(None),
+            Some(s) => Ok(Some(s.clone())),
+            None => self.store.get(key),
+        }
+    }
+
+    fn put(&mut self, key: &[u8], data: Vec<u8>, expires_at_ms: Option<u64>) {
+        Store::batch_put(&mut self.batch, key, &data, expires_at_ms);
+        self.overlay.insert(
+            key.to_vec(),
+            Stored {
+                data,
+                expires_at_ms,
+            },
+        );
+    }
+
+    /// Commits early once the pending batch is large.
+    fn commit_if_large(&mut self) -> Result<(), Error> {
+        if self.batch.payload_bytes() >= MAX_PENDING_BYTES {
+            self.commit(false)?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs one batched command. `Err` is a failed commit of the writes pending before it
+/// (this command did not run); a command's own errors are error replies.
+fn run_fast(w: &mut Writes<'_>, fast: Fast, args: &[Vec<u8>]) -> Result<Reply, Error> {
+    Ok(match fast {
+        Fast::Get => {
+            let key = &args[1];
+            if w.active() && !w.overlay.contains_key(key.as_slice()) {
+                // Read under the key's lock so it cannot change before the commit.
+                w.lock(&[key])?;
+            }
+            match w.get(key, now_ms()) {
+                Ok(Some(s)) => Reply::Bulk(s.data),
+                Ok(None) => Reply::Nil,
+                Err(e) => Reply::err(format!("ERR {e}")),
+            }
+        }
+        Fast::Set => {
+            let (key, value) = (&args[1], &args[2]);
+            match check_key(key).or_else(|| check_value(value)) {
+                Some(e) => e,
+                None => {
+                    w.lock(&[key])?;
+                    w.put(key, value.clone(), None);
+                    Reply::OK
+                }
+            }
+        }
+        Fast::Mset => {
+            let bad = args[1..]
+                .chunks_exact(2)
+                .find_map(|p| check_key(&p[0]).or_else(|| check_value(&p[1])));
+            match bad {
+                Some(e) => e,
+                None => {
+                    let keys: Vec<&Vec<u8>> = args[1..].iter().step_by(2).collect();
+                    w.lock(&keys)?;
+                    for pair in args[1..].chunks_exact(2) {
+                        w.put(&pair[0], pair[1].clone(), None);
+                    }
+                    Reply::OK
+                }
+            }
+        }
+        Fast::Add(delta) => {
+            let key = &args[1];
+            w.lock(&[key])?;
+            match w.get(key, now_ms()) {
+                Err(e) => Reply::err(format!("ERR {e}")),
+                Ok(old) => {
+                    let current = match &old {
+                        None => Some((0, None)),
+                        Some(s) => parse_int(&s.data).map(|n| (n, s.expires_at_ms)),
+                    };
+                    match current {
+                        None => cmd::not_integer(),
+                        Some((n, expires)) => match n.checked_add(delta) {
+                            None => Reply::err("ERR increment or decrement would overflow"),
+                            Some(new) => {
+                                w.put(key, new.to_string().into_bytes(), expires);
+                                Reply::Integer(new)
+                            }
+                        },
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// Replies since the pending batch began: where they start in the output and how many.
+#[derive(Default)]
+struct Since {
+    at: usize,
+    count: usize,
+}
+
+impl Since {
+    /// Notes a reply about to be encoded at `out.len()`.
+    fn note(&mut self, out: &[u8]) {
+        if self.count == 0 {
+            self.at = out.len();
+        }
+        self.count += 1;
+    }
+
+    /// A failed commit: every reply since the batch began (and `extra` more) becomes `e`.
+    fn fail(&mut self, out: &mut Vec<u8>, extra: usize, e: &Error, resp3: bool) {
+        out.truncate(self.at);
+        let err = Reply::err(format!("ERR {e}"));
+        for _ in 0..self.count + extra {
+            err.encode_as(out, resp3);
+        }
+        self.count = 0;
+    }
+}
+
+/// Executes `b.pending` in order until it is empty, a command ends the connection, or the
+/// replies reach `limit` bytes; then makes what the replies acknowledge or show durable.
+pub(crate) fn run_batch(shared: &Shared, mut b: Batch, limit: usize) -> Batch {
+    let store = &shared.store;
+    let always = store.durable_before_reply();
+    let mut w = Writes::new(store);
+    let mut since = Since::default();
+    // Whether the last engine action was a synced write covering everything before it
+    // (see `store.rs`), so no separate sync is needed.
+    let mut covered = false;
+    let lone = b.pending.len() == 1;
+    while let Some(args) = b.pending.pop_front() {
+        let resp3 = b.client.resp3;
+        if let Some(fast) = classify(b.client.authed, &args) {
+            shared
+                .stats
+                .commands_processed
+                .fetch_add(1, Ordering::Relaxed);
+            covered = false;
+            match run_fast(&mut w, fast, &args).and_then(|r| {
+                w.commit_if_large()?;
+                Ok(r)
+            }) {
+                Ok(reply) => {
+                    if w.active() {
+                        since.note(&b.out);
+                    } else {
+                        since.count = 0;
+                    }
+                    reply.encode_as(&mut b.out, resp3);
+                }
+                Err(e) => since.fail(&mut b.out, 1, &e, resp3),
+            }
+        } else {
+            if w.active() {
+                if let Err(e) = w.commit(false) {
+                    since.fail(&mut b.out, 0, &e, resp3);
+                }
+                since.count = 0;
+            }
+            let ((reply, after), synced) = if lone {
+                store.last_in_batch(|| cmd::execute(shared, &mut b.client, &args))
+            } else {
+                (cmd::execute(shared, &mut b.client, &args), false)
+            };
+            covered = synced;
+            if after != After::Shutdown {
+                reply.encode_as(&mut b.out, b.client.resp3);
+            }
+            if after != After::Continue {
+                b.after = after;
+                b.pending.clear();
+                break;
+            }
+        }
+        if b.out.len() >= limit {
+            break;
+        }
+    }
+    if w.active() {
+        // The last action: under `always` a synced write, covering everything before it.
+        match w.commit(always) {
+            Ok(wrote) => covered = wrote,
+            Err(e) => since.fail(&mut b.out, 0, &e, b.client.resp3),
+        }
+    }
+    if let Err(e) = durable(store, covered) {
+        not_durable(&e, &mut b.out, &mut b.pending, &mut b.after);
+    }
+    b
+}
+
+/// Nothing the replies acknowledge or show may be lost once they are sent: unless
+/// `covered` (a synced write was the last engine action), make it durable.
+fn durable(store: &Store, covered: bool) -> Result<(), Error> {
+    if covered {
+        Ok(())
+    } else {
+        store.make_durable()
+    }
+}
+
+/// Durability failed: the replies become one error and the connection closes.
+fn not_durable(e: &Error, out: &mut Vec<u8>, pending: &mut VecDeque<Command>, after: &mut After) {
+    out.clear();
+    Reply::err(format!("ERR {e}")).encode(out);
+    pending.clear();
+    if *after == After::Continue {
+        *after = After::Close;
+    }
+}
+
+/// A connection's batch of batched-path commands, handed to the executor thread.
+pub(crate) struct Job {
+    pub resp3: bool,
+    pub pending: VecDeque<Command>,
+    pub out: Vec<u8>,
+    pub limit: usize,
+    /// Gets back the commands not run yet (the output limit was reached), the replies,
+    /// and whether the connection must close (durability failed).
+    pub done: tokio::sync::oneshot::Sender<(VecDeque<Command>, Vec<u8>, After)>,
+}
+
+/// Whether every command in `pending` takes the batched path (so the batch may go to the
+/// executor thread).
+pub(crate) fn all_fast(client: &Client, pending: &VecDeque<Command>) -> bool {
+    pending
+        .iter()
+        .all(|args| classify(client.authed, args).is_some())
+}
+
+/// Most connections' jobs one executor round takes.
+const MAX_ROUND: usize = 1024;
+
+/// Starts the executor thread: it takes every job queued at once (one per connection with
+/// a batch waiting), runs them one after the other over one pending write batch and
+/// commits it as one engine write (under `always`, one synced write: one sync for every
+/// connection in the round, as Redis's `always` syncs once per event-loop iteration), then
+/// sends each connection its replies. It ends when every sender is dropped.
+pub(crate) fn spawn_executor(
+    shared: std::sync::Arc<Shared>,
+) -> std::io::Result<(
+    tokio::sync::mpsc::UnboundedSender<Job>,
+    std::thread::JoinHandle<()>,
+)> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let handle = std::thread::Builder::new()
+        .name("wisckey-exec".into())
+        .spawn(move || executor(&shared, rx))?;
+    Ok((tx, handle))
+}
+
+fn executor(shared: &Shared, mut rx: tokio::sync::mpsc::UnboundedReceiver<Job>) {
+    let store = &shared.store;
+    let always = store.durable_before_reply();
+    let mut jobs: Vec<(Job, usize)> = Vec::new();
+    while let Some(first) = rx.blocking_recv() {
+        jobs.push((first, 0));
+        while jobs.len() < MAX_ROUND {
+            match rx.try_recv() {
+                Ok(job) => jobs.push((job, 0)),
+                Err(_) => break,
+            }
+        }
+        let mut w = Writes::new(store);
+        let mut failed: Option<Error> = None;
+        for (job, ran) in &mut jobs {
+            while let Some(args) = job.pending.pop_front() {
+                *ran += 1;
+                shared
+                    .stats
+                    .commands_processed
+                    .fetch_add(1, Ordering::Relaxed);
+                // Only batched-path commands are sent here (`all_fast`), by authenticated
+                // clients; anything else would be a bug in the sender, answered as one.
+                let reply = match classify(true, &args) {
+                    Some(fast) => run_fast(&mut w, fast, &args).and_then(|r| {
+                        w.commit_if_large()?;
+                        Ok(r)
+                    }),
+                    None => Ok(Reply::err("ERR internal: not a batched command")),
+                };
+                match reply {
+                    Ok(reply) => reply.encode_as(&mut job.out, job.resp3),
+                    Err(e) => failed = Some(e),
+                }
+                if job.out.len() >= job.limit {
+                    break;
+                }
+            }
+        }
+        let covered = match w.commit(always) {
+            Ok(wrote) => wrote,
+            Err(e) => {
+                failed = Some(e);
+                false
+            }
+        };
+        drop(w);
+        let made_durable = durable(store, covered);
+        for (mut job, ran) in jobs.drain(..) {
+            let mut after = After::Continue;
+            if let Some(e) = &failed {
+                // A write of this round failed: no reply of the round can be trusted.
+                job.out.clear();
+                let err = Reply::err(format!("ERR {e}"));
+                for _ in 0..ran {
+                    err.encode_as(&mut job.out, job.resp3);
+                }
+            }
+            if let Err(e) = &made_durable {
+                not_durable(e, &mut job.out, &mut job.pending, &mut after);
+            }
+            // The connection may be gone (shut down): nothing to tell it.
+            let _ = job.done.send((job.pending, job.out, after));
+        }
+    }
+}
+
+/// Executes a [`read_only`] batch on the calling thread, without the durability step:
+/// the caller runs [`Store::make_durable`] before sending if [`Store::needs_sync`] says so.
+pub(crate) fn run_reads(shared: &Shared, b: &mut Batch, limit: usize) {
+    while let Some(args) = b.pending.pop_front() {
+        let (reply, _) = cmd::execute(shared, &mut b.client, &args);
+        reply.encode_as(&mut b.out, b.client.resp3);
+        if b.out.len() >= limit {
+            break;
+        }
+    }
+}

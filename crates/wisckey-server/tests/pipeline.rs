@@ -1,0 +1,263 @@
+//! The batched request path: a pipeline's writes are committed together (and, across
+//! connections, in one executor round), and everything still behaves as if each command ran
+//! alone, in order.
+
+mod common;
+
+use common::{resp, TestServer};
+use wisckey_server::AppendFsync;
+
+/// Every request in one write to the socket.
+fn pipeline(requests: &[&[&[u8]]]) -> Vec<u8> {
+    requests.iter().flat_map(|r| resp(r)).collect()
+}
+
+fn both_modes(test: impl Fn(&TestServer)) {
+    for mode in [AppendFsync::Always, AppendFsync::Everysec] {
+        let server = TestServer::start(|c| c.appendfsync = mode);
+        test(&server);
+    }
+}
+
+#[test]
+fn a_read_after_a_write_in_one_pipeline_sees_the_write() {
+    both_modes(|server| {
+        let mut raw = server.raw();
+        raw.send(&pipeline(&[
+            &[b"SET", b"k", b"old"],
+            &[b"GET", b"k"],
+            &[b"SET", b"k", b"new"],
+            &[b"GET", b"k"],
+            &[b"INCR", b"n"],
+            &[b"INCRBY", b"n", b"41"],
+            &[b"GET", b"n"],
+            &[b"MSET", b"k", b"m", b"n", b"7"],
+            &[b"INCR", b"n"],
+            &[b"GET", b"k"],
+            // Not on the batched path: runs after the pending writes are committed.
+            &[b"STRLEN", b"k"],
+            &[b"APPEND", b"k", b"!"],
+            &[b"DECR", b"n"],
+            &[b"GET", b"k"],
+            &[b"MGET", b"k", b"n", b"none"],
+        ]));
+        raw.expect(
+            b"+OK\r\n$3\r\nold\r\n+OK\r\n$3\r\nnew\r\n:1\r\n:42\r\n$2\r\n42\r\n+OK\r\n:8\r\n\
+              $1\r\nm\r\n:1\r\n:2\r\n:7\r\n$2\r\nm!\r\n*3\r\n$2\r\nm!\r\n$1\r\n7\r\n$-1\r\n",
+        );
+        // And another connection sees the committed values.
+        let mut other = server.raw();
+        other.send(&pipeline(&[&[b"GET", b"k"], &[b"GET", b"n"]]));
+        other.expect(b"$2\r\nm!\r\n$1\r\n7\r\n");
+    });
+}
+
+#[test]
+fn an_error_in_a_pipeline_leaves_the_other_replies_alone() {
+    both_modes(|server| {
+        let mut raw = server.raw();
+        raw.send(&pipeline(&[
+            &[b"SET", b"a", b"1"],
+            &[b"INCR", b"a"],
+            &[b"SET", b"b", b"x"],
+            &[b"INCR", b"b"],
+            &[b"INCRBY", b"a", b"nope"],
+            &[b"SET", b"a"],
+            &[b"MSET", b"c", b"1", b"d"],
+            &[b"NOSUCHCOMMAND"],
+            &[b"INCRBY", b"a", b"9223372036854775807"],
+            &[b"DECRBY", b"a", b"-9223372036854775808"],
+            &[b"INCR", b"a"],
+            &[b"GET", b"b"],
+            &[b"SET", b"c", b"3", b"NX"],
+            &[b"SET", b"c", b"4", b"NX"],
+            &[b"GET", b"c"],
+        ]));
+        raw.expect(
+            b"+OK\r\n:2\r\n+OK\r\n-ERR value is not an integer or out of range\r\n\
+              -ERR value is not an integer or out of range\r\n\
+              -ERR wrong number of arguments for 'set' command\r\n\
+              -ERR wrong number of arguments for 'mset' command\r\n\
+              -ERR unknown command 'NOSUCHCOMMAND', with args beginning with: \r\n\
+              -ERR increment or decrement would overflow\r\n\
+              -ERR decrement would overflow\r\n\
+              :3\r\n$1\r\nx\r\n+OK\r\n$-1\r\n$1\r\n3\r\n",
+        );
+        // The key `b` was not touched by the failed INCR, and the connection still works.
+        raw.send(&resp(&[b"GET", b"a"]));
+        raw.expect(b"$1\r\n3\r\n");
+    });
+}
+
+#[test]
+fn pipelined_incrs_from_many_clients_add_up_exactly() {
+    both_modes(|server| {
+        let clients = 6;
+        let per_client = 1000;
+        let threads: Vec<_> = (0..clients)
+            .map(|c| {
+                let mut raw = server.raw();
+                std::thread::spawn(move || {
+                    // Every INCR of every client in one write: the shared counter, and this
+                    // client's own, interleaved.
+                    let own = format!("own{c}");
+                    let mut bytes = Vec::new();
+                    for _ in 0..per_client {
+                        bytes.extend(resp(&[b"INCR", b"shared"]));
+                        bytes.extend(resp(&[b"INCRBY", own.as_bytes(), b"2"]));
+                    }
+                    raw.send(&bytes);
+                    let mut expected_own = Vec::new();
+                    for i in 1..=per_client {
+                        expected_own.push(format!(":{}\r\n", 2 * i));
+                    }
+                    // Read the replies: the shared counter's replies grow strictly.
+                    let mut reader = std::io::BufReader::new(&mut raw.0);
+                    let mut last_shared = 0i64;
+                    for want_own in expected_own {
+                        let mut line = String::new();
+                        std::io::BufRead::read_line(&mut reader, &mut line).expect("reply");
+                        let shared: i64 = line
+                            .trim_end()
+                            .strip_prefix(':')
+                            .and_then(|n| n.parse().ok())
+                            .unwrap_or_else(|| panic!("not an integer reply: {line:?}"));
+                        assert!(shared > last_shared, "{shared} after {last_shared}");
+                        last_shared = shared;
+                        let mut line = String::new();
+                        std::io::BufRead::read_line(&mut reader, &mut line).expect("reply");
+                        assert_eq!(line, want_own);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().expect("client");
+        }
+        let mut raw = server.raw();
+        raw.send(&resp(&[b"GET", b"shared"]));
+        let total = (clients * per_client).to_string();
+        raw.expect(format!("${}\r\n{total}\r\n", total.len()).as_bytes());
+        for c in 0..clients {
+            raw.send(&resp(&[b"GET", format!("own{c}").as_bytes()]));
+            let own = (2 * per_client).to_string();
+            raw.expect(format!("${}\r\n{own}\r\n", own.len()).as_bytes());
+        }
+    });
+}
+
+#[test]
+fn pipelined_writes_survive_a_restart_and_keep_their_expiry() {
+    let server = TestServer::start(|c| c.appendfsync = AppendFsync::Always);
+    let mut raw = server.raw();
+    let mut bytes = Vec::new();
+    for i in 0..500 {
+        bytes.extend(resp(&[b"SET", format!("k{i}").as_bytes(), &[b'v'; 300]]));
+    }
+    bytes.extend(resp(&[b"SET", b"ttl", b"10", b"EX", b"1000"]));
+    bytes.extend(resp(&[b"INCR", b"ttl"]));
+    bytes.extend(resp(&[b"INCR", b"ttl"]));
+    raw.send(&bytes);
+    let mut expected = b"+OK\r\n".repeat(501);
+    expected.extend_from_slice(b":11\r\n:12\r\n");
+    raw.expect(&expected);
+    drop(raw);
+    let dir = server.stop();
+    let server = TestServer::start_in(dir, |c| c.appendfsync = AppendFsync::Always);
+    let mut raw = server.raw();
+    raw.send(&pipeline(&[
+        &[b"GET", b"k0"],
+        &[b"STRLEN", b"k499"],
+        &[b"GET", b"ttl"],
+    ]));
+    let mut expected = b"$300\r\n".to_vec();
+    expected.extend_from_slice(&[b'v'; 300]);
+    expected.extend_from_slice(b"\r\n:300\r\n$2\r\n12\r\n");
+    raw.expect(&expected);
+    // INCR kept the key's expiry.
+    raw.send(&resp(&[b"TTL", b"ttl"]));
+    let mut reply = [0u8; 16];
+    let n = std::io::Read::read(&mut raw.0, &mut reply).expect("TTL reply");
+    let ttl: i64 = String::from_utf8_lossy(&reply[..n])
+        .trim()
+        .trim_start_matches(':')
+        .parse()
+        .expect("integer");
+    assert!((1..=1000).contains(&ttl), "TTL {ttl}");
+}
+
+#[test]
+fn concurrent_pipelines_of_sets_and_gets_see_whole_values() {
+    // Writers pipeline SETs of one key with values that tell whose they are; readers
+    // pipeline GETs of it. Every GET returns a value some SET wrote, whole.
+    let server = TestServer::start(|c| c.appendfsync = AppendFsync::Always);
+    let writers: Vec<_> = (0..3u8)
+        .map(|w| {
+            let mut raw = server.raw();
+            std::thread::spawn(move || {
+                for round in 0..50 {
+                    let mut bytes = Vec::new();
+                    for i in 0..20u8 {
+                        let v = vec![b'a' + w; 100 + usize::from(i)];
+                        bytes.extend(resp(&[b"SET", b"hot", &v]));
+                        bytes.extend(resp(&[b"SET", format!("w{w}").as_bytes(), &v]));
+                    }
+                    raw.send(&bytes);
+                    raw.expect(&b"+OK\r\n".repeat(40));
+                    let _ = round;
+                }
+            })
+        })
+        .collect();
+    let mut reader = server.raw();
+    for _ in 0..50 {
+        let mut bytes = Vec::new();
+        for _ in 0..20 {
+            bytes.extend(resp(&[b"GET", b"hot"]));
+        }
+        reader.send(&bytes);
+        let mut buf = std::io::BufReader::new(&mut reader.0);
+        for _ in 0..20 {
+            let mut line = String::new();
+            std::io::BufRead::read_line(&mut buf, &mut line).expect("reply");
+            if line == "$-1\r\n" {
+                continue;
+            }
+            let len: usize = line
+                .trim_end()
+                .strip_prefix('$')
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("not a bulk reply: {line:?}"));
+            let mut value = vec![0u8; len + 2];
+            std::io::Read::read_exact(&mut buf, &mut value).expect("value");
+            value.truncate(len);
+            assert!((100..120).contains(&len), "length {len}");
+            assert!(
+                value.iter().all(|&b| b == value[0]),
+                "a torn value: {value:?}"
+            );
+        }
+        assert!(buf.buffer().is_empty(), "more replies than requests");
+    }
+    for w in writers {
+        w.join().expect("writer");
+    }
+}
+
+#[test]
+fn unauthenticated_pipelines_are_refused_command_by_command() {
+    let server = TestServer::start(|c| c.requirepass = Some("secret".into()));
+    let mut raw = server.raw();
+    raw.send(&pipeline(&[
+        &[b"SET", b"k", b"v"],
+        &[b"INCR", b"n"],
+        &[b"AUTH", b"secret"],
+        &[b"SET", b"k", b"v"],
+        &[b"INCR", b"n"],
+        &[b"GET", b"k"],
+    ]));
+    raw.expect(
+        b"-NOAUTH Authentication required.\r\n-NOAUTH Authentication required.\r\n\
+          +OK\r\n+OK\r\n:1\r\n$1\r\nv\r\n",
+    );
+}
