@@ -16,7 +16,13 @@
 #   badger -> badger-madv) then run the same four read phases on the same DB with the
 #   variant (same on-disk format, so the load is not repeated): stock mmap and pread /
 #   MADV_RANDOM both get reported, and wisckey with scan read-ahead off.
-# Then YCSB A-F (bench/run-ycsb.sh) at each of $YCSB_SIZES into $OUT_DIR/ycsb-<size>.
+#   At each of $SYNC_SIZES, first `fillsync` (every put a sync write; NUM/1000 puts per
+#   thread) with 1 and with 16 threads, each on a fresh DB (tags fillsync, fillsync16).
+#   Engines in $GC_VARIANTS (wisckey -> wisckey-gc: --gc_space_amp_target=1.2) then also run
+#   fillrandom on a fresh DB with GC made to work during the load; each wisckey phase prints
+#   a gc_runs= line with what background GC did during it.
+# Then YCSB A-F (bench/run-ycsb.sh) at each of $YCSB_SIZES into $OUT_DIR/ycsb-<size>, plus
+# YCSB A (load + run) for wisckey-gc.
 #
 # Sizes: NUM = DATA_BYTES / (value size + key size) keys are written by each fill, so every
 # value size writes the same bytes (default 2 GiB). fillrandom draws keys with replacement
@@ -32,8 +38,11 @@
 #   SKIP_CELLS="badger:256" (engine:value_size pairs not run. Badger at 256 B: values below its
 #     ValueThreshold stay in its LSM-tree, its Go heap sits at the 1 GiB limit and fillseq ran
 #     at ~5K puts/s, i.e. about an hour for the two fills; see docs/BENCHMARKS.md)
+#   SYNC_SIZES="1024" SYNC_THREADS="1 16" (fillsync cells; SYNC_SIZES="" skips them)
+#   GC_VARIANTS="wisckey:wisckey-gc" (set empty to skip the with-GC-running loads)
 #   YCSB_SIZES="1024 16384" YCSB_DATA_BYTES=2147483648
-#   YCSB_ENGINES="wisckey leveldb-pread rocksdb rocksdb-blob badger-madv"
+#   YCSB_ENGINES="wisckey wisckey-gc leveldb-pread rocksdb rocksdb-blob badger-madv"
+#   YCSB_ENGINE_WORKLOADS="wisckey-gc:a"
 #   YCSB_OPS_1024=10000 YCSB_OPS_16384=2000 (run-phase operations per workload; for another
 #     size set YCSB_OPS_<size>, default 2000)
 #   SETTLE_ROUNDS=5 (unmeasured readrandom rounds after each load until compaction is done;
@@ -59,7 +68,11 @@ READ_VARIANTS=${READ_VARIANTS-"wisckey:wisckey-noreadahead leveldb:leveldb-pread
 SKIP_CELLS=${SKIP_CELLS-"badger:256"}
 YCSB_SIZES=${YCSB_SIZES:-"1024 16384"}
 YCSB_DATA_BYTES=${YCSB_DATA_BYTES:-2147483648}
-YCSB_ENGINES=${YCSB_ENGINES:-"wisckey leveldb-pread rocksdb rocksdb-blob badger-madv"}
+YCSB_ENGINES=${YCSB_ENGINES:-"wisckey wisckey-gc leveldb-pread rocksdb rocksdb-blob badger-madv"}
+YCSB_ENGINE_WORKLOADS=${YCSB_ENGINE_WORKLOADS-"wisckey-gc:a"}
+SYNC_SIZES=${SYNC_SIZES-"1024"}
+SYNC_THREADS=${SYNC_THREADS:-"1 16"}
+GC_VARIANTS=${GC_VARIANTS-"wisckey:wisckey-gc"}
 YCSB_OPS_1024=${YCSB_OPS_1024:-10000}
 YCSB_OPS_16384=${YCSB_OPS_16384:-2000}
 SKIP_DBBENCH=${SKIP_DBBENCH:-0}
@@ -89,6 +102,14 @@ counts_for() {
 variant_of() { # engine -> its read variant, or nothing
   local pair
   for pair in $READ_VARIANTS; do
+    [[ ${pair%%:*} == "$1" ]] && echo "${pair#*:}"
+  done
+  return 0
+}
+
+gc_variant_of() { # engine -> its with-GC-running variant, or nothing
+  local pair
+  for pair in $GC_VARIANTS; do
     [[ ${pair%%:*} == "$1" ]] && echo "${pair#*:}"
   done
   return 0
@@ -148,7 +169,7 @@ read_phases() { # engine db
   echo "# suite run $(date -u +%Y-%m-%dT%H:%M:%SZ) $(git -C "$root" rev-parse --short HEAD 2>/dev/null || true)"
   echo "VALUE_SIZES=$VALUE_SIZES DATA_BYTES=$DATA_BYTES KEY_SIZE=$KEY_SIZE SEED=$SEED MEM_LIMIT=$MEM_LIMIT"
   echo "ENGINES=$ENGINES READ_VARIANTS=$READ_VARIANTS SKIP_CELLS=$SKIP_CELLS"
-  echo "SETTLE_ROUNDS=$SETTLE_ROUNDS READ_TIMEOUT=$READ_TIMEOUT"
+  echo "SETTLE_ROUNDS=$SETTLE_ROUNDS READ_TIMEOUT=$READ_TIMEOUT SYNC_SIZES=$SYNC_SIZES SYNC_THREADS=$SYNC_THREADS GC_VARIANTS=$GC_VARIANTS"
   echo "YCSB_SIZES=$YCSB_SIZES YCSB_DATA_BYTES=$YCSB_DATA_BYTES YCSB_ENGINES=$YCSB_ENGINES"
   echo "DATA_DIR=$DATA_DIR ($fstype) WISCKEY_FLAGS=$WISCKEY_FLAGS EXTRA_FLAGS=$EXTRA_FLAGS"
 } | tee "$OUT_DIR/params.txt"
@@ -169,6 +190,8 @@ if [[ $SKIP_DBBENCH != 1 ]]; then
     for engine in $ENGINES; do
       variant=$(variant_of "$engine")
       [[ -n $variant ]] && all_engines+=" $variant"
+      variant=$(gc_variant_of "$engine")
+      [[ -n $variant ]] && all_engines+=" $variant"
     done
     {
       echo "# db_bench suite $(date -u +%Y-%m-%dT%H:%M:%SZ) $(git -C "$root" rev-parse --short HEAD 2>/dev/null || true)"
@@ -185,6 +208,14 @@ if [[ $SKIP_DBBENCH != 1 ]]; then
       fi
       db=$DATA_DIR/$engine
       rm -rf "$db"
+      if [[ " $SYNC_SIZES " == *" $value_size "* ]]; then
+        for threads in $SYNC_THREADS; do
+          tag=fillsync
+          ((threads > 1)) && tag=fillsync$threads
+          run "$engine" "$tag" 0 --benchmarks=fillsync --threads="$threads" --db="$db"
+          rm -rf "$db"
+        done
+      fi
       if [[ $SKIP_FILLSEQ != 1 ]]; then
         run "$engine" fillseq 0 --benchmarks=fillseq --db="$db"
         rm -rf "$db"
@@ -197,6 +228,13 @@ if [[ $SKIP_DBBENCH != 1 ]]; then
       read_phases "$engine" "$db"
       [[ -n $variant ]] && read_phases "$variant" "$db"
       rm -rf "$db"
+      gc_variant=$(gc_variant_of "$engine")
+      if [[ -n $gc_variant ]]; then
+        db=$DATA_DIR/$gc_variant
+        rm -rf "$db"
+        run "$gc_variant" fillrandom 0 --benchmarks=fillrandom --db="$db"
+        rm -rf "$db"
+      fi
     done
     dirs+=("$dir")
   done
@@ -207,6 +245,7 @@ if [[ $SKIP_YCSB != 1 ]]; then
     ops_var=YCSB_OPS_$size
     RECORDS=$((YCSB_DATA_BYTES / (size + KEY_SIZE))) OPS=${!ops_var:-2000} RECORD_SIZE=$size \
       KEY_SIZE=$KEY_SIZE SEED=$SEED MEM_LIMIT=$MEM_LIMIT ENGINES=$YCSB_ENGINES \
+      ENGINE_WORKLOADS=$YCSB_ENGINE_WORKLOADS \
       OUT_DIR=$OUT_DIR/ycsb-$size "$here/run-ycsb.sh" | tee -a "$OUT_DIR/ycsb.log"
     dirs+=("$OUT_DIR/ycsb-$size")
   done

@@ -13,6 +13,8 @@
 #   RECORDS=1000000 (records loaded) OPS=1000000 (operations per thread per workload)
 #   RECORD_SIZE=1024 KEY_SIZE=16 THREADS=1 SEED=301 MEM_LIMIT=1G
 #   ENGINES="wisckey leveldb rocksdb rocksdb-blob badger"   WORKLOADS="a b c f d e"
+#   ENGINE_WORKLOADS="" (engine:w1,w2 pairs: those engines run only those workloads, e.g.
+#     "wisckey-gc:a" for YCSB A with GC made to work; their other cells stay empty)
 #   DATA_DIR=/work/bench-data (real disk)   OUT_DIR=bench/results/ycsb-<timestamp>
 #   WISCKEY_BIN=$CARGO_TARGET_DIR/release/wisckey-bench  WISCKEY_FLAGS="" EXTRA_FLAGS=""
 #   CHECK=1: agreement check instead of a measurement: defaults become RECORDS=20000
@@ -36,6 +38,7 @@ SEED=${SEED:-301}
 MEM_LIMIT=${MEM_LIMIT:-1G}
 ENGINES=${ENGINES:-"wisckey leveldb rocksdb rocksdb-blob badger"}
 WORKLOADS=${WORKLOADS:-"a b c f d e"}
+ENGINE_WORKLOADS=${ENGINE_WORKLOADS:-}
 OUT_DIR=${OUT_DIR:-$here/results/ycsb-$(date -u +%Y%m%dT%H%M%SZ)}
 
 # shellcheck source=bench/lib.sh
@@ -43,10 +46,22 @@ OUT_DIR=${OUT_DIR:-$here/results/ycsb-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$OUT_DIR"
 require_real_disk "$DATA_DIR"
 
-# ops/sec on line "$2 : ..." of file $1
-ops_of() { awk -v b="$2" '$1==b && $2==":" {for(i=1;i<=NF;i++) if($i=="ops/sec") print $(i-1)}' "$1" | head -1; }
+# workloads engine $1 runs: its ENGINE_WORKLOADS entry, else WORKLOADS
+workloads_of() {
+  local pair
+  for pair in $ENGINE_WORKLOADS; do
+    if [[ ${pair%%:*} == "$1" ]]; then
+      echo "${pair#*:}" | tr ',' ' '
+      return 0
+    fi
+  done
+  echo "$WORKLOADS"
+}
+# ops/sec on line "$2 : ..." of file $1 (nothing when the file is missing)
+ops_of() { [[ -f $1 ]] || return 0; awk -v b="$2" '$1==b && $2==":" {for(i=1;i<=NF;i++) if($i=="ops/sec") print $(i-1)}' "$1" | head -1; }
 # "read 12.3 / update 4.5": p99 of each operation type after the run line of file $1
 p99s_of() {
+  [[ -f $1 ]] || return 0
   awk '/-run +:/ {run=1; next} run && $2==":" && $3=="count" {
          for(i=1;i<=NF;i++) if($i=="p99") v=$(i+1); out=out (out?" / ":"") $1 " " v }
        END {print out}' "$1"
@@ -80,7 +95,7 @@ run_one() { # engine workload extra-flags...
 for engine in $ENGINES; do
   rm -rf "${DATA_DIR:?}/$engine"
   loaded=0
-  for w in $WORKLOADS; do
+  for w in $(workloads_of "$engine"); do
     if [[ $w == e || $loaded == 0 ]]; then
       rm -rf "${DATA_DIR:?}/$engine"
       run_one "$engine" "$w"

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Args};
-use wisckey::{Db, Options};
+use wisckey::{Db, GcTotals, Options};
 
 use iostat::SpanFacts;
 use live::LiveKeys;
@@ -262,6 +262,7 @@ fn run_in_process(args: &BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
             .expect("the database is reopened after every fresh fill");
         iostat::sync_all();
         let before = iostat::sample(device.as_ref());
+        let gc_before = gc_totals(open);
         let bar = progress::bar(
             bench.name(),
             bench.ops_per_thread(&config) * config.threads,
@@ -289,6 +290,7 @@ fn run_in_process(args: &BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
             "{}",
             iostat::amp_lines(device.as_ref(), before, after, facts, &path)
         );
+        println!("{}", gc_line(gc_before, gc_totals(open)));
         if let Some(latencies) = &result.latencies {
             print!("{}", latencies.report());
         }
@@ -420,6 +422,7 @@ fn run_ycsb(args: &BenchArgs, workload: ycsb::Workload) -> Result<(), Box<dyn st
         iostat::sync_all();
         let before = iostat::sample(device.as_ref());
         let cpu_before = iostat::cpu_seconds();
+        let gc_before = gc_totals(&db);
         let result = if is_load {
             ycsb::load(&db, &config)?
         } else {
@@ -445,6 +448,7 @@ fn run_ycsb(args: &BenchArgs, workload: ycsb::Workload) -> Result<(), Box<dyn st
             "{}",
             iostat::amp_lines(device.as_ref(), before, after, facts, &path)
         );
+        println!("{}", gc_line(gc_before, gc_totals(&db)));
         let names: &[&str] = if is_load {
             &["insert"]
         } else {
@@ -454,6 +458,31 @@ fn run_ycsb(args: &BenchArgs, workload: ycsb::Workload) -> Result<(), Box<dyn st
     }
     db.close()?;
     Ok(())
+}
+
+/// What value-log GC has done since open (None if the stats cannot be read).
+fn gc_totals(db: &Db) -> Option<GcTotals> {
+    db.stats().ok().map(|stats| stats.gc)
+}
+
+/// The `gc:` line after a phase: what background value-log GC did during it (it runs
+/// beside the foreground work when `gc_space_amp_target` is finite), so a figure taken with
+/// GC running says how much GC work it absorbed.
+fn gc_line(before: Option<GcTotals>, after: Option<GcTotals>) -> String {
+    const MIB: f64 = (1u64 << 20) as f64;
+    let (Some(before), Some(after)) = (before, after) else {
+        return format!("{:>15}gc=n/a (stats unavailable)", "");
+    };
+    format!(
+        "{:>15}gc_runs={} (segments collected {}, read {:.1} MiB, relocated {:.1} MiB, freed {:.1} MiB, punched {:.1} MiB)",
+        "",
+        after.runs - before.runs,
+        after.work.segments_collected - before.work.segments_collected,
+        (after.work.bytes_read - before.work.bytes_read) as f64 / MIB,
+        (after.work.bytes_relocated - before.work.bytes_relocated) as f64 / MIB,
+        (after.bytes_freed - before.bytes_freed) as f64 / MIB,
+        (after.bytes_punched - before.bytes_punched) as f64 / MIB,
+    )
 }
 
 fn live_bytes(live: &LiveKeys, config: &Config) -> Option<u64> {
