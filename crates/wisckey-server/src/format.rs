@@ -94,6 +94,22 @@ pub fn encode_value(data: &[u8], expires_at_ms: Option<u64>) -> Vec<u8> {
 
 /// Decodes a data value read from the engine (consuming it, so the common case does not
 /// copy the payload twice). An unknown tag or a short header is an error naming it.
+/// Where the user's bytes start in a stored value, and its expiry (what [`decode_value`]
+/// reads, without copying).
+pub fn value_header(raw: &[u8]) -> Result<(usize, Option<u64>), String> {
+    match raw.first().copied() {
+        Some(TAG_STRING) => Ok((1, None)),
+        Some(TAG_STRING_EXPIRES) if raw.len() >= 9 => {
+            let mut at = [0u8; 8];
+            at.copy_from_slice(&raw[1..9]);
+            Ok((9, Some(u64::from_be_bytes(at))))
+        }
+        Some(TAG_STRING_EXPIRES) => Err(format!("expiry header of {} bytes", raw.len())),
+        Some(tag) => Err(format!("unknown value tag 0x{tag:02x}")),
+        None => Err("empty value (no tag byte)".to_string()),
+    }
+}
+
 pub fn decode_value(mut raw: Vec<u8>) -> Result<Stored, String> {
     match raw.first().copied() {
         Some(TAG_STRING) => {

@@ -5,7 +5,8 @@
 //! it unchanged. Strings with expiry are stored in the engine with a one-byte header
 //! (`format`); commands are dispatched from one table (`cmd`) over a keyspace layer
 //! (`store`) that serialises read-modify-write commands per key; the network side
-//! (`server`) runs each connection as a tokio task and the engine calls on blocking threads.
+//! (`server`) runs each connection as a tokio task; `pipeline` batches a pipeline's (and
+//! concurrent connections') writes into one engine commit, on an executor thread.
 //!
 //! ```no_run
 //! # fn main() -> Result<(), wisckey_server::Error> {

@@ -37,6 +37,9 @@ use crate::format::Stored;
 use crate::resp::{parse_int, Command, Reply};
 use crate::store::{now_ms, Store, STRIPES};
 
+/// Pending values up to this size are kept in the overlay; a read of a larger one commits
+/// the pending batch first (rare: a GET or INCR of a key just SET in the same round).
+const OVERLAY_MAX: usize = 64;
 /// A pending batch is committed once its payload passes this many bytes.
 const MAX_PENDING_BYTES: usize = 8 << 20;
 
@@ -102,8 +105,9 @@ pub(crate) fn read_only(client: &Client, pending: &VecDeque<Command>) -> bool {
 struct Writes<'s> {
     store: &'s Store,
     batch: WriteBatch,
-    /// The value each pending write leaves (keys only put, never deleted, here).
-    overlay: HashMap<Vec<u8>, Stored>,
+    /// The value each pending write leaves (keys only put, never deleted, here); `None`
+    /// for a value too large to copy ([`OVERLAY_MAX`]): reading it commits first.
+    overlay: HashMap<Vec<u8>, Option<Stored>>,
     held: Vec<MutexGuard<'s, ()>>,
     held_bits: [u64; STRIPES / 64],
 }
@@ -186,24 +190,28 @@ impl<'s> Writes<'s> {
     }
 
     /// The live value of `key` as the pending writes leave it. The caller holds its lock
-    /// or has nothing pending.
-    fn get(&self, key: &[u8], now: u64) -> Result<Option<Stored>, Error> {
+    /// (and still does on return) or has nothing pending.
+    fn get(&mut self, key: &[u8], now: u64) -> Result<Option<Stored>, Error> {
         match self.overlay.get(key) {
-            Some(s) if s.is_expired(now) => Ok(None),
-            Some(s) => Ok(Some(s.clone())),
+            Some(Some(s)) if s.is_expired(now) => Ok(None),
+            Some(Some(s)) => Ok(Some(s.clone())),
+            Some(None) => {
+                // A large pending value: commit it and read it back, under the lock again.
+                self.commit(false)?;
+                self.lock(&[key])?;
+                self.store.get(key)
+            }
             None => self.store.get(key),
         }
     }
 
-    fn put(&mut self, key: &[u8], data: Vec<u8>, expires_at_ms: Option<u64>) {
-        Store::batch_put(&mut self.batch, key, &data, expires_at_ms);
-        self.overlay.insert(
-            key.to_vec(),
-            Stored {
-                data,
-                expires_at_ms,
-            },
-        );
+    fn put(&mut self, key: &[u8], data: &[u8], expires_at_ms: Option<u64>) {
+        Store::batch_put(&mut self.batch, key, data, expires_at_ms);
+        let kept = (data.len() <= OVERLAY_MAX).then(|| Stored {
+            data: data.to_vec(),
+            expires_at_ms,
+        });
+        self.overlay.insert(key.to_vec(), kept);
     }
 
     /// Commits early once the pending batch is large.
@@ -237,7 +245,7 @@ fn run_fast(w: &mut Writes<'_>, fast: Fast, args: &[Vec<u8>]) -> Result<Reply, E
                 Some(e) => e,
                 None => {
                     w.lock(&[key])?;
-                    w.put(key, value.clone(), None);
+                    w.put(key, value, None);
                     Reply::OK
                 }
             }
@@ -252,7 +260,7 @@ fn run_fast(w: &mut Writes<'_>, fast: Fast, args: &[Vec<u8>]) -> Result<Reply, E
                     let keys: Vec<&Vec<u8>> = args[1..].iter().step_by(2).collect();
                     w.lock(&keys)?;
                     for pair in args[1..].chunks_exact(2) {
-                        w.put(&pair[0], pair[1].clone(), None);
+                        w.put(&pair[0], &pair[1], None);
                     }
                     Reply::OK
                 }
@@ -273,7 +281,7 @@ fn run_fast(w: &mut Writes<'_>, fast: Fast, args: &[Vec<u8>]) -> Result<Reply, E
                         Some((n, expires)) => match n.checked_add(delta) {
                             None => Reply::err("ERR increment or decrement would overflow"),
                             Some(new) => {
-                                w.put(key, new.to_string().into_bytes(), expires);
+                                w.put(key, new.to_string().as_bytes(), expires);
                                 Reply::Integer(new)
                             }
                         },
@@ -432,29 +440,51 @@ const MAX_ROUND: usize = 1024;
 /// sends each connection its replies. It ends when every sender is dropped.
 pub(crate) fn spawn_executor(
     shared: std::sync::Arc<Shared>,
+    threads: usize,
 ) -> std::io::Result<(
     tokio::sync::mpsc::UnboundedSender<Job>,
-    std::thread::JoinHandle<()>,
+    Vec<std::thread::JoinHandle<()>>,
 )> {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let handle = std::thread::Builder::new()
-        .name("wisckey-exec".into())
-        .spawn(move || executor(&shared, rx))?;
-    Ok((tx, handle))
+    let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
+    let mut handles = Vec::new();
+    for _ in 0..threads.max(1) {
+        let (shared, rx) = (std::sync::Arc::clone(&shared), std::sync::Arc::clone(&rx));
+        handles.push(
+            std::thread::Builder::new()
+                .name("wisckey-exec".into())
+                .spawn(move || executor(&shared, &rx))?,
+        );
+    }
+    Ok((tx, handles))
 }
 
-fn executor(shared: &Shared, mut rx: tokio::sync::mpsc::UnboundedReceiver<Job>) {
+/// Takes the next round of jobs: waits for one, then takes every one queued behind it.
+/// `false` once every sender is gone.
+fn next_round(
+    rx: &std::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<Job>>,
+    jobs: &mut Vec<(Job, usize)>,
+) -> bool {
+    // The receiver has no invariant a panic could break: take it even if poisoned.
+    let mut rx = rx.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(first) = rx.blocking_recv() else {
+        return false;
+    };
+    jobs.push((first, 0));
+    while jobs.len() < MAX_ROUND {
+        match rx.try_recv() {
+            Ok(job) => jobs.push((job, 0)),
+            Err(_) => break,
+        }
+    }
+    true
+}
+
+fn executor(shared: &Shared, rx: &std::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<Job>>) {
     let store = &shared.store;
     let always = store.durable_before_reply();
     let mut jobs: Vec<(Job, usize)> = Vec::new();
-    while let Some(first) = rx.blocking_recv() {
-        jobs.push((first, 0));
-        while jobs.len() < MAX_ROUND {
-            match rx.try_recv() {
-                Ok(job) => jobs.push((job, 0)),
-                Err(_) => break,
-            }
-        }
+    while next_round(rx, &mut jobs) {
         let mut w = Writes::new(store);
         let mut failed: Option<Error> = None;
         for (job, ran) in &mut jobs {
@@ -513,9 +543,30 @@ fn executor(shared: &Shared, mut rx: tokio::sync::mpsc::UnboundedReceiver<Job>) 
 /// Executes a [`read_only`] batch on the calling thread, without the durability step:
 /// the caller runs [`Store::make_durable`] before sending if [`Store::needs_sync`] says so.
 pub(crate) fn run_reads(shared: &Shared, b: &mut Batch, limit: usize) {
+    let (mut ekey, mut buf) = (Vec::new(), Vec::new());
     while let Some(args) = b.pending.pop_front() {
-        let (reply, _) = cmd::execute(shared, &mut b.client, &args);
-        reply.encode_as(&mut b.out, b.client.resp3);
+        if b.client.authed && args.len() == 2 && is(&args[0], "get") {
+            // GET without copying the value more than into the reply.
+            shared
+                .stats
+                .commands_processed
+                .fetch_add(1, Ordering::Relaxed);
+            match shared.store.get_in(&args[1], &mut ekey, &mut buf) {
+                Ok(Some(start)) => {
+                    let data = &buf[start..];
+                    b.out.push(b'$');
+                    b.out.extend_from_slice(data.len().to_string().as_bytes());
+                    b.out.extend_from_slice(b"\r\n");
+                    b.out.extend_from_slice(data);
+                    b.out.extend_from_slice(b"\r\n");
+                }
+                Ok(None) => Reply::Nil.encode_as(&mut b.out, b.client.resp3),
+                Err(e) => Reply::err(format!("ERR {e}")).encode_as(&mut b.out, b.client.resp3),
+            }
+        } else {
+            let (reply, _) = cmd::execute(shared, &mut b.client, &args);
+            reply.encode_as(&mut b.out, b.client.resp3);
+        }
         if b.out.len() >= limit {
             break;
         }

@@ -1,8 +1,12 @@
 //! The network side: the listener, one task per connection, the background tasks (expiry
 //! sweeper, the `everysec` syncer) and shutdown.
 //!
-//! Per connection, requests are decoded as they arrive and executed in order on a blocking
-//! thread, a pipeline's worth at a time; replies are written before more requests are read.
+//! Per connection, requests are decoded as they arrive and executed in order, a pipeline's
+//! worth at a time; replies are written before more requests are read. Where a batch runs
+//! (see `pipeline.rs`): only GETs/MGETs/PINGs on the connection's own task (falling back to
+//! the blocking pool for a while when a batch turns out slow); only plain SET/MSET/INCR-
+//! family/GET commands on the executor thread, which commits every connection's waiting
+//! writes together; anything else on a blocking thread.
 //! Invariants that bound a client's memory: the server reads a client's socket only when
 //! no decoded request is waiting and its replies have been written, so a client that does
 //! not read its replies stops being read (its kernel buffers fill and its writes block);
@@ -111,7 +115,9 @@ impl Server {
         if shared.config.appendfsync == AppendFsync::Everysec {
             background.spawn(syncer(Arc::clone(&shared)));
         }
-        let mut executor = Some(pipeline::spawn_executor(Arc::clone(&shared))?);
+        // One executor thread: two (a round executing while the previous one syncs) measured
+        // no better on two cores.
+        let mut executor = Some(pipeline::spawn_executor(Arc::clone(&shared), 1)?);
         let mut conns = JoinSet::new();
         loop {
             tokio::select! {
@@ -139,13 +145,15 @@ impl Server {
         background.shutdown().await;
         // Every connection has ended: dropping the last sender ends the executor thread,
         // which holds the shared state.
-        if let Some((sender, thread)) = executor.take() {
+        if let Some((sender, threads)) = executor.take() {
             drop(sender);
-            let joined = tokio::task::spawn_blocking(move || thread.join())
-                .await
-                .map_err(join_error)?;
-            if joined.is_err() {
-                eprintln!("wisckey serve: the executor thread panicked");
+            for thread in threads {
+                let joined = tokio::task::spawn_blocking(move || thread.join())
+                    .await
+                    .map_err(join_error)?;
+                if joined.is_err() {
+                    eprintln!("wisckey serve: an executor thread panicked");
+                }
             }
         }
         close(shared).await
@@ -266,7 +274,8 @@ async fn connection(
         // Execute, writing replies whenever they reach the output-buffer limit.
         while !batch.pending.is_empty() {
             let limit = config.output_buffer_limit;
-            if slow_reads == 0 && pipeline::read_only(&batch.client, &batch.pending) {
+            let reads = pipeline::read_only(&batch.client, &batch.pending);
+            if reads && slow_reads == 0 {
                 // Reads of in-memory data take microseconds: run them here rather than pay
                 // for a hand-off to the blocking pool. If they turn out slow (the data is
                 // on disk), send this connection's batches to the pool for a while so one
@@ -289,9 +298,8 @@ async fn connection(
                     }
                 }
             } else if let Some(exec) =
-                exec.filter(|_| pipeline::all_fast(&batch.client, &batch.pending))
+                exec.filter(|_| !reads && pipeline::all_fast(&batch.client, &batch.pending))
             {
-                slow_reads = slow_reads.saturating_sub(1);
                 let (done, result) = tokio::sync::oneshot::channel();
                 let job = Job {
                     resp3: batch.client.resp3,

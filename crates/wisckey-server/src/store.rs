@@ -193,6 +193,31 @@ impl Store {
         }
     }
 
+    /// Reads `key`'s live value into `buf` (scratch space, reused across calls) and returns
+    /// where the user's bytes start in it, or `None` if absent or expired. `ekey` is
+    /// scratch space for the engine key.
+    pub fn get_in(
+        &self,
+        key: &[u8],
+        ekey: &mut Vec<u8>,
+        buf: &mut Vec<u8>,
+    ) -> Result<Option<usize>, Error> {
+        ekey.clear();
+        ekey.push(format::NS_DATA);
+        ekey.extend_from_slice(key);
+        if !self.db.get_into(ekey.as_slice(), buf)? {
+            return Ok(None);
+        }
+        let (start, expires) = format::value_header(buf).map_err(|reason| {
+            Error::Format(format!(
+                "value of key {:?}: {reason}",
+                String::from_utf8_lossy(&key[..key.len().min(64)])
+            ))
+        })?;
+        let expired = expires.is_some_and(|at| at <= now_ms());
+        Ok((!expired).then_some(start))
+    }
+
     /// The live values of `keys`, read in parallel by the engine.
     pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<Stored>>, Error> {
         let engine_keys: Vec<Vec<u8>> = keys.iter().map(|k| format::data_key(k.as_ref())).collect();

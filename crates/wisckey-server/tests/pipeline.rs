@@ -53,6 +53,44 @@ fn a_read_after_a_write_in_one_pipeline_sees_the_write() {
 }
 
 #[test]
+fn large_values_written_and_read_in_one_pipeline() {
+    both_modes(|server| {
+        let big: Vec<u8> = (0..5000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        let mut raw = server.raw();
+        raw.send(&pipeline(&[
+            &[b"SET", b"big", &big],
+            &[b"GET", b"big"],
+            &[
+                b"SET",
+                b"num",
+                b"100000000000000000000000000000000000000000000000000000000000000000007",
+            ],
+            &[b"INCR", b"num"],
+            &[b"SET", b"num", &b"1".repeat(18)],
+            &[
+                b"SET",
+                b"num",
+                &[b"1".repeat(18), b"  ".repeat(40)].concat(),
+            ],
+            &[b"INCR", b"num"],
+            &[b"MSET", b"big", b"small", b"big2", &big],
+            &[b"GET", b"big2"],
+            &[b"GET", b"big"],
+        ]));
+        let bulk = |v: &[u8]| [format!("${}\r\n", v.len()).as_bytes(), v, b"\r\n"].concat();
+        let mut expected = b"+OK\r\n".to_vec();
+        expected.extend(bulk(&big));
+        expected.extend_from_slice(b"+OK\r\n-ERR value is not an integer or out of range\r\n");
+        expected
+            .extend_from_slice(b"+OK\r\n+OK\r\n-ERR value is not an integer or out of range\r\n");
+        expected.extend_from_slice(b"+OK\r\n");
+        expected.extend(bulk(&big));
+        expected.extend(bulk(b"small"));
+        raw.expect(&expected);
+    });
+}
+
+#[test]
 fn an_error_in_a_pipeline_leaves_the_other_replies_alone() {
     both_modes(|server| {
         let mut raw = server.raw();
