@@ -261,7 +261,12 @@ pub fn scan(args: &ScanArgs) -> CliResult {
     };
     let db = open_read_only(&args.db)?;
     {
-        let range = db.range((bound(lower, false), bound(upper, true)))?;
+        // A --limit is the scan's length: its value reads start at the seek, all at once.
+        let options = wisckey::ReadOptions {
+            scan_length_hint: args.limit,
+            ..Default::default()
+        };
+        let range = db.range_opt((bound(lower, false), bound(upper, true)), &options)?;
         let entries: Box<dyn Iterator<Item = wisckey::Result<Entry>>> =
             match (args.keys_only, args.reverse) {
                 (true, false) => Box::new(range.keys().map(|k| k.map(|k| (k, Vec::new())))),

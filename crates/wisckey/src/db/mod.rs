@@ -643,8 +643,8 @@ impl Db {
         self.range_opt(range, &ReadOptions::default())
     }
 
-    /// [`Db::range`] with read options: a snapshot to read, `keys_only`. The range given
-    /// here replaces `lower_bound` and `upper_bound`.
+    /// [`Db::range`] with read options: a snapshot to read, `keys_only`, `scan_length_hint`.
+    /// The range given here replaces `lower_bound` and `upper_bound`.
     ///
     /// ```
     /// # fn main() -> wisckey::Result<()> {
