@@ -572,3 +572,12 @@ pub(crate) fn run_reads(shared: &Shared, b: &mut Batch, limit: usize) {
         }
     }
 }
+
+/// [`run_reads`] on a blocking thread, then the durability step of [`run_batch`].
+pub(crate) fn run_reads_durable(shared: &Shared, mut b: Batch, limit: usize) -> Batch {
+    run_reads(shared, &mut b, limit);
+    if let Err(e) = shared.store.make_durable() {
+        not_durable(&e, &mut b.out, &mut b.pending, &mut b.after);
+    }
+    b
+}

@@ -41,6 +41,11 @@ use tokio::sync::mpsc::UnboundedSender;
 const MAX_BATCH: usize = 1024;
 /// How much the read buffer grows per read.
 const READ_CHUNK: usize = 64 << 10;
+/// Read-only batches of at most this many commands run on the connection's task; longer
+/// ones on the blocking pool. Measured (GET, 50 clients): a single GET inline instead of
+/// on the pool gave 1.4-2x the throughput; 16 pipelined GETs ran ~10% faster on the pool
+/// (the engine reads on one core while the reactor does socket I/O on the other).
+const INLINE_MAX: usize = 4;
 /// A read-only batch run on the connection's thread that takes longer than this...
 const SLOW_INLINE: Duration = Duration::from_micros(500);
 /// ...sends that connection's next this many batches to the blocking pool.
@@ -275,7 +280,7 @@ async fn connection(
         while !batch.pending.is_empty() {
             let limit = config.output_buffer_limit;
             let reads = pipeline::read_only(&batch.client, &batch.pending);
-            if reads && slow_reads == 0 {
+            if reads && slow_reads == 0 && batch.pending.len() <= INLINE_MAX {
                 // Reads of in-memory data take microseconds: run them here rather than pay
                 // for a hand-off to the blocking pool. If they turn out slow (the data is
                 // on disk), send this connection's batches to the pool for a while so one
@@ -316,8 +321,15 @@ async fn connection(
                 if after != After::Continue {
                     batch.after = after;
                 }
-            } else {
+            } else if reads {
                 slow_reads = slow_reads.saturating_sub(1);
+                let sh = Arc::clone(&shared);
+                batch = tokio::task::spawn_blocking(move || {
+                    pipeline::run_reads_durable(&sh, batch, limit)
+                })
+                .await
+                .map_err(join_error)?;
+            } else {
                 let sh = Arc::clone(&shared);
                 batch = tokio::task::spawn_blocking(move || pipeline::run_batch(&sh, batch, limit))
                     .await
