@@ -101,7 +101,7 @@ pub struct BenchArgs {
     /// fetched in parallel (0 = off; default: the engine's default, 64).
     #[arg(long = "readahead_entries")]
     readahead_entries: Option<usize>,
-    /// Engine option `scan_readahead_threads` (default: the engine's default, 16).
+    /// Engine option `scan_readahead_threads` (default: the engine's default, 32).
     #[arg(long = "readahead_threads")]
     readahead_threads: Option<usize>,
     /// Block cache bytes (same value is given to every peer engine).
