@@ -421,8 +421,9 @@ fn run_ycsb(args: &BenchArgs, workload: ycsb::Workload) -> Result<(), Box<dyn st
         }
         iostat::sync_all();
         let before = iostat::sample(device.as_ref());
-        let cpu_before = iostat::cpu_seconds();
+        // Sampled before the CPU counter: reading the stats is not the phase's work.
         let gc_before = gc_totals(&db);
+        let cpu_before = iostat::cpu_seconds();
         let result = if is_load {
             ycsb::load(&db, &config)?
         } else {

@@ -12,8 +12,9 @@
 //! the inner iterator sits on its back entry (or past the end); an error met while reading
 //! ahead is held back until the entries before it have been shown. With
 //! `ReadOptions::scan_length_hint` the read-ahead starts at the positioning call itself, with
-//! a first window of the hinted length (the caller said how far it will read). The iterator pins the
-//! version it reads, so no table it needs is deleted under it.
+//! a first window of the hinted length (the caller said how far it will read), and stops at
+//! that length. The iterator pins the version it reads, so no table it needs is deleted
+//! under it.
 
 use std::cmp::Ordering;
 use std::collections::VecDeque;
