@@ -19,7 +19,6 @@ use wisckey::fs::MemFs;
 use wisckey::{Db, GcOptions, Options, ReadOptions, Snapshot, WriteBatch};
 
 mod util;
-use util::open_retrying;
 
 const ACCOUNTS: u64 = 200;
 const START: u64 = 1000;
@@ -240,7 +239,7 @@ fn bank_kill_child() {
     let Ok(dir) = std::env::var(KILL_DIR_ENV) else {
         return; // Not a child.
     };
-    let db = Arc::new(open_retrying(std::path::Path::new(&dir), kill_options).expect("child open"));
+    let db = Arc::new(Db::open(std::path::Path::new(&dir), kill_options()).expect("child open"));
     {
         let db = Arc::clone(&db);
         std::thread::spawn(move || loop {
@@ -327,7 +326,7 @@ fn transfers_killed_at_random_keep_the_total() {
         std::thread::sleep(Duration::from_millis(rng.gen_range(20..300)));
         child.kill().expect("SIGKILL");
         let _ = child.wait();
-        let db = open_retrying(&dir, kill_options)
+        let db = Db::open(&dir, kill_options())
             .unwrap_or_else(|e| panic!("cycle {cycle}: reopen after SIGKILL: {e}"));
         let snapshot = db.snapshot();
         let balances = balances_at(&db, &snapshot);

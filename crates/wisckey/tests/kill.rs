@@ -21,9 +21,6 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use wisckey::{Db, Options, WriteOptions};
 
-mod util;
-use util::open_retrying;
-
 const CHILD_DIR_ENV: &str = "WISCKEY_KILL_CHILD_DIR";
 const CHILD_MODE_ENV: &str = "WISCKEY_KILL_CHILD_MODE";
 
@@ -51,16 +48,19 @@ fn kill_child_writer() {
     let mode = std::env::var(CHILD_MODE_ENV).unwrap_or_default();
     if mode == "hold" {
         // Only hold the database open (for the cross-process lock test) until killed.
-        let _db = open_retrying(Path::new(&dir), child_options).expect("child open");
+        let _db = Db::open(Path::new(&dir), child_options()).expect("child open");
         println!("READY");
         std::thread::sleep(Duration::from_secs(60));
         return;
     }
     let with_gc = mode == "gc";
-    let db = open_retrying(Path::new(&dir), || Options {
-        write_through_to_os: mode == "write_through" || with_gc,
-        ..child_options()
-    })
+    let db = Db::open(
+        Path::new(&dir),
+        Options {
+            write_through_to_os: mode == "write_through" || with_gc,
+            ..child_options()
+        },
+    )
     .expect("child open");
     let db = std::sync::Arc::new(db);
     if with_gc {
@@ -180,7 +180,7 @@ fn run_cycles(mode: &str, cycles: u64, seed: u64) {
         let _ = stderr_reader.join();
         let last_acked = acked.last().copied();
 
-        let db = open_retrying(&dir, child_options)
+        let db = Db::open(&dir, child_options())
             .unwrap_or_else(|e| panic!("cycle {cycle}: reopen after kill failed: {e}"));
         // Every acknowledged key is present with its value — except, in buffered mode, a
         // suffix of writes that were still in the value-log buffer (at most its size).
@@ -290,5 +290,5 @@ fn a_second_process_cannot_open_an_open_database() {
     }
     child.kill().expect("kill child");
     let _ = child.wait();
-    open_retrying(&dir, child_options).expect("open once the other process is gone");
+    Db::open(&dir, child_options()).expect("open once the other process is gone");
 }

@@ -28,10 +28,7 @@ use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use wisckey::{Options, ReadOptions, WriteBatch, WriteOptions};
-
-mod util;
-use util::open_retrying;
+use wisckey::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
 
 const THREADS: u64 = 4;
 const KEYS_PER_THREAD: u64 = 60;
@@ -118,7 +115,7 @@ fn oracle_child() {
     let starts: Vec<u64> = (std::env::var(START_ENV).expect("starts").split(','))
         .map(|s| s.parse().expect("start"))
         .collect();
-    let db = Arc::new(open_retrying(Path::new(&dir), || cycle_options(cycle)).expect("child open"));
+    let db = Arc::new(Db::open(Path::new(&dir), cycle_options(cycle)).expect("child open"));
     let out = Arc::new(Mutex::new(std::io::stdout()));
     let say = |out: &Mutex<std::io::Stdout>, line: String| {
         let mut out = out.lock().expect("stdout");
@@ -283,7 +280,7 @@ fn sigkill_of_a_multithreaded_writer_matches_the_oracle() {
         }
 
         let started = Instant::now();
-        let db = open_retrying(&dir, || cycle_options(cycle + 1))
+        let db = Db::open(&dir, cycle_options(cycle + 1))
             .unwrap_or_else(|e| panic!("cycle {cycle}: reopen after SIGKILL failed: {e}"));
         recoveries.push(started.elapsed());
         let mut found: Vec<Model> = vec![Model::new(); THREADS as usize];

@@ -2,7 +2,7 @@
 //!
 //! Implementations:
 //! - [`PosixFs`]: the real one (pread, fdatasync, directory fsync, `fallocate(PUNCH_HOLE)`,
-//!   `flock` on a LOCK file);
+//!   a record lock on a LOCK file);
 //! - [`MemFs`]: in memory, for fast tests. It tracks what is *durable* (file bytes covered
 //!   by `sync_data`, directory entries covered by `sync_dir`) so a power loss can be
 //!   simulated;
@@ -21,6 +21,7 @@
 mod fault;
 mod mem;
 mod posix;
+mod posix_lock;
 mod read_only;
 
 use std::path::Path;

@@ -1,5 +1,6 @@
-//! [`PosixFs`]: the real file system, on top of `std::fs` plus three syscalls `std` does not
-//! expose (`fallocate(PUNCH_HOLE)`, `flock`, and positional I/O through `FileExt`).
+//! [`PosixFs`]: the real file system, on top of `std::fs` plus the syscalls `std` does not
+//! expose (`fallocate(PUNCH_HOLE)`, `posix_fadvise`, positional I/O through `FileExt`). The
+//! LOCK file's lock is its own module, `posix_lock`.
 //!
 //! Invariants:
 //! - no user-space buffering: `append` issues the write immediately (callers buffer);
@@ -10,9 +11,8 @@
 //!   so `Error::is_no_space` sees ENOSPC.
 //!
 //! Thread-safety: `PosixFs` is stateless. Readable handles use `pread` only and are shared
-//! freely; writable handles are single-owner. The lock is `flock`, which belongs to the open
-//! file description, so two `lock` calls in the same process conflict just as two processes
-//! do.
+//! freely; writable handles are single-owner. Two `lock` calls in the same process conflict
+//! just as two processes do (see `posix_lock`).
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -133,45 +133,11 @@ impl FileSystem for PosixFs {
     }
 
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(|e| io_err("lock (open)", path, e))?;
-        // SAFETY: `file` owns a valid open descriptor for the duration of the call; flock
-        // does not touch memory.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if rc != 0 {
-            let e = io::Error::last_os_error();
-            if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-                return Err(Error::Locked(path.display().to_string()));
-            }
-            return Err(io_err("lock", path, e));
-        }
-        Ok(Box::new(PosixLock {
-            _file: file,
-            path: path.to_path_buf(),
-        }))
+        super::posix_lock::lock_exclusive(path)
     }
 
     fn lock_shared(&self, path: &Path) -> Result<Box<dyn FileLock>> {
-        // Opened for reading only: neither created nor written (its mtime stays).
-        let file = File::open(path).map_err(|e| io_err("lock (open)", path, e))?;
-        // SAFETY: as in `lock`: a valid descriptor owned by `file`; flock touches no memory.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) };
-        if rc != 0 {
-            let e = io::Error::last_os_error();
-            if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-                return Err(Error::Locked(path.display().to_string()));
-            }
-            return Err(io_err("lock", path, e));
-        }
-        Ok(Box::new(PosixLock {
-            _file: file,
-            path: path.to_path_buf(),
-        }))
+        super::posix_lock::lock_shared(path)
     }
 }
 
@@ -308,16 +274,6 @@ impl WritableFile for PosixWritable {
         }
     }
 }
-
-/// Holds the `flock`ed descriptor; closing it (on drop) releases the lock.
-#[derive(Debug)]
-struct PosixLock {
-    _file: File,
-    #[allow(dead_code)]
-    path: PathBuf,
-}
-
-impl FileLock for PosixLock {}
 
 #[cfg(test)]
 mod tests {

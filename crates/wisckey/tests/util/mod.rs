@@ -2,26 +2,8 @@
 //! test binary uses some of them, so each is allowed to be unused in the others.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use wisckey::fs::FileSystem;
-use wisckey::{Db, Options};
-
-/// Opens, retrying briefly while the lock is held. A test process that forks children from
-/// several threads at once: a child forked while another thread holds a `Db` inherits its
-/// LOCK descriptor until it calls exec, and `flock` stays held while any copy is open.
-#[allow(dead_code)]
-pub fn open_retrying(dir: &Path, options: impl Fn() -> Options) -> wisckey::Result<Db> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        match Db::open(dir, options()) {
-            Err(wisckey::Error::Locked(_)) if Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            other => return other,
-        }
-    }
-}
 
 /// Whole 4 KiB blocks of the value-log files in `dir` that read as zeros (on `MemFs`, the
 /// blocks GC punched out).
