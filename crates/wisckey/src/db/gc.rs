@@ -41,7 +41,8 @@ const BACKGROUND_PERIOD: Duration = Duration::from_secs(1);
 /// Background GC rewrites only segments at least this dead.
 const BACKGROUND_MIN_DEAD_FRACTION: f64 = 0.2;
 /// While the log is over this many times the space-amplification target and GC has
-/// victims, writers are slowed (about 1 ms per write group) so GC catches up.
+/// victims, background GC stops yielding; if it still loses ground, writers are slowed
+/// (about 1 ms per write group) so it catches up.
 const WRITE_DELAY_FACTOR: f64 = 1.25;
 /// Record bytes read from the start of a segment to estimate its dead fraction.
 const SAMPLE_BYTES: u64 = 1 << 20;
@@ -404,6 +405,8 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
     punch_ready(inner)?;
     let mut total = GcOutcome::default();
     let mut taken = StepsTaken::default();
+    // The log's space amplification when the latest victim's collection began.
+    let mut amp_before_victim: Option<f64> = None;
     let min_seal_size = if paced {
         // Background GC seals the active segment only once it is a good part of a segment.
         inner.options.vlog_segment_size / 4
@@ -418,11 +421,14 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
             return Err(e);
         }
         let (choice, head_segment, active) = choose(inner, policy)?;
-        // Background GC slows writers while it is far behind and has work it can do.
+        // Far behind with work it can do, background GC runs flat out; writers are slowed
+        // only if that still loses ground.
+        let amp = choice.space_amp();
         let far_behind = paced
             && !choice.victims.is_empty()
-            && choice.space_amp() > policy.space_amp_target * WRITE_DELAY_FACTOR;
-        inner.gc_write_delay.store(far_behind, Ordering::Release);
+            && amp > policy.space_amp_target * WRITE_DELAY_FACTOR;
+        let slow_writers = far_behind && losing_ground(amp, amp_before_victim);
+        inner.gc_write_delay.store(slow_writers, Ordering::Release);
         let step = next_step(
             &choice,
             policy,
@@ -449,7 +455,15 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
                 sample_stale(inner, &choice, active)?;
             }
             GcStep::Collect(victim) => match collect_one(inner, victim, paced && !far_behind) {
-                Ok(outcome) => total.add(&outcome),
+                Ok(outcome) => {
+                    amp_before_victim = Some(amp);
+                    // Counted per victim, so a long background run shows in `Db::stats`
+                    // while it is still going.
+                    let mut totals = inner.gc_totals.lock();
+                    totals.runs += u64::from(total.segments_collected == 0);
+                    totals.work.add(&outcome);
+                    total.add(&outcome);
+                }
                 Err(e @ Error::Corruption { .. }) => {
                     // Kept, reported, and not tried again until the next open.
                     log::error!("wisckey: value-log GC skips segment {victim}: {e}");
@@ -460,13 +474,15 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
             GcStep::Done => break,
         }
     }
-    if total.segments_collected > 0 {
-        let mut totals = inner.gc_totals.lock();
-        totals.runs += 1;
-        totals.work.add(&total);
-    }
     super::background::delete_obsolete_files(inner)?;
     Ok(total)
+}
+
+/// Whether GC, collecting flat out, is losing ground: the log's space amplification did not
+/// fall across the latest victim's collection. Before the first victim of a run it has not
+/// had its chance yet (a database opened far over its target is not throttled for that).
+fn losing_ground(amp_now: f64, amp_before_victim: Option<f64>) -> bool {
+    amp_before_victim.is_some_and(|before| amp_now >= before)
 }
 
 /// Relocates `victim`'s survivors, then removes it from the log (manifest) and hands its
@@ -602,4 +618,17 @@ pub(crate) fn stats(inner: &DbInner) -> Result<DbStats> {
         },
         gc,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::losing_ground;
+
+    #[test]
+    fn writers_are_slowed_only_after_a_victim_that_did_not_lower_the_log() {
+        assert!(!losing_ground(2.0, None), "no victim collected yet this run");
+        assert!(!losing_ground(1.6, Some(1.7)), "the victim brought the log down");
+        assert!(losing_ground(1.7, Some(1.7)), "no ground won");
+        assert!(losing_ground(1.8, Some(1.7)), "writers outran the victim");
+    }
 }
