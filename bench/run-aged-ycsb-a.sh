@@ -12,11 +12,15 @@ rm -rf $D/aged $D/aged-base
 # age: load 1M x 1 KiB + 1M ops of A (500k updates) with GC off
 $B bench --ycsb=a --num=1000000 --reads=1000000 --record_size=1024 --key_size=16 --seed=301 --quiet --db=$D/aged-base --gc_space_amp_target=inf --mem_limit=1G | grep -E 'ycsb-a-(load|run)|space_amp' | head -4
 du -sh $D/aged-base
+# BASELINE_BIN (optional): another wisckey-bench, run with GC busy beside this one's.
+variants="1.2 inf"
+[ -n "${BASELINE_BIN:-}" ] && variants="baseline-1.2 1.2 inf"
 for round in 1 2; do
-  for g in 1.2 inf; do
+  for v in $variants; do
+    g=${v#baseline-}; bin=$B; [ "$v" != "$g" ] && bin=$BASELINE_BIN
     rm -rf $D/aged; cp -a $D/aged-base $D/aged; sync; echo 3 > /proc/sys/vm/drop_caches
-    echo "== round $round gc_space_amp_target=$g"
-    $B bench --ycsb=a --use_existing_db=1 --num=1000000 --reads=100000 --record_size=1024 --key_size=16 --seed=302 --quiet --db=$D/aged --gc_space_amp_target=$g --mem_limit=1G | grep -E 'ycsb-a-run|gc_runs|read +:|update +:'
+    echo "== round $round $v"
+    $bin bench --ycsb=a --use_existing_db=1 --num=1000000 --reads=100000 --record_size=1024 --key_size=16 --seed=302 --quiet --db=$D/aged --gc_space_amp_target=$g --mem_limit=1G | grep -E 'ycsb-a-run|gc_runs|read +:|update +:'
   done
 done
 rm -rf $D/aged $D/aged-base
