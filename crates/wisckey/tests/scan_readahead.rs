@@ -369,3 +369,114 @@ fn a_hint_does_not_turn_read_ahead_on() {
     assert_eq!(fs.hooks.most.load(Ordering::SeqCst), 1, "reads overlapped");
     assert!(fs.hooks.reads.load(Ordering::SeqCst) - before <= 50);
 }
+
+/// On the real file system (where the kernel has io_uring, a refill's reads go out as
+/// batches): plain and hinted scans over values scattered across segments show exactly the
+/// model, and a damaged value is reported at its own entry while the scan goes on.
+#[test]
+fn scans_on_the_real_file_system_show_the_model_and_report_damage_at_its_entry() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path().join("db");
+    let fs: Arc<dyn FileSystem> = Arc::new(wisckey::fs::PosixFs::new());
+    eprintln!("batched reads: {}", fs.batches_reads());
+    let open = || Db::open(&dir, options(Arc::clone(&fs), true)).expect("open");
+    let db = open();
+    let mut model = BTreeMap::new();
+    // A scattered write order, so neighbouring keys' values are far apart in the log.
+    for n in 0..1500u32 {
+        let i = (n * 977) % 1500;
+        db.put(key(i), value(i, 0)).expect("put");
+        model.insert(key(i), value(i, 0));
+    }
+    for i in (0..1500).step_by(5) {
+        db.put(key(i), value(i, 1)).expect("put");
+        model.insert(key(i), value(i, 1));
+    }
+    for i in (0..1500).step_by(11) {
+        db.delete(key(i)).expect("delete");
+        model.remove(&key(i));
+    }
+    db.flush().expect("flush");
+    let scan = |db: &Db, from: &[u8], hint: Option<usize>, take: usize| {
+        let opts = ReadOptions {
+            scan_length_hint: hint,
+            ..ReadOptions::default()
+        };
+        let mut it = db.iter(&opts).expect("iter");
+        it.seek(from);
+        let mut seen = Vec::new();
+        while it.valid() && seen.len() < take {
+            seen.push((it.key().to_vec(), it.value()));
+            it.next();
+        }
+        it.status().expect("status");
+        seen
+    };
+    let expect = |from: &[u8], take: usize| -> Vec<(Vec<u8>, Vec<u8>)> {
+        (model.range(from.to_vec()..).take(take))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    let values_of = |seen: Vec<(Vec<u8>, wisckey::Result<Vec<u8>>)>| -> Vec<(Vec<u8>, Vec<u8>)> {
+        seen.into_iter()
+            .map(|(k, v)| {
+                let v = v.unwrap_or_else(|e| panic!("{}: {e}", String::from_utf8_lossy(&k)));
+                (k, v)
+            })
+            .collect()
+    };
+    assert_eq!(
+        values_of(scan(&db, b"", None, usize::MAX)),
+        expect(b"", usize::MAX)
+    );
+    for (from, hint, take) in [
+        (17u32, 1, 1),
+        (300, 7, 7),
+        (640, 60, 60),
+        (900, 100, 250),
+        (1490, 100, 100),
+    ] {
+        let got = values_of(scan(&db, &key(from), Some(hint), take));
+        assert_eq!(got, expect(&key(from), take), "from {from}, hint {hint}");
+    }
+    db.close().expect("close");
+
+    // Damage the value of key 733 in whichever segment holds it.
+    let needle = value(733, 0);
+    let mut damaged = 0;
+    for entry in std::fs::read_dir(&dir).expect("ls").flatten() {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "vlog") {
+            continue;
+        }
+        let mut bytes = std::fs::read(&path).expect("read");
+        if let Some(at) = bytes
+            .windows(needle.len())
+            .position(|w| w == needle.as_slice())
+        {
+            bytes[at + 10] ^= 0x40;
+            std::fs::write(&path, &bytes).expect("write");
+            damaged += 1;
+        }
+    }
+    assert_eq!(damaged, 1, "the value should be in exactly one segment");
+    let db = open();
+    for hint in [None, Some(100)] {
+        let seen = scan(&db, &key(700), hint, 100);
+        assert_eq!(seen.len(), 100);
+        let mut corrupt = 0;
+        for ((k, got), (want_key, want)) in seen.into_iter().zip(expect(&key(700), 100)) {
+            assert_eq!(k, want_key);
+            match got {
+                Err(Error::Corruption { .. }) => {
+                    assert_eq!(k, key(733), "only key 733 is damaged");
+                    corrupt += 1;
+                }
+                Ok(v) => assert_eq!(v, want),
+                Err(e) => panic!("unexpected error {e}"),
+            }
+        }
+        assert_eq!(corrupt, 1, "key 733's damage is reported (hint {hint:?})");
+    }
+    db.close().expect("close");
+}

@@ -23,6 +23,8 @@ mod mem;
 mod posix;
 mod posix_lock;
 mod read_only;
+#[cfg(target_os = "linux")]
+mod uring;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -72,6 +74,33 @@ pub trait FileSystem: Send + Sync + std::fmt::Debug {
     fn lock_shared(&self, path: &Path) -> Result<Box<dyn FileLock>> {
         self.lock(path)
     }
+
+    /// Fills each request's buffer from its file at its offset; each result is what
+    /// [`ReadableFile::read_at`] would return for it. `PosixFs` keeps the whole batch in
+    /// flight at once (io_uring) where the kernel allows; the default reads one by one.
+    fn read_batch(&self, reads: &mut [BatchRead<'_>]) -> Vec<Result<usize>> {
+        reads
+            .iter_mut()
+            .map(|read| read.file.read_at(read.offset, read.buf))
+            .collect()
+    }
+
+    /// Whether [`read_batch`](FileSystem::read_batch) keeps many reads in flight from one
+    /// thread. A caller that could spread reads over threads batches them only then.
+    fn batches_reads(&self) -> bool {
+        false
+    }
+}
+
+/// One read of a [`FileSystem::read_batch`].
+#[derive(Debug)]
+pub struct BatchRead<'a> {
+    /// A handle this file system opened.
+    pub file: &'a dyn ReadableFile,
+    /// Where in the file the read starts.
+    pub offset: u64,
+    /// Filled from `offset`; the read asks for all of it.
+    pub buf: &'a mut [u8],
 }
 
 // `len` is the file's byte length, not a collection size; `is_empty` would add nothing.
@@ -88,6 +117,12 @@ pub trait ReadableFile: Send + Sync + std::fmt::Debug {
     /// so a page-cache miss reads the bytes asked for and not a read-ahead window around
     /// them. Advisory: the default, and any failure, changes nothing but speed.
     fn advise_random(&self) {}
+
+    /// The concrete handle, for a file system that recognises its own handles in
+    /// [`FileSystem::read_batch`]. The default hides it.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
 
     /// Reads exactly `buf.len()` bytes at `offset`, or fails with `Corruption` naming
     /// `file_name` if the file is shorter.

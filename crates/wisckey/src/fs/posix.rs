@@ -21,7 +21,7 @@ use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{FileLock, FileSystem, ReadableFile, WritableFile};
+use super::{BatchRead, FileLock, FileSystem, ReadableFile, WritableFile};
 use crate::error::{Error, Result};
 
 /// The operating system's file system.
@@ -136,6 +136,53 @@ impl FileSystem for PosixFs {
         super::posix_lock::lock_exclusive(path)
     }
 
+    #[cfg(target_os = "linux")]
+    fn read_batch(&self, reads: &mut [BatchRead<'_>]) -> Vec<Result<usize>> {
+        let fds: Option<Vec<_>> = reads
+            .iter()
+            .map(|read| {
+                (read.file.as_any())
+                    .and_then(|any| any.downcast_ref::<PosixReadable>())
+                    .map(|file| file.file.as_raw_fd())
+            })
+            .collect();
+        let ring_results = match fds {
+            Some(fds) if super::uring::available() => {
+                let mut raw: Vec<super::uring::RawRead<'_>> = (reads.iter_mut().zip(fds))
+                    .map(|(read, fd)| super::uring::RawRead {
+                        fd,
+                        offset: read.offset,
+                        buf: &mut *read.buf,
+                    })
+                    .collect();
+                super::uring::read_all(&mut raw)
+            }
+            // Another file system's handles, or no io_uring: one by one.
+            _ => (0..reads.len()).map(|_| None).collect(),
+        };
+        (reads.iter_mut().zip(ring_results))
+            .map(|(read, ring_result)| match ring_result {
+                // A full read, or end of file right at the offset.
+                Some(Ok(n)) if n == read.buf.len() || n == 0 => Ok(n),
+                // A short read: the rest with pread, which stops only at end of file.
+                Some(Ok(n)) => {
+                    let rest = read
+                        .file
+                        .read_at(read.offset + n as u64, &mut read.buf[n..])?;
+                    Ok(n + rest)
+                }
+                // Not done by the ring, or failed there: pread reports it with the path
+                // (or succeeds, e.g. after an interrupted ring read).
+                Some(Err(_)) | None => read.file.read_at(read.offset, read.buf),
+            })
+            .collect()
+    }
+
+    #[cfg(target_os = "linux")]
+    fn batches_reads(&self) -> bool {
+        super::uring::available()
+    }
+
     fn lock_shared(&self, path: &Path) -> Result<Box<dyn FileLock>> {
         super::posix_lock::lock_shared(path)
     }
@@ -167,6 +214,10 @@ struct PosixReadable {
 }
 
 impl ReadableFile for PosixReadable {
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
         let mut done = 0;
         while done < buf.len() {
@@ -292,6 +343,69 @@ mod tests {
         drop(guard);
         let _again = fs.lock(&path).expect("lock after release");
         assert_eq!(fs.file_size(&path).expect("size"), 0, "LOCK stays empty");
+    }
+
+    /// A batch reads what `read_at` reads, request by request: more requests than one ring
+    /// holds, reads running past the end (short) and starting at it (0 bytes), and a handle
+    /// of another file system in the batch (then read one by one).
+    #[test]
+    fn read_batch_reads_what_read_at_reads() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("data");
+        let contents: Vec<u8> = (0..300_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+        std::fs::write(&path, &contents).expect("write");
+        let fs = PosixFs::new();
+        let file = fs.open_read(&path).expect("open");
+        let mem = crate::fs::MemFs::new();
+        let mem_path = Path::new("/other");
+        let mut w = mem.create(mem_path).expect("create");
+        w.append(b"from another file system").expect("append");
+        let other = mem.open_read(mem_path).expect("open other");
+        let len = contents.len() as u64;
+        // (offset, length): inside, across the end, at the end, past it, empty.
+        let mut requests: Vec<(u64, usize)> = (0..150u64)
+            .map(|i| ((i * 1_999) % (len - 5_000), 1 + (i as usize * 37) % 4_096))
+            .collect();
+        requests.extend([(len - 10, 100), (len, 10), (len + 50, 10), (5, 0)]);
+        for with_other in [false, true] {
+            let mut bufs: Vec<Vec<u8>> = requests.iter().map(|&(_, n)| vec![0xAA; n]).collect();
+            let mut batch: Vec<BatchRead<'_>> = (requests.iter().zip(bufs.iter_mut()))
+                .map(|(&(offset, _), buf)| BatchRead {
+                    file: &*file,
+                    offset,
+                    buf: buf.as_mut_slice(),
+                })
+                .collect();
+            let mut other_buf = [0u8; 7];
+            if with_other {
+                batch.push(BatchRead {
+                    file: &*other,
+                    offset: 5,
+                    buf: &mut other_buf,
+                });
+            }
+            let results = fs.read_batch(&mut batch);
+            drop(batch);
+            assert_eq!(results.len(), requests.len() + usize::from(with_other));
+            for ((&(offset, n), buf), result) in requests.iter().zip(&bufs).zip(&results) {
+                let mut want = vec![0xAA; n];
+                let want_n = file.read_at(offset, &mut want).expect("read_at");
+                assert_eq!(*result.as_ref().expect("batch read"), want_n, "at {offset}");
+                assert_eq!(buf, &want, "at {offset}");
+            }
+            if with_other {
+                assert_eq!(
+                    *results
+                        .last()
+                        .expect("one result per read")
+                        .as_ref()
+                        .expect("other"),
+                    7
+                );
+                assert_eq!(&other_buf, b"another");
+            }
+        }
+        eprintln!("io_uring batches here: {}", fs.batches_reads());
     }
 
     #[test]

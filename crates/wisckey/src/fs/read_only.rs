@@ -51,6 +51,15 @@ impl FileSystem for ReadOnlyFs {
         self.inner.open_read(path)
     }
 
+    // Reads are the inner file system's own (open_read hands out its handles).
+    fn read_batch(&self, reads: &mut [super::BatchRead<'_>]) -> Vec<Result<usize>> {
+        self.inner.read_batch(reads)
+    }
+
+    fn batches_reads(&self) -> bool {
+        self.inner.batches_reads()
+    }
+
     fn rename(&self, from: &Path, _to: &Path) -> Result<()> {
         Err(refused("renaming", from))
     }

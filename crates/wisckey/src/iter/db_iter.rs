@@ -35,6 +35,11 @@ pub const SCAN_READAHEAD_BYTES: u64 = 8 << 20;
 /// Entries read ahead by the first refill after a positioning call; doubles per refill.
 const FIRST_READAHEAD_WINDOW: usize = 4;
 
+/// Value reads per batch job when the file system batches reads: a long refill (a hinted
+/// scan of 100) becomes several jobs, in flight side by side on reader threads, and the
+/// first values are there when their job completes rather than the whole refill.
+const READS_PER_BATCH: usize = 32;
+
 /// Most bytes one coalesced read of back-to-back records covers.
 const MAX_RUN_BYTES: u64 = 1 << 20;
 
@@ -103,6 +108,18 @@ pub struct DbIterator<'a> {
     /// at the hinted length (a scan that stops there wastes none), and once the user moves
     /// past them the scan goes on with ordinary read-ahead. `None`: no hinted scan.
     hint_left: Option<usize>,
+    /// The file system keeps many reads in flight from one thread
+    /// (`FileSystem::batches_reads`): a refill's runs go out as one job and one batch.
+    batch_reads: bool,
+    /// Runs of the current refill gathered for that one job.
+    batched_runs: Vec<IssuedRun>,
+}
+
+/// A run handed over for reading: its reads, the live range, the slots to complete.
+struct IssuedRun {
+    reads: Vec<(ValuePointer, Vec<u8>)>,
+    live: LiveRange,
+    slots: Vec<Arc<PendingRead>>,
 }
 
 impl std::fmt::Debug for DbIterator<'_> {
@@ -131,7 +148,6 @@ impl DbIterator<'_> {
     ) -> Self {
         let scan_length_hint = opts.scan_length_hint.map(|h| h.clamp(1, MAX_SCAN_LENGTH_HINT));
         DbIterator {
-            db,
             _db: std::marker::PhantomData,
             iter,
             sequence,
@@ -152,6 +168,9 @@ impl DbIterator<'_> {
             run: ReadRun::default(),
             scan_length_hint,
             hint_left: None,
+            batch_reads: db.fs.batches_reads(),
+            batched_runs: Vec::new(),
+            db,
         }
     }
 
@@ -538,7 +557,8 @@ impl DbIterator<'_> {
         entry
     }
 
-    /// Queues the gathered run of reads as one job on the reader pool.
+    /// Hands the gathered run of reads over: as its own job on the reader pool, or, when
+    /// the file system batches reads, to the refill's one batch.
     fn issue_run(&mut self) {
         let run = ReadRun {
             last: self.run.last,
@@ -549,33 +569,56 @@ impl DbIterator<'_> {
         let Some(live) = run.live else {
             return;
         };
+        let (reads, slots) = run
+            .reads
+            .into_iter()
+            .map(|(ptr, key, slot)| ((ptr, key), slot))
+            .unzip();
+        self.batched_runs.push(IssuedRun { reads, live, slots });
+        let batched: usize = self.batched_runs.iter().map(|run| run.slots.len()).sum();
+        if !self.batch_reads || batched >= READS_PER_BATCH {
+            self.issue_batch();
+        }
+    }
+
+    /// Queues the runs handed over so far as one job on the reader pool.
+    fn issue_batch(&mut self) {
+        if self.batched_runs.is_empty() {
+            return;
+        }
+        let runs = std::mem::take(&mut self.batched_runs);
         // The job holds the log reader, not the database: dropping the iterator and
         // closing the database need not wait for reads it abandoned.
         let reader = Arc::clone(self.db.vlog.reader());
         self.db.readers().submit(Box::new(move || {
-            let (pointers, slots): (Vec<_>, Vec<_>) = run
-                .reads
-                .into_iter()
-                .map(|(ptr, key, slot)| ((ptr, key), slot))
-                .unzip();
-            if slots.iter().all(|slot| slot.is_abandoned()) {
-                for slot in &slots {
+            let all_slots = || runs.iter().flat_map(|run| &run.slots);
+            if all_slots().all(|slot| slot.is_abandoned()) {
+                for slot in all_slots() {
                     slot.complete_with(|| Err(Error::Aborted("read-ahead abandoned".into())));
                 }
                 return;
             }
             // A panic must still complete every slot, or the iterator would wait forever.
             let values = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                reader.read_run(&pointers, live)
+                if let [run] = runs.as_slice() {
+                    vec![reader.read_run(&run.reads, run.live)]
+                } else {
+                    let inputs: Vec<_> = (runs.iter())
+                        .map(|run| (run.reads.as_slice(), run.live))
+                        .collect();
+                    reader.read_runs(&inputs)
+                }
             }));
             match values {
                 Ok(values) => {
-                    for (slot, value) in slots.iter().zip(values) {
-                        slot.complete_with(|| value);
+                    for (run, values) in runs.iter().zip(values) {
+                        for (slot, value) in run.slots.iter().zip(values) {
+                            slot.complete_with(|| value);
+                        }
                     }
                 }
                 Err(_) => {
-                    for slot in &slots {
+                    for slot in all_slots() {
                         slot.complete_with(|| {
                             Err(Error::Internal("a value read panicked in a reader thread".into()))
                         });
@@ -606,6 +649,7 @@ impl DbIterator<'_> {
             }
         }
         self.issue_run();
+        self.issue_batch();
         let most = self.scan_length_hint.unwrap_or(0).max(self.db.options.scan_readahead_entries);
         self.window = (self.window * 2).min(most);
     }
@@ -620,6 +664,8 @@ impl DbIterator<'_> {
         }
         self.ahead_bytes = 0;
         self.run = ReadRun::default();
+        // Never issued, and their entries are gone: nobody waits on these slots.
+        self.batched_runs.clear();
         self.hint_left = None;
         self.window = self.first_window();
         // An error the user never reached is not theirs: without read-ahead it would not

@@ -21,9 +21,12 @@ use super::format::{decode_record, SEGMENT_HEADER_LEN};
 use super::{ValuePointer, VlogOptions, RECORD_HEADER_LEN};
 use crate::error::{Error, Result};
 use crate::filename::vlog_file_name;
-use crate::fs::{FileSystem, ReadableFile};
+use crate::fs::{BatchRead, FileSystem, ReadableFile};
 use crate::key::ValueKind;
 use crate::position::LogPosition;
+
+/// A value pointer and the key its record must carry.
+pub type PointerAndKey = (ValuePointer, Vec<u8>);
 
 /// Open segment handles kept at most; beyond this an arbitrary one is closed.
 const MAX_CACHED_SEGMENTS: usize = 256;
@@ -201,6 +204,111 @@ impl VlogReader {
                 .map(|(ptr, key)| self.read_value_filling(ptr, key, limits, false))
                 .collect(),
         }
+    }
+
+    /// Several runs, each read as by [`VlogReader::read_run`], through one
+    /// [`FileSystem::read_batch`]: on a file system that batches, every run's read is in
+    /// flight at once. Results per run, per pointer, in order.
+    pub fn read_runs(
+        &self,
+        runs: &[(&[PointerAndKey], LiveRange)],
+    ) -> Vec<Vec<Result<Vec<u8>>>> {
+        /// Pointers `first..first + count` of run `run`, read as the one span `whole`.
+        struct Unit {
+            run: usize,
+            first: usize,
+            count: usize,
+            whole: ValuePointer,
+            segment: Option<OpenSegment>,
+        }
+        let mut units = Vec::new();
+        for (run_index, (run, _)) in runs.iter().enumerate() {
+            let adjacent = run.windows(2).all(|w| {
+                w[0].0.segment == w[1].0.segment && w[0].0.end() == w[1].0.offset
+            });
+            let span = match (run.first(), run.last()) {
+                (Some((first, _)), Some((last, _))) if adjacent => {
+                    u32::try_from(last.end() - first.offset)
+                        .ok()
+                        .map(|len| ValuePointer { len, ..*first })
+                }
+                _ => None,
+            };
+            match span {
+                Some(whole) => units.push(Unit {
+                    run: run_index,
+                    first: 0,
+                    count: run.len(),
+                    whole,
+                    segment: None,
+                }),
+                None => units.extend(run.iter().enumerate().map(|(i, (ptr, _))| Unit {
+                    run: run_index,
+                    first: i,
+                    count: 1,
+                    whole: *ptr,
+                    segment: None,
+                })),
+            }
+        }
+        // A unit that fails a check before the read is left without a segment: its
+        // pointers are read one by one below, which reports each one's own error.
+        for unit in &mut units {
+            let (run, limits) = &runs[unit.run];
+            let pointers = &run[unit.first..unit.first + unit.count];
+            let checked = pointers
+                .iter()
+                .try_for_each(|(ptr, _)| self.check_pointer(ptr, *limits));
+            unit.segment = checked
+                .and_then(|()| self.segment(unit.whole.segment))
+                .ok()
+                .filter(|open| open.file.len().is_ok_and(|len| unit.whole.end() <= len));
+        }
+        let mut buffers: Vec<Vec<u8>> = (units.iter())
+            .map(|unit| match unit.segment {
+                Some(_) => vec![0u8; unit.whole.len as usize],
+                None => Vec::new(),
+            })
+            .collect();
+        let read_ok: Vec<bool> = {
+            let mut batch: Vec<BatchRead<'_>> = Vec::with_capacity(units.len());
+            let mut batched = Vec::with_capacity(units.len());
+            for (index, (unit, buf)) in units.iter().zip(buffers.iter_mut()).enumerate() {
+                if let Some(open) = &unit.segment {
+                    batch.push(BatchRead {
+                        file: &*open.file,
+                        offset: unit.whole.offset,
+                        buf: buf.as_mut_slice(),
+                    });
+                    batched.push(index);
+                }
+            }
+            let results = self.fs.read_batch(&mut batch);
+            let mut ok = vec![false; units.len()];
+            for (index, result) in batched.into_iter().zip(results) {
+                ok[index] = result.is_ok_and(|n| n == units[index].whole.len as usize);
+            }
+            ok
+        };
+        let mut out: Vec<Vec<Result<Vec<u8>>>> = (runs.iter())
+            .map(|(run, _)| Vec::with_capacity(run.len()))
+            .collect();
+        for ((unit, bytes), ok) in units.iter().zip(&buffers).zip(read_ok) {
+            let (run, limits) = &runs[unit.run];
+            for (ptr, key) in &run[unit.first..unit.first + unit.count] {
+                let value = match (&unit.segment, ok) {
+                    (Some(open), true) => {
+                        let start = (ptr.offset - unit.whole.offset) as usize;
+                        let record = &bytes[start..start + ptr.len as usize];
+                        extract_value(record, ptr, key, &self.opts, &open.name)
+                    }
+                    // Whatever failed, each pointer gets its own read and its own verdict.
+                    _ => self.read_value_filling(ptr, key, *limits, false),
+                };
+                out[unit.run].push(value);
+            }
+        }
+        out
     }
 
     /// The checks `read_value` makes before reading.
@@ -422,6 +530,79 @@ mod tests {
             reader.read_value(&ptrs[0], b"key1", live),
             "missing segment",
         );
+    }
+
+    /// `read_runs` gives each pointer what `read_run` of its own run gives: adjacent runs,
+    /// scattered ones, and a run holding a pointer past the live log (that pointer fails,
+    /// its neighbours do not) — on a real file system, where the batch may go through
+    /// io_uring, and on `MemFs`, where it is read one by one.
+    #[test]
+    fn read_runs_matches_read_run_for_every_pointer() {
+        let temp = tempfile::tempdir().expect("tempdir");
+        let posix: Arc<dyn FileSystem> = Arc::new(crate::fs::PosixFs::new());
+        let mem: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+        for (fs, dir) in [(posix, temp.path().to_path_buf()), (mem, PathBuf::from("/db"))] {
+            fs.create_dir_all(&dir).expect("mkdir");
+            let options = VlogOptions {
+                segment_size: 1 << 20,
+                ..opts()
+            };
+            let mut w = VlogWriter::create(Arc::clone(&fs), dir.clone(), 1, options.clone())
+                .expect("create");
+            let keys: Vec<Vec<u8>> = (0..120).map(|i| format!("key{i:03}").into_bytes()).collect();
+            let values: Vec<Vec<u8>> = (0..120)
+                .map(|i| format!("value-{i}-").repeat(i % 7 + 1).into_bytes())
+                .collect();
+            let entries: Vec<BatchEntry<'_>> = (keys.iter().zip(&values))
+                .map(|(key, value)| BatchEntry {
+                    kind: ValueKind::Value,
+                    key,
+                    value,
+                })
+                .collect();
+            let ptrs = w.append_batch(1, &entries).expect("append");
+            w.sync().expect("sync");
+            let live = LiveRange { end: w.end() };
+            let reader = VlogReader::new(Arc::clone(&fs), dir.clone(), options);
+            let read = |i: usize| (ptrs[i], keys[i].clone());
+            let mut past_the_log = read(61);
+            past_the_log.0.offset = live.end.offset + 100;
+            let bad_offset = past_the_log.0.offset;
+            let runs: Vec<Vec<(ValuePointer, Vec<u8>)>> = vec![
+                (0..10).map(read).collect(),                     // back to back
+                [30, 5, 90, 44].into_iter().map(read).collect(), // scattered
+                vec![read(60), past_the_log, read(62)],          // one bad pointer
+                (70..110).map(read).collect(),                   // a long run
+                vec![read(119)],
+            ];
+            let inputs: Vec<(&[PointerAndKey], LiveRange)> =
+                runs.iter().map(|run| (run.as_slice(), live)).collect();
+            let batched = reader.read_runs(&inputs);
+            assert_eq!(batched.len(), runs.len());
+            for (run, got) in runs.iter().zip(&batched) {
+                let one = reader.read_run(run, live);
+                assert_eq!(got.len(), run.len());
+                for ((got, want), (ptr, key)) in got.iter().zip(&one).zip(run) {
+                    match (got, want) {
+                        (Ok(a), Ok(b)) => assert_eq!(a, b, "{}", String::from_utf8_lossy(key)),
+                        (Err(Error::Corruption { .. }), Err(Error::Corruption { .. })) => {
+                            assert_eq!(ptr.offset, bad_offset, "only the bad one fails")
+                        }
+                        other => panic!("{}: {other:?}", String::from_utf8_lossy(key)),
+                    }
+                }
+            }
+            let index = |k: &[u8]| -> usize {
+                String::from_utf8_lossy(&k[3..]).parse().expect("index")
+            };
+            for (run, got) in runs.iter().zip(&batched) {
+                for ((_, key), got) in run.iter().zip(got) {
+                    if let Ok(value) = got {
+                        assert_eq!(value, &values[index(key)]);
+                    }
+                }
+            }
+        }
     }
 
     #[test]
