@@ -155,7 +155,12 @@ pub fn parse_run(engine: &str, text: &str) -> RunFile {
         } else if let Some(mut result) = parse_report_line(line) {
             while let Some(next) = lines.peek() {
                 let trimmed = next.trim_start();
-                if trimmed.starts_with("wa=") || trimmed.starts_with("ra=") {
+                // wisckey adds a `gc_runs=` line under a phase's counters; the operation
+                // latencies come after it.
+                if trimmed.starts_with("wa=")
+                    || trimmed.starts_with("ra=")
+                    || trimmed.starts_with("gc_runs=")
+                {
                     collect_fields(trimmed, &mut result.fields);
                 } else if let Some(op) = parse_op_latency(trimmed) {
                     result.op_latencies.push(op);
@@ -440,6 +445,7 @@ mod tests {
                     Percentiles: P50: 2.00 P75: 2.50 P99: 8.00 P99.9: 9.00 P99.99: 9.00\n\
                     \x20              wa=n/a (device) db_size=1.0 MiB\n\
                     ycsb-a-run   :      10.000 micros/op 100000 ops/sec\n\
+                    \x20              gc_runs=2 (segments collected 3, read 1.0 MiB)\n\
                     \x20 read   : count 5  p50 1.00  p99 2.00  p99.9 3.00  (us)\n";
         let run = parse_run("wisckey", text);
         assert_eq!(run.results.len(), 2);
@@ -451,6 +457,7 @@ mod tests {
         assert_eq!(run.results[0].field("db_size"), Some(1.0));
         assert_eq!(run.results[1].name, "ycsb-a-run");
         assert_eq!(run.results[1].ops_per_sec, 100000.0);
+        assert_eq!(run.results[1].field("gc_runs"), Some(2.0));
         assert_eq!(
             run.results[1].op_latencies,
             vec![OpLatency {
