@@ -115,6 +115,10 @@ pub struct BenchArgs {
     /// engine's default, 64 MiB).
     #[arg(long = "write_buffer_size")]
     write_buffer_size: Option<usize>,
+    /// wisckey's `Options::vlog_write_back_interval` in bytes (0: the OS writes the log back
+    /// on its own schedule; default: the engine's default, 1 MiB).
+    #[arg(long = "vlog_write_back_interval")]
+    vlog_write_back_interval: Option<u64>,
     /// Bloom filter bits per key.
     #[arg(long = "bloom_bits", default_value_t = 10)]
     bloom_bits: usize,
@@ -551,6 +555,9 @@ fn engine_options(args: &BenchArgs) -> Options {
         options.memtable_size = bytes;
     }
     options.bloom_bits_per_key = args.bloom_bits;
+    if let Some(bytes) = args.vlog_write_back_interval {
+        options.vlog_write_back_interval = bytes;
+    }
     options
 }
 
@@ -566,7 +573,7 @@ fn print_header(args: &BenchArgs, path: &Path, options: &Options) {
     println!(
         "options:    value_threshold={} cache_size={} bloom_bits={} memtable_size={} \
          scan_readahead_entries={} scan_readahead_threads={} gc_space_amp_target={} \
-         value_cache_size={} scan_length_hint={}",
+         value_cache_size={} scan_length_hint={} vlog_write_back_interval={}",
         options.value_threshold,
         options.block_cache_size,
         options.bloom_bits_per_key,
@@ -575,7 +582,8 @@ fn print_header(args: &BenchArgs, path: &Path, options: &Options) {
         options.scan_readahead_threads,
         options.gc_space_amp_target,
         options.value_cache_size,
-        args.scan_length_hint
+        args.scan_length_hint,
+        options.vlog_write_back_interval
     );
     println!("db:         {}", path.display());
     println!("------------------------------------------------");

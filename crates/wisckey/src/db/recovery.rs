@@ -92,6 +92,7 @@ pub(crate) fn open(
         max_key_size: MAX_KEY_SIZE,
         max_value_size: MAX_VALUE_SIZE,
         preallocate_size: options.vlog_preallocate_size,
+        write_back_interval: options.vlog_write_back_interval,
     };
     let lock = if read_only {
         if !exists {

@@ -327,6 +327,7 @@ pub(crate) fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
         max_key_size: MAX_KEY_SIZE,
         max_value_size: MAX_VALUE_SIZE,
         preallocate_size: options.vlog_preallocate_size,
+        write_back_interval: options.vlog_write_back_interval,
     };
     // The old manifest, where one still loads: which tables are live, where replay would
     // start, and numbers not to reuse.

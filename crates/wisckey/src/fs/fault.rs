@@ -112,11 +112,14 @@ pub enum FsOp {
     ReadLen,
     /// `WritableFile::preallocate`.
     Preallocate,
+    /// `WritableFile::start_write_back` (a hint: counted under `All` and `Only`, not under
+    /// `Writes`, since it changes nothing a crash could observe).
+    StartWriteBack,
 }
 
 impl FsOp {
     /// Every op, in declaration order: `ALL[op as usize] == op`.
-    pub const ALL: [FsOp; 18] = [
+    pub const ALL: [FsOp; 19] = [
         FsOp::CreateDirAll,
         FsOp::Create,
         FsOp::OpenAppend,
@@ -135,6 +138,7 @@ impl FsOp {
         FsOp::ReadAt,
         FsOp::ReadLen,
         FsOp::Preallocate,
+        FsOp::StartWriteBack,
     ];
 
     /// Whether the call changes the file system (is counted under [`FaultOps::Writes`]).
@@ -157,7 +161,8 @@ impl FsOp {
             | FsOp::FileSize
             | FsOp::Lock
             | FsOp::ReadAt
-            | FsOp::ReadLen => false,
+            | FsOp::ReadLen
+            | FsOp::StartWriteBack => false,
         }
     }
 
@@ -181,6 +186,7 @@ impl FsOp {
             FsOp::ReadAt => "read_at",
             FsOp::ReadLen => "len",
             FsOp::Preallocate => "preallocate",
+            FsOp::StartWriteBack => "start_write_back",
         }
     }
 }
@@ -467,6 +473,11 @@ impl WritableFile for FaultWritable {
     fn preallocate(&mut self, up_to: u64) -> Result<()> {
         check(&self.state, FsOp::Preallocate, &self.path)?;
         self.inner.preallocate(up_to)
+    }
+
+    fn start_write_back(&mut self, offset: u64, len: u64) -> Result<()> {
+        check(&self.state, FsOp::StartWriteBack, &self.path)?;
+        self.inner.start_write_back(offset, len)
     }
 }
 

@@ -162,6 +162,13 @@ pub trait WritableFile: Send + std::fmt::Debug {
     /// for lack of space; the file's length does not change. A file system that cannot
     /// reserve (no `fallocate`) returns Ok and reserves nothing.
     fn preallocate(&mut self, up_to: u64) -> Result<()>;
+    /// Asks the OS to start writing `len` bytes from `offset` to the device without waiting
+    /// for it: a hint that keeps a later `sync_data` short, never a durability promise. An
+    /// error may be ignored by the caller (a write-back failure is reported by the next
+    /// `sync_data` anyway). Default: nothing to do.
+    fn start_write_back(&mut self, _offset: u64, _len: u64) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// An exclusive lock held until dropped.

@@ -261,6 +261,7 @@ mod tests {
             max_key_size: 1024,
             max_value_size: 2 << 20,
             preallocate_size: 0,
+            write_back_interval: 0,
         }
     }
 
@@ -312,6 +313,7 @@ mod tests {
             max_key_size: 3,
             max_value_size: 3,
             preallocate_size: 0,
+            write_back_interval: 0,
             ..opts()
         };
         let long_key = encoded(1, ValueKind::Value, true, b"abcd", b"v");
@@ -329,6 +331,7 @@ mod tests {
         let unlimited = VlogOptions {
             max_value_size: usize::MAX / 2,
             preallocate_size: 0,
+            write_back_interval: 0,
             ..opts()
         };
         assert!(decode_record(&huge, &unlimited).is_err());

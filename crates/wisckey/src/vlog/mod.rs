@@ -53,6 +53,9 @@ pub struct VlogOptions {
     /// (`fallocate` with KEEP_SIZE), so a full device is reported before a write is
     /// acknowledged rather than when the buffer is written out. 0 disables it.
     pub preallocate_size: u64,
+    /// After every this many bytes written out to the active segment, the OS is asked to
+    /// start writing them to the device (a hint, not a sync). 0 disables it.
+    pub write_back_interval: u64,
 }
 
 impl Default for VlogOptions {
@@ -63,6 +66,7 @@ impl Default for VlogOptions {
             max_key_size: 64 << 10,
             max_value_size: 256 << 20,
             preallocate_size: 4 << 20,
+            write_back_interval: 1 << 20,
         }
     }
 }

@@ -409,6 +409,7 @@ mod tests {
             max_key_size: 100,
             max_value_size: 10_000,
             preallocate_size: 0,
+            write_back_interval: 0,
         }
     }
 

@@ -21,6 +21,7 @@ fn opts(segment_size: u64) -> VlogOptions {
         max_key_size: 64,
         max_value_size: 4096,
         preallocate_size: 0,
+        write_back_interval: 0,
     }
 }
 

@@ -23,6 +23,11 @@
 //!   `FLAG_SYNCED_BEFORE`, which lets recovery tell damage in synced data from a torn tail;
 //! - a segment of an older format version is never appended to: the writer rolls over.
 //!
+//! Every `write_back_interval` bytes written out, the OS is asked to start writing the active
+//! segment to the device (a hint, never relied on): without it the kernel holds the whole
+//! segment dirty until the sync at its end, which then waits for all of it while nothing is
+//! appended, and a load alternates between filling the page cache and draining it.
+//!
 //! Not shared between threads (`&mut self`); `Send`.
 
 use std::path::PathBuf;
@@ -68,6 +73,8 @@ pub struct VlogWriter {
     must_roll: bool,
     /// Space of the active segment is preallocated up to this file length.
     reserved_to: u64,
+    /// Write-back of the active segment has been started up to this offset.
+    write_back_from: u64,
     sync_failure: Option<Error>,
 }
 
@@ -128,6 +135,7 @@ impl VlogWriter {
             // header promises the old one.
             must_roll: decoded.version < FORMAT_VERSION,
             reserved_to: end.offset,
+            write_back_from: end.offset,
             sync_failure: None,
         })
     }
@@ -161,6 +169,7 @@ impl VlogWriter {
             dir_entry_unsynced: true,
             must_roll: false,
             reserved_to: SEGMENT_HEADER_LEN,
+            write_back_from: 0,
             sync_failure: None,
         })
     }
@@ -311,6 +320,7 @@ impl VlogWriter {
         if start.offset < self.flushed_len {
             if self.file.set_len(start.offset).is_ok() {
                 self.flushed_len = start.offset;
+                self.write_back_from = self.write_back_from.min(start.offset);
             } else {
                 self.must_roll = true;
             }
@@ -422,7 +432,10 @@ impl VlogWriter {
         }
         let result = self.file.append(&self.buf);
         match &result {
-            Ok(()) => self.flushed_len += self.buf.len() as u64,
+            Ok(()) => {
+                self.flushed_len += self.buf.len() as u64;
+                self.start_write_back_if_due();
+            }
             Err(_) => {
                 if self.file.set_len(self.flushed_len).is_err() {
                     self.must_roll = true;
@@ -434,6 +447,19 @@ impl VlogWriter {
             self.buf.shrink_to(self.opts.buffer_size);
         }
         result
+    }
+
+    /// Asks the OS to start writing out what was appended since the last request, once that is
+    /// at least `write_back_interval` bytes. Its failure is ignored: it is only a hint, and a
+    /// device error in the write-back is reported by the next `sync_data`.
+    fn start_write_back_if_due(&mut self) {
+        let interval = self.opts.write_back_interval;
+        let pending = self.flushed_len.saturating_sub(self.write_back_from);
+        if interval == 0 || pending < interval {
+            return;
+        }
+        let _ = self.file.start_write_back(self.write_back_from, pending);
+        self.write_back_from = self.flushed_len;
     }
 
     /// Starts segment `segment + 1`. The buffer is empty (written out or discarded).
@@ -461,6 +487,7 @@ impl VlogWriter {
                 .punch_hole(&old, self.flushed_len, self.reserved_to - self.flushed_len);
         }
         self.reserved_to = SEGMENT_HEADER_LEN;
+        self.write_back_from = 0;
         self.file = file;
         self.segment = next;
         self.flushed_len = SEGMENT_HEADER_LEN;

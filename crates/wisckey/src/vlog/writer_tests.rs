@@ -18,6 +18,7 @@ fn opts(segment_size: u64, buffer_size: usize) -> VlogOptions {
         max_key_size: 64,
         max_value_size: 4096,
         preallocate_size: 0,
+        write_back_interval: 0,
     }
 }
 
@@ -402,4 +403,100 @@ fn failed_segment_creation_keeps_the_old_segment_and_retries() {
         vec![(1, vec![b"a".to_vec()]), (3, vec![b"c".to_vec()])]
     );
     assert_eq!(end, w.end());
+}
+
+/// Hints to start write-back per segment, from the recorded calls.
+fn write_back_hints(fs: &FaultFs) -> std::collections::BTreeMap<String, u64> {
+    let mut hints = std::collections::BTreeMap::new();
+    for (op, path) in fs.recorded() {
+        if op == FsOp::StartWriteBack {
+            let name = path.file_name().expect("file name").to_string_lossy();
+            *hints.entry(name.into_owned()).or_insert(0) += 1;
+        }
+    }
+    hints
+}
+
+#[test]
+fn write_back_is_started_every_interval_of_written_out_bytes() {
+    const INTERVAL: u64 = 16 << 10;
+    const BUFFER: usize = 4 << 10;
+    let (mem, fs) = new_fs();
+    let o = VlogOptions {
+        write_back_interval: INTERVAL,
+        ..opts(64 << 10, BUFFER)
+    };
+    let mut w = new_writer(&fs, o.clone());
+    fs.record_calls(true);
+    let value = [7u8; 1000];
+    for i in 0..300u64 {
+        let key = format!("k{i:05}");
+        w.append_batch(i + 1, &[put(key.as_bytes(), &value)])
+            .expect("append");
+    }
+    w.sync().expect("sync");
+    let hints = write_back_hints(&fs);
+    let record = record_len(6, value.len()) as u64;
+    // Segments 1..=4 are finished (~64 KiB each); each write-out adds one buffer's worth
+    // (at most BUFFER + one record), so a hint covers [INTERVAL, INTERVAL + BUFFER + record).
+    for segment in 1..=4u64 {
+        let name = format!("{segment:06}.vlog");
+        let len = seg_len(&mem, segment);
+        let got = hints.get(&name).copied().unwrap_or(0);
+        let at_least = len / (INTERVAL + BUFFER as u64 + record);
+        let at_most = len / INTERVAL;
+        assert!(
+            (at_least..=at_most).contains(&got),
+            "{name}: {got} hints for {len} bytes, expected {at_least}..={at_most} ({hints:?})"
+        );
+    }
+    // The hints change nothing in what the log holds.
+    let (batches, end) = replay(&mem, &o);
+    assert_eq!(batches.len(), 300);
+    assert_eq!(end, w.end());
+
+    let (_mem, fs) = new_fs();
+    let mut w = new_writer(
+        &fs,
+        VlogOptions {
+            write_back_interval: 0,
+            ..opts(64 << 10, BUFFER)
+        },
+    );
+    fs.record_calls(true);
+    for i in 0..100u64 {
+        w.append_batch(i + 1, &[put(b"key", &value)])
+            .expect("append");
+    }
+    w.sync().expect("sync");
+    assert!(
+        write_back_hints(&fs).is_empty(),
+        "an interval of 0 turns the hints off"
+    );
+}
+
+#[test]
+fn a_failing_write_back_hint_fails_no_write() {
+    let (mem, fs) = new_fs();
+    let o = VlogOptions {
+        write_back_interval: 4 << 10,
+        ..opts(64 << 10, 4 << 10)
+    };
+    let mut w = new_writer(&fs, o.clone());
+    fs.fail_at(
+        1,
+        FaultKind::Io,
+        FaultOps::Only(&[FsOp::StartWriteBack]),
+        true,
+    );
+    let value = [3u8; 1000];
+    for i in 0..40u64 {
+        w.append_batch(i + 1, &[put(b"key", &value)])
+            .expect("a failed hint does not fail the append");
+    }
+    w.sync().expect("nor the sync");
+    assert!(fs.calls_of(FaultOps::Only(&[FsOp::StartWriteBack])) > 0);
+    let (batches, end) = replay(&mem, &o);
+    assert_eq!(batches.len(), 40);
+    assert_eq!(end, w.synced_end());
 }
