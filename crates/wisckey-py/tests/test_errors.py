@@ -85,7 +85,11 @@ def test_bad_options_are_invalid_arguments(path):
         wisckey.DB(path, create_if_missing=False)
     with pytest.raises(TypeError):
         wisckey.DB(path, memtable_size="big")
-    wisckey.DB(path).close()
+    with pytest.raises(TypeError):
+        wisckey.DB(path, vlog_write_back_interval="1M")
+    with wisckey.DB(path, vlog_write_back_interval=0) as db:  # hints off: still a store
+        db.put(b"k", b"v" * 5000)
+        assert db[b"k"] == b"v" * 5000
     with pytest.raises(wisckey.InvalidArgumentError):
         wisckey.DB(path, error_if_exists=True)
     with wisckey.DB(path) as db:
