@@ -106,8 +106,9 @@ pub struct Options {
     /// Capacity in bytes of the value cache: verified values of recent point reads (`get`,
     /// `multi_get`), so a hot key's value costs no value-log read. Scans, GC and `check`
     /// neither read from it nor fill it. The block cache holds keys and pointers only, so
-    /// this is where hot values live in memory besides the OS page cache. Values larger than
-    /// 1/64 of it are not cached. Default 32 MiB; 0 turns it off.
+    /// this is where hot values live in memory besides the OS page cache. A value enters on
+    /// its second read from the log within a short while (one read does not evict others);
+    /// values larger than 1/64 of it are not cached. Default 32 MiB; 0 turns it off.
     pub value_cache_size: usize,
     /// Open tables kept in the table cache. Default 1000.
     pub max_open_tables: usize,

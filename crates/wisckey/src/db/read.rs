@@ -66,14 +66,19 @@ pub(crate) fn get_into(
 ) -> Result<bool> {
     buf.clear();
     let view = capture(inner, opts)?;
-    let value = match newest_in_view(inner, &view, key)? {
+    match newest_in_view(inner, &view, key)? {
         None | Some((ValueKind::Deletion, _)) => return Ok(false),
-        Some((ValueKind::Value, stored)) => stored,
+        Some((ValueKind::Value, stored)) => buf.extend_from_slice(&stored),
+        // Straight into `buf`: a large value is not copied through a buffer of its own.
         Some((ValueKind::ValuePointer, stored)) => {
-            read_pointer(inner, &view.version, key, &stored)?
+            match plan_pointer_read(inner, &view.version, key, &stored)? {
+                PointerRead::Buffered(value) => buf.extend_from_slice(&value),
+                PointerRead::File { ptr, live } => {
+                    (inner.vlog.reader()).read_value_into(&ptr, key, live, buf)?
+                }
+            }
         }
-    };
-    buf.extend_from_slice(&value);
+    }
     Ok(true)
 }
 
