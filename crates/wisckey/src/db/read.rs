@@ -69,14 +69,8 @@ pub(crate) fn get_into(
     match newest_in_view(inner, &view, key)? {
         None | Some((ValueKind::Deletion, _)) => return Ok(false),
         Some((ValueKind::Value, stored)) => buf.extend_from_slice(&stored),
-        // Straight into `buf`: a large value is not copied through a buffer of its own.
         Some((ValueKind::ValuePointer, stored)) => {
-            match plan_pointer_read(inner, &view.version, key, &stored)? {
-                PointerRead::Buffered(value) => buf.extend_from_slice(&value),
-                PointerRead::File { ptr, live } => {
-                    (inner.vlog.reader()).read_value_into(&ptr, key, live, buf)?
-                }
-            }
+            read_pointer_into(inner, &view.version, key, &stored, buf)?
         }
     }
     Ok(true)
@@ -156,10 +150,27 @@ pub(crate) fn read_pointer(
     key: &[u8],
     encoded: &[u8],
 ) -> Result<Vec<u8>> {
+    let mut value = Vec::new();
+    read_pointer_into(inner, version, key, encoded, &mut value)?;
+    Ok(value)
+}
+
+/// [`read_pointer`], appending the value to `buf`: a value read from the log goes straight
+/// into `buf`, not through a buffer of its own.
+fn read_pointer_into(
+    inner: &DbInner,
+    version: &Version,
+    key: &[u8],
+    encoded: &[u8],
+    buf: &mut Vec<u8>,
+) -> Result<()> {
     match plan_pointer_read(inner, version, key, encoded)? {
-        PointerRead::Buffered(value) => Ok(value),
-        PointerRead::File { ptr, live } => inner.vlog.reader().read_value(&ptr, key, live),
+        PointerRead::Buffered(value) => buf.extend_from_slice(&value),
+        PointerRead::File { ptr, live } => {
+            (inner.vlog.reader()).read_value_into(&ptr, key, live, buf)?
+        }
     }
+    Ok(())
 }
 
 /// The first half of [`read_pointer`]: decodes the pointer and serves it from the write

@@ -146,7 +146,7 @@ mod tests {
         assert!(cache.get(&ptr(3, 100, 40), b"k").is_none(), "in on its first miss");
         cache.offer(&ptr(3, 100, 40), b"k", b"value");
         assert_eq!(cache.get(&ptr(3, 100, 40), b"k").as_deref(), Some(&b"value"[..]));
-        // A sweep of many records, each missed once, leaves the cache empty.
+        // A sweep of many records, each missed once, adds none of them.
         for i in 0..10_000u64 {
             cache.offer(&ptr(4, 32 + i * 600, 600), &i.to_be_bytes(), &[1u8; 500]);
         }
