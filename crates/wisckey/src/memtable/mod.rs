@@ -1,17 +1,26 @@
-//! The memtable: recent writes, ordered by internal key, in a B-tree behind a read-write lock.
+//! The memtable: recent writes, kept in arrival order with a hash index, sorted only when
+//! someone iterates.
 //!
 //! Owns: the entries written since the last switch, and an approximate byte count used to
 //! decide when to switch. Invariants: an entry, once inserted, is never changed or removed
 //! (an immutable memtable is just one that is no longer inserted into); every entry's
-//! internal key is unique because sequence numbers are. Thread-safety: `add` may be called
-//! concurrently with readers and iterators; the write path serializes `add` calls anyway.
+//! internal key is unique because sequence numbers are; entries `[0, published)` are
+//! complete and reachable from the index. Thread-safety: `add` may be called concurrently
+//! with readers and iterators; the write path serializes `add` calls anyway.
 //!
-//! Why a B-tree and not a skiplist: a memtable of keys and pointers holds about a million
-//! entries at 64 MiB, and a skiplist insert then chases ~20 cache-missing node pointers
-//! (it was a third of the put path's cycles). A B-tree node holds up to 11 entries side by
-//! side, so an insert touches ~7 nodes. Readers take the lock for one lookup or one step at
-//! a time (never across calls), so a writer waits at most for one such step. Stored values
-//! (pointers, small inline values) up to 24 bytes live inside the node: no allocation.
+//! Why not a sorted structure: a memtable of keys and pointers holds about a million
+//! entries at 64 MiB, and an ordered insert into it searches a deep, cache-missing tree
+//! (a B-tree insert was 44% of the put path's cycles on the writer thread, a skiplist's
+//! more before it). WipDB (`shared/papers/wipdb.txt`) keeps its memtable unsorted and sorts
+//! once when it writes it out; we do the same:
+//! - `entries` is an append-only vector (element addresses never move, reads take no lock);
+//!   each entry links to the previous version of its user key;
+//! - `index` maps a user key's hash to its newest entry (a put is one hash probe; a point
+//!   read a probe and a walk down the version chain);
+//! - an iterator asks [`sorted::SortedRuns`] for the entries in internal-key order: sorted
+//!   once per new stretch of entries, merged into two cached runs (see there). A flush sorts
+//!   the whole table once, on the background thread, instead of the writer paying for the
+//!   order on every put.
 //!
 //! It also counts, per value-log segment, the log bytes of records its entries do not point
 //! to (inline values and tombstones): those records are garbage once the memtable is flushed
@@ -21,55 +30,173 @@
 //! value-log pointer (`ValueKind::ValuePointer`), or nothing (`ValueKind::Deletion`).
 
 mod iter;
+mod sorted;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use hashbrown::HashTable;
 use parking_lot::{Mutex, RwLock};
 use smallvec::SmallVec;
 
 pub use iter::MemTableIterator;
 
-use crate::key::{parse_internal_key, InternalKey, SequenceNumber, ValueKind, KIND_FOR_SEEK};
+use crate::key::{parse_internal_key, sequence, user_key, InternalKey, SequenceNumber, ValueKind};
 
-/// Bytes charged per entry on top of key and value: B-tree node share, allocation.
+/// Bytes charged per entry on top of key and value: the entry's slot, its index slot.
 const ENTRY_OVERHEAD: usize = 64;
 
 /// A stored value: an encoded pointer or a small inline value fits without an allocation.
 pub(crate) type StoredValue = SmallVec<[u8; 24]>;
 
-/// An in-memory sorted buffer of writes.
-#[derive(Debug, Default)]
+/// No older version (the end of a version chain).
+const NO_ENTRY: u32 = u32::MAX;
+
+/// One write: its internal key, its stored value, and the previous version of its key.
+#[derive(Debug)]
+struct Entry {
+    key: InternalKey,
+    value: StoredValue,
+    /// Index of the entry this one shadows (same user key, lower sequence), or `NO_ENTRY`.
+    older: u32,
+}
+
+impl Entry {
+    fn user_key(&self) -> &[u8] {
+        user_key(self.key.as_bytes())
+    }
+}
+
+/// An index slot: the user key's 32-bit hash tag in the high half, the index of its newest
+/// entry in the low half. Keeping the tag in the slot lets the table grow and skip most
+/// mismatches without touching the entries (each of which may be a cache miss).
+type Slot = u64;
+
+fn slot(tag: u32, index: u32) -> Slot {
+    (u64::from(tag) << 32) | u64::from(index)
+}
+
+fn slot_tag(slot: Slot) -> u32 {
+    (slot >> 32) as u32
+}
+
+fn slot_index(slot: Slot) -> u32 {
+    slot as u32
+}
+
+/// The table's hash of a tag: the tag in both halves, so that both the bucket (low bits)
+/// and hashbrown's control byte (top 7 bits) come from it.
+fn tag_hash(tag: u32) -> u64 {
+    (u64::from(tag) << 32) | u64::from(tag)
+}
+
+/// An in-memory buffer of writes, in arrival order, with a hash index and sorted views.
+#[derive(Debug)]
 pub struct MemTable {
-    map: RwLock<BTreeMap<InternalKey, StoredValue>>,
+    entries: boxcar::Vec<Entry>,
+    /// Newest entry per user key. Held for one probe (reads) or one insert (writes).
+    index: RwLock<HashTable<Slot>>,
+    /// Randomly keyed per memtable, so that keys cannot be chosen to collide (the Redis
+    /// server takes keys from the network).
+    hasher: ahash::RandomState,
+    /// Entries `[0, published)` are complete and indexed.
+    published: AtomicUsize,
+    /// Set if an entry ever arrived with a lower sequence than its key's newest one; point
+    /// reads then walk whole version chains instead of stopping at the first visible entry.
+    out_of_order: AtomicBool,
+    sorted: sorted::SortedRuns,
     approximate_bytes: AtomicUsize,
     unreferenced_log_bytes: Mutex<BTreeMap<u64, u64>>,
 }
 
+impl Default for MemTable {
+    fn default() -> MemTable {
+        MemTable::new()
+    }
+}
+
 impl MemTable {
     pub fn new() -> MemTable {
-        MemTable::default()
+        MemTable {
+            entries: boxcar::Vec::new(),
+            index: RwLock::new(HashTable::new()),
+            hasher: ahash::RandomState::new(),
+            published: AtomicUsize::new(0),
+            out_of_order: AtomicBool::new(false),
+            sorted: sorted::SortedRuns::default(),
+            approximate_bytes: AtomicUsize::new(0),
+            unreferenced_log_bytes: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    fn tag(&self, user_key: &[u8]) -> u32 {
+        (self.hasher.hash_one(user_key) >> 32) as u32
+    }
+
+    /// The entry at `index`; `index` comes from the index, a chain or a sorted run, all of
+    /// which hold only published entries.
+    fn entry(&self, index: u32) -> &Entry {
+        &self.entries[index as usize]
     }
 
     /// Inserts one entry.
     pub fn add(&self, seq: SequenceNumber, kind: ValueKind, user_key: &[u8], value: &[u8]) {
-        let ikey = InternalKey::new(user_key, seq, kind as u8);
-        let charge = ikey.as_bytes().len() + value.len() + ENTRY_OVERHEAD;
+        let key = InternalKey::new(user_key, seq, kind as u8);
+        let charge = key.as_bytes().len() + value.len() + ENTRY_OVERHEAD;
         let value = StoredValue::from_slice(value);
-        self.map.write().insert(ikey, value);
+        let tag = self.tag(user_key);
+        let mut index = self.index.write();
+        let newest = index.find_mut(tag_hash(tag), |&s| {
+            slot_tag(s) == tag && self.entry(slot_index(s)).user_key() == user_key
+        });
+        let older = newest.as_ref().map_or(NO_ENTRY, |s| slot_index(**s));
+        if older != NO_ENTRY && sequence(self.entry(older).key.as_bytes()) > seq {
+            self.out_of_order.store(true, Ordering::Relaxed);
+        }
+        let at = self.entries.push(Entry { key, value, older });
+        // Each entry takes well over 64 bytes of memory: 2^32 of them cannot exist.
+        let at32 = u32::try_from(at).expect("a memtable holds fewer than 2^32 entries");
+        match newest {
+            Some(newest) => *newest = slot(tag, at32),
+            None => {
+                index.insert_unique(tag_hash(tag), slot(tag, at32), |&s| {
+                    tag_hash(slot_tag(s))
+                });
+            }
+        }
+        // Under the index lock: `published` only grows, and covers exactly what is indexed.
+        self.published.store(at + 1, Ordering::Release);
+        drop(index);
         self.approximate_bytes.fetch_add(charge, Ordering::Relaxed);
     }
 
     /// The newest entry for `user_key` with sequence `<= seq`: its kind and stored value.
     pub fn get(&self, user_key: &[u8], seq: SequenceNumber) -> Option<(ValueKind, Vec<u8>)> {
-        let probe = InternalKey::new(user_key, seq, KIND_FOR_SEEK);
-        let map = self.map.read();
-        let (key, value) = map.range(&probe..).next()?;
-        let parsed = parse_internal_key(key.as_bytes())?;
-        if parsed.user_key != user_key {
-            return None;
+        let tag = self.tag(user_key);
+        let newest = {
+            let index = self.index.read();
+            let found = index.find(tag_hash(tag), |&s| {
+                slot_tag(s) == tag && self.entry(slot_index(s)).user_key() == user_key
+            });
+            slot_index(*found?)
+        };
+        let out_of_order = self.out_of_order.load(Ordering::Relaxed);
+        let mut best: Option<(SequenceNumber, &Entry)> = None;
+        let mut at = newest;
+        while at != NO_ENTRY {
+            let entry = self.entry(at);
+            let entry_seq = sequence(entry.key.as_bytes());
+            if entry_seq <= seq && best.is_none_or(|(s, _)| entry_seq > s) {
+                best = Some((entry_seq, entry));
+                if !out_of_order {
+                    break;
+                }
+            }
+            at = entry.older;
         }
-        Some((parsed.kind, value.to_vec()))
+        let (_, entry) = best?;
+        let parsed = parse_internal_key(entry.key.as_bytes())?;
+        Some((parsed.kind, entry.value.to_vec()))
     }
 
     /// Counts `bytes` of log segment `segment` that no entry here points to.
@@ -93,11 +220,11 @@ impl MemTable {
     }
 
     pub fn len(&self) -> usize {
-        self.map.read().len()
+        self.published.load(Ordering::Acquire)
     }
 
     pub fn is_empty(&self) -> bool {
-        self.map.read().is_empty()
+        self.len() == 0
     }
 }
 
@@ -116,8 +243,11 @@ mod tests {
         assert_eq!(m.get(b"k", 1), Some((ValueKind::Value, b"v1".to_vec())));
         assert_eq!(m.get(b"k", 6), Some((ValueKind::Value, b"v5".to_vec())));
         assert_eq!(m.get(b"k", 7), Some((ValueKind::Deletion, Vec::new())));
+        assert_eq!(m.get(b"k2", 2), None);
+        assert_eq!(m.get(b"k2", 3), Some((ValueKind::Value, b"other".to_vec())));
         assert_eq!(m.get(b"j", 100), None);
         assert_eq!(m.get(b"", 100), None);
+        assert_eq!(m.len(), 4);
         assert!(m.approximate_bytes() >= 4 * ENTRY_OVERHEAD);
     }
 
@@ -127,5 +257,54 @@ mod tests {
         m.add(2, ValueKind::Value, b"", b"empty");
         assert_eq!(m.get(b"", 2), Some((ValueKind::Value, b"empty".to_vec())));
         assert_eq!(m.get(b"", 1), None);
+    }
+
+    /// Versions that arrive out of sequence order (the write path never does this, but the
+    /// memtable does not rely on it) are still read by sequence, not by arrival.
+    #[test]
+    fn versions_added_out_of_order_are_read_by_sequence() {
+        let m = MemTable::new();
+        m.add(10, ValueKind::Value, b"k", b"v10");
+        m.add(4, ValueKind::Value, b"k", b"v4");
+        m.add(8, ValueKind::Value, b"k", b"v8");
+        assert_eq!(m.get(b"k", 3), None);
+        assert_eq!(m.get(b"k", 5), Some((ValueKind::Value, b"v4".to_vec())));
+        assert_eq!(m.get(b"k", 9), Some((ValueKind::Value, b"v8".to_vec())));
+        assert_eq!(m.get(b"k", 100), Some((ValueKind::Value, b"v10".to_vec())));
+    }
+
+    /// Many keys (the index grows and rehashes many times) and many versions of one key:
+    /// every key reads back its newest version, and every version of the hot key is
+    /// reachable at its own sequence.
+    #[test]
+    fn many_keys_and_long_version_chains_read_back() {
+        let m = MemTable::new();
+        let mut seq = 0;
+        let mut last_hot = 0;
+        for i in 0..20_000u32 {
+            seq += 1;
+            m.add(seq, ValueKind::Value, &i.to_be_bytes(), &seq.to_le_bytes());
+            if i % 4 == 0 {
+                seq += 1;
+                m.add(seq, ValueKind::Value, b"hot", &seq.to_le_bytes());
+                last_hot = seq;
+            }
+        }
+        for i in 0..20_000u32 {
+            let (kind, value) = m.get(&i.to_be_bytes(), seq).expect("present");
+            assert_eq!(kind, ValueKind::Value);
+            assert_eq!(m.get(&i.to_be_bytes(), 0), None);
+            let written = u64::from_le_bytes(value.try_into().expect("8 bytes"));
+            assert!(written <= seq);
+        }
+        let (_, newest) = m.get(b"hot", seq).expect("hot key");
+        assert_eq!(newest, last_hot.to_le_bytes());
+        // Each hot version is visible at its own sequence and at the one just after it.
+        for probe in [2u64, 3, 7, 1001, 12_345] {
+            let (_, value) = m.get(b"hot", probe).expect("hot version");
+            let visible = u64::from_le_bytes(value.try_into().expect("8 bytes"));
+            assert!(visible <= probe && probe - visible <= 5, "{probe} saw {visible}");
+        }
+        assert_eq!(m.len(), 25_000);
     }
 }
