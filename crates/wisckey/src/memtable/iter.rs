@@ -69,6 +69,30 @@ impl MemTableIterator {
     fn first_not_less(&self, run: &[u32], target: &[u8]) -> usize {
         run.partition_point(|&at| compare_internal(self.key_of(at), target) == Ordering::Less)
     }
+
+    /// Moves to the larger of the two entries just before the positions (invalid if there
+    /// is none): every entry before the new positions is then smaller than it.
+    fn step_back(&mut self) {
+        let large = self.in_large.checked_sub(1).map(|at| self.view.large[at]);
+        let small = self.in_small.checked_sub(1).map(|at| self.view.small[at]);
+        let step_large = match (large, small) {
+            (Some(l), Some(s)) => {
+                compare_internal(self.key_of(l), self.key_of(s)) == Ordering::Greater
+            }
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => {
+                self.current = None;
+                return;
+            }
+        };
+        if step_large {
+            self.in_large -= 1;
+        } else {
+            self.in_small -= 1;
+        }
+        self.settle();
+    }
 }
 
 impl InternalIterator for MemTableIterator {
@@ -83,26 +107,10 @@ impl InternalIterator for MemTableIterator {
     }
 
     fn seek_to_last(&mut self) {
-        let large = self.view.large.last().copied();
-        let small = self.view.small.last().copied();
-        let take_large = match (large, small) {
-            (Some(l), Some(s)) => compare_internal(self.key_of(l), self.key_of(s)) == Ordering::Greater,
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-            (None, None) => {
-                self.current = None;
-                return;
-            }
-        };
-        // The last entry's run is positioned on it, the other one past its end.
-        if take_large {
-            self.in_large = self.view.large.len() - 1;
-            self.in_small = self.view.small.len();
-        } else {
-            self.in_large = self.view.large.len();
-            self.in_small = self.view.small.len() - 1;
-        }
-        self.settle();
+        // Past both ends: the last entry is the one just before them.
+        self.in_large = self.view.large.len();
+        self.in_small = self.view.small.len();
+        self.step_back();
     }
 
     fn seek(&mut self, target: &[u8]) {
@@ -124,26 +132,9 @@ impl InternalIterator for MemTableIterator {
     }
 
     fn prev(&mut self) {
-        if self.current.is_none() {
-            return;
+        if self.current.is_some() {
+            self.step_back();
         }
-        let large = self.in_large.checked_sub(1).map(|at| self.view.large[at]);
-        let small = self.in_small.checked_sub(1).map(|at| self.view.small[at]);
-        let step_large = match (large, small) {
-            (Some(l), Some(s)) => compare_internal(self.key_of(l), self.key_of(s)) == Ordering::Greater,
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-            (None, None) => {
-                self.current = None;
-                return;
-            }
-        };
-        if step_large {
-            self.in_large -= 1;
-        } else {
-            self.in_small -= 1;
-        }
-        self.settle();
     }
 
     fn key(&self) -> &[u8] {
