@@ -125,7 +125,7 @@ pub struct Options {
     /// Scan read-ahead (WiscKey §3.3.2): from the second entry of a forward scan on, an
     /// iterator reads up to this many entries ahead (the window starts at 4 and doubles per
     /// refill; at most 8 MiB of values) and their value-log reads run in parallel on
-    /// `scan_readahead_threads` reader threads. Default 64. 0 or 1 turns read-ahead off:
+    /// `scan_readahead_threads` reader threads. Default 256. 0 or 1 turns read-ahead off:
     /// each value is then read when asked for. Larger: more reads in flight for long scans,
     /// more wasted reads when a scan stops early.
     pub scan_readahead_entries: usize,
@@ -214,7 +214,7 @@ impl Default for Options {
             l0_compaction_trigger: 4,
             l0_slowdown_trigger: 8,
             l0_stop_trigger: 12,
-            scan_readahead_entries: 64,
+            scan_readahead_entries: 256,
             scan_readahead_threads: 32,
             recovery_mode: RecoveryMode::Strict,
             vlog_preallocate_size: 4 << 20,

@@ -98,7 +98,7 @@ pub struct BenchArgs {
     #[arg(long = "gc_space_amp_target")]
     gc_space_amp_target: Option<f64>,
     /// Engine option `scan_readahead_entries`: entries a forward scan reads ahead, their values
-    /// fetched in parallel (0 = off; default: the engine's default, 64).
+    /// fetched in parallel (0 = off; default: the engine's default, 256).
     #[arg(long = "readahead_entries")]
     readahead_entries: Option<usize>,
     /// Engine option `scan_readahead_threads` (default: the engine's default, 32).
@@ -119,6 +119,10 @@ pub struct BenchArgs {
     /// on its own schedule; default: the engine's default, 1 MiB).
     #[arg(long = "vlog_write_back_interval")]
     vlog_write_back_interval: Option<u64>,
+    /// wisckey's `Options::vlog_segment_size` in bytes (default: the engine's default,
+    /// 64 MiB).
+    #[arg(long = "vlog_segment_size")]
+    vlog_segment_size: Option<u64>,
     /// Bloom filter bits per key.
     #[arg(long = "bloom_bits", default_value_t = 10)]
     bloom_bits: usize,
@@ -558,6 +562,9 @@ fn engine_options(args: &BenchArgs) -> Options {
     if let Some(bytes) = args.vlog_write_back_interval {
         options.vlog_write_back_interval = bytes;
     }
+    if let Some(bytes) = args.vlog_segment_size {
+        options.vlog_segment_size = bytes;
+    }
     options
 }
 
@@ -573,7 +580,8 @@ fn print_header(args: &BenchArgs, path: &Path, options: &Options) {
     println!(
         "options:    value_threshold={} cache_size={} bloom_bits={} memtable_size={} \
          scan_readahead_entries={} scan_readahead_threads={} gc_space_amp_target={} \
-         value_cache_size={} scan_length_hint={} vlog_write_back_interval={}",
+         value_cache_size={} scan_length_hint={} vlog_write_back_interval={} \
+         vlog_segment_size={}",
         options.value_threshold,
         options.block_cache_size,
         options.bloom_bits_per_key,
@@ -583,7 +591,8 @@ fn print_header(args: &BenchArgs, path: &Path, options: &Options) {
         options.gc_space_amp_target,
         options.value_cache_size,
         args.scan_length_hint,
-        options.vlog_write_back_interval
+        options.vlog_write_back_interval,
+        options.vlog_segment_size
     );
     println!("db:         {}", path.display());
     println!("------------------------------------------------");
