@@ -418,6 +418,68 @@ fn full_disk_fails_the_write_cleanly_and_writes_resume_without_reopen() {
 
 /// A memtable flush that fails for lack of space is retried, not latched; writers that would
 /// wait for it get `NoSpace` instead of hanging.
+/// GC that must seal the active segment (so the replay head can move past it) on a disk too
+/// full to create the next segment fails that round with `NoSpace`: nothing is latched, the
+/// log writer is not poisoned, writes go on, and GC succeeds once space is back. (Found by
+/// `enospc_at_every_call_loses_no_acknowledged_write` when background GC happened to seal at
+/// the failing call: the database then refused every write.)
+#[test]
+fn gc_sealing_on_a_full_disk_is_not_latched() {
+    let mem = MemFs::new();
+    let fault = FaultFs::new(Arc::new(mem.clone()));
+    let options = Options {
+        gc_space_amp_target: f64::INFINITY,
+        ..Options::small_for_tests(Arc::new(fault.clone()))
+    };
+    let db = Db::open("/db", options.clone()).expect("open");
+    // Overwrites leave most of the log dead, including the active segment.
+    for round in 0..6u32 {
+        for i in 0..40u32 {
+            db.put(format!("key{i:03}"), value(round * 100 + i))
+                .expect("put");
+        }
+    }
+    db.flush().expect("flush");
+    fault.record_calls(true);
+    fault.fail_at(1, FaultKind::NoSpace, FaultOps::Only(&[FsOp::Create]), true);
+    let result = db.gc(&wisckey::GcOptions::default());
+    let tried_segment = fault
+        .recorded()
+        .iter()
+        .any(|(op, path)| *op == FsOp::Create && path.to_string_lossy().ends_with(".vlog"));
+    assert!(
+        tried_segment,
+        "GC sealed the active segment: {:?}",
+        fault.recorded()
+    );
+    assert!(
+        matches!(&result, Err(e) if e.is_no_space()),
+        "GC reports the full disk: {result:?}"
+    );
+    assert!(
+        db.background_error().is_none(),
+        "a full disk is not latched: {:?}",
+        db.background_error()
+    );
+    fault.clear();
+    fault.record_calls(false);
+    db.put(b"after", b"x")
+        .expect("writes go on without a reopen");
+    let done = db
+        .gc(&wisckey::GcOptions::default())
+        .expect("GC once space is back");
+    assert!(done.segments_collected > 0, "{done:?}");
+    for i in 0..40u32 {
+        assert_eq!(
+            db.get(format!("key{i:03}")).expect("get"),
+            Some(value(500 + i))
+        );
+    }
+    db.close().expect("close");
+    let db = Db::open("/db", options).expect("reopen");
+    assert_eq!(db.get(b"after").expect("get"), Some(b"x".to_vec()));
+}
+
 #[test]
 fn flush_on_a_full_disk_is_retried_not_latched() {
     let mem = MemFs::new();

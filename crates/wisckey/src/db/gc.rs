@@ -219,8 +219,20 @@ fn choose(inner: &DbInner, policy: VictimPolicy) -> Result<(VictimChoice, u64, u
 /// Seals the active segment if it holds records and moves the replay head to the log's
 /// end (a flush, of an empty memtable if need be), so every segment before is collectable.
 fn unblock_head(inner: &DbInner) -> Result<()> {
-    if let Err(e) = inner.vlog.with_writer(|vlog| vlog.seal_active()) {
-        return Err(super::latch_error(inner, e));
+    let (sealed, poisoned) = {
+        let mut vlog = inner.vlog.lock_writer();
+        let sealed = vlog.seal_active();
+        inner.vlog.publish(&vlog);
+        (sealed, vlog.is_poisoned())
+    };
+    if let Err(e) = sealed {
+        // A full disk while starting the next segment leaves the log as it was: this GC
+        // round fails (background GC retries), writes go on. Lost buffered records do not.
+        return Err(if poisoned {
+            super::latch_error(inner, e)
+        } else {
+            e
+        });
     }
     super::write::force_head_forward(inner)?;
     super::background::wait_for_flushes(inner)

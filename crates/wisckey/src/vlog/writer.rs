@@ -357,13 +357,18 @@ impl VlogWriter {
 
     /// Finishes the active segment now if it holds records, so that the next batch starts a
     /// new one: GC can only collect a segment nobody appends to. Returns whether it rolled.
-    /// The caller poisons the writer on error, as for `flush`.
+    /// A failed write-out or sync poisons the writer (buffered records may be gone); a
+    /// failure to create the next segment (a full disk) leaves the writer as it was, still
+    /// appending to the active segment, so the caller may just try again later.
     pub fn seal_active(&mut self) -> Result<bool> {
         self.check_not_failed()?;
         if self.end().offset <= SEGMENT_HEADER_LEN {
             return Ok(false);
         }
-        self.write_out()?;
+        if let Err(e) = self.write_out() {
+            self.poison(e.clone());
+            return Err(e);
+        }
         self.roll()?;
         Ok(true)
     }
