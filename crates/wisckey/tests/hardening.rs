@@ -416,8 +416,6 @@ fn full_disk_fails_the_write_cleanly_and_writes_resume_without_reopen() {
     );
 }
 
-/// A memtable flush that fails for lack of space is retried, not latched; writers that would
-/// wait for it get `NoSpace` instead of hanging.
 /// GC that must seal the active segment (so the replay head can move past it) on a disk too
 /// full to create the next segment fails that round with `NoSpace`: nothing is latched, the
 /// log writer is not poisoned, writes go on, and GC succeeds once space is back. (Found by
@@ -480,6 +478,8 @@ fn gc_sealing_on_a_full_disk_is_not_latched() {
     assert_eq!(db.get(b"after").expect("get"), Some(b"x".to_vec()));
 }
 
+/// A memtable flush that fails for lack of space is retried, not latched; writers that would
+/// wait for it get `NoSpace` instead of hanging.
 #[test]
 fn flush_on_a_full_disk_is_retried_not_latched() {
     let mem = MemFs::new();
