@@ -11,6 +11,7 @@
 # Parameters (environment): THREADS="1 2 4 8 16" NUM=250000 SYNC_NUM=2000 READS=200000
 #   PHASES="fill sync read" (any subset)
 #   VALUE_SIZE=1024 DATA_DIR=/tmp/wisckey-scaling WISCKEY_BIN (default target/release)
+#   BENCH_FLAGS (added to every run, e.g. "--gc_space_amp_target=inf" to keep GC out of reads)
 #   OUT_DIR (default bench/results/scaling-<timestamp>)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -32,14 +33,15 @@ fi
 mkdir -p "$DATA_DIR"
 {
   echo "# scaling run $(date -u +%Y-%m-%dT%H:%M:%SZ) $(git -C "$root" rev-parse --short HEAD 2>/dev/null || true)"
-  echo "PHASES=$PHASES THREADS=$THREADS NUM=$NUM SYNC_NUM=$SYNC_NUM READS=$READS VALUE_SIZE=$VALUE_SIZE DATA_DIR=$DATA_DIR"
+  echo "PHASES=$PHASES THREADS=$THREADS NUM=$NUM SYNC_NUM=$SYNC_NUM READS=$READS VALUE_SIZE=$VALUE_SIZE DATA_DIR=$DATA_DIR BENCH_FLAGS=${BENCH_FLAGS:-}"
   echo "cpus=$(nproc) $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 } | tee "$OUT_DIR/params.txt"
 
 bench() { # name out-file flags...
   local out=$OUT_DIR/$1.txt
   shift
-  "$WISCKEY_BIN" bench --quiet --value_size="$VALUE_SIZE" "$@" > "$out" 2>&1
+  # shellcheck disable=SC2086 # BENCH_FLAGS is a list of flags
+  "$WISCKEY_BIN" bench --quiet --value_size="$VALUE_SIZE" ${BENCH_FLAGS:-} "$@" > "$out" 2>&1
   grep -E '^[a-z]+ +: .*ops/sec' "$out" | sed "s|^|$(basename "$out" .txt): |"
   grep -m1 -oE 'cpu=[0-9]+%' "$out" || true
 }

@@ -6,7 +6,9 @@
 
 use std::sync::Arc;
 
-use super::{read_sequence, DbInner};
+use arc_swap::Guard;
+
+use super::{read_sequence, DbInner, ReadSources};
 use crate::error::{Error, Result};
 use crate::iter::{DbIterator, InternalIterator, MergingIterator};
 use crate::key::{parse_internal_key, seek_key, SequenceNumber, ValueKind};
@@ -15,43 +17,44 @@ use crate::options::ReadOptions;
 use crate::version::Version;
 use crate::vlog::{PointerRead, ValuePointer};
 
-/// The sources a read consults and the sequence to read them at, captured under the state
-/// lock: a compaction installed later decided what to drop using a sequence no larger than
-/// this one, so it cannot remove a version this read needs.
+/// The sources a read consults and the sequence to read them at, as one pair the state lock
+/// would have given at one instant: a compaction installed later decided what to drop using
+/// a sequence no larger than this one, so it cannot remove a version this read needs.
 pub(crate) struct View {
     sequence: SequenceNumber,
-    mem: Arc<MemTable>,
-    /// Newest first.
-    imms: Vec<Arc<MemTable>>,
-    version: Arc<Version>,
+    sources: Guard<Arc<ReadSources>>,
 }
 
 impl View {
     /// Whether `mem` is the memtable this view reads first.
     pub(crate) fn reads_memtable(&self, mem: &Arc<MemTable>) -> bool {
-        Arc::ptr_eq(&self.mem, mem)
+        Arc::ptr_eq(&self.sources.mem, mem)
+    }
+
+    fn version(&self) -> &Version {
+        &self.sources.version
     }
 }
 
+/// Takes no lock: loads the published sources, reads the sequence, and keeps the pair only
+/// if the sources are still the published ones. Every publication is a new `Arc` and this
+/// one is held, so an unchanged pointer means no publication came between the two loads:
+/// the sources were current when the sequence was read, and everything at or below it is
+/// in them (a writer publishes a new memtable before any write into it becomes visible).
 pub(crate) fn capture(inner: &DbInner, opts: &ReadOptions) -> Result<View> {
-    let state = inner.state.lock();
-    Ok(View {
-        sequence: read_sequence(inner, opts)?,
-        mem: Arc::clone(&state.mem),
-        imms: state
-            .imms
-            .iter()
-            .rev()
-            .map(|i| Arc::clone(&i.table))
-            .collect(),
-        version: state.versions.current(),
-    })
+    loop {
+        let sources = inner.read_sources.load();
+        let sequence = read_sequence(inner, opts)?;
+        if Arc::ptr_eq(&sources, &inner.read_sources.load()) {
+            return Ok(View { sequence, sources });
+        }
+    }
 }
 
 pub(crate) fn get(inner: &DbInner, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
     let view = capture(inner, opts)?;
     match newest_in_view(inner, &view, key)? {
-        Some((kind, stored)) => resolve_value(inner, &view.version, key, kind, stored),
+        Some((kind, stored)) => resolve_value(inner, view.version(), key, kind, stored),
         None => Ok(None),
     }
 }
@@ -70,7 +73,7 @@ pub(crate) fn get_into(
         None | Some((ValueKind::Deletion, _)) => return Ok(false),
         Some((ValueKind::Value, stored)) => buf.extend_from_slice(&stored),
         Some((ValueKind::ValuePointer, stored)) => {
-            read_pointer_into(inner, &view.version, key, &stored, buf)?
+            read_pointer_into(inner, view.version(), key, &stored, buf)?
         }
     }
     Ok(true)
@@ -118,13 +121,15 @@ pub(crate) fn newest_in_view(
     view: &View,
     key: &[u8],
 ) -> Result<Option<(ValueKind, Vec<u8>)>> {
-    let View {
-        sequence,
-        mem,
-        imms,
-        version,
-    } = view;
-    newest_entry(inner, mem, imms, version, key, *sequence)
+    let sources = &view.sources;
+    newest_entry(
+        inner,
+        &sources.mem,
+        &sources.imms,
+        &sources.version,
+        key,
+        view.sequence,
+    )
 }
 
 /// Turns a stored LSM value into the user's value. `version` is the one the reader holds
@@ -202,19 +207,19 @@ pub(crate) fn plan_pointer_read(
 
 pub(crate) fn iter<'a>(inner: &Arc<DbInner>, opts: &ReadOptions) -> Result<DbIterator<'a>> {
     let view = capture(inner, opts)?;
-    let seq = view.sequence;
+    let sources = &view.sources;
     let mut children: Vec<Box<dyn InternalIterator>> =
-        Vec::with_capacity(2 + view.imms.len() + view.version.num_files(0));
-    children.push(Box::new(MemTableIterator::new(view.mem)));
-    for imm in view.imms {
-        children.push(Box::new(MemTableIterator::new(imm)));
+        Vec::with_capacity(2 + sources.imms.len() + sources.version.num_files(0));
+    children.push(Box::new(MemTableIterator::new(Arc::clone(&sources.mem))));
+    for imm in &sources.imms {
+        children.push(Box::new(MemTableIterator::new(Arc::clone(imm))));
     }
-    children.extend(view.version.iterators(&inner.tables));
+    children.extend(sources.version.iterators(&inner.tables));
     Ok(DbIterator::new(
         Arc::clone(inner),
         MergingIterator::new(children),
-        seq,
-        view.version,
+        view.sequence,
+        Arc::clone(&sources.version),
         opts,
     ))
 }
@@ -241,7 +246,7 @@ pub(crate) fn multi_get(
             None | Some((ValueKind::Deletion, _)) => Slot::Ready(None),
             Some((ValueKind::Value, value)) => Slot::Ready(Some(value)),
             Some((ValueKind::ValuePointer, stored)) => {
-                match plan_pointer_read(inner, &view.version, key, &stored)? {
+                match plan_pointer_read(inner, view.version(), key, &stored)? {
                     PointerRead::Buffered(value) => Slot::Ready(Some(value)),
                     PointerRead::File { ptr, live } => {
                         let read = PendingRead::new();

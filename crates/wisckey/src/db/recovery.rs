@@ -21,6 +21,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 
+use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
 
 use super::write::WriteQueue;
@@ -201,10 +202,7 @@ pub(crate) fn open(
 
     let table_cache = make_table_cache(dir, &options);
     let tables: Arc<dyn TableSource> = table_cache.clone();
-    let inner = DbInner {
-        dir: dir.to_path_buf(),
-        fs: Arc::clone(&fs),
-        state: Mutex::new(State {
+    let state = State {
             mem: Arc::new(mem),
             imms: VecDeque::new(),
             versions,
@@ -215,7 +213,12 @@ pub(crate) fn open(
             gc_freed_bytes: 0,
             gc_unreadable: BTreeSet::new(),
             punch_supported: None,
-        }),
+    };
+    let inner = DbInner {
+        dir: dir.to_path_buf(),
+        fs: Arc::clone(&fs),
+        read_sources: ArcSwap::from_pointee(super::ReadSources::of(&state)),
+        state: Mutex::new(state),
         bg_cv: Condvar::new(),
         gc_cv: Condvar::new(),
         gc_lock: Mutex::new(()),

@@ -527,6 +527,7 @@ fn make_room(inner: &DbInner, mut force: bool, even_if_empty: bool) -> Result<Ar
             table: full,
             log_end,
         });
+        super::publish_read_sources(inner, &state);
         inner.log_bytes_in_mem.store(0, Ordering::Relaxed);
         inner.bg_cv.notify_all();
         force = false;

@@ -7,8 +7,10 @@
 //! OS failure other than a missing file) — never wrong bytes, never a panic. This is the
 //! check WiscKey §3.3.3 uses to detect values lost in a crash.
 //!
-//! Thread-safety: `Send + Sync`; the handle cache sits behind a `parking_lot::RwLock` and
-//! reads on a handle are positional (`read_at`), so any number of threads read at once.
+//! Thread-safety: `Send + Sync`; the handle cache is a map replaced whole on the rare open or
+//! close of a segment (`ArcSwap`), so a read looks a handle up without writing any shared
+//! word but its handle's count, and reads on a handle are positional (`read_at`): any
+//! number of threads read at once.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -16,7 +18,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::RwLock;
+use arc_swap::ArcSwap;
 
 use super::cache::ValueCache;
 use super::format::{decode_record, SEGMENT_HEADER_LEN};
@@ -73,7 +75,7 @@ pub struct VlogReader {
     dir: PathBuf,
     opts: VlogOptions,
     /// Open segments with their file names (named in errors; formatted once per open).
-    handles: RwLock<HashMap<u64, OpenSegment>>,
+    handles: ArcSwap<HashMap<u64, Arc<OpenSegment>>>,
     /// Verified values of recent point reads (`Options::value_cache_size`; none at 0).
     value_cache: Option<ValueCache>,
 }
@@ -84,7 +86,7 @@ impl VlogReader {
             fs,
             dir,
             opts,
-            handles: RwLock::new(HashMap::new()),
+            handles: ArcSwap::default(),
             value_cache: None,
         }
     }
@@ -248,7 +250,7 @@ impl VlogReader {
             }
             let mut bytes = vec![0u8; whole.len as usize];
             open.file.read_exact_at(whole.offset, &mut bytes, &open.name)?;
-            Ok((bytes, open.name))
+            Ok((bytes, Arc::clone(&open.name)))
         });
         match read {
             Ok((bytes, name)) => run
@@ -280,7 +282,7 @@ impl VlogReader {
             first: usize,
             count: usize,
             whole: ValuePointer,
-            segment: Option<OpenSegment>,
+            segment: Option<Arc<OpenSegment>>,
         }
         let mut units = Vec::new();
         for (run_index, (run, _)) in runs.iter().enumerate() {
@@ -402,12 +404,16 @@ impl VlogReader {
 
     /// Drops the cached handle of segment `n` (call when GC deletes it).
     pub fn forget_segment(&self, n: u64) {
-        self.handles.write().remove(&n);
+        self.handles.rcu(|handles| {
+            let mut handles = HashMap::clone(handles);
+            handles.remove(&n);
+            handles
+        });
     }
 
-    fn segment(&self, n: u64) -> Result<OpenSegment> {
-        if let Some(open) = self.handles.read().get(&n) {
-            return Ok(open.clone());
+    fn segment(&self, n: u64) -> Result<Arc<OpenSegment>> {
+        if let Some(open) = self.handles.load().get(&n) {
+            return Ok(Arc::clone(open));
         }
         let path = vlog_file_name(&self.dir, n);
         let name: Arc<str> = Arc::from(path.display().to_string());
@@ -421,18 +427,24 @@ impl VlogReader {
         // read-ahead window around each would multiply the device bytes per value read.
         // Runs of back-to-back records are read with one `pread` of the whole run.
         file.advise_random();
-        let file = OpenSegment {
+        let opened = Arc::new(OpenSegment {
             file,
             name,
             known_len: Arc::new(AtomicU64::new(0)),
-        };
-        let mut handles = self.handles.write();
-        if handles.len() >= MAX_CACHED_SEGMENTS {
-            if let Some(&victim) = handles.keys().next() {
-                handles.remove(&victim);
+        });
+        // If another thread opened `n` meanwhile, its handle stays and this one is dropped.
+        let mut kept = Arc::clone(&opened);
+        self.handles.rcu(|handles| {
+            let mut handles = HashMap::clone(handles);
+            if handles.len() >= MAX_CACHED_SEGMENTS && !handles.contains_key(&n) {
+                if let Some(&victim) = handles.keys().next() {
+                    handles.remove(&victim);
+                }
             }
-        }
-        Ok(handles.entry(n).or_insert(file).clone())
+            kept = Arc::clone(handles.entry(n).or_insert_with(|| Arc::clone(&opened)));
+            handles
+        });
+        Ok(kept)
     }
 }
 
