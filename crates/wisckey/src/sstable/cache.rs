@@ -134,12 +134,18 @@ pub struct BlockCache {
 }
 
 impl BlockCache {
-    /// A cache of `capacity_bytes`. It is sharded only when each shard still holds at
-    /// least 256 KiB (64 blocks of the default 4 KiB), so a small cache keeps whole-cache
-    /// recency and can hold its largest blocks.
+    /// A cache of `capacity_bytes` for blocks of the default 4 KiB.
     pub fn new(capacity_bytes: usize) -> BlockCache {
+        BlockCache::for_blocks_of(capacity_bytes, 4 << 10)
+    }
+
+    /// A cache of `capacity_bytes` for tables written with `block_size`. It is sharded only
+    /// as far as each shard still holds at least 256 KiB and 64 blocks, so a small cache
+    /// keeps whole-cache recency and no block a shard must hold is larger than its share.
+    pub fn for_blocks_of(capacity_bytes: usize, block_size: usize) -> BlockCache {
+        let shard_at_least = (256 << 10).max(block_size.saturating_mul(64));
         BlockCache {
-            inner: ShardedLru::new(capacity_bytes, capacity_bytes / (256 << 10)),
+            inner: ShardedLru::new(capacity_bytes, capacity_bytes / shard_at_least),
         }
     }
 
@@ -296,6 +302,9 @@ mod tests {
         assert_eq!(BlockCache::new(2000).inner.shards.len(), 1);
         assert_eq!(BlockCache::new(64 << 20).inner.shards.len(), MAX_SHARDS);
         assert_eq!(BlockCache::new(64 << 20).capacity(), 64 << 20);
+        // Large blocks: fewer, larger shards, each holding 64 of them.
+        assert_eq!(BlockCache::for_blocks_of(64 << 20, 256 << 10).inner.shards.len(), 4);
+        assert_eq!(BlockCache::for_blocks_of(64 << 20, 4 << 20).inner.shards.len(), 1);
         let fs: Arc<dyn FileSystem> = Arc::new(crate::fs::MemFs::new());
         let few = TableCache::new(Arc::clone(&fs), PathBuf::from("/db"), 16, None);
         assert_eq!(few.tables.shards.len(), 1);
