@@ -1259,13 +1259,9 @@ pub(crate) fn read_sequence(inner: &DbInner, opts: &ReadOptions) -> Result<Seque
 
 /// Builds the block and table caches.
 pub(crate) fn make_table_cache(dir: &Path, options: &Options) -> Arc<TableCache> {
-    let block_cache =
-        (options.block_cache_size > 0).then(|| {
-        Arc::new(BlockCache::for_blocks_of(
-            options.block_cache_size,
-            options.block_size,
-        ))
-    });
+    let block_cache = (options.block_cache_size > 0)
+        .then(|| BlockCache::for_blocks_of(options.block_cache_size, options.block_size))
+        .map(Arc::new);
     Arc::new(TableCache::new(
         Arc::clone(&options.fs),
         dir.to_path_buf(),

@@ -203,16 +203,16 @@ pub(crate) fn open(
     let table_cache = make_table_cache(dir, &options);
     let tables: Arc<dyn TableSource> = table_cache.clone();
     let state = State {
-            mem: Arc::new(mem),
-            imms: VecDeque::new(),
-            versions,
-            bg_error: None,
-            no_space: None,
-            pending_outputs: HashSet::new(),
-            gc_removed: BTreeMap::new(),
-            gc_freed_bytes: 0,
-            gc_unreadable: BTreeSet::new(),
-            punch_supported: None,
+        mem: Arc::new(mem),
+        imms: VecDeque::new(),
+        versions,
+        bg_error: None,
+        no_space: None,
+        pending_outputs: HashSet::new(),
+        gc_removed: BTreeMap::new(),
+        gc_freed_bytes: 0,
+        gc_unreadable: BTreeSet::new(),
+        punch_supported: None,
     };
     let inner = DbInner {
         dir: dir.to_path_buf(),
