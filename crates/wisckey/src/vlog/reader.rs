@@ -12,7 +12,7 @@
 //! word but its handle's count, and reads on a handle are positional (`read_at`): any
 //! number of threads read at once.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -76,6 +76,10 @@ pub struct VlogReader {
     opts: VlogOptions,
     /// Open segments with their file names (named in errors; formatted once per open).
     handles: ArcSwap<HashMap<u64, Arc<OpenSegment>>>,
+    /// Segments GC deleted (`forget_segment`): a handle opened just before the deletion is
+    /// used for its read but never cached, or it would keep the deleted file's space
+    /// allocated until evicted. Numbers are never reused; 8 bytes per segment ever deleted.
+    retired: parking_lot::Mutex<HashSet<u64>>,
     /// Verified values of recent point reads (`Options::value_cache_size`; none at 0).
     value_cache: Option<ValueCache>,
 }
@@ -87,6 +91,7 @@ impl VlogReader {
             dir,
             opts,
             handles: ArcSwap::default(),
+            retired: parking_lot::Mutex::new(HashSet::new()),
             value_cache: None,
         }
     }
@@ -402,8 +407,16 @@ impl VlogReader {
         Ok(())
     }
 
-    /// Drops the cached handle of segment `n` (call when GC deletes it).
+    /// Drops the cached handle of segment `n` and keeps it from being cached again (call
+    /// when GC deletes it).
     pub fn forget_segment(&self, n: u64) {
+        // Retired first: an open racing with this call either sees `n` retired after
+        // caching its handle (and takes it out again), or cached it before the removal below.
+        self.retired.lock().insert(n);
+        self.remove_handle(n);
+    }
+
+    fn remove_handle(&self, n: u64) {
         self.handles.rcu(|handles| {
             let mut handles = HashMap::clone(handles);
             handles.remove(&n);
@@ -415,6 +428,11 @@ impl VlogReader {
         if let Some(open) = self.handles.load().get(&n) {
             return Ok(Arc::clone(open));
         }
+        let opened = self.open_segment(n)?;
+        Ok(self.cache_handle(n, opened))
+    }
+
+    fn open_segment(&self, n: u64) -> Result<Arc<OpenSegment>> {
         let path = vlog_file_name(&self.dir, n);
         let name: Arc<str> = Arc::from(path.display().to_string());
         let file = self.fs.open_read(&path).map_err(|e| match &e {
@@ -427,12 +445,16 @@ impl VlogReader {
         // read-ahead window around each would multiply the device bytes per value read.
         // Runs of back-to-back records are read with one `pread` of the whole run.
         file.advise_random();
-        let opened = Arc::new(OpenSegment {
+        Ok(Arc::new(OpenSegment {
             file,
             name,
             known_len: Arc::new(AtomicU64::new(0)),
-        });
-        // If another thread opened `n` meanwhile, its handle stays and this one is dropped.
+        }))
+    }
+
+    /// Caches `opened` as segment `n`'s handle and returns the handle to use: one another
+    /// thread cached meanwhile wins. A segment deleted since it was opened is not cached.
+    fn cache_handle(&self, n: u64, opened: Arc<OpenSegment>) -> Arc<OpenSegment> {
         let mut kept = Arc::clone(&opened);
         self.handles.rcu(|handles| {
             let mut handles = HashMap::clone(handles);
@@ -444,7 +466,17 @@ impl VlogReader {
             kept = Arc::clone(handles.entry(n).or_insert_with(|| Arc::clone(&opened)));
             handles
         });
-        Ok(kept)
+        if self.retired.lock().contains(&n) {
+            self.remove_handle(n);
+        }
+        kept
+    }
+
+    #[cfg(test)]
+    fn cached_segments(&self) -> Vec<u64> {
+        let mut numbers: Vec<u64> = self.handles.load().keys().copied().collect();
+        numbers.sort_unstable();
+        numbers
     }
 }
 
@@ -667,6 +699,34 @@ mod tests {
             reader.read_value(&ptrs[0], b"key1", live),
             "missing segment",
         );
+    }
+
+    /// A read that opened a segment just before GC deleted it (and forgot it) must not
+    /// leave the deleted file's handle cached: that would hold its space until evicted.
+    #[test]
+    fn a_handle_opened_before_its_segment_was_forgotten_is_not_cached() {
+        let (_fs, reader, ptrs, live) = setup();
+        assert_eq!(
+            reader.read_value(&ptrs[0], b"key1", live).expect("read"),
+            b"value1"
+        );
+        assert_eq!(reader.cached_segments(), vec![1]);
+
+        let opened = reader.open_segment(1).expect("open");
+        reader.forget_segment(1);
+        assert!(reader.cached_segments().is_empty());
+        let used = reader.cache_handle(1, opened);
+        assert!(used.reaches(1).expect("len"), "the racing read keeps its handle");
+        assert!(
+            reader.cached_segments().is_empty(),
+            "a forgotten segment was cached again"
+        );
+
+        // Other segments are still cached as before.
+        let other = reader.open_segment(1).expect("open");
+        let reader2 = VlogReader::new(Arc::clone(&reader.fs), reader.dir.clone(), opts());
+        reader2.cache_handle(1, other);
+        assert_eq!(reader2.cached_segments(), vec![1]);
     }
 
     /// `read_runs` gives each pointer what `read_run` of its own run gives: adjacent runs,
