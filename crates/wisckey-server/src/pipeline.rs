@@ -110,6 +110,8 @@ struct Writes<'s> {
     overlay: HashMap<Vec<u8>, Option<Stored>>,
     held: Vec<MutexGuard<'s, ()>>,
     held_bits: [u64; STRIPES / 64],
+    /// A pending write carries an expiry (the sweeper is told after the commit).
+    expiring: bool,
 }
 
 impl<'s> Writes<'s> {
@@ -120,6 +122,7 @@ impl<'s> Writes<'s> {
             overlay: HashMap::new(),
             held: Vec::new(),
             held_bits: [0; STRIPES / 64],
+            expiring: false,
         }
     }
 
@@ -146,6 +149,9 @@ impl<'s> Writes<'s> {
             let batch = std::mem::take(&mut self.batch);
             self.store.write_with(batch, sync).map(|()| true)
         };
+        if std::mem::take(&mut self.expiring) {
+            self.store.note_expiry_written();
+        }
         self.overlay.clear();
         self.held.clear();
         self.held_bits = [0; STRIPES / 64];
@@ -207,6 +213,7 @@ impl<'s> Writes<'s> {
 
     fn put(&mut self, key: &[u8], data: &[u8], expires_at_ms: Option<u64>) {
         Store::batch_put(&mut self.batch, key, data, expires_at_ms);
+        self.expiring |= expires_at_ms.is_some();
         let kept = (data.len() <= OVERLAY_MAX).then(|| Stored {
             data: data.to_vec(),
             expires_at_ms,

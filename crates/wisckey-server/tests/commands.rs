@@ -300,6 +300,11 @@ fn expiry_is_enforced_on_read_and_swept() -> R<()> {
     }
     let info: String = cmd("INFO").arg("stats").query(&mut c)?;
     assert!(info.contains("expired_keys:"), "{info}");
+    let sweeps: u64 = (info.lines())
+        .find_map(|l| l.strip_prefix("expire_sweeps_read:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0);
+    assert!(sweeps >= 1, "the sweeper read the expiry index: {info}");
     Ok(())
 }
 

@@ -280,11 +280,12 @@ pub(super) fn info(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Er
         let _ = write!(
             out,
             "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\n\
-             rejected_connections:{}\r\nexpired_keys:{}\r\n\r\n",
+             rejected_connections:{}\r\nexpired_keys:{}\r\nexpire_sweeps_read:{}\r\n\r\n",
             st.connections_received.load(Ordering::Relaxed),
             st.commands_processed.load(Ordering::Relaxed),
             st.rejected_connections.load(Ordering::Relaxed),
-            sh.store.expired_keys.load(Ordering::Relaxed)
+            sh.store.expired_keys.load(Ordering::Relaxed),
+            sh.store.sweep_scans()
         );
     }
     if want("wisckey") {
