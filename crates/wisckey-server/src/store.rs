@@ -527,7 +527,7 @@ mod tests {
             "a write without expiry needs no sweep"
         );
 
-        let soon = now_ms() + 30;
+        let soon = now_ms() + 1_000;
         let guard = store.lock(&[b"brief"]);
         store.put(&guard, b"brief", b"v", Some(soon)).expect("put");
         drop(guard);
@@ -536,7 +536,7 @@ mod tests {
         assert_eq!(store.sweep(100).expect("sweep"), 0);
         assert_eq!(store.sweep_scans(), 3, "an entry is pending: keep looking");
 
-        std::thread::sleep(std::time::Duration::from_millis(60));
+        std::thread::sleep(std::time::Duration::from_millis(1_100));
         assert_eq!(store.sweep(100).expect("sweep"), 1);
         assert_eq!(store.expired_keys.load(Relaxed), 1);
         assert_eq!(
