@@ -11,6 +11,8 @@
 # per run and summary.txt (requests per second, p50/p99 ms; wisckey/redis ratios) to
 # bench/results/redis-<date>/.
 #
+# SETTLE_SECS=2: pause after each server's data directory is deleted (see the loop).
+#
 # Before/after in one run: BASELINE_BIN=/path/to/an/older/wisckey adds a third server,
 # `base`, run right after wisckey and redis for every cell (interleaved, so a noisy
 # machine hits all three alike), and a wisckey/base column. WISCKEY_BIN=/path/to/wisckey
@@ -89,6 +91,11 @@ for size in 1024 16384; do
         -d "$size" -P "$pipeline" --csv > "$csv"
       stop_server
       rm -rf "$dir"
+      # The root file system is mounted with `discard`: right after a deletion the device
+      # trims, and the next server's first syncs were slower (2026-11-26: the server run
+      # right after redis-server ran at 0.74-0.84 of the one after it, until this pause).
+      sync
+      sleep "${SETTLE_SECS:-2}"
       echo "done: $1 $2 -d $size -P $pipeline"
     done
   done
