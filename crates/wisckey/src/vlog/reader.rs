@@ -722,11 +722,10 @@ mod tests {
             "a forgotten segment was cached again"
         );
 
-        // Other segments are still cached as before.
-        let other = reader.open_segment(1).expect("open");
-        let reader2 = VlogReader::new(Arc::clone(&reader.fs), reader.dir.clone(), opts());
-        reader2.cache_handle(1, other);
-        assert_eq!(reader2.cached_segments(), vec![1]);
+        // A reader that never forgot segment 1 caches the same handle as before.
+        let fresh = VlogReader::new(Arc::clone(&reader.fs), reader.dir.clone(), opts());
+        fresh.cache_handle(1, reader.open_segment(1).expect("open"));
+        assert_eq!(fresh.cached_segments(), vec![1]);
     }
 
     /// `read_runs` gives each pointer what `read_run` of its own run gives: adjacent runs,
