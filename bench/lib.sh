@@ -27,6 +27,8 @@ engine_cmd() {
     # this target, so background GC collects segments while the load runs
     wisckey-gc) echo "$WISCKEY_BIN bench $WISCKEY_FLAGS --gc_space_amp_target=1.2" ;;
     wisckey-nogc) echo "$WISCKEY_BIN bench $WISCKEY_FLAGS --gc_space_amp_target=inf" ;;
+    # the value log written O_DIRECT (Options::vlog_direct_writes), off by default
+    wisckey-direct) echo "$WISCKEY_BIN bench $WISCKEY_FLAGS --vlog_direct_writes=true" ;;
     leveldb) echo "$here/build/leveldb_bench" ;;
     leveldb-pread) echo "$here/build/leveldb_bench --pread" ;;
     rocksdb) echo "$here/build/rocksdb_bench" ;;

@@ -21,6 +21,9 @@
 #   Engines in $GC_VARIANTS (wisckey -> wisckey-gc: --gc_space_amp_target=1.2) then also run
 #   fillrandom on a fresh DB with GC made to work during the load; each wisckey phase prints
 #   a gc_runs= line with what background GC did during it.
+#   Engines in $FILL_VARIANTS (wisckey -> wisckey-direct: --vlog_direct_writes=true) then run
+#   the fills again, fillsync and fillrandom, each on a fresh DB: the option side by side
+#   with the default in one run (reads are not repeated: the option changes only writes).
 # Then YCSB A-F (bench/run-ycsb.sh) at each of $YCSB_SIZES into $OUT_DIR/ycsb-<size>, plus
 # YCSB A (load + run) for wisckey-gc.
 #
@@ -40,6 +43,7 @@
 #     at ~5K puts/s, i.e. about an hour for the two fills; see docs/BENCHMARKS.md)
 #   SYNC_SIZES="1024" SYNC_THREADS="1 16" (fillsync cells; SYNC_SIZES="" skips them)
 #   GC_VARIANTS="wisckey:wisckey-gc" (set empty to skip the with-GC-running loads)
+#   FILL_VARIANTS="wisckey:wisckey-direct" (set empty to skip the extra fills)
 #   YCSB_SIZES="1024 16384" YCSB_DATA_BYTES=2147483648
 #   YCSB_ENGINES="wisckey wisckey-gc leveldb-pread rocksdb rocksdb-blob badger-madv"
 #   YCSB_ENGINE_WORKLOADS="wisckey-gc:a"
@@ -73,6 +77,7 @@ YCSB_ENGINE_WORKLOADS=${YCSB_ENGINE_WORKLOADS-"wisckey-gc:a"}
 SYNC_SIZES=${SYNC_SIZES-"1024"}
 SYNC_THREADS=${SYNC_THREADS:-"1 16"}
 GC_VARIANTS=${GC_VARIANTS-"wisckey:wisckey-gc"}
+FILL_VARIANTS=${FILL_VARIANTS-"wisckey:wisckey-direct"}
 YCSB_OPS_1024=${YCSB_OPS_1024:-10000}
 YCSB_OPS_16384=${YCSB_OPS_16384:-2000}
 SKIP_DBBENCH=${SKIP_DBBENCH:-0}
@@ -110,6 +115,14 @@ variant_of() { # engine -> its read variant, or nothing
 gc_variant_of() { # engine -> its with-GC-running variant, or nothing
   local pair
   for pair in $GC_VARIANTS; do
+    [[ ${pair%%:*} == "$1" ]] && echo "${pair#*:}"
+  done
+  return 0
+}
+
+fill_variant_of() { # engine -> its fill-only variant, or nothing
+  local pair
+  for pair in $FILL_VARIANTS; do
     [[ ${pair%%:*} == "$1" ]] && echo "${pair#*:}"
   done
   return 0
@@ -169,7 +182,7 @@ read_phases() { # engine db
   echo "# suite run $(date -u +%Y-%m-%dT%H:%M:%SZ) $(git -C "$root" rev-parse --short HEAD 2>/dev/null || true)"
   echo "VALUE_SIZES=$VALUE_SIZES DATA_BYTES=$DATA_BYTES KEY_SIZE=$KEY_SIZE SEED=$SEED MEM_LIMIT=$MEM_LIMIT"
   echo "ENGINES=$ENGINES READ_VARIANTS=$READ_VARIANTS SKIP_CELLS=$SKIP_CELLS"
-  echo "SETTLE_ROUNDS=$SETTLE_ROUNDS READ_TIMEOUT=$READ_TIMEOUT SYNC_SIZES=$SYNC_SIZES SYNC_THREADS=$SYNC_THREADS GC_VARIANTS=$GC_VARIANTS"
+  echo "SETTLE_ROUNDS=$SETTLE_ROUNDS READ_TIMEOUT=$READ_TIMEOUT SYNC_SIZES=$SYNC_SIZES SYNC_THREADS=$SYNC_THREADS GC_VARIANTS=$GC_VARIANTS FILL_VARIANTS=$FILL_VARIANTS"
   echo "YCSB_SIZES=$YCSB_SIZES YCSB_DATA_BYTES=$YCSB_DATA_BYTES YCSB_ENGINES=$YCSB_ENGINES"
   echo "DATA_DIR=$DATA_DIR ($fstype) WISCKEY_FLAGS=$WISCKEY_FLAGS EXTRA_FLAGS=$EXTRA_FLAGS"
 } | tee "$OUT_DIR/params.txt"
@@ -191,6 +204,8 @@ if [[ $SKIP_DBBENCH != 1 ]]; then
       variant=$(variant_of "$engine")
       [[ -n $variant ]] && all_engines+=" $variant"
       variant=$(gc_variant_of "$engine")
+      [[ -n $variant ]] && all_engines+=" $variant"
+      variant=$(fill_variant_of "$engine")
       [[ -n $variant ]] && all_engines+=" $variant"
     done
     {
@@ -233,6 +248,21 @@ if [[ $SKIP_DBBENCH != 1 ]]; then
         db=$DATA_DIR/$gc_variant
         rm -rf "$db"
         run "$gc_variant" fillrandom 0 --benchmarks=fillrandom --db="$db"
+        rm -rf "$db"
+      fi
+      fill_variant=$(fill_variant_of "$engine")
+      if [[ -n $fill_variant ]]; then
+        db=$DATA_DIR/$fill_variant
+        rm -rf "$db"
+        if [[ " $SYNC_SIZES " == *" $value_size "* ]]; then
+          for threads in $SYNC_THREADS; do
+            tag=fillsync
+            ((threads > 1)) && tag=fillsync$threads
+            run "$fill_variant" "$tag" 0 --benchmarks=fillsync --threads="$threads" --db="$db"
+            rm -rf "$db"
+          done
+        fi
+        run "$fill_variant" fillrandom 0 --benchmarks=fillrandom --db="$db"
         rm -rf "$db"
       fi
     done

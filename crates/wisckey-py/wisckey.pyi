@@ -42,7 +42,8 @@ class DB:
     """A wisckey database; a context manager (closed on exit).
 
     Options are wisckey::Options fields: value_threshold, vlog_segment_size,
-    vlog_buffer_size, vlog_preallocate_size, vlog_write_back_interval, write_through_to_os,
+    vlog_buffer_size, vlog_preallocate_size, vlog_write_back_interval, vlog_direct_writes,
+    write_through_to_os,
     memtable_size,
     memtable_max_log_bytes, max_immutable_memtables, block_size, block_restart_interval,
     block_cache_size, value_cache_size, bloom_bits_per_key, max_open_tables, target_file_size,

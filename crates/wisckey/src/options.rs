@@ -151,6 +151,18 @@ pub struct Options {
     /// random loads of 2 GiB in 1 GiB of memory 1.13–1.40× faster than with 0, at 1 to
     /// 64 KiB values). 0 turns it off.
     pub vlog_write_back_interval: u64,
+    /// Write the value log with `O_DIRECT` (Linux; where the file system refuses it, as
+    /// tmpfs does, the log is written buffered as usual). Appended values then go from the
+    /// write buffer to the device without being copied into the page cache, which on a
+    /// fast device is what bounds a large load (the kernel copies, writes back and reclaims
+    /// every byte, and under a memory limit throttles the writer). The price: a value just
+    /// written is not in the page cache, so reading it soon after goes to the device
+    /// (`value_cache_size` still serves hot ones), and every write-out rewrites the log's
+    /// last partial 4 KiB block. Full buffers are written out by a thread of their own
+    /// while the next fills, so a process crash may lose up to two `vlog_buffer_size`
+    /// buffers of non-sync writes (not one); sync and write-through writes lose nothing.
+    /// Default off. `vlog_write_back_interval` has nothing to do when it is on.
+    pub vlog_direct_writes: bool,
     /// Size of the `RESERVE` file kept in the database directory. When the disk fills up,
     /// it is deleted so that memtable flushes, manifest rewrites, open and close (and the
     /// deletes that free space) can still complete; it is re-created once space is back.
@@ -219,6 +231,7 @@ impl Default for Options {
             recovery_mode: RecoveryMode::Strict,
             vlog_preallocate_size: 4 << 20,
             vlog_write_back_interval: 1 << 20,
+            vlog_direct_writes: false,
             disk_reserve_size: 32 << 20,
             max_batch_size: 512 << 20,
             gc_space_amp_target: 1.5,

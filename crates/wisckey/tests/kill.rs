@@ -7,7 +7,9 @@
 //! buffered writes: a kill may lose a suffix of them, at most one value-log buffer's worth,
 //! and never leaves a hole. A fourth runs value-log GC in a loop in the child while it
 //! writes through and rewrites earlier keys (garbage), so kills land inside relocations,
-//! syncs, manifest edits and segment deletions.
+//! syncs, manifest edits and segment deletions. Two more run the write-through and the
+//! buffered variants with the value log written `O_DIRECT` (`vlog_direct_writes`), whose
+//! pipelined write-outs may hold up to two buffers of buffered writes in memory.
 //!
 //! CI runs a few dozen cycles with a fixed seed. Long variant:
 //! `WISCKEY_KILL_CYCLES=500 cargo test --release --test kill -- --nocapture`.
@@ -57,7 +59,8 @@ fn kill_child_writer() {
     let db = Db::open(
         Path::new(&dir),
         Options {
-            write_through_to_os: mode == "write_through" || with_gc,
+            write_through_to_os: mode.ends_with("write_through") || with_gc,
+            vlog_direct_writes: mode.starts_with("direct_"),
             ..child_options()
         },
     )
@@ -184,10 +187,11 @@ fn run_cycles(mode: &str, cycles: u64, seed: u64) {
             .unwrap_or_else(|e| panic!("cycle {cycle}: reopen after kill failed: {e}"));
         // Every acknowledged key is present with its value — except, in buffered mode, a
         // suffix of writes that were still in the value-log buffer (at most its size).
+        let buffered = mode.ends_with("buffered");
         let mut lost_bytes = 0usize;
         for &i in &acked {
             let got = db.get(format!("k{i:08}")).expect("get");
-            if got.is_none() && mode == "buffered" {
+            if got.is_none() && buffered {
                 lost_bytes += 9 + value_for(i).len() + 22;
                 continue;
             }
@@ -198,11 +202,14 @@ fn run_cycles(mode: &str, cycles: u64, seed: u64) {
                 started.elapsed()
             );
         }
+        // Direct writes: one buffer in flight on the write-out thread, one being filled.
+        let buffers = if mode.starts_with("direct_") { 2 } else { 1 };
         assert!(
-            lost_bytes <= child_options().vlog_buffer_size + 5031,
-            "cycle {cycle}: lost {lost_bytes} bytes of acknowledged writes, more than the buffer"
+            lost_bytes <= buffers * child_options().vlog_buffer_size + 5031,
+            "cycle {cycle}: lost {lost_bytes} bytes of acknowledged writes, more than \
+             {buffers} buffer(s)"
         );
-        let last_acked = if mode == "buffered" {
+        let last_acked = if buffered {
             acked
                 .iter()
                 .copied()
@@ -271,6 +278,18 @@ fn sigkill_never_loses_a_write_through_write() {
 fn sigkill_with_gc_running_loses_no_write_through_write() {
     let cycles = env_or("WISCKEY_KILL_CYCLES", 12);
     run_cycles("gc", cycles, 2026);
+}
+
+#[test]
+fn sigkill_never_loses_a_write_through_write_with_direct_writes() {
+    let cycles = env_or("WISCKEY_KILL_CYCLES", 12);
+    run_cycles("direct_write_through", cycles, 515);
+}
+
+#[test]
+fn sigkill_loses_at_most_two_buffers_of_buffered_writes_with_direct_writes() {
+    let cycles = env_or("WISCKEY_KILL_CYCLES", 12);
+    run_cycles("direct_buffered", cycles, 616);
 }
 
 #[test]

@@ -119,6 +119,11 @@ pub struct BenchArgs {
     /// on its own schedule; default: the engine's default, 1 MiB).
     #[arg(long = "vlog_write_back_interval")]
     vlog_write_back_interval: Option<u64>,
+    /// wisckey's `Options::vlog_direct_writes`: write the value log with O_DIRECT.
+    #[arg(long = "vlog_direct_writes", action = ArgAction::Set, num_args = 0..=1,
+          default_value = "false", default_missing_value = "true",
+          value_parser = BoolishValueParser::new())]
+    vlog_direct_writes: bool,
     /// wisckey's `Options::vlog_segment_size` in bytes (default: the engine's default,
     /// 64 MiB).
     #[arg(long = "vlog_segment_size")]
@@ -565,6 +570,7 @@ fn engine_options(args: &BenchArgs) -> Options {
     if let Some(bytes) = args.vlog_segment_size {
         options.vlog_segment_size = bytes;
     }
+    options.vlog_direct_writes = args.vlog_direct_writes;
     options
 }
 
@@ -581,7 +587,7 @@ fn print_header(args: &BenchArgs, path: &Path, options: &Options) {
         "options:    value_threshold={} cache_size={} bloom_bits={} memtable_size={} \
          scan_readahead_entries={} scan_readahead_threads={} gc_space_amp_target={} \
          value_cache_size={} scan_length_hint={} vlog_write_back_interval={} \
-         vlog_segment_size={}",
+         vlog_segment_size={} vlog_direct_writes={}",
         options.value_threshold,
         options.block_cache_size,
         options.bloom_bits_per_key,
@@ -592,7 +598,8 @@ fn print_header(args: &BenchArgs, path: &Path, options: &Options) {
         options.value_cache_size,
         args.scan_length_hint,
         options.vlog_write_back_interval,
-        options.vlog_segment_size
+        options.vlog_segment_size,
+        options.vlog_direct_writes
     );
     println!("db:         {}", path.display());
     println!("------------------------------------------------");

@@ -1176,7 +1176,7 @@ impl Db {
         let joined: Vec<bool> = handles.into_iter().map(|h| h.join().is_err()).collect();
         let panicked = joined.contains(&true);
         // Acknowledged buffered writes reach the disk even if a background thread failed.
-        let sync_result = self.inner.vlog.with_writer(VlogWriter::sync);
+        let sync_result = self.inner.vlog.with_writer(VlogWriter::finish);
         if panicked {
             // A panicking background thread is a bug; report it instead of propagating.
             return Err(Error::Internal("a background thread panicked".into()));

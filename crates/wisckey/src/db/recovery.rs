@@ -94,6 +94,7 @@ pub(crate) fn open(
         max_value_size: MAX_VALUE_SIZE,
         preallocate_size: options.vlog_preallocate_size,
         write_back_interval: options.vlog_write_back_interval,
+        direct_writes: options.vlog_direct_writes,
     };
     let lock = if read_only {
         if !exists {

@@ -328,6 +328,7 @@ pub(crate) fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
         max_value_size: MAX_VALUE_SIZE,
         preallocate_size: options.vlog_preallocate_size,
         write_back_interval: options.vlog_write_back_interval,
+        direct_writes: options.vlog_direct_writes,
     };
     // The old manifest, where one still loads: which tables are live, where replay would
     // start, and numbers not to reuse.

@@ -18,6 +18,8 @@
 //! - a punched range may survive a power cut or not; nothing else in the file changes
 //!   (`MemFs` keeps it at once, the case that catches a reader of a punched range).
 
+#[cfg(target_os = "linux")]
+mod direct;
 mod fault;
 mod mem;
 mod posix;
@@ -44,6 +46,17 @@ pub trait FileSystem: Send + Sync + std::fmt::Debug {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
     /// Opens an existing file for appending at its current end.
     fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Like [`create`](FileSystem::create), for a log whose appends should bypass the page
+    /// cache (`O_DIRECT`). Where the file system cannot, the same as `create` (the default).
+    /// Such a file's size may exceed `len()` by zeros up to the next 4 KiB boundary.
+    fn create_direct(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.create(path)
+    }
+    /// [`open_append`](FileSystem::open_append) with direct appends, as
+    /// [`create_direct`](FileSystem::create_direct). `len()` starts at the file's size.
+    fn open_append_direct(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.open_append(path)
+    }
     /// Opens an existing file for positional reads. The handle may be shared across threads
     /// and sees bytes appended later through a writable handle of the same file.
     fn open_read(&self, path: &Path) -> Result<Arc<dyn ReadableFile>>;

@@ -39,6 +39,13 @@ fn io_err(op: &str, path: &Path, e: io::Error) -> Error {
     Error::io(format!("{op} {}", path.display()), e)
 }
 
+/// Whether opening with `O_DIRECT` failed because the file system does not support it
+/// (tmpfs, some network file systems): then the file is opened buffered instead.
+#[cfg(target_os = "linux")]
+fn direct_unsupported(e: &Error) -> bool {
+    matches!(e, Error::Io { source, .. } if source.raw_os_error() == Some(libc::EINVAL))
+}
+
 impl FileSystem for PosixFs {
     fn create_dir_all(&self, dir: &Path) -> Result<()> {
         std::fs::create_dir_all(dir).map_err(|e| io_err("create_dir_all", dir, e))
@@ -72,6 +79,24 @@ impl FileSystem for PosixFs {
             path: path.to_path_buf(),
             len,
         }))
+    }
+
+    #[cfg(target_os = "linux")]
+    fn create_direct(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        match super::direct::DirectWritable::open(path, true) {
+            Ok(file) => Ok(Box::new(file)),
+            Err(e) if direct_unsupported(&e) => self.create(path),
+            Err(e) => Err(e),
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    fn open_append_direct(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        match super::direct::DirectWritable::open(path, false) {
+            Ok(file) => Ok(Box::new(file)),
+            Err(e) if direct_unsupported(&e) => self.open_append(path),
+            Err(e) => Err(e),
+        }
     }
 
     fn open_read(&self, path: &Path) -> Result<Arc<dyn ReadableFile>> {
@@ -293,36 +318,7 @@ impl WritableFile for PosixWritable {
     }
 
     fn preallocate(&mut self, up_to: u64) -> Result<()> {
-        if up_to <= self.len {
-            return Ok(());
-        }
-        let (Ok(start), Ok(length)) = (i64::try_from(self.len), i64::try_from(up_to - self.len))
-        else {
-            return Err(Error::InvalidArgument(format!(
-                "preallocate {}: {up_to} bytes exceed the OS offset type",
-                self.path.display()
-            )));
-        };
-        // SAFETY: the descriptor is valid while `self.file` is borrowed; fallocate takes plain
-        // integers and touches no memory of ours.
-        let rc = unsafe {
-            libc::fallocate(
-                self.file.as_raw_fd(),
-                libc::FALLOC_FL_KEEP_SIZE,
-                start,
-                length,
-            )
-        };
-        if rc == 0 {
-            return Ok(());
-        }
-        let e = io::Error::last_os_error();
-        match e.raw_os_error() {
-            // No reservation on this file system: appends then find out about space late,
-            // as they would without this call.
-            Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => Ok(()),
-            _ => Err(io_err("preallocate", &self.path, e)),
-        }
+        preallocate(&self.file, &self.path, self.len, up_to)
     }
 
     #[cfg(target_os = "linux")]
@@ -353,6 +349,33 @@ impl WritableFile for PosixWritable {
                 io::Error::last_os_error(),
             ))
         }
+    }
+}
+
+/// Reserves space for a file of `len` bytes to grow to `up_to` without changing its size
+/// (`fallocate` with KEEP_SIZE); Ok without reserving where the file system cannot.
+pub(super) fn preallocate(file: &File, path: &Path, len: u64, up_to: u64) -> Result<()> {
+    if up_to <= len {
+        return Ok(());
+    }
+    let (Ok(start), Ok(length)) = (i64::try_from(len), i64::try_from(up_to - len)) else {
+        return Err(Error::InvalidArgument(format!(
+            "preallocate {}: {up_to} bytes exceed the OS offset type",
+            path.display()
+        )));
+    };
+    // SAFETY: the descriptor is valid while `file` is borrowed; fallocate takes plain
+    // integers and touches no memory of ours.
+    let rc = unsafe { libc::fallocate(file.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE, start, length) };
+    if rc == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        // No reservation on this file system: appends then find out about space late,
+        // as they would without this call.
+        Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => Ok(()),
+        _ => Err(io_err("preallocate", path, e)),
     }
 }
 

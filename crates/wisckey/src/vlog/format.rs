@@ -262,6 +262,7 @@ mod tests {
             max_value_size: 2 << 20,
             preallocate_size: 0,
             write_back_interval: 0,
+            direct_writes: false,
         }
     }
 
@@ -314,6 +315,7 @@ mod tests {
             max_value_size: 3,
             preallocate_size: 0,
             write_back_interval: 0,
+            direct_writes: false,
             ..opts()
         };
         let long_key = encoded(1, ValueKind::Value, true, b"abcd", b"v");
@@ -332,6 +334,7 @@ mod tests {
             max_value_size: usize::MAX / 2,
             preallocate_size: 0,
             write_back_interval: 0,
+            direct_writes: false,
             ..opts()
         };
         assert!(decode_record(&huge, &unlimited).is_err());

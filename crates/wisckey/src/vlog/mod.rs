@@ -56,6 +56,9 @@ pub struct VlogOptions {
     /// After every this many bytes written out to the active segment, the OS is asked to
     /// start writing them to the device (a hint, not a sync). 0 disables it.
     pub write_back_interval: u64,
+    /// Segments are written with `O_DIRECT` where the file system allows
+    /// ([`crate::fs::FileSystem::create_direct`]): appended bytes bypass the page cache.
+    pub direct_writes: bool,
 }
 
 impl Default for VlogOptions {
@@ -67,6 +70,7 @@ impl Default for VlogOptions {
             max_value_size: 256 << 20,
             preallocate_size: 4 << 20,
             write_back_interval: 1 << 20,
+            direct_writes: false,
         }
     }
 }

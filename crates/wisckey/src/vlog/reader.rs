@@ -531,6 +531,7 @@ mod tests {
             max_value_size: 10_000,
             preallocate_size: 0,
             write_back_interval: 0,
+            direct_writes: false,
         }
     }
 

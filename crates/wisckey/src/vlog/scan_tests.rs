@@ -22,6 +22,7 @@ fn opts(segment_size: u64) -> VlogOptions {
         max_value_size: 4096,
         preallocate_size: 0,
         write_back_interval: 0,
+        direct_writes: false,
     }
 }
 

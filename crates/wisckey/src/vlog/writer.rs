@@ -28,10 +28,18 @@
 //! segment dirty until the sync at its end, which then waits for all of it while nothing is
 //! appended, and a load alternates between filling the page cache and draining it.
 //!
+//! Pipelined write-outs (with `direct_writes`, whose writes wait for the device): a full
+//! buffer is handed, with the segment's file, to a write-out thread, and the next batches
+//! are encoded into a second buffer meanwhile. At most one write-out is in flight; its bytes
+//! lie between `flushed_len` and the buffer, are read from memory like the buffer's
+//! ([`VlogWriter::read_buffered`]), and count as reaching the OS only once written. Every
+//! other use of the file (sync, preallocation, truncation, the next write-out) waits for
+//! it first, and a failed one is undone like a failed synchronous write-out.
+//!
 //! Not shared between threads (`&mut self`); `Send`.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
 
 use super::format::{
     encode_record, record_len, SegmentHeader, FLAG_LAST_IN_BATCH, FLAG_SYNCED_BEFORE,
@@ -63,8 +71,15 @@ pub struct VlogWriter {
     file: Box<dyn WritableFile>,
     /// Bytes of the active segment that have reached the OS (header included).
     flushed_len: u64,
-    /// Encoded records not yet handed to the OS; they start at `flushed_len`.
+    /// A pipelined write-out not yet finished: its bytes start at `flushed_len`, and the
+    /// file is lent to the write-out thread meanwhile (`file` is a stand-in).
+    in_flight: Option<Arc<Vec<u8>>>,
+    /// Encoded records not yet handed to the OS; they start after the in-flight bytes.
     buf: Vec<u8>,
+    /// A finished write-out's buffer, kept for the next one.
+    spare: Vec<u8>,
+    /// The thread that does pipelined write-outs, started by the first.
+    write_thread: Option<WriteThread>,
     synced_end: LogPosition,
     /// The active segment was created and its directory entry is not yet durable.
     dir_entry_unsynced: bool,
@@ -107,7 +122,11 @@ impl VlogWriter {
                 format!("header names segment {}", decoded.segment),
             ));
         }
-        let mut file = fs.open_append(&path)?;
+        let mut file = if opts.direct_writes {
+            fs.open_append_direct(&path)?
+        } else {
+            fs.open_append(&path)?
+        };
         let len = file.len();
         if len < end.offset {
             return Err(Error::corruption(
@@ -128,7 +147,10 @@ impl VlogWriter {
             segment: end.segment,
             file,
             flushed_len: end.offset,
+            in_flight: None,
             buf: Vec::new(),
+            spare: Vec::new(),
+            write_thread: None,
             synced_end: end,
             dir_entry_unsynced: false,
             // An old binary must never find records of a newer format in a segment whose
@@ -156,7 +178,7 @@ impl VlogWriter {
                 path.display()
             )));
         }
-        let file = start_segment(fs.as_ref(), &path, first_segment, 0)?;
+        let file = start_segment(fs.as_ref(), &path, first_segment, 0, opts.direct_writes)?;
         Ok(VlogWriter {
             fs,
             dir,
@@ -164,7 +186,10 @@ impl VlogWriter {
             segment: first_segment,
             file,
             flushed_len: SEGMENT_HEADER_LEN,
+            in_flight: None,
             buf: Vec::new(),
+            spare: Vec::new(),
+            write_thread: None,
             synced_end: LogPosition::new(first_segment, 0),
             dir_entry_unsynced: true,
             must_roll: false,
@@ -203,6 +228,10 @@ impl VlogWriter {
         }
         // Reserve in chunks so most groups need no system call, but never far past the
         // segment's target size: reserved, unused space counts as disk use.
+        if let Err(e) = self.settle() {
+            self.poison(e.clone());
+            return Err(e);
+        }
         let chunk_end = self.reserved_to + self.opts.preallocate_size;
         let target = needed.max(chunk_end.min(self.opts.segment_size));
         match self.file.preallocate(target) {
@@ -250,7 +279,7 @@ impl VlogWriter {
         let mut pointers = Vec::with_capacity(entries.len());
         let segment_synced = !self.dir_entry_unsynced && self.synced_end == self.end();
         for (i, entry) in entries.iter().enumerate() {
-            let offset = self.flushed_len + self.buf.len() as u64;
+            let offset = self.buf_start() + self.buf.len() as u64;
             let mut flags = 0;
             if i + 1 == entries.len() {
                 flags |= FLAG_LAST_IN_BATCH;
@@ -273,7 +302,11 @@ impl VlogWriter {
             });
         }
         if self.buf.len() >= self.opts.buffer_size {
-            self.write_out()?;
+            if self.opts.direct_writes {
+                self.write_out_pipelined()?;
+            } else {
+                self.write_out()?;
+            }
         }
         Ok(pointers)
     }
@@ -300,6 +333,24 @@ impl VlogWriter {
         Ok(())
     }
 
+    /// [`VlogWriter::sync`], and with direct writes also cuts off the zeros that pad the
+    /// active segment's last block (and syncs that), so that a cleanly closed log ends
+    /// exactly at its last record and the next open finds no torn tail. For close.
+    pub fn finish(&mut self) -> Result<()> {
+        self.sync()?;
+        if self.opts.direct_writes {
+            let trimmed = self
+                .file
+                .set_len(self.flushed_len)
+                .and_then(|()| self.file.sync_data());
+            if let Err(e) = trimmed {
+                self.sync_failure = Some(e.clone());
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
     /// Makes every later `append_batch`, `flush` and `sync` fail with `error`. The database
     /// calls this (under its log lock) when a failed write may have discarded buffered
     /// records of writes it already acknowledged: appending after them would leave a hole.
@@ -317,6 +368,8 @@ impl VlogWriter {
         if start.segment != self.segment || start < self.synced_end {
             return;
         }
+        // A failed in-flight write-out is undone here already; a finished one is counted.
+        let _ = self.settle();
         if start.offset < self.flushed_len {
             if self.file.set_len(start.offset).is_ok() {
                 self.flushed_len = start.offset;
@@ -331,7 +384,7 @@ impl VlogWriter {
 
     /// Position just past the last appended record, buffered or not: where the next goes.
     pub fn end(&self) -> LogPosition {
-        LogPosition::new(self.segment, self.flushed_len + self.buf.len() as u64)
+        LogPosition::new(self.segment, self.buf_start() + self.buf.len() as u64)
     }
 
     /// Everything before this position is durable.
@@ -350,9 +403,16 @@ impl VlogWriter {
         if ptr.segment != self.segment || ptr.offset < self.flushed_len {
             return None;
         }
-        let start = usize::try_from(ptr.offset - self.flushed_len).ok()?;
+        let (bytes, start) = match &self.in_flight {
+            // A record lies wholly in one write-out: batches are never split.
+            Some(in_flight) if ptr.offset < self.buf_start() => {
+                (in_flight.as_slice(), ptr.offset - self.flushed_len)
+            }
+            _ => (self.buf.as_slice(), ptr.offset - self.buf_start()),
+        };
+        let start = usize::try_from(start).ok()?;
         let end = start.checked_add(ptr.len as usize)?;
-        self.buf.get(start..end).map(<[u8]>::to_vec)
+        bytes.get(start..end).map(<[u8]>::to_vec)
     }
 
     /// Finishes the active segment now if it holds records, so that the next batch starts a
@@ -432,6 +492,7 @@ impl VlogWriter {
     /// Hands the buffer to the OS. On failure, discards it and cuts the file back to the
     /// length before the write; if that fails, marks the segment as finished.
     fn write_out(&mut self) -> Result<()> {
+        self.settle()?;
         if self.buf.is_empty() {
             return Ok(());
         }
@@ -467,13 +528,105 @@ impl VlogWriter {
         self.write_back_from = self.flushed_len;
     }
 
+    /// Where the buffer starts: after the bytes in the file and those in flight.
+    fn buf_start(&self) -> u64 {
+        self.flushed_len + self.in_flight.as_ref().map_or(0, |b| b.len() as u64)
+    }
+
+    /// Hands the buffer to the write-out thread (after the previous write-out finished) and
+    /// goes on with an empty one. Falls back to a synchronous write-out if the thread cannot
+    /// be started.
+    fn write_out_pipelined(&mut self) -> Result<()> {
+        self.settle()?;
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        if self.write_thread.is_none() {
+            match WriteThread::start() {
+                Ok(thread) => self.write_thread = Some(thread),
+                Err(_) => return self.write_out(),
+            }
+        }
+        let mut next = std::mem::take(&mut self.spare);
+        next.clear();
+        let bytes = Arc::new(std::mem::replace(&mut self.buf, next));
+        let file = std::mem::replace(&mut self.file, Box::new(LentFile));
+        let job = WriteJob {
+            file,
+            bytes: Arc::clone(&bytes),
+        };
+        let sent = match &self.write_thread {
+            Some(thread) => thread.jobs.send(job).map_err(|mpsc::SendError(job)| job),
+            None => Err(job),
+        };
+        if let Err(job) = sent {
+            // The thread is gone: write this one here.
+            self.write_thread = None;
+            self.file = job.file;
+            drop(job.bytes);
+            self.buf = Arc::try_unwrap(bytes).unwrap_or_else(|shared| shared.to_vec());
+            return self.write_out();
+        }
+        self.in_flight = Some(bytes);
+        Ok(())
+    }
+
+    /// Waits for the write-out in flight, if any, and takes the file back. A failed one is
+    /// undone like a failed `write_out`: the file is cut back to where it started and the
+    /// buffer (whose records would follow a hole) is discarded.
+    fn settle(&mut self) -> Result<()> {
+        let Some(in_flight) = self.in_flight.take() else {
+            return Ok(());
+        };
+        let reply = self.write_thread.as_ref().map(|t| t.replies.recv());
+        let Some(Ok((file, bytes, result))) = reply else {
+            // The thread died (a panic) and the file with it: never append here again.
+            self.write_thread = None;
+            self.must_roll = true;
+            self.buf.clear();
+            return Err(Error::io(
+                "value-log write-out thread",
+                std::io::Error::other("stopped while writing"),
+            ));
+        };
+        self.file = file;
+        drop(in_flight);
+        match result {
+            Ok(()) => {
+                self.flushed_len += bytes.len() as u64;
+                self.spare = Arc::try_unwrap(bytes).unwrap_or_default();
+                self.start_write_back_if_due();
+                Ok(())
+            }
+            Err(e) => {
+                if self.file.set_len(self.flushed_len).is_err() {
+                    self.must_roll = true;
+                }
+                self.buf.clear();
+                Err(e)
+            }
+        }
+    }
+
     /// Starts segment `segment + 1`. The buffer is empty (written out or discarded).
     fn roll(&mut self) -> Result<()> {
+        self.settle()?;
         debug_assert!(self.buf.is_empty());
         // The finished segment (data and directory entry) is made durable before the next
         // one receives a byte. A later segment holding data then proves every earlier one
         // complete, so recovery can tell a torn tail (the log's end) from a hole (corruption).
-        if self.synced_end < self.flushed_end() || self.dir_entry_unsynced {
+        if self.opts.direct_writes {
+            // Direct writes pad the last block with zeros: cut them off, so a finished
+            // segment ends exactly at its last record (the sync below covers the size).
+            if let Err(e) = self.file.set_len(self.flushed_len) {
+                self.sync_failure = Some(e.clone());
+                return Err(e);
+            }
+        }
+        if self.opts.direct_writes
+            || self.synced_end < self.flushed_end()
+            || self.dir_entry_unsynced
+        {
             if let Err(e) = self.sync_all() {
                 self.sync_failure = Some(e.clone());
                 return Err(e);
@@ -482,7 +635,13 @@ impl VlogWriter {
         }
         let next = self.segment + 1;
         let path = vlog_file_name(&self.dir, next);
-        let file = start_segment(self.fs.as_ref(), &path, next, self.flushed_len)?;
+        let file = start_segment(
+            self.fs.as_ref(),
+            &path,
+            next,
+            self.flushed_len,
+            self.opts.direct_writes,
+        )?;
         if self.reserved_to > self.flushed_len {
             // Best effort: give back the finished segment's unused preallocation. Failing
             // leaves at most `preallocate_size` allocated past its end.
@@ -502,6 +661,7 @@ impl VlogWriter {
     }
 
     fn sync_all(&mut self) -> Result<()> {
+        self.settle()?;
         if self.dir_entry_unsynced {
             if !crate::safety::skipped(crate::safety::SafetyStep::DirSyncAfterSegmentCreation) {
                 self.fs.sync_dir(&self.dir)?;
@@ -512,14 +672,93 @@ impl VlogWriter {
     }
 }
 
+impl Drop for VlogWriter {
+    fn drop(&mut self) {
+        // The write-out in flight finishes before the file is closed; its outcome no longer
+        // matters (nothing unsynced was promised).
+        let _ = self.settle();
+    }
+}
+
+/// A write-out for the write-out thread: the segment's file, lent, and the bytes to append.
+#[derive(Debug)]
+struct WriteJob {
+    file: Box<dyn WritableFile>,
+    bytes: Arc<Vec<u8>>,
+}
+
+/// A finished write-out: the file handed back, the bytes, and how the write went.
+type WriteDone = (Box<dyn WritableFile>, Arc<Vec<u8>>, Result<()>);
+
+/// The write-out thread's side of the channels; it ends when `jobs` is dropped.
+#[derive(Debug)]
+struct WriteThread {
+    jobs: mpsc::Sender<WriteJob>,
+    replies: mpsc::Receiver<WriteDone>,
+}
+
+impl WriteThread {
+    fn start() -> std::io::Result<WriteThread> {
+        let (jobs, job_queue) = mpsc::channel::<WriteJob>();
+        let (reply, replies) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("wisckey-vlog-write".into())
+            .spawn(move || {
+                for WriteJob { mut file, bytes } in job_queue {
+                    let result = file.append(&bytes);
+                    if reply.send((file, bytes, result)).is_err() {
+                        break;
+                    }
+                }
+            })?;
+        Ok(WriteThread { jobs, replies })
+    }
+}
+
+/// Stands in for the active segment's file while the write-out thread has it. Never used:
+/// every use of the file waits for the write-out first (`settle`); a bug that skipped it
+/// gets an error, not a write in the wrong place.
+#[derive(Debug)]
+struct LentFile;
+
+fn lent() -> Error {
+    Error::io(
+        "value-log segment",
+        std::io::Error::other("used while lent to the write-out thread"),
+    )
+}
+
+impl WritableFile for LentFile {
+    fn append(&mut self, _data: &[u8]) -> Result<()> {
+        Err(lent())
+    }
+    fn sync_data(&mut self) -> Result<()> {
+        Err(lent())
+    }
+    fn set_len(&mut self, _len: u64) -> Result<()> {
+        Err(lent())
+    }
+    fn len(&self) -> u64 {
+        0
+    }
+    fn preallocate(&mut self, _up_to: u64) -> Result<()> {
+        Err(lent())
+    }
+}
+
 /// Creates a segment file and writes its header; on failure removes what was created.
 fn start_segment(
     fs: &dyn FileSystem,
     path: &std::path::Path,
     segment: u64,
     prev_segment_end: u64,
+    direct: bool,
 ) -> Result<Box<dyn WritableFile>> {
-    let mut file = fs.create(path)?;
+    let mut file = if direct {
+        fs.create_direct(path)?
+    } else {
+        fs.create(path)?
+    };
     let header = SegmentHeader {
         version: crate::vlog::FORMAT_VERSION,
         segment,

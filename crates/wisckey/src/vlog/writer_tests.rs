@@ -19,6 +19,7 @@ fn opts(segment_size: u64, buffer_size: usize) -> VlogOptions {
         max_value_size: 4096,
         preallocate_size: 0,
         write_back_interval: 0,
+        direct_writes: false,
     }
 }
 
@@ -460,6 +461,7 @@ fn write_back_is_started_every_interval_of_written_out_bytes() {
         &fs,
         VlogOptions {
             write_back_interval: 0,
+            direct_writes: false,
             ..opts(64 << 10, BUFFER)
         },
     );
@@ -499,4 +501,114 @@ fn a_failing_write_back_hint_fails_no_write() {
     let (batches, end) = replay(&mem, &o);
     assert_eq!(batches.len(), 40);
     assert_eq!(end, w.synced_end());
+}
+
+fn pipelined(segment_size: u64, buffer_size: usize) -> VlogOptions {
+    VlogOptions {
+        direct_writes: true,
+        ..opts(segment_size, buffer_size)
+    }
+}
+
+/// The value of `ptr`, from the writer's memory while it is there, else from the file:
+/// whichever way, every appended record must be readable at once.
+fn read_now(w: &VlogWriter, mem: &MemFs, ptr: &ValuePointer, key: &[u8], o: &VlogOptions) -> Vec<u8> {
+    let bytes = match w.read_buffered(ptr) {
+        Some(bytes) => bytes,
+        None => {
+            assert!(
+                LogPosition::new(ptr.segment, ptr.end()) <= w.flushed_end()
+                    || ptr.segment < w.active_segment(),
+                "{ptr:?} neither in memory nor below the flushed end {:?}",
+                w.flushed_end()
+            );
+            let file = mem.open_read(&seg_path(ptr.segment)).expect("segment");
+            let mut bytes = vec![0; ptr.len as usize];
+            file.read_exact_at(ptr.offset, &mut bytes, "segment")
+                .expect("record in the file");
+            bytes
+        }
+    };
+    extract_value(&bytes, ptr, key, o, "read_now").expect("valid record")
+}
+
+#[test]
+fn pipelined_write_outs_keep_every_record_readable_and_replay_whole() {
+    let (mem, fs) = new_fs();
+    // A small buffer: a write-out every few batches, so most appends find one in flight.
+    let o = pipelined(16 << 10, 700);
+    let mut w = new_writer(&fs, o.clone());
+    let mut written = Vec::new();
+    let mut expected = Vec::new();
+    let mut seq = 1;
+    for i in 0..400u64 {
+        let n = 1 + (i % 3) as usize;
+        let keys: Vec<Vec<u8>> = (0..n).map(|j| format!("k{i}-{j}").into_bytes()).collect();
+        let values: Vec<Vec<u8>> = (0..n)
+            .map(|j| vec![(i + j as u64) as u8; ((i * 53 + j as u64 * 11) % 400) as usize])
+            .collect();
+        let entries: Vec<BatchEntry<'_>> =
+            keys.iter().zip(&values).map(|(k, v)| put(k, v)).collect();
+        let ptrs = w.append_batch(seq, &entries).expect("append");
+        expected.push((seq, keys.clone()));
+        seq += n as u64;
+        for ((ptr, key), value) in ptrs.into_iter().zip(keys).zip(values) {
+            written.push((ptr, key, value));
+        }
+        if i % 50 == 0 {
+            for (ptr, key, value) in &written {
+                assert_eq!(&read_now(&w, &mem, ptr, key, &o), value, "{ptr:?}");
+            }
+        }
+    }
+    w.sync().expect("sync");
+    assert_eq!(w.flushed_end(), w.end(), "sync writes out what is in flight");
+    assert!(w.active_segment() > 3, "the test should roll over several times");
+    for n in 1..w.active_segment() {
+        // A finished segment ends at its last record: no padding left behind.
+        let last_end = written
+            .iter()
+            .filter(|(ptr, _, _)| ptr.segment == n)
+            .map(|(ptr, _, _)| ptr.end())
+            .max()
+            .expect("records in every finished segment");
+        assert_eq!(seg_len(&mem, n), last_end, "segment {n}");
+    }
+    let (batches, end) = replay(&mem, &o);
+    assert_eq!(batches, expected);
+    assert_eq!(end, w.end());
+}
+
+#[test]
+fn a_failed_pipelined_write_out_fails_a_later_call_and_is_cut_off() {
+    let (mem, fs) = new_fs();
+    let o = pipelined(1 << 20, 256);
+    let mut w = new_writer(&fs, o.clone());
+    w.append_batch(1, &[put(b"a", &[1u8; 300])]).expect("append a");
+    w.sync().expect("sync a");
+    let synced = w.synced_end();
+
+    // The next write-out fails half-way, on the write-out thread: the call that hands it
+    // over succeeds, the next one that needs the file reports it.
+    fail_nth_append(&fs, 1);
+    w.append_batch(2, &[put(b"b", &[2u8; 300])])
+        .expect("handed over");
+    let err = w
+        .append_batch(3, &[put(b"c", &[3u8; 300])])
+        .and_then(|_| w.sync())
+        .expect_err("the failed write-out surfaces");
+    assert!(err.is_no_space(), "{err}");
+    assert_eq!(w.end(), w.flushed_end(), "nothing after the failure is kept");
+    assert_eq!(w.flushed_end(), synced, "cut back to before the failed write-out");
+    assert_eq!(seg_len(&mem, 1), synced.offset, "torn bytes left behind");
+
+    w.append_batch(4, &[put(b"d", &[4u8; 300])])
+        .expect("later write");
+    w.sync().expect("sync d");
+    let (batches, end) = replay(&mem, &o);
+    assert_eq!(
+        batches,
+        vec![(1, vec![b"a".to_vec()]), (4, vec![b"d".to_vec()])]
+    );
+    assert_eq!(end, w.end());
 }
