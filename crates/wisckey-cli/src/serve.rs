@@ -53,6 +53,10 @@ pub struct ServeArgs {
     /// Allow FLUSHDB and FLUSHALL (refused otherwise).
     #[arg(long)]
     enable_flushdb: bool,
+    /// Write the value log with O_DIRECT (the engine's `Options::vlog_direct_writes`):
+    /// values bypass the page cache on their way to the device. Off by default.
+    #[arg(long)]
+    vlog_direct_writes: bool,
 }
 
 /// Runs the server until SHUTDOWN, SIGINT or SIGTERM.
@@ -76,5 +80,6 @@ pub fn run(args: &ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
     config.idle_timeout = (args.timeout > 0).then(|| Duration::from_secs(args.timeout));
     config.output_buffer_limit = args.output_buffer_limit;
     config.enable_flushdb = args.enable_flushdb;
+    config.engine.vlog_direct_writes = args.vlog_direct_writes;
     Ok(wisckey_server::serve(config)?)
 }

@@ -7,9 +7,9 @@
 //! buffered writes: a kill may lose a suffix of them, at most one value-log buffer's worth,
 //! and never leaves a hole. A fourth runs value-log GC in a loop in the child while it
 //! writes through and rewrites earlier keys (garbage), so kills land inside relocations,
-//! syncs, manifest edits and segment deletions. Two more run the write-through and the
-//! buffered variants with the value log written `O_DIRECT` (`vlog_direct_writes`), whose
-//! pipelined write-outs may hold up to two buffers of buffered writes in memory.
+//! syncs, manifest edits and segment deletions. Three more run the write-through, the
+//! buffered and the GC variants with the value log written `O_DIRECT` (`vlog_direct_writes`),
+//! whose pipelined write-outs may hold up to two buffers of buffered writes in memory.
 //!
 //! CI runs a few dozen cycles with a fixed seed. Long variant:
 //! `WISCKEY_KILL_CYCLES=500 cargo test --release --test kill -- --nocapture`.
@@ -55,7 +55,7 @@ fn kill_child_writer() {
         std::thread::sleep(Duration::from_secs(60));
         return;
     }
-    let with_gc = mode == "gc";
+    let with_gc = with_gc_mode(&mode);
     let db = Db::open(
         Path::new(&dir),
         Options {
@@ -104,6 +104,10 @@ fn kill_child_writer() {
         writeln!(out, "ACK {i}").expect("child stdout");
         out.flush().expect("child flush");
     }
+}
+
+fn with_gc_mode(mode: &str) -> bool {
+    mode.ends_with("gc")
 }
 
 /// Re-executes this test binary as a child running `kill_child_writer` in `mode`.
@@ -240,7 +244,7 @@ fn run_cycles(mode: &str, cycles: u64, seed: u64) {
     }
     assert!(next > 0, "the child never acknowledged a write");
     eprintln!("{mode}: {next} writes over {cycles} cycles");
-    if mode == "gc" {
+    if with_gc_mode(mode) {
         // GC really ran: segment numbers below the newest are missing (collected).
         let mut segments: Vec<u64> = (std::fs::read_dir(&dir).expect("ls").flatten())
             .filter_map(|e| e.file_name().to_str()?.strip_suffix(".vlog")?.parse().ok())
@@ -290,6 +294,14 @@ fn sigkill_never_loses_a_write_through_write_with_direct_writes() {
 fn sigkill_loses_at_most_two_buffers_of_buffered_writes_with_direct_writes() {
     let cycles = env_or("WISCKEY_KILL_CYCLES", 12);
     run_cycles("direct_buffered", cycles, 616);
+}
+
+/// The GC variant with the value log written `O_DIRECT`: relocations go through the
+/// pipelined write-outs, and roll-overs cut the finished segments' padding.
+#[test]
+fn sigkill_with_gc_running_loses_no_write_through_write_with_direct_writes() {
+    let cycles = env_or("WISCKEY_KILL_CYCLES", 12);
+    run_cycles("direct_gc", cycles, 717);
 }
 
 #[test]
