@@ -157,8 +157,10 @@ pub struct Options {
     /// fast device is what bounds a large load (the kernel copies, writes back and reclaims
     /// every byte, and under a memory limit throttles the writer). The price: a value just
     /// written is not in the page cache, so reading it soon after goes to the device
-    /// (`value_cache_size` still serves hot ones), and every write-out rewrites the log's
-    /// last partial 4 KiB block. Full buffers are written out by a thread of their own
+    /// (`value_cache_size` still serves hot ones; random reads right after a 256 MiB load
+    /// were 22–26× slower than with this off), and every write-out rewrites the log's last
+    /// partial 4 KiB block. Measured faster for 1–16 KiB loads and sync writes, slower for
+    /// 64 KiB loads (`docs/BENCHMARKS.md`). Full buffers are written out by a thread of their own
     /// while the next fills, so a process crash may lose up to two `vlog_buffer_size`
     /// buffers of non-sync writes (not one); sync and write-through writes lose nothing.
     /// With `write_through_to_os`, every write then waits for the device (the kill test's
