@@ -104,28 +104,28 @@ counts_for() {
   fi
 }
 
-variant_of() { # engine -> its read variant, or nothing
+paired_with() { # "a:b c:d ..." engine -> what the engine is paired with, or nothing
   local pair
-  for pair in $READ_VARIANTS; do
-    [[ ${pair%%:*} == "$1" ]] && echo "${pair#*:}"
+  for pair in $1; do
+    [[ ${pair%%:*} == "$2" ]] && echo "${pair#*:}"
   done
   return 0
 }
+variant_of() { paired_with "$READ_VARIANTS" "$1"; }    # its read variant
+gc_variant_of() { paired_with "$GC_VARIANTS" "$1"; }   # its with-GC-running variant
+fill_variant_of() { paired_with "$FILL_VARIANTS" "$1"; } # its fill-only variant
 
-gc_variant_of() { # engine -> its with-GC-running variant, or nothing
-  local pair
-  for pair in $GC_VARIANTS; do
-    [[ ${pair%%:*} == "$1" ]] && echo "${pair#*:}"
+# fillsync_cells ENGINE DB: fillsync at each of $SYNC_THREADS on a fresh DB, where this value
+# size is one of $SYNC_SIZES.
+fillsync_cells() {
+  local threads tag
+  [[ " $SYNC_SIZES " == *" $value_size "* ]] || return 0
+  for threads in $SYNC_THREADS; do
+    tag=fillsync
+    ((threads > 1)) && tag=fillsync$threads
+    run "$1" "$tag" 0 --benchmarks=fillsync --threads="$threads" --db="$2"
+    rm -rf "$2"
   done
-  return 0
-}
-
-fill_variant_of() { # engine -> its fill-only variant, or nothing
-  local pair
-  for pair in $FILL_VARIANTS; do
-    [[ ${pair%%:*} == "$1" ]] && echo "${pair#*:}"
-  done
-  return 0
 }
 
 # run ENGINE PHASE-TAG TIMEOUT FLAGS...: one process in the engine's cgroup, output to
@@ -223,14 +223,7 @@ if [[ $SKIP_DBBENCH != 1 ]]; then
       fi
       db=$DATA_DIR/$engine
       rm -rf "$db"
-      if [[ " $SYNC_SIZES " == *" $value_size "* ]]; then
-        for threads in $SYNC_THREADS; do
-          tag=fillsync
-          ((threads > 1)) && tag=fillsync$threads
-          run "$engine" "$tag" 0 --benchmarks=fillsync --threads="$threads" --db="$db"
-          rm -rf "$db"
-        done
-      fi
+      fillsync_cells "$engine" "$db"
       if [[ $SKIP_FILLSEQ != 1 ]]; then
         run "$engine" fillseq 0 --benchmarks=fillseq --db="$db"
         rm -rf "$db"
@@ -254,14 +247,7 @@ if [[ $SKIP_DBBENCH != 1 ]]; then
       if [[ -n $fill_variant ]]; then
         db=$DATA_DIR/$fill_variant
         rm -rf "$db"
-        if [[ " $SYNC_SIZES " == *" $value_size "* ]]; then
-          for threads in $SYNC_THREADS; do
-            tag=fillsync
-            ((threads > 1)) && tag=fillsync$threads
-            run "$fill_variant" "$tag" 0 --benchmarks=fillsync --threads="$threads" --db="$db"
-            rm -rf "$db"
-          done
-        fi
+        fillsync_cells "$fill_variant" "$db"
         run "$fill_variant" fillrandom 0 --benchmarks=fillrandom --db="$db"
         rm -rf "$db"
       fi

@@ -32,6 +32,9 @@ use crate::error::{Error, Result};
 /// Alignment of every direct write: buffer address, file offset and length. 4 KiB covers
 /// devices with 512-byte and 4 KiB logical blocks.
 pub(crate) const BLOCK: usize = 4096;
+/// The largest usual write (the value log's default buffer); the staging buffer shrinks back
+/// to it after a larger one.
+const USUAL_WRITE: usize = 1 << 20;
 
 /// A byte buffer whose usable part starts at a [`BLOCK`]-aligned address. Safe code: the
 /// vector is over-allocated by one block and the aligned window found inside it.
@@ -77,8 +80,6 @@ pub(crate) struct DirectWritable {
     /// The file's bytes from `align_down(len)` to `len` (less than one block).
     tail: Vec<u8>,
     staging: AlignedBuf,
-    /// Largest usual write; the staging buffer shrinks back to it after a larger one.
-    usual: usize,
 }
 
 fn io_err(op: &str, path: &Path, e: io::Error) -> Error {
@@ -111,7 +112,6 @@ impl DirectWritable {
             len,
             tail: Vec::new(),
             staging: AlignedBuf::default(),
-            usual: 1 << 20,
         };
         writable.load_tail()?;
         Ok(writable)
@@ -185,7 +185,7 @@ impl WritableFile for DirectWritable {
         self.tail.clear();
         self.tail
             .extend_from_slice(&self.staging.bytes()[used - keep..used]);
-        self.staging.shrink_to(self.usual);
+        self.staging.shrink_to(USUAL_WRITE);
         Ok(())
     }
 

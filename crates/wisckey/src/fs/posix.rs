@@ -39,6 +39,20 @@ fn io_err(op: &str, path: &Path, e: io::Error) -> Error {
     Error::io(format!("{op} {}", path.display()), e)
 }
 
+#[cfg(target_os = "linux")]
+impl PosixFs {
+    /// A direct-write handle on `path` (created and truncated when `create`), or the
+    /// buffered one where the file system refuses `O_DIRECT`.
+    fn direct_or_buffered(&self, path: &Path, create: bool) -> Result<Box<dyn WritableFile>> {
+        match super::direct::DirectWritable::open(path, create) {
+            Ok(file) => Ok(Box::new(file)),
+            Err(e) if direct_unsupported(&e) && create => self.create(path),
+            Err(e) if direct_unsupported(&e) => self.open_append(path),
+            Err(e) => Err(e),
+        }
+    }
+}
+
 /// Whether opening with `O_DIRECT` failed because the file system does not support it
 /// (tmpfs, some network file systems): then the file is opened buffered instead.
 #[cfg(target_os = "linux")]
@@ -83,20 +97,12 @@ impl FileSystem for PosixFs {
 
     #[cfg(target_os = "linux")]
     fn create_direct(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        match super::direct::DirectWritable::open(path, true) {
-            Ok(file) => Ok(Box::new(file)),
-            Err(e) if direct_unsupported(&e) => self.create(path),
-            Err(e) => Err(e),
-        }
+        self.direct_or_buffered(path, true)
     }
 
     #[cfg(target_os = "linux")]
     fn open_append_direct(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        match super::direct::DirectWritable::open(path, false) {
-            Ok(file) => Ok(Box::new(file)),
-            Err(e) if direct_unsupported(&e) => self.open_append(path),
-            Err(e) => Err(e),
-        }
+        self.direct_or_buffered(path, false)
     }
 
     fn open_read(&self, path: &Path) -> Result<Arc<dyn ReadableFile>> {
