@@ -188,7 +188,7 @@ read_phases() { # engine db
 } | tee "$OUT_DIR/params.txt"
 
 if [[ $FIO == 1 ]]; then
-  DATA_DIR=$DATA_DIR OUT_DIR=$OUT_DIR/fio "$here/fio.sh"
+  DATA_DIR=$DATA_DIR MEM_LIMIT=$MEM_LIMIT OUT_DIR=$OUT_DIR/fio "$here/fio.sh"
 fi
 
 dirs=()
@@ -269,7 +269,7 @@ fi
 
 if [[ $FIO == 1 ]]; then
   # informative only (drift within the boot): its failure must not cost the report
-  DATA_DIR=$DATA_DIR OUT_DIR=$OUT_DIR/fio-end RUNTIME=10 "$here/fio.sh" ||
+  DATA_DIR=$DATA_DIR MEM_LIMIT=$MEM_LIMIT OUT_DIR=$OUT_DIR/fio-end RUNTIME=10 "$here/fio.sh" ||
     echo "fio at the end failed; the report uses the ceiling measured at the start"
 fi
 echo "# suite finished $(date -u +%Y-%m-%dT%H:%M:%SZ)" >> "$OUT_DIR/params.txt"

@@ -449,12 +449,26 @@ fn targets_section(model: &Model, dirs: &[ResultsDir], device: Option<&str>, md:
             true,
         );
     }
-    let seq_write_mb = device.and_then(|text| {
-        parse::parse_device_table(text)
+    // MB/s of the device rows whose measure starts with `prefix`, the fastest if several.
+    let device_mb = |prefix: &str| -> Option<f64> {
+        parse::parse_device_table(device?)
             .into_iter()
-            .find(|(measure, _)| measure.starts_with("sequential write"))
-            .and_then(|(_, value)| value.split_whitespace().next()?.parse::<f64>().ok())
-    });
+            .filter(|(measure, _)| measure.starts_with(prefix))
+            .filter_map(|(_, value)| value.split_whitespace().next()?.parse::<f64>().ok())
+            .max_by(f64::total_cmp)
+    };
+    // The overwrite of a laid-out file is the ceiling; appending to new blocks, what
+    // a log does, can be much slower on the same device, so both are shown.
+    let ceilings = [
+        (
+            "load ≥ 80% of fio sequential write (≥ 16 KiB)",
+            device_mb("sequential write"),
+        ),
+        (
+            "load ≥ 80% of fio append to a new file (≥ 16 KiB)",
+            device_mb("sequential append"),
+        ),
+    ];
     for c in columns_of("fillrandom", 16384) {
         let column = &model.columns[c];
         let key_size = dirs[column.dir]
@@ -466,15 +480,20 @@ fn targets_section(model: &Model, dirs: &[ResultsDir], device: Option<&str>, md:
             .ops(c, "wisckey")
             .zip(column.value_size)
             .map(|(ops, v)| ops * (v as f64 + key_size) / 1e6);
-        row(
-            "load ≥ 80% of fio sequential write (≥ 16 KiB)",
-            label(c),
-            mb.map_or("-".into(), |mb| format!("{mb:.1} MB/s")),
-            seq_write_mb.map_or("fio not measured".into(), |d| format!("fio {d:.1} MB/s")),
-            ratio(mb, seq_write_mb),
-            0.8,
-            true,
-        );
+        for (target, ceiling) in ceilings {
+            if ceiling.is_none() && target.contains("append") {
+                continue; // device.md from before fio.sh measured appends
+            }
+            row(
+                target,
+                label(c),
+                mb.map_or("-".into(), |mb| format!("{mb:.1} MB/s")),
+                ceiling.map_or("fio not measured".into(), |d| format!("fio {d:.1} MB/s")),
+                ratio(mb, ceiling),
+                0.8,
+                true,
+            );
+        }
     }
     for c in columns_of("fillrandom", 1024) {
         let wa = model.mean(c, "wisckey", |r| {

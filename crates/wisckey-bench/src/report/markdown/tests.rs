@@ -208,6 +208,43 @@ fn targets_are_checked_against_the_best_peer_and_marked_met_or_missed() {
 }
 
 #[test]
+fn loads_are_checked_against_the_overwrite_and_the_append_ceiling() {
+    // 100,000 puts/s of 16 KiB values + 16-byte keys = 1,640.0 MB/s.
+    let wisckey = engine_file(16384, &[ops_line("fillrandom", 100_000, 1.01)]);
+    let d = dir(
+        "v16384",
+        "VALUE_SIZE=16384\nKEY_SIZE=16\n",
+        &[("wisckey", &wisckey)],
+    );
+    let device = "| measure | value |\n|---|---:|\n\
+        | sequential write, 1 MiB blocks, iodepth 8 | 3280.0 MB/s |\n\
+        | sequential append to a new file, 1 MiB blocks, iodepth 1 | 1800.0 MB/s |\n\
+        | sequential append to a new file, 1 MiB blocks, iodepth 8 | 2050.0 MB/s |\n\
+        | 4 KiB random read, iodepth 1 | 19449 IOPS |\n";
+    let report = build(std::slice::from_ref(&d), Some(device), "m").markdown;
+    // 1640 / 3280 = 0.50: missed against the overwrite ceiling ...
+    assert!(
+        report.contains("| load ≥ 80% of fio sequential write (≥ 16 KiB) | fillrandom @ 16384 B | 1640.0 MB/s | fio 3280.0 MB/s | 0.50 | **missed** |"),
+        "{report}"
+    );
+    // ... and 1640 / 2050 (the faster append) = 0.80: met against appending.
+    assert!(
+        report.contains("| load ≥ 80% of fio append to a new file (≥ 16 KiB) | fillrandom @ 16384 B | 1640.0 MB/s | fio 2050.0 MB/s | 0.80 | met |"),
+        "{report}"
+    );
+    // A device.md from before the append jobs existed: the append row is left out, the
+    // overwrite row stays.
+    let old_device = "| measure | value |\n|---|---:|\n\
+        | sequential write, 1 MiB blocks, iodepth 8 | 3280.0 MB/s |\n";
+    let report = build(&[d], Some(old_device), "m").markdown;
+    assert!(
+        report.contains("fio sequential write (≥ 16 KiB)"),
+        "{report}"
+    );
+    assert!(!report.contains("append"), "{report}");
+}
+
+#[test]
 fn folders_get_their_own_tables_in_db_bench_order() {
     let wisckey = engine_file(
         256,
