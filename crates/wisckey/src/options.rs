@@ -159,8 +159,10 @@ pub struct Options {
     /// written is not in the page cache, so reading it soon after goes to the device
     /// (`value_cache_size` still serves hot ones; random reads right after a 256 MiB load
     /// were 22–26× slower than with this off), and every write-out rewrites the log's last
-    /// partial 4 KiB block. Measured faster for 1–16 KiB loads and sync writes, slower for
-    /// 64 KiB loads (`docs/BENCHMARKS.md`). Full buffers are written out by a thread of their own
+    /// partial 4 KiB block. Measured faster for sync writes (1.2–1.4×); for loads it
+    /// depends on how fast the kernel writes the page cache back at the time: on one VM,
+    /// 1.1–1.8× faster at 1–16 KiB and 0.75–0.81× at 64 KiB in one hour, 0.58× at 16 KiB and
+    /// 1.55× at 64 KiB three hours later (`docs/BENCHMARKS.md`). Full buffers are written out by a thread of their own
     /// while the next fills, so a process crash may lose up to two `vlog_buffer_size`
     /// buffers of non-sync writes (not one); sync and write-through writes lose nothing.
     /// With `write_through_to_os`, every write then waits for the device (the kill test's
