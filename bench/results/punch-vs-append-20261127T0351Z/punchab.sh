@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# fio buffered append in the 1G cgroup, alone vs while another process (same cgroup) punches 64 KiB holes in a cached 1 GiB file
+# fio buffered append in the 1G cgroup: alone, while another process (same cgroup) punches 64 KiB holes
+# in a cached 512 MiB file, or while it makes the same fallocate calls as no-ops (mode 1: KEEP_SIZE only)
 D=/work/bench-data
 for r in 1 2 3; do
   for mode in alone punching noop; do
