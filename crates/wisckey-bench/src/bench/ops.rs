@@ -8,8 +8,8 @@
 //! - deleterandom: `num` deletes of random indexes.
 //! - readrandom / readmissing: `reads` gets of random indexes (readmissing: the index's key
 //!   plus a `.` suffix, never written).
-//! - multireadrandom: `reads` keys in batches of `batch_size` (wisckey: a loop over `get`;
-//!   no batched read API yet). One histogram sample per batch.
+//! - multireadrandom: `reads` keys in batches of `batch_size`, each batch one `Db::multi_get`
+//!   (values read in parallel). One histogram sample per batch.
 //! - readseq / readreverse: one iterator from the first (last) key, up to `reads` entries,
 //!   each value copied out.
 //! - seekrandom: `reads` times: a new iterator, seek to a random index's key (found if the
@@ -226,8 +226,10 @@ impl<'a> Worker<'a> {
             let t = self.op_started();
             let mut found = 0;
             let mut read = 0;
-            for key in &keys {
-                if let Some(value) = self.db.get(key)? {
+            // One batched call, as RocksDB's `MultiGet`: values in the log are read in
+            // parallel on the reader pool.
+            for (key, value) in keys.iter().zip(self.db.multi_get(&keys)?) {
+                if let Some(value) = value {
                     found += 1;
                     read += (key.len() + value.len()) as u64;
                 }

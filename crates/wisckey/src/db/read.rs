@@ -253,8 +253,14 @@ pub(crate) fn multi_get(
                         let job = Arc::clone(&read);
                         let reader = Arc::clone(inner.vlog.reader());
                         let key = key.to_vec();
+                        // Allocated here, where the caller frees it: see
+                        // `VlogReader::read_run`.
+                        let mut value = Vec::with_capacity(ptr.len as usize);
                         inner.readers().submit(Box::new(move || {
-                            job.complete_with(|| reader.read_value(&ptr, &key, live));
+                            job.complete_with(|| {
+                                reader.read_value_into(&ptr, &key, live, &mut value)?;
+                                Ok(value)
+                            });
                         }));
                         Slot::Reading(read)
                     }

@@ -47,12 +47,22 @@ const MAX_RUN_BYTES: u64 = 1 << 20;
 /// and one `pread` (see `VlogReader::read_run`).
 #[derive(Default)]
 struct ReadRun {
-    reads: Vec<(ValuePointer, Vec<u8>, Arc<PendingRead>)>,
+    reads: Vec<QueuedRead>,
     live: Option<LiveRange>,
     bytes: u64,
     /// The pointer read last (issued or not), and whether it followed the one before.
     last: Option<ValuePointer>,
     last_followed: bool,
+}
+
+/// One value read gathered into a [`ReadRun`].
+struct QueuedRead {
+    ptr: ValuePointer,
+    key: Vec<u8>,
+    slot: Arc<PendingRead>,
+    /// The value is read into this (allocated on the scanning thread, where the user frees
+    /// it: see `VlogReader::read_run`).
+    buffer: Vec<u8>,
 }
 
 /// An entry read ahead of the user during a forward scan.
@@ -120,6 +130,7 @@ struct IssuedRun {
     reads: Vec<(ValuePointer, Vec<u8>)>,
     live: LiveRange,
     slots: Vec<Arc<PendingRead>>,
+    buffers: Vec<Vec<u8>>,
 }
 
 impl std::fmt::Debug for DbIterator<'_> {
@@ -539,7 +550,12 @@ impl DbIterator<'_> {
                     self.run.live.get_or_insert(live);
                     self.run.bytes += u64::from(ptr.len);
                     let key = entry.user_key.clone();
-                    self.run.reads.push((ptr, key, Arc::clone(&read)));
+                    self.run.reads.push(QueuedRead {
+                        ptr,
+                        key,
+                        slot: Arc::clone(&read),
+                        buffer: Vec::with_capacity(ptr.len as usize),
+                    });
                     // Values in random log order: read each at once rather than wait to see
                     // whether the next one is its neighbour.
                     if !follows && !self.run.last_followed {
@@ -569,12 +585,19 @@ impl DbIterator<'_> {
         let Some(live) = run.live else {
             return;
         };
-        let (reads, slots) = run
-            .reads
-            .into_iter()
-            .map(|(ptr, key, slot)| ((ptr, key), slot))
-            .unzip();
-        self.batched_runs.push(IssuedRun { reads, live, slots });
+        let count = run.reads.len();
+        let mut issued = IssuedRun {
+            reads: Vec::with_capacity(count),
+            live,
+            slots: Vec::with_capacity(count),
+            buffers: Vec::with_capacity(count),
+        };
+        for read in run.reads {
+            issued.reads.push((read.ptr, read.key));
+            issued.slots.push(read.slot);
+            issued.buffers.push(read.buffer);
+        }
+        self.batched_runs.push(issued);
         let batched: usize = self.batched_runs.iter().map(|run| run.slots.len()).sum();
         if !self.batch_reads || batched >= READS_PER_BATCH {
             self.issue_batch();
@@ -586,7 +609,10 @@ impl DbIterator<'_> {
         if self.batched_runs.is_empty() {
             return;
         }
-        let runs = std::mem::take(&mut self.batched_runs);
+        let mut runs = std::mem::take(&mut self.batched_runs);
+        let buffers: Vec<Vec<Vec<u8>>> = (runs.iter_mut())
+            .map(|run| std::mem::take(&mut run.buffers))
+            .collect();
         // The job holds the log reader, not the database: dropping the iterator and
         // closing the database need not wait for reads it abandoned.
         let reader = Arc::clone(self.db.vlog.reader());
@@ -601,12 +627,13 @@ impl DbIterator<'_> {
             // A panic must still complete every slot, or the iterator would wait forever.
             let values = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 if let [run] = runs.as_slice() {
-                    vec![reader.read_run(&run.reads, run.live)]
+                    let buffers = buffers.into_iter().next().unwrap_or_default();
+                    vec![reader.read_run(&run.reads, run.live, buffers)]
                 } else {
                     let inputs: Vec<_> = (runs.iter())
                         .map(|run| (run.reads.as_slice(), run.live))
                         .collect();
-                    reader.read_runs(&inputs)
+                    reader.read_runs(&inputs, buffers)
                 }
             }));
             match values {

@@ -152,9 +152,22 @@ impl VlogReader {
         limits: LiveRange,
         cached: bool,
     ) -> Result<Vec<u8>> {
-        let mut value = Vec::new();
-        self.read_into(ptr, expected_key, limits, cached, &mut value)?;
-        Ok(value)
+        self.read_value_in(ptr, expected_key, limits, cached, Vec::new())
+    }
+
+    /// [`VlogReader::read_value_filling`] into `buf` (emptied first), which becomes the
+    /// returned value: a read-ahead value lives in a buffer its consumer allocated.
+    fn read_value_in(
+        &self,
+        ptr: &ValuePointer,
+        expected_key: &[u8],
+        limits: LiveRange,
+        cached: bool,
+        mut buf: Vec<u8>,
+    ) -> Result<Vec<u8>> {
+        buf.clear();
+        self.read_into(ptr, expected_key, limits, cached, &mut buf)?;
+        Ok(buf)
     }
 
     fn read_into(
@@ -209,22 +222,35 @@ impl VlogReader {
     /// starts where the one before ends) with one positional read, and returns each value
     /// after the same checks as [`VlogReader::read_value`]. A scan of values written in key
     /// order reads them this way: one `pread` per run instead of one per value.
+    ///
+    /// `buffers` (one per pointer; missing ones are allocated here) become the values: a
+    /// scan allocates them on its own thread, where its user frees them. Values allocated
+    /// on a reader thread and freed on another made the allocator hand fresh pages out
+    /// (and fault them in) for most values read (docs/BENCHMARKS.md, readseq at 64 KiB).
     pub fn read_run(
         &self,
         run: &[(ValuePointer, Vec<u8>)],
         limits: LiveRange,
+        buffers: Vec<Vec<u8>>,
     ) -> Vec<Result<Vec<u8>>> {
+        let mut buffers = buffers.into_iter();
         let (Some((first, _)), Some((last, _))) = (run.first(), run.last()) else {
             return Vec::new();
         };
         let adjacent = run.windows(2).all(|w| {
             w[0].0.segment == w[1].0.segment && w[0].0.end() == w[1].0.offset
         });
+        let one_by_one = |buffers: std::vec::IntoIter<Vec<u8>>| {
+            let mut buffers = buffers;
+            run.iter()
+                .map(|(ptr, key)| {
+                    let buf = buffers.next().unwrap_or_default();
+                    self.read_value_in(ptr, key, limits, false, buf)
+                })
+                .collect()
+        };
         if run.len() == 1 || !adjacent {
-            return run
-                .iter()
-                .map(|(ptr, key)| self.read_value_filling(ptr, key, limits, false))
-                .collect();
+            return one_by_one(buffers);
         }
         // Every pointer passes the single-read checks, bounds included, before the read.
         let whole = ValuePointer {
@@ -232,12 +258,7 @@ impl VlogReader {
             offset: first.offset,
             len: match u32::try_from(last.end() - first.offset) {
                 Ok(len) => len,
-                Err(_) => {
-                    return run
-                        .iter()
-                        .map(|(ptr, key)| self.read_value_filling(ptr, key, limits, false))
-                        .collect()
-                }
+                Err(_) => return one_by_one(buffers),
             },
         };
         let checked = run
@@ -263,24 +284,31 @@ impl VlogReader {
                 .map(|(ptr, key)| {
                     let start = (ptr.offset - whole.offset) as usize;
                     let record = &bytes[start..start + ptr.len as usize];
-                    extract_value(record, ptr, key, &self.opts, &name)
+                    let buf = buffers.next().unwrap_or_default();
+                    extract_value_into(record, ptr, key, &self.opts, &name, buf)
                 })
                 .collect(),
             // Whatever failed, each pointer gets its own read and its own verdict.
-            Err(_) => run
-                .iter()
-                .map(|(ptr, key)| self.read_value_filling(ptr, key, limits, false))
-                .collect(),
+            Err(_) => one_by_one(buffers),
         }
     }
 
     /// Several runs, each read as by [`VlogReader::read_run`], through one
     /// [`FileSystem::read_batch`]: on a file system that batches, every run's read is in
-    /// flight at once. Results per run, per pointer, in order.
+    /// flight at once. Results per run, per pointer, in order. `buffers` (per run, per
+    /// pointer) become the values as in `read_run`; a record read alone is read straight
+    /// into its buffer and its value moved to the front.
     pub fn read_runs(
         &self,
         runs: &[(&[PointerAndKey], LiveRange)],
+        mut buffers: Vec<Vec<Vec<u8>>>,
     ) -> Vec<Vec<Result<Vec<u8>>>> {
+        let mut take_buffer = |run: usize, index: usize| -> Vec<u8> {
+            (buffers.get_mut(run))
+                .and_then(|run| run.get_mut(index))
+                .map(std::mem::take)
+                .unwrap_or_default()
+        };
         /// Pointers `first..first + count` of run `run`, read as the one span `whole`.
         struct Unit {
             run: usize,
@@ -332,8 +360,16 @@ impl VlogReader {
                 .ok()
                 .filter(|open| open.reaches(unit.whole.end()).unwrap_or(false));
         }
-        let mut buffers: Vec<Vec<u8>> = (units.iter())
+        // A unit of one record is read into that value's own buffer; a longer one into a
+        // buffer of its own, its values copied out below.
+        let mut unit_buffers: Vec<Vec<u8>> = (units.iter())
             .map(|unit| match unit.segment {
+                Some(_) if unit.count == 1 => {
+                    let mut buf = take_buffer(unit.run, unit.first);
+                    buf.clear();
+                    buf.resize(unit.whole.len as usize, 0);
+                    buf
+                }
                 Some(_) => vec![0u8; unit.whole.len as usize],
                 None => Vec::new(),
             })
@@ -341,7 +377,7 @@ impl VlogReader {
         let read_ok: Vec<bool> = {
             let mut batch: Vec<BatchRead<'_>> = Vec::with_capacity(units.len());
             let mut batched = Vec::with_capacity(units.len());
-            for (index, (unit, buf)) in units.iter().zip(buffers.iter_mut()).enumerate() {
+            for (index, (unit, buf)) in units.iter().zip(unit_buffers.iter_mut()).enumerate() {
                 if let Some(open) = &unit.segment {
                     batch.push(BatchRead {
                         file: &*open.file,
@@ -361,17 +397,38 @@ impl VlogReader {
         let mut out: Vec<Vec<Result<Vec<u8>>>> = (runs.iter())
             .map(|(run, _)| Vec::with_capacity(run.len()))
             .collect();
-        for ((unit, bytes), ok) in units.iter().zip(&buffers).zip(read_ok) {
+        for ((unit, mut bytes), ok) in units.iter().zip(unit_buffers).zip(read_ok) {
             let (run, limits) = &runs[unit.run];
-            for (ptr, key) in &run[unit.first..unit.first + unit.count] {
+            if unit.count == 1 {
+                let (ptr, key) = &run[unit.first];
+                let value = match (&unit.segment, ok) {
+                    (Some(open), true) => {
+                        match value_range(&bytes, ptr, key, &self.opts, &open.name) {
+                            Ok(range) => {
+                                let len = range.len();
+                                bytes.copy_within(range, 0);
+                                bytes.truncate(len);
+                                Ok(bytes)
+                            }
+                            Err(e) => Err(e),
+                        }
+                    }
+                    // Whatever failed, the pointer gets its own read and its own verdict.
+                    _ => self.read_value_in(ptr, key, *limits, false, bytes),
+                };
+                out[unit.run].push(value);
+                continue;
+            }
+            for (index, (ptr, key)) in (unit.first..).zip(&run[unit.first..unit.first + unit.count]) {
+                let buf = take_buffer(unit.run, index);
                 let value = match (&unit.segment, ok) {
                     (Some(open), true) => {
                         let start = (ptr.offset - unit.whole.offset) as usize;
                         let record = &bytes[start..start + ptr.len as usize];
-                        extract_value(record, ptr, key, &self.opts, &open.name)
+                        extract_value_into(record, ptr, key, &self.opts, &open.name, buf)
                     }
                     // Whatever failed, each pointer gets its own read and its own verdict.
-                    _ => self.read_value_filling(ptr, key, *limits, false),
+                    _ => self.read_value_in(ptr, key, *limits, false, buf),
                 };
                 out[unit.run].push(value);
             }
@@ -490,7 +547,22 @@ pub fn extract_value(
     opts: &VlogOptions,
     file: &str,
 ) -> Result<Vec<u8>> {
-    value_range(record, ptr, expected_key, opts, file).map(|range| record[range].to_vec())
+    extract_value_into(record, ptr, expected_key, opts, file, Vec::new())
+}
+
+/// [`extract_value`] into `buf` (emptied first), which becomes the returned value.
+fn extract_value_into(
+    record: &[u8],
+    ptr: &ValuePointer,
+    expected_key: &[u8],
+    opts: &VlogOptions,
+    file: &str,
+    mut buf: Vec<u8>,
+) -> Result<Vec<u8>> {
+    let range = value_range(record, ptr, expected_key, opts, file)?;
+    buf.clear();
+    buf.extend_from_slice(&record[range]);
+    Ok(buf)
 }
 
 /// [`extract_value`]'s checks; returns where in `record` the value lies.
@@ -774,10 +846,15 @@ mod tests {
             ];
             let inputs: Vec<(&[PointerAndKey], LiveRange)> =
                 runs.iter().map(|run| (run.as_slice(), live)).collect();
-            let batched = reader.read_runs(&inputs);
+            // Buffers given for some pointers (of another length, holding old bytes), not
+            // for others: each value is the same either way.
+            let buffers: Vec<Vec<Vec<u8>>> = (runs.iter())
+                .map(|run| (0..run.len() / 2).map(|i| vec![7u8; i * 3]).collect())
+                .collect();
+            let batched = reader.read_runs(&inputs, buffers);
             assert_eq!(batched.len(), runs.len());
             for (run, got) in runs.iter().zip(&batched) {
-                let one = reader.read_run(run, live);
+                let one = reader.read_run(run, live, vec![b"stale".to_vec(); run.len()]);
                 assert_eq!(got.len(), run.len());
                 for ((got, want), (ptr, key)) in got.iter().zip(&one).zip(run) {
                     match (got, want) {
