@@ -212,9 +212,7 @@ impl VlogReader {
         if let Some(cache) = cache {
             cache.offer(ptr, expected_key, &buf[value.clone()]);
         }
-        let len = value.len();
-        buf.copy_within(value, start);
-        buf.truncate(start + len);
+        move_value_to(buf, value, start);
         Ok(())
     }
 
@@ -240,8 +238,7 @@ impl VlogReader {
         let adjacent = run.windows(2).all(|w| {
             w[0].0.segment == w[1].0.segment && w[0].0.end() == w[1].0.offset
         });
-        let one_by_one = |buffers: std::vec::IntoIter<Vec<u8>>| {
-            let mut buffers = buffers;
+        let one_by_one = |mut buffers: std::vec::IntoIter<Vec<u8>>| {
             run.iter()
                 .map(|(ptr, key)| {
                     let buf = buffers.next().unwrap_or_default();
@@ -402,17 +399,11 @@ impl VlogReader {
             if unit.count == 1 {
                 let (ptr, key) = &run[unit.first];
                 let value = match (&unit.segment, ok) {
-                    (Some(open), true) => {
-                        match value_range(&bytes, ptr, key, &self.opts, &open.name) {
-                            Ok(range) => {
-                                let len = range.len();
-                                bytes.copy_within(range, 0);
-                                bytes.truncate(len);
-                                Ok(bytes)
-                            }
-                            Err(e) => Err(e),
-                        }
-                    }
+                    (Some(open), true) => value_range(&bytes, ptr, key, &self.opts, &open.name)
+                        .map(|range| {
+                            move_value_to(&mut bytes, range, 0);
+                            bytes
+                        }),
                     // Whatever failed, the pointer gets its own read and its own verdict.
                     _ => self.read_value_in(ptr, key, *limits, false, bytes),
                 };
@@ -548,6 +539,14 @@ pub fn extract_value(
     file: &str,
 ) -> Result<Vec<u8>> {
     extract_value_into(record, ptr, expected_key, opts, file, Vec::new())
+}
+
+/// Moves the value at `value` (a range of `buf`) to `start` and cuts `buf` after it: a
+/// record read into a buffer becomes its value without another allocation.
+fn move_value_to(buf: &mut Vec<u8>, value: Range<usize>, start: usize) {
+    let len = value.len();
+    buf.copy_within(value, start);
+    buf.truncate(start + len);
 }
 
 /// [`extract_value`] into `buf` (emptied first), which becomes the returned value.
