@@ -126,6 +126,10 @@ class LevelDbEngine : public wbench::Engine {
     return std::make_unique<wbench::IterCursor<leveldb::Iterator>>(
         db_->NewIterator(leveldb::ReadOptions()));
   }
+  bool CompactAll() override {
+    db_->CompactRange(nullptr, nullptr);
+    return true;
+  }
   std::string LevelCounts() override {
     std::string out, v;
     for (int level = 0; level < 7; level++) {

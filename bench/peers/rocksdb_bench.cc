@@ -118,6 +118,12 @@ class RocksDbEngine : public wbench::Engine {
     }
     return out;
   }
+  bool CompactAll() override {
+    rocksdb::CompactRangeOptions options;
+    options.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+    Check(db_->CompactRange(options, nullptr, nullptr), "compact");
+    return true;
+  }
   std::string StatsExtra() override {
     uint64_t blobs = 0, blob_bytes = 0;
     db_->GetIntProperty("rocksdb.num-blob-files", &blobs);

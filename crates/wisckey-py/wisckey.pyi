@@ -128,6 +128,11 @@ class DB:
     def compact_range(self, start: Optional[_Bytes] = None, stop: Optional[_Bytes] = None) -> None:
         """Flushes, then compacts the key index between `start` and `stop` (None:
         unbounded)."""
+    def cluster_values(self, start: Optional[_Bytes] = None, stop: Optional[_Bytes] = None) -> dict[str, Any]:
+        """Rewrites the values between `start` and `stop` (None: unbounded) in key order, so
+        scans of the range read neighbours' values together; the old copies are left to GC.
+        Returns keys_examined, values_in_log, values_kept, values_relocated, bytes_relocated,
+        values_changed."""
     def check(self) -> dict[str, Any]:
         """Reads and verifies everything; returns the report (`problems` empty when
         sound)."""

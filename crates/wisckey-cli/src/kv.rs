@@ -109,7 +109,7 @@ fn open_read_only(path: &PathBuf) -> Result<Db, Box<dyn std::error::Error>> {
 
 impl Encoding {
     /// Bytes from a command-line argument.
-    fn parse(&self, arg: &str, what: &str) -> Result<Vec<u8>, String> {
+    pub(crate) fn parse(&self, arg: &str, what: &str) -> Result<Vec<u8>, String> {
         if self.hex {
             parse_hex(arg).map_err(|e| format!("{what} '{arg}' is not hex: {e}"))
         } else {

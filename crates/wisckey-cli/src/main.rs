@@ -1,8 +1,9 @@
 //! The `wisckey` command-line tool: the operator's commands. `wisckey demo` loads and reads
 //! a temporary database and prints db_bench-style report lines; `get`, `put`, `delete`,
-//! `scan`, `dump`, `load`, `checkpoint`, `compact`, `gc`, `stats`, `check` and `repair` work
-//! on an existing database; `serve` serves one over the Redis protocol. Benchmarks and their
-//! reports are a separate development tool, `wisckey-bench` (crates/wisckey-bench).
+//! `scan`, `dump`, `load`, `checkpoint`, `compact`, `gc`, `cluster`, `stats`, `check` and
+//! `repair` work on an existing database; `serve` serves one over the Redis protocol.
+//! Benchmarks and their reports are a separate development tool, `wisckey-bench`
+//! (crates/wisckey-bench).
 
 mod demo;
 mod dump;
@@ -47,6 +48,9 @@ enum Command {
     Compact(maint::StatsArgs),
     /// Value-log garbage collection on an existing database (offline: open, collect, close).
     Gc(maint::GcArgs),
+    /// Rewrite the values of a key range (--from, --to; default all) in key order, so scans
+    /// of it read neighbours' values together; then collect the old records (offline).
+    Cluster(maint::ClusterArgs),
     /// Levels, value-log segments with live and dead bytes and why each is or is not
     /// collected, space amplification, GC totals.
     Stats(maint::StatsArgs),
@@ -75,6 +79,7 @@ fn main() {
         Command::Dump(args) => dump::dump(&args),
         Command::Load(args) => dump::load(&args),
         Command::Gc(args) => maint::gc(&args),
+        Command::Cluster(args) => maint::cluster(&args),
         Command::Stats(args) => maint::stats(&args),
         Command::Check(args) => maint::check(&args),
         Command::Repair(args) => maint::repair(&args),

@@ -1,13 +1,15 @@
 //! Maintenance subcommands on an existing database: `gc` (offline value-log garbage
-//! collection), `stats` (what the value log holds and why each segment is or is not
+//! collection), `cluster` (rewrite a key range's values in key order, then collect the old
+//! records), `stats` (what the value log holds and why each segment is or is not
 //! collected), `check` (verify everything) and `repair` (rebuild the key index from the
 //! value log). Each refuses a directory that holds no database (they never create one)
 //! and one that another process has open for writing. `stats` and `check` open it
 //! read-only (`Db::open_read_only`): they change nothing, and run beside other read-only
 //! commands. On stderr, when it is a terminal, `check` shows a progress bar per pass with
-//! rate and ETA (`Db::check_with_progress`); `gc` and `repair`, which report no progress
-//! within the call, show a spinner with the elapsed time.
+//! rate and ETA (`Db::check_with_progress`); `gc`, `cluster` and `repair`, which report no
+//! progress within the call, show a spinner with the elapsed time.
 
+use std::ops::Bound;
 use std::path::PathBuf;
 
 use std::io::IsTerminal;
@@ -39,6 +41,27 @@ pub struct GcArgs {
     /// Print the result as JSON.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ClusterArgs {
+    /// The database directory.
+    #[arg(long)]
+    db: PathBuf,
+    /// First key of the range (inclusive); default: the first key.
+    #[arg(long)]
+    from: Option<String>,
+    /// End of the range (exclusive); default: past the last key.
+    #[arg(long)]
+    to: Option<String>,
+    /// Leave the old records for background GC (default: collect them before closing).
+    #[arg(long = "no-gc", alias = "no_gc")]
+    no_gc: bool,
+    /// Print the result as JSON.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    encoding: crate::kv::Encoding,
 }
 
 #[derive(Debug, Args)]
@@ -147,6 +170,67 @@ pub fn gc(args: &GcArgs) -> Result<(), Box<dyn std::error::Error>> {
         mib(after.value_log.live_bytes),
         before.value_log.space_amp,
         after.value_log.space_amp
+    );
+    Ok(())
+}
+
+pub fn cluster(args: &ClusterArgs) -> Result<(), Box<dyn std::error::Error>> {
+    let bound = |arg: &Option<String>, what: &str| -> Result<Bound<Vec<u8>>, String> {
+        match arg {
+            Some(text) => Ok(Bound::Included(args.encoding.parse(text, what)?)),
+            None => Ok(Bound::Unbounded),
+        }
+    };
+    let from = bound(&args.from, "--from")?;
+    let to = match bound(&args.to, "--to")? {
+        Bound::Included(key) => Bound::Excluded(key),
+        other => other,
+    };
+    let db = open(&args.db)?;
+    let before = db.stats()?;
+    let started = std::time::Instant::now();
+    let progress = spinner("cluster");
+    progress.set_message("rewriting values in key order");
+    let done = db.cluster_values((from, to));
+    let done = match done {
+        Ok(done) if !args.no_gc => {
+            progress.set_message("collecting the old records");
+            db.gc(&GcOptions::default()).map(|gc| (done, Some(gc)))
+        }
+        Ok(done) => Ok((done, None)),
+        Err(e) => Err(e),
+    };
+    progress.finish_and_clear();
+    let (done, gc) = done?;
+    let after = db.stats()?;
+    db.close()?;
+    if args.json {
+        let report =
+            serde_json::json!({ "cluster": done, "gc": gc, "before": before, "after": after });
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(());
+    }
+    println!(
+        "examined {} keys ({} values in the log) in {:.1} s: relocated {} values ({}) in key order, left {} already in runs, {} changed meanwhile",
+        done.keys_examined,
+        done.values_in_log,
+        started.elapsed().as_secs_f64(),
+        done.values_relocated,
+        mib(done.bytes_relocated),
+        done.values_kept,
+        done.values_changed
+    );
+    if let Some(gc) = gc {
+        println!(
+            "collected {} segments, dropped {} dead records",
+            gc.segments_collected, gc.records_dropped
+        );
+    }
+    println!(
+        "value log: {} -> {} (live {})",
+        mib(before.value_log.log_bytes),
+        mib(after.value_log.log_bytes),
+        mib(after.value_log.live_bytes)
     );
     Ok(())
 }

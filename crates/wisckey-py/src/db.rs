@@ -281,6 +281,30 @@ impl Db {
         })
     }
 
+    /// Rewrites the values between `start` (inclusive) and `stop` (exclusive; None:
+    /// unbounded) in key order, so scans of the range read neighbours' values together;
+    /// the old copies are left to GC. Returns what it did (a dict: keys_examined,
+    /// values_in_log, values_kept, values_relocated, bytes_relocated, values_changed).
+    #[pyo3(signature = (start = None, stop = None))]
+    fn cluster_values(
+        &self,
+        py: Python<'_>,
+        start: Option<&Bound<'_, PyAny>>,
+        stop: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyObject> {
+        use std::ops::Bound as Edge;
+        let (start, stop) = (
+            optional_bytes(start, "start")?,
+            optional_bytes(stop, "stop")?,
+        );
+        let range = (
+            start.map_or(Edge::Unbounded, Edge::Included),
+            stop.map_or(Edge::Unbounded, Edge::Excluded),
+        );
+        let done = with_db(py, &self.shared, |db| db.cluster_values(range))?;
+        json_to_py(py, &done)
+    }
+
     /// Reads and verifies everything; returns the report (a dict; `problems` is empty when
     /// the database is sound).
     fn check(&self, py: Python<'_>) -> PyResult<PyObject> {

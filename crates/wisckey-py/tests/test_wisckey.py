@@ -152,6 +152,19 @@ def test_stats_gc_compact_and_check(db):
     assert report["problems"] == [] and report["keys"] == 300
 
 
+def test_cluster_values_rewrites_a_range_in_key_order(db):
+    for i in range(400):
+        j = (i * 157) % 400  # neighbours written far apart
+        db.put(b"%04d" % j, bytes([j % 251]) * 1500)
+    done = db.cluster_values(b"0100", b"0300")
+    assert done["keys_examined"] == 200 and done["values_relocated"] == 200
+    assert db.cluster_values(b"0100", b"0300")["values_relocated"] == 0
+    assert db.cluster_values()["keys_examined"] == 400
+    assert all(db.get(b"%04d" % j) == bytes([j % 251]) * 1500 for j in range(400))
+    with pytest.raises(wisckey.InvalidArgumentError):
+        db.cluster_values(b"9", b"1")
+
+
 def test_errors_map_to_the_exception_hierarchy(path):
     db = wisckey.DB(path)
     with pytest.raises(wisckey.LockedError):

@@ -43,7 +43,7 @@ pub use db::{
     GcTotals, RecoveryReport, RepairReport, SalvagedDamage, ValueLogStats,
 };
 pub use error::{Error, Result};
-pub use gc::{GcOutcome, SegmentState, SegmentView, VictimOrder};
+pub use gc::{ClusterOutcome, GcOutcome, SegmentState, SegmentView, VictimOrder};
 pub use iter::{DbIterator, Entries, Keys, Range};
 pub use options::{
     Options, ReadOptions, RecoveryMode, WriteOptions, MAX_KEY_SIZE, MAX_SCAN_LENGTH_HINT,

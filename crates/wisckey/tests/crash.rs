@@ -10,7 +10,8 @@
 //!
 //! Crash points are spread over the whole workload, which crosses value-log buffer
 //! write-outs, segment roll-over, memtable flushes (head persistence), compactions and
-//! value-log GC (relocation, sync, segment removal and deletion).
+//! value-log GC (relocation, sync, segment removal and deletion) and clustering passes
+//! (`Db::cluster_values`).
 //!
 //! Long variant: `WISCKEY_CRASH_POINTS=2000 cargo test --release --test crash -- --nocapture`.
 
@@ -148,6 +149,10 @@ fn run_until_failure_keep_open(fs: Arc<dyn FileSystem>, writes: &[Write]) -> (us
             ..GcOptions::default()
         };
         if i % 120 == 79 && db.gc(&gc).is_err() {
+            break;
+        }
+        // And clustering: the same relocation path, driven by a key-order scan.
+        if i % 120 == 99 && db.cluster_values::<&[u8], _>(..).is_err() {
             break;
         }
     }

@@ -6,27 +6,12 @@
 mod common;
 
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use common::{HookFs, Hooks};
+use common::{HookFs, LogReads};
 use wisckey::fs::FileSystem;
 use wisckey::{Db, GcOptions, Options, ReadOptions};
-
-/// Counts positional reads of value-log files.
-#[derive(Debug, Default)]
-struct LogReads {
-    reads: AtomicUsize,
-}
-
-impl Hooks for LogReads {
-    fn before_read(&self, path: &Path, _offset: u64, _len: usize) -> wisckey::Result<()> {
-        if path.extension().is_some_and(|e| e == "vlog") {
-            self.reads.fetch_add(1, Ordering::SeqCst);
-        }
-        Ok(())
-    }
-}
 
 fn key(i: u32) -> Vec<u8> {
     format!("key{i:06}").into_bytes()

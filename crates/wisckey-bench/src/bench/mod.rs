@@ -32,7 +32,7 @@ use runner::{Benchmark, Config};
 pub struct BenchArgs {
     /// Comma-separated benchmarks: fillseq, fillrandom, overwrite, fillsync, deleterandom,
     /// readrandom, readmissing, multireadrandom, readseq, readreverse, seekrandom,
-    /// readwhilewriting, stats.
+    /// readwhilewriting, stats, clustervalues (`Db::cluster_values` of every key).
     #[arg(
         long,
         value_delimiter = ',',
@@ -256,6 +256,38 @@ fn run_in_process(args: &BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
                 .as_ref()
                 .expect("the database stays open between benchmarks");
             print!("{}", stats_block(open, &path));
+            continue;
+        }
+        if bench == Benchmark::ClusterValues {
+            let open = db
+                .as_ref()
+                .expect("the database stays open between benchmarks");
+            iostat::sync_all();
+            let before = iostat::sample(device.as_ref());
+            let clock = std::time::Instant::now();
+            let done = open.cluster_values::<&[u8], _>(..)?;
+            let secs = clock.elapsed().as_secs_f64();
+            println!(
+                "{:<12} : {secs:.3} s; {} keys, {} values in the log: relocated {} ({:.1} MiB, {:.1} MB/s), kept {}, changed {}",
+                bench.name(),
+                done.keys_examined,
+                done.values_in_log,
+                done.values_relocated,
+                done.bytes_relocated as f64 / 1048576.0,
+                done.bytes_relocated as f64 / 1e6 / secs.max(1e-9),
+                done.values_kept,
+                done.values_changed
+            );
+            iostat::sync_all();
+            let after = iostat::sample(device.as_ref());
+            let facts = SpanFacts {
+                live_bytes: live_bytes(&live, &config),
+                ..SpanFacts::default()
+            };
+            println!(
+                "{}",
+                iostat::amp_lines(device.as_ref(), before, after, facts, &path)
+            );
             continue;
         }
         if bench.fresh_db() {

@@ -29,9 +29,12 @@ pub enum Benchmark {
     SeekRandom,
     ReadWhileWriting,
     Stats,
+    /// wisckey only: `Db::cluster_values` over the whole key space (values rewritten in
+    /// key order; reported by its own line, not a db_bench one).
+    ClusterValues,
 }
 
-const ALL: [Benchmark; 13] = [
+const ALL: [Benchmark; 14] = [
     Benchmark::FillSeq,
     Benchmark::FillRandom,
     Benchmark::Overwrite,
@@ -45,6 +48,7 @@ const ALL: [Benchmark; 13] = [
     Benchmark::SeekRandom,
     Benchmark::ReadWhileWriting,
     Benchmark::Stats,
+    Benchmark::ClusterValues,
 ];
 
 impl Benchmark {
@@ -67,6 +71,7 @@ impl Benchmark {
             Benchmark::SeekRandom => "seekrandom",
             Benchmark::ReadWhileWriting => "readwhilewriting",
             Benchmark::Stats => "stats",
+            Benchmark::ClusterValues => "clustervalues",
         }
     }
 
@@ -96,7 +101,7 @@ impl Benchmark {
             Benchmark::FillSync => (config.num / 1000).max(1),
             Benchmark::FillSeq | Benchmark::FillRandom | Benchmark::DeleteRandom => config.num,
             Benchmark::Overwrite => config.writes,
-            Benchmark::Stats => 0,
+            Benchmark::Stats | Benchmark::ClusterValues => 0,
             _ => config.reads,
         }
     }

@@ -955,6 +955,52 @@ impl Db {
         gc::gc_now(self, &self.inner, options)
     }
 
+    /// Rewrites the values of `range` at the head of the value log in key order, so that
+    /// later scans of the range read neighbouring keys' values as long runs of back-to-back
+    /// records — a few large reads instead of one random read per value. Worth it for
+    /// small values (up to a few KiB) that were written in random order and are scanned
+    /// often. Values already back to back with a key-order neighbour (after a first pass,
+    /// or loaded in key order) and values of 64 KiB or more are left in place.
+    ///
+    /// It is online and crash-safe as GC is: each batch of values is appended and synced
+    /// under write leadership, and a key written, deleted or moved by GC since the pass
+    /// began keeps its newer value. The old records become garbage that value-log GC
+    /// reclaims once the pass has ended (it reads them until then), so the disk needs room
+    /// for a second copy of the range's values: cluster a large database range by range. On
+    /// a full disk the pass fails with a no-space error (`Error::is_no_space`) and leaves
+    /// the disk reserve to deletes and GC. Returns what it moved and left.
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// for i in [3u32, 1, 4, 0, 2] {
+    ///     db.put(format!("k{i}"), vec![i as u8; 1000])?;
+    /// }
+    /// let done = db.cluster_values::<&str, _>(..)?;
+    /// assert_eq!((done.values_in_log, done.values_relocated), (5, 5));
+    /// assert_eq!(db.get("k4")?, Some(vec![4u8; 1000]));
+    /// // Now stored in key order: a second pass moves nothing.
+    /// assert_eq!(db.cluster_values::<&str, _>(..)?.values_relocated, 0);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn cluster_values<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(
+        &self,
+        range: R,
+    ) -> Result<crate::gc::ClusterOutcome> {
+        self.inner.check_writable("cluster_values")?;
+        let (lower_bound, upper_bound) = crate::iter::range::bounds(&range);
+        if let (Some(lower), Some(upper)) = (&lower_bound, &upper_bound) {
+            if lower > upper {
+                return Err(Error::InvalidArgument(
+                    "the range starts after it ends".to_string(),
+                ));
+            }
+        }
+        gc::cluster_values(self, &self.inner, lower_bound, upper_bound)
+    }
+
     /// Reads everything the database holds — every table entry, every key's newest value
     /// (a value in the log must be a record with a valid checksum that carries the same
     /// key), every record of the sealed value-log segments — and reports what does not

@@ -60,6 +60,9 @@ struct Writer {
     /// key still points at the old record; `relocated` receives (records, bytes).
     relocations: Mutex<Option<Vec<Relocation>>>,
     relocated: Mutex<(u64, u64)>,
+    /// The relocations free space (GC): on a full disk they may spend the reserve.
+    /// Clustering's do not: they free nothing until GC collects the old copies.
+    relocation_frees_space: bool,
     /// What a leader hands this writer: its batch's result, or the turn to lead.
     handoff: Mutex<Handoff>,
     /// Signalled after `handoff` changed; one per writer so that a finished group wakes
@@ -161,8 +164,13 @@ pub(crate) fn force_head_forward(inner: &DbInner) -> Result<()> {
 /// GC's relocation (see `gc::GcIndex::relocate_if_unchanged`): under write leadership,
 /// appends each relocation whose key's newest entry is still the pointer to `old`, as a new
 /// version with a fresh sequence number, and syncs the log. Returns (records, log bytes).
-pub(crate) fn relocate(inner: &DbInner, relocations: Vec<Relocation>) -> Result<(u64, u64)> {
-    let writer = new_writer(None, true, false);
+pub(crate) fn relocate(
+    inner: &DbInner,
+    relocations: Vec<Relocation>,
+    frees_space: bool,
+) -> Result<(u64, u64)> {
+    let mut writer = new_writer(None, true, false);
+    writer.relocation_frees_space = frees_space;
     *writer.relocations.lock() = Some(relocations);
     submit(inner, writer)
 }
@@ -175,6 +183,7 @@ fn new_writer(batch: Option<WriteBatch>, sync: bool, force_switch: bool) -> Writ
         switch_even_if_empty: false,
         relocations: Mutex::new(None),
         relocated: Mutex::new((0, 0)),
+        relocation_frees_space: false,
         handoff: Mutex::new(Handoff::default()),
         cv: Condvar::new(),
         handed: AtomicBool::new(false),
@@ -277,7 +286,7 @@ fn lead(inner: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
             }
             *leader.relocated.lock() = (batch.ops.len() as u64, kept_bytes);
             // GC writes to free space: on a full disk it may spend the reserve.
-            (vec![batch], true)
+            (vec![batch], leader.relocation_frees_space)
         }
         None => {
             let batches: Vec<WriteBatch> =

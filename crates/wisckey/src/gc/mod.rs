@@ -8,7 +8,8 @@
 //! cycle ([`cycle`]): read a victim sequentially, keep the records the key index still
 //! points to, have the index relocate them (append at the log's head under write
 //! leadership, in key order), sync, remove the victim from the manifest, and delete its file
-//! once nothing can read it.
+//! once nothing can read it. [`cluster`] rewrites a key range's scattered values in key
+//! order through the same relocation path (`Db::cluster_values`).
 //!
 //! Invariants (docs/DESIGN.md, "Value-log GC"):
 //! - GC never decides liveness on its own: the final check that a record is the key's newest
@@ -25,6 +26,7 @@
 //! GC talks to the key index only through [`GcIndex`], so another index (a hash or bucketed
 //! one) could stand behind it without GC or the log changing.
 
+pub mod cluster;
 pub mod cycle;
 pub mod picker;
 pub mod punch;
@@ -36,6 +38,7 @@ use crate::key::ValueKind;
 use crate::version::VersionEdit;
 use crate::vlog::ValuePointer;
 
+pub use cluster::{ClusterOutcome, ClusterPlanner};
 pub use cycle::{GcOutcome, Relocation};
 pub use picker::{
     next_step, pick_victims, GcStep, SegmentState, SegmentView, StepsTaken, VictimOrder,

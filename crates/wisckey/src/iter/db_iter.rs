@@ -262,6 +262,27 @@ impl DbIterator<'_> {
         kind == Some(crate::key::ValueKind::ValuePointer)
     }
 
+    /// The value-log pointer stored for the current entry, if its value is in the log
+    /// (`Db::cluster_values` relocates by it).
+    pub(crate) fn stored_pointer(&self) -> Option<ValuePointer> {
+        if !self.valid() {
+            return None;
+        }
+        let (kind, stored): (Option<ValueKind>, &[u8]) = match (self.ahead.front(), self.direction) {
+            (Some(front), _) => (Some(front.kind), &front.stored),
+            (None, Direction::Forward) => (
+                parse_internal_key(self.iter.key()).map(|k| k.kind),
+                self.iter.value(),
+            ),
+            (None, Direction::Reverse) => (Some(self.saved_kind), &self.saved_value),
+        };
+        if kind == Some(ValueKind::ValuePointer) {
+            ValuePointer::decode(stored)
+        } else {
+            None
+        }
+    }
+
     /// The first error met; an iterator that hit one is not valid.
     pub fn status(&self) -> Result<()> {
         match &self.error {

@@ -6,6 +6,7 @@
 //! `Send + Sync` because the engine calls them from its own threads.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use wisckey::fs::{FileLock, FileSystem, MemFs, ReadableFile, WritableFile};
@@ -26,6 +27,23 @@ pub trait Hooks: Send + Sync + std::fmt::Debug + 'static {
     }
     /// After a `read_at` that `before_read` let through (whatever its outcome).
     fn after_read(&self, _path: &Path) {}
+}
+
+/// Hooks that count value-log reads (`reads`).
+// Each test crate compiles this module; not all of them count reads.
+#[allow(dead_code)]
+#[derive(Debug, Default)]
+pub struct LogReads {
+    pub reads: AtomicUsize,
+}
+
+impl Hooks for LogReads {
+    fn before_read(&self, path: &Path, _offset: u64, _len: usize) -> Result<()> {
+        if path.extension().is_some_and(|e| e == "vlog") {
+            self.reads.fetch_add(1, Ordering::SeqCst);
+        }
+        Ok(())
+    }
 }
 
 /// A `MemFs` whose writable files run `hooks` first.
