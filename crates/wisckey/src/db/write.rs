@@ -285,7 +285,8 @@ fn lead(inner: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
                 return Ok(());
             }
             *leader.relocated.lock() = (batch.ops.len() as u64, kept_bytes);
-            // GC writes to free space: on a full disk it may spend the reserve.
+            // GC writes to free space: on a full disk it may spend the reserve. A clustering
+            // pass frees nothing, so it may not.
             (vec![batch], leader.relocation_frees_space)
         }
         None => {
