@@ -133,6 +133,9 @@ class DB:
         scans of the range read neighbours' values together; the old copies are left to GC.
         Returns keys_examined, values_in_log, values_kept, values_relocated, bytes_relocated,
         values_changed."""
+    def cluster_values_estimate(self, start: Optional[_Bytes] = None, stop: Optional[_Bytes] = None) -> dict[str, Any]:
+        """What cluster_values(start, stop) would move now, without moving anything (reads
+        keys and pointers only); values_relocated counts what would move."""
     def check(self) -> dict[str, Any]:
         """Reads and verifies everything; returns the report (`problems` empty when
         sound)."""

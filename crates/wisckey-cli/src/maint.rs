@@ -57,6 +57,9 @@ pub struct ClusterArgs {
     /// Leave the old records for background GC (default: collect them before closing).
     #[arg(long = "no-gc", alias = "no_gc")]
     no_gc: bool,
+    /// Only say what a pass would move (reads keys and pointers, opens read-only).
+    #[arg(long = "dry-run", alias = "dry_run")]
+    dry_run: bool,
     /// Print the result as JSON.
     #[arg(long)]
     json: bool,
@@ -186,6 +189,25 @@ pub fn cluster(args: &ClusterArgs) -> Result<(), Box<dyn std::error::Error>> {
         Bound::Included(key) => Bound::Excluded(key),
         other => other,
     };
+    if args.dry_run {
+        let db = open_read_only(&args.db)?;
+        let estimate = db.cluster_values_estimate((from, to))?;
+        db.close()?;
+        if args.json {
+            let report = serde_json::json!({ "estimate": estimate });
+            println!("{}", serde_json::to_string_pretty(&report)?);
+        } else {
+            println!(
+                "{} keys ({} values in the log): a pass would move {} values ({}) and leave {} already in runs",
+                estimate.keys_examined,
+                estimate.values_in_log,
+                estimate.values_relocated,
+                mib(estimate.bytes_relocated),
+                estimate.values_kept
+            );
+        }
+        return Ok(());
+    }
     let db = open(&args.db)?;
     let before = db.stats()?;
     let started = std::time::Instant::now();

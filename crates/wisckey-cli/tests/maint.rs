@@ -212,7 +212,8 @@ fn repair_rebuilds_a_database_whose_manifest_is_lost_and_keeps_the_old_files() {
 }
 
 /// `wisckey cluster` rewrites a range's scattered values in key order (JSON says how many),
-/// collects the old records, and leaves every value intact; a backwards range is refused.
+/// collects the old records, and leaves every value intact; `--dry-run` says what a pass
+/// would move; a backwards range is refused.
 #[test]
 fn cluster_rewrites_a_range_in_key_order_and_collects_the_old_records() {
     let temp = tempfile::tempdir().expect("tempdir");
@@ -233,6 +234,12 @@ fn cluster_rewrites_a_range_in_key_order_and_collects_the_old_records() {
         db.close().expect("close");
     }
     let path = dir.to_str().expect("utf-8 path");
+    let out = wisckey(&["cluster", "--db", path, "--dry-run"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && said.contains("a pass would move 1000 values"),
+        "{said}"
+    );
     let out = wisckey(&[
         "cluster", "--db", path, "--from", "k00100", "--to", "k00600", "--json",
     ]);
@@ -255,6 +262,9 @@ fn cluster_rewrites_a_range_in_key_order_and_collects_the_old_records() {
         out.status.success() && said.contains("examined 1000 keys"),
         "{said}"
     );
+    let out = wisckey(&["cluster", "--db", path, "--dry-run", "--json"]);
+    let estimate: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(estimate["estimate"]["values_relocated"], 0, "{estimate}");
 
     let out = wisckey(&["cluster", "--db", path, "--from", "k9", "--to", "k1"]);
     let err = String::from_utf8_lossy(&out.stderr);

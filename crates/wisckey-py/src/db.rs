@@ -292,17 +292,23 @@ impl Db {
         start: Option<&Bound<'_, PyAny>>,
         stop: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyObject> {
-        use std::ops::Bound as Edge;
-        let (start, stop) = (
-            optional_bytes(start, "start")?,
-            optional_bytes(stop, "stop")?,
-        );
-        let range = (
-            start.map_or(Edge::Unbounded, Edge::Included),
-            stop.map_or(Edge::Unbounded, Edge::Excluded),
-        );
+        let range = start_stop_range(start, stop)?;
         let done = with_db(py, &self.shared, |db| db.cluster_values(range))?;
         json_to_py(py, &done)
+    }
+
+    /// What `cluster_values(start, stop)` would move now, without moving anything (reads
+    /// keys and pointers only): the same dict, `values_relocated` counting what would move.
+    #[pyo3(signature = (start = None, stop = None))]
+    fn cluster_values_estimate(
+        &self,
+        py: Python<'_>,
+        start: Option<&Bound<'_, PyAny>>,
+        stop: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyObject> {
+        let range = start_stop_range(start, stop)?;
+        let estimate = with_db(py, &self.shared, |db| db.cluster_values_estimate(range))?;
+        json_to_py(py, &estimate)
     }
 
     /// Reads and verifies everything; returns the report (a dict; `problems` is empty when
@@ -311,4 +317,19 @@ impl Db {
         let report = with_db(py, &self.shared, |db| db.check())?;
         json_to_py(py, &report)
     }
+}
+
+/// A key range as the engine's range methods take it: (start, end) bounds.
+type KeyRange = (std::ops::Bound<Vec<u8>>, std::ops::Bound<Vec<u8>>);
+
+/// `start` (inclusive) to `stop` (exclusive) as a range of keys; None: unbounded.
+fn start_stop_range(
+    start: Option<&Bound<'_, PyAny>>,
+    stop: Option<&Bound<'_, PyAny>>,
+) -> PyResult<KeyRange> {
+    use std::ops::Bound as Edge;
+    Ok((
+        optional_bytes(start, "start")?.map_or(Edge::Unbounded, Edge::Included),
+        optional_bytes(stop, "stop")?.map_or(Edge::Unbounded, Edge::Excluded),
+    ))
 }

@@ -113,7 +113,7 @@ def test_every_call_on_a_closed_database_is_a_closed_error(path):
         lambda: b"a" in db, lambda: iter(db), lambda: db.iterator(), lambda: db.snapshot(),
         lambda: db.multi_get([b"a"]), lambda: db.stats(), lambda: db.gc(),
         lambda: db.compact_range(), lambda: db.check(), lambda: db.write_batch().write(),
-        lambda: db.cluster_values(),
+        lambda: db.cluster_values(), lambda: db.cluster_values_estimate(),
     ]
     for call in calls:
         with pytest.raises(wisckey.ClosedError):

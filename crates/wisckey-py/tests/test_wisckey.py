@@ -156,8 +156,10 @@ def test_cluster_values_rewrites_a_range_in_key_order(db):
     for i in range(400):
         j = (i * 157) % 400  # neighbours written far apart
         db.put(b"%04d" % j, bytes([j % 251]) * 1500)
+    assert db.cluster_values_estimate(b"0100", b"0300")["values_relocated"] == 200
     done = db.cluster_values(b"0100", b"0300")
     assert done["keys_examined"] == 200 and done["values_relocated"] == 200
+    assert db.cluster_values_estimate(b"0100", b"0300")["values_relocated"] == 0
     assert db.cluster_values(b"0100", b"0300")["values_relocated"] == 0
     assert db.cluster_values()["keys_examined"] == 400
     assert all(db.get(b"%04d" % j) == bytes([j % 251]) * 1500 for j in range(400))

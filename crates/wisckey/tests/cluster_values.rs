@@ -70,7 +70,29 @@ fn a_random_load_is_rewritten_in_key_order_and_then_scanned_in_runs() {
     let model = load_shuffled(&db, 2000, 7);
     let scattered = scan_reads(&db, &fs, &model);
 
+    // The estimate reads no value and writes nothing, and predicts the pass exactly here
+    // (nothing writes in between).
+    let log_bytes = |db: &Db| db.stats().expect("stats").value_log.log_bytes;
+    let (reads, log) = (fs.hooks.reads.load(Ordering::SeqCst), log_bytes(&db));
+    let estimate = db
+        .cluster_values_estimate::<&[u8], _>(..)
+        .expect("estimate");
+    assert_eq!(
+        fs.hooks.reads.load(Ordering::SeqCst),
+        reads,
+        "the estimate read values"
+    );
+    assert_eq!(log_bytes(&db), log, "the estimate wrote");
     let done = db.cluster_values::<&[u8], _>(..).expect("cluster");
+    assert_eq!(
+        (
+            estimate.values_relocated,
+            estimate.values_kept,
+            estimate.keys_examined
+        ),
+        (done.values_relocated, done.values_kept, done.keys_examined)
+    );
+    assert_eq!(estimate.bytes_relocated, done.bytes_relocated);
     eprintln!("first pass: {done:?}");
     assert_eq!(done.keys_examined, 2000);
     assert_eq!(done.values_in_log, 2000);
@@ -97,7 +119,11 @@ fn a_random_load_is_rewritten_in_key_order_and_then_scanned_in_runs() {
 
     // Now in key order: a second pass moves (almost) nothing — only a value left alone
     // at a segment's end, cut off from its neighbour by the roll-over, may move again.
+    let estimate = db
+        .cluster_values_estimate::<&[u8], _>(..)
+        .expect("estimate");
     let again = db.cluster_values::<&[u8], _>(..).expect("second pass");
+    assert_eq!(estimate.values_relocated, again.values_relocated);
     eprintln!("second pass: {again:?}");
     assert!(again.values_relocated <= 20, "{again:?}");
     assert_eq!(again.values_in_log, 2000);
@@ -192,7 +218,7 @@ fn writes_racing_passes_and_gc_keep_their_newer_values() {
 }
 
 #[test]
-fn inline_values_and_a_read_only_database_are_left_alone() {
+fn inline_values_and_a_read_only_database_are_left_alone_but_estimated() {
     let temp = tempfile::tempdir().expect("tempdir");
     let dir = temp.path().join("db");
     {
@@ -205,6 +231,9 @@ fn inline_values_and_a_read_only_database_are_left_alone() {
     }
     let db = Db::open_read_only(&dir, Options::default()).expect("open read-only");
     assert!(db.cluster_values::<&str, _>(..).is_err());
+    // The estimate writes nothing, so a read-only database answers it.
+    let estimate = db.cluster_values_estimate::<&str, _>(..).expect("estimate");
+    assert_eq!((estimate.values_in_log, estimate.values_relocated), (1, 1));
     let opts = ReadOptions::default();
     assert_eq!(
         db.get_opt("large", &opts).expect("get"),

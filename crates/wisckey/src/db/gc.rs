@@ -570,19 +570,23 @@ pub(crate) fn gc_now(db: &crate::Db, inner: &DbInner, options: &GcOptions) -> Re
     run(inner, policy, false)
 }
 
-/// `Db::cluster_values`: walks the range at a snapshot in key order (values read ahead in
-/// parallel, as any scan) and hands the values the planner moves to the write leader in
-/// key-ordered batches. Runs beside writers and GC: a value overwritten, deleted or already
-/// relocated by GC since the snapshot fails the relocation's check and stays as it is.
+/// `Db::cluster_values` (and, with `dry_run`, `Db::cluster_values_estimate`): walks the
+/// range at a snapshot in key order (values read ahead in parallel, as any scan) and hands
+/// the values the planner moves to the write leader in key-ordered batches. Runs beside
+/// writers and GC: a value overwritten, deleted or already relocated by GC since the
+/// snapshot fails the relocation's check and stays as it is. A dry run reads keys and
+/// pointers only and counts what a pass would move.
 pub(crate) fn cluster_values(
     db: &crate::Db,
     inner: &DbInner,
     lower_bound: Option<Vec<u8>>,
     upper_bound: Option<Vec<u8>>,
+    dry_run: bool,
 ) -> Result<ClusterOutcome> {
     let opts = crate::ReadOptions {
         lower_bound,
         upper_bound,
+        keys_only: dry_run,
         ..crate::ReadOptions::default()
     };
     let index = LsmIndex {
@@ -593,7 +597,12 @@ pub(crate) fn cluster_values(
     let mut outcome = ClusterOutcome::default();
     let relocate = |batch: Vec<Relocation>, outcome: &mut ClusterOutcome| -> Result<()> {
         let offered = batch.len() as u64;
-        let (relocated, bytes) = index.relocate_if_unchanged(batch)?;
+        let (relocated, bytes) = if dry_run {
+            let bytes = batch.iter().map(|r| u64::from(r.old.len)).sum();
+            (offered, bytes)
+        } else {
+            index.relocate_if_unchanged(batch)?
+        };
         outcome.values_relocated += relocated;
         outcome.bytes_relocated += bytes;
         outcome.values_changed += offered - relocated;
@@ -609,7 +618,8 @@ pub(crate) fn cluster_values(
                 Error::corruption("key index", 0, "a value pointer that does not decode")
             })?;
             outcome.values_in_log += 1;
-            if let Some(batch) = planner.push(it.key(), ptr, || it.value())? {
+            let value = || if dry_run { Ok(Vec::new()) } else { it.value() };
+            if let Some(batch) = planner.push(it.key(), ptr, value)? {
                 relocate(batch, &mut outcome)?;
             }
         }
