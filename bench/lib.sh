@@ -29,10 +29,14 @@ engine_cmd() {
     wisckey-nogc) echo "$WISCKEY_BIN bench $WISCKEY_FLAGS --gc_space_amp_target=inf" ;;
     # the value log written O_DIRECT (Options::vlog_direct_writes), off by default
     wisckey-direct) echo "$WISCKEY_BIN bench $WISCKEY_FLAGS --vlog_direct_writes=true" ;;
+    # the loaded DB after Db::cluster_values + Db::gc (run-suite.sh REORG_VARIANTS)
+    wisckey-clustered) echo "$WISCKEY_BIN bench $WISCKEY_FLAGS" ;;
     leveldb) echo "$here/build/leveldb_bench" ;;
     leveldb-pread) echo "$here/build/leveldb_bench --pread" ;;
     rocksdb) echo "$here/build/rocksdb_bench" ;;
     rocksdb-blob) echo "$here/build/rocksdb_bench --blob" ;;
+    # BlobDB's DB after a full compaction that rewrites every blob file in key order
+    rocksdb-blob-compacted) echo "$here/build/rocksdb_bench --blob --blob_gc_age_cutoff=1.0" ;;
     badger) echo "$here/build/badger_bench" ;;
     badger-madv) echo "$here/build/badger_bench --madv_random" ;;
     *) echo "unknown engine $1" >&2; return 1 ;;

@@ -24,6 +24,13 @@
 #   Engines in $FILL_VARIANTS (wisckey -> wisckey-direct: --vlog_direct_writes=true) then run
 #   the fills again, fillsync and fillrandom, each on a fresh DB: the option side by side
 #   with the default in one run (reads are not repeated: the option changes only writes).
+#   Engines in $REORG_VARIANTS then reorganise the loaded DB once more, after all the read
+#   phases above (tag reorganise), and read it again under the variant's name: wisckey ->
+#   wisckey-clustered (Db::cluster_values of every key, then Db::gc: values in key order),
+#   rocksdb-blob -> rocksdb-blob-compacted (a full CompactRange with
+#   --blob_gc_age_cutoff=1.0: every blob rewritten in key order). Peers' reorganised
+#   variants are not "best peer" in the report's targets (the default wisckey is not
+#   reorganised).
 # Then YCSB A-F (bench/run-ycsb.sh) at each of $YCSB_SIZES into $OUT_DIR/ycsb-<size>, plus
 # YCSB A (load + run) for wisckey-gc.
 #
@@ -44,6 +51,7 @@
 #   SYNC_SIZES="1024" SYNC_THREADS="1 16" (fillsync cells; SYNC_SIZES="" skips them)
 #   GC_VARIANTS="wisckey:wisckey-gc" (set empty to skip the with-GC-running loads)
 #   FILL_VARIANTS="wisckey:wisckey-direct" (set empty to skip the extra fills)
+#   REORG_VARIANTS="wisckey:wisckey-clustered rocksdb-blob:rocksdb-blob-compacted" (empty: skip)
 #   YCSB_SIZES="1024 16384" YCSB_DATA_BYTES=2147483648
 #   YCSB_ENGINES="wisckey wisckey-gc leveldb-pread rocksdb rocksdb-blob badger-madv"
 #   YCSB_ENGINE_WORKLOADS="wisckey-gc:a"
@@ -78,6 +86,7 @@ SYNC_SIZES=${SYNC_SIZES-"1024"}
 SYNC_THREADS=${SYNC_THREADS:-"1 16"}
 GC_VARIANTS=${GC_VARIANTS-"wisckey:wisckey-gc"}
 FILL_VARIANTS=${FILL_VARIANTS-"wisckey:wisckey-direct"}
+REORG_VARIANTS=${REORG_VARIANTS-"wisckey:wisckey-clustered rocksdb-blob:rocksdb-blob-compacted"}
 YCSB_OPS_1024=${YCSB_OPS_1024:-10000}
 YCSB_OPS_16384=${YCSB_OPS_16384:-2000}
 SKIP_DBBENCH=${SKIP_DBBENCH:-0}
@@ -114,6 +123,14 @@ paired_with() { # "a:b c:d ..." engine -> what the engine is paired with, or not
 variant_of() { paired_with "$READ_VARIANTS" "$1"; }    # its read variant
 gc_variant_of() { paired_with "$GC_VARIANTS" "$1"; }   # its with-GC-running variant
 fill_variant_of() { paired_with "$FILL_VARIANTS" "$1"; } # its fill-only variant
+reorg_variant_of() { paired_with "$REORG_VARIANTS" "$1"; } # its reorganised-DB variant
+reorganise_flags() { # the benchmarks that reorganise a loaded DB, per reorganised variant
+  case $1 in
+    wisckey-clustered) echo "--benchmarks=clustervalues,gc --gc_space_amp_target=inf" ;;
+    *-compacted) echo "--benchmarks=compact" ;;
+    *) echo "unknown reorganised variant $1" >&2; return 1 ;;
+  esac
+}
 
 # fillsync_cells ENGINE DB: fillsync at each of $SYNC_THREADS on a fresh DB, where this value
 # size is one of $SYNC_SIZES.
@@ -182,7 +199,7 @@ read_phases() { # engine db
   echo "# suite run $(date -u +%Y-%m-%dT%H:%M:%SZ) $(git -C "$root" rev-parse --short HEAD 2>/dev/null || true)"
   echo "VALUE_SIZES=$VALUE_SIZES DATA_BYTES=$DATA_BYTES KEY_SIZE=$KEY_SIZE SEED=$SEED MEM_LIMIT=$MEM_LIMIT"
   echo "ENGINES=$ENGINES READ_VARIANTS=$READ_VARIANTS SKIP_CELLS=$SKIP_CELLS"
-  echo "SETTLE_ROUNDS=$SETTLE_ROUNDS READ_TIMEOUT=$READ_TIMEOUT SYNC_SIZES=$SYNC_SIZES SYNC_THREADS=$SYNC_THREADS GC_VARIANTS=$GC_VARIANTS FILL_VARIANTS=$FILL_VARIANTS"
+  echo "SETTLE_ROUNDS=$SETTLE_ROUNDS READ_TIMEOUT=$READ_TIMEOUT SYNC_SIZES=$SYNC_SIZES SYNC_THREADS=$SYNC_THREADS GC_VARIANTS=$GC_VARIANTS FILL_VARIANTS=$FILL_VARIANTS REORG_VARIANTS=$REORG_VARIANTS"
   echo "YCSB_SIZES=$YCSB_SIZES YCSB_DATA_BYTES=$YCSB_DATA_BYTES YCSB_ENGINES=$YCSB_ENGINES"
   echo "DATA_DIR=$DATA_DIR ($fstype) WISCKEY_FLAGS=$WISCKEY_FLAGS EXTRA_FLAGS=$EXTRA_FLAGS"
 } | tee "$OUT_DIR/params.txt"
@@ -206,6 +223,8 @@ if [[ $SKIP_DBBENCH != 1 ]]; then
       variant=$(gc_variant_of "$engine")
       [[ -n $variant ]] && all_engines+=" $variant"
       variant=$(fill_variant_of "$engine")
+      [[ -n $variant ]] && all_engines+=" $variant"
+      variant=$(reorg_variant_of "$engine")
       [[ -n $variant ]] && all_engines+=" $variant"
     done
     {
@@ -235,6 +254,12 @@ if [[ $SKIP_DBBENCH != 1 ]]; then
       ((SETTLE_ROUNDS > 0)) && settle "${variant:-$engine}" "$db"
       read_phases "$engine" "$db"
       [[ -n $variant ]] && read_phases "$variant" "$db"
+      reorg_variant=$(reorg_variant_of "$engine")
+      if [[ -n $reorg_variant ]]; then
+        # shellcheck disable=SC2046
+        run "$reorg_variant" reorganise 0 $(reorganise_flags "$reorg_variant") --use_existing_db=1 --db="$db"
+        read_phases "$reorg_variant" "$db"
+      fi
       rm -rf "$db"
       gc_variant=$(gc_variant_of "$engine")
       if [[ -n $gc_variant ]]; then

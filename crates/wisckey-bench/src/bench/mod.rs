@@ -32,7 +32,8 @@ use runner::{Benchmark, Config};
 pub struct BenchArgs {
     /// Comma-separated benchmarks: fillseq, fillrandom, overwrite, fillsync, deleterandom,
     /// readrandom, readmissing, multireadrandom, readseq, readreverse, seekrandom,
-    /// readwhilewriting, stats, clustervalues (`Db::cluster_values` of every key).
+    /// readwhilewriting, stats, clustervalues (`Db::cluster_values` of every key), gc
+    /// (`Db::gc` without compacting first).
     #[arg(
         long,
         value_delimiter = ',',
@@ -258,26 +259,42 @@ fn run_in_process(args: &BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
             print!("{}", stats_block(open, &path));
             continue;
         }
-        if bench == Benchmark::ClusterValues {
+        if matches!(bench, Benchmark::ClusterValues | Benchmark::Gc) {
             let open = db
                 .as_ref()
                 .expect("the database stays open between benchmarks");
             iostat::sync_all();
             let before = iostat::sample(device.as_ref());
             let clock = std::time::Instant::now();
-            let done = open.cluster_values::<&[u8], _>(..)?;
+            let said = if bench == Benchmark::Gc {
+                let options = wisckey::GcOptions {
+                    compact_first: false,
+                    ..wisckey::GcOptions::default()
+                };
+                let done = open.gc(&options)?;
+                format!(
+                    "collected {} segments (read {:.1} MiB, relocated {} records, dropped {})",
+                    done.segments_collected,
+                    done.bytes_read as f64 / 1048576.0,
+                    done.records_relocated,
+                    done.records_dropped
+                )
+            } else {
+                let done = open.cluster_values::<&[u8], _>(..)?;
+                let secs = clock.elapsed().as_secs_f64();
+                format!(
+                    "{} keys, {} values in the log: relocated {} ({:.1} MiB, {:.1} MB/s), kept {}, changed {}",
+                    done.keys_examined,
+                    done.values_in_log,
+                    done.values_relocated,
+                    done.bytes_relocated as f64 / 1048576.0,
+                    done.bytes_relocated as f64 / 1e6 / secs.max(1e-9),
+                    done.values_kept,
+                    done.values_changed
+                )
+            };
             let secs = clock.elapsed().as_secs_f64();
-            println!(
-                "{:<12} : {secs:.3} s; {} keys, {} values in the log: relocated {} ({:.1} MiB, {:.1} MB/s), kept {}, changed {}",
-                bench.name(),
-                done.keys_examined,
-                done.values_in_log,
-                done.values_relocated,
-                done.bytes_relocated as f64 / 1048576.0,
-                done.bytes_relocated as f64 / 1e6 / secs.max(1e-9),
-                done.values_kept,
-                done.values_changed
-            );
+            println!("{:<12} : {secs:.3} s; {said}", bench.name());
             iostat::sync_all();
             let after = iostat::sample(device.as_ref());
             let facts = SpanFacts {

@@ -101,7 +101,7 @@ impl<'a> Worker<'a> {
             Benchmark::ReadSeq => self.scan(false)?,
             Benchmark::ReadReverse => self.scan(true)?,
             Benchmark::SeekRandom => self.seek_random()?,
-            Benchmark::Stats | Benchmark::ClusterValues => {}
+            Benchmark::Stats | Benchmark::ClusterValues | Benchmark::Gc => {}
         }
         self.progress.inc(self.unreported);
         self.stats.busy_secs = started.elapsed().as_secs_f64();

@@ -32,9 +32,11 @@ pub enum Benchmark {
     /// wisckey only: `Db::cluster_values` over the whole key space (values rewritten in
     /// key order; reported by its own line, not a db_bench one).
     ClusterValues,
+    /// wisckey only: `Db::gc` now (without compacting the key index first; its own line).
+    Gc,
 }
 
-const ALL: [Benchmark; 14] = [
+const ALL: [Benchmark; 15] = [
     Benchmark::FillSeq,
     Benchmark::FillRandom,
     Benchmark::Overwrite,
@@ -49,6 +51,7 @@ const ALL: [Benchmark; 14] = [
     Benchmark::ReadWhileWriting,
     Benchmark::Stats,
     Benchmark::ClusterValues,
+    Benchmark::Gc,
 ];
 
 impl Benchmark {
@@ -72,6 +75,7 @@ impl Benchmark {
             Benchmark::ReadWhileWriting => "readwhilewriting",
             Benchmark::Stats => "stats",
             Benchmark::ClusterValues => "clustervalues",
+            Benchmark::Gc => "gc",
         }
     }
 
@@ -101,7 +105,7 @@ impl Benchmark {
             Benchmark::FillSync => (config.num / 1000).max(1),
             Benchmark::FillSeq | Benchmark::FillRandom | Benchmark::DeleteRandom => config.num,
             Benchmark::Overwrite => config.writes,
-            Benchmark::Stats | Benchmark::ClusterValues => 0,
+            Benchmark::Stats | Benchmark::ClusterValues | Benchmark::Gc => 0,
             _ => config.reads,
         }
     }

@@ -369,7 +369,7 @@ fn per_folder_tables(model: &Model, dirs: &[ResultsDir], md: &mut String) {
 /// The performance goals of the benchmark issue, each checked against the figures in the
 /// report: which cell, wisckey's figure, the reference, the ratio, and whether it is met.
 /// "Best peer" is the fastest other engine in that cell, peers' read variants included, wisckey's
-/// own variants excluded. Targets whose
+/// own variants and peers' reorganised (`-compacted`) databases excluded. Targets whose
 /// cells did not run are listed as not measured.
 fn targets_section(model: &Model, dirs: &[ResultsDir], device: Option<&str>, md: &mut String) {
     if !model.engines.iter().any(|e| e == "wisckey") {
@@ -387,8 +387,9 @@ fn targets_section(model: &Model, dirs: &[ResultsDir], device: Option<&str>, md:
         model
             .engines
             .iter()
-            // wisckey's own variants (e.g. wisckey-noreadahead) are not peers.
-            .filter(|e| !e.starts_with("wisckey"))
+            // wisckey's own variants (e.g. wisckey-noreadahead) are not peers, nor are
+            // peers' reorganised databases (the default wisckey is not reorganised).
+            .filter(|e| !e.starts_with("wisckey") && !e.ends_with("-compacted"))
             .filter_map(|e| model.ops(c, e).map(|ops| (e.clone(), ops)))
             .max_by(|a, b| a.1.total_cmp(&b.1))
     };
@@ -562,7 +563,7 @@ fn targets_section(model: &Model, dirs: &[ResultsDir], device: Option<&str>, md:
     if rows.is_empty() {
         return;
     }
-    md.push_str("\n## Targets\n\nThe benchmark issue's performance goals, checked against this report's figures. Ratio = wisckey ÷ reference (for write amplification: wisckey's own figure, process counters). Best peer = the fastest other engine in that cell, peers' read variants included (wisckey's own variants are not peers).\n\n");
+    md.push_str("\n## Targets\n\nThe benchmark issue's performance goals, checked against this report's figures. Ratio = wisckey ÷ reference (for write amplification: wisckey's own figure, process counters). Best peer = the fastest other engine in that cell, peers' read variants included (wisckey's own variants and peers' `-compacted` databases are not peers).\n\n");
     md.push_str(
         "| target | cell | wisckey | reference | ratio | |\n|---|---|---:|---:|---:|---|\n",
     );

@@ -166,8 +166,9 @@ fn targets_are_checked_against_the_best_peer_and_marked_met_or_missed() {
         ],
     );
     let blob = engine_file(1024, &[ops_line("seekrandom", 100, 0.0)]);
-    // wisckey's own variant is faster but is not a peer.
+    // wisckey's own variant is faster but is not a peer, nor is a peer's reorganised DB.
     let variant = engine_file(1024, &[ops_line("readrandom", 5_000, 0.0)]);
+    let compacted = engine_file(1024, &[ops_line("readrandom", 4_000, 0.0)]);
     let d = dir(
         "v1024",
         "VALUE_SIZE=1024\n",
@@ -177,6 +178,7 @@ fn targets_are_checked_against_the_best_peer_and_marked_met_or_missed() {
             ("rocksdb", &rocksdb),
             ("rocksdb-blob", &blob),
             ("wisckey-noreadahead", &variant),
+            ("rocksdb-blob-compacted", &compacted),
         ],
     );
     let report = build(&[d], None, "m").markdown;
