@@ -266,34 +266,39 @@ fn run_in_process(args: &BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
             iostat::sync_all();
             let before = iostat::sample(device.as_ref());
             let clock = std::time::Instant::now();
-            let said = if bench == Benchmark::Gc {
-                let options = wisckey::GcOptions {
-                    compact_first: false,
-                    ..wisckey::GcOptions::default()
-                };
-                let done = open.gc(&options)?;
-                format!(
-                    "collected {} segments (read {:.1} MiB, relocated {} records, dropped {})",
-                    done.segments_collected,
-                    done.bytes_read as f64 / 1048576.0,
-                    done.records_relocated,
-                    done.records_dropped
-                )
+            let gc_options = wisckey::GcOptions {
+                compact_first: false,
+                ..wisckey::GcOptions::default()
+            };
+            enum Done {
+                Gc(wisckey::GcOutcome),
+                Pass(wisckey::ClusterOutcome),
+            }
+            let done = if bench == Benchmark::Gc {
+                Done::Gc(open.gc(&gc_options)?)
             } else {
-                let done = open.cluster_values::<&[u8], _>(..)?;
-                let secs = clock.elapsed().as_secs_f64();
-                format!(
-                    "{} keys, {} values in the log: relocated {} ({:.1} MiB, {:.1} MB/s), kept {}, changed {}",
-                    done.keys_examined,
-                    done.values_in_log,
-                    done.values_relocated,
-                    done.bytes_relocated as f64 / 1048576.0,
-                    done.bytes_relocated as f64 / 1e6 / secs.max(1e-9),
-                    done.values_kept,
-                    done.values_changed
-                )
+                Done::Pass(open.cluster_values::<&[u8], _>(..)?)
             };
             let secs = clock.elapsed().as_secs_f64();
+            let said = match done {
+                Done::Gc(gc) => format!(
+                    "collected {} segments (read {:.1} MiB, relocated {} records, dropped {})",
+                    gc.segments_collected,
+                    gc.bytes_read as f64 / 1048576.0,
+                    gc.records_relocated,
+                    gc.records_dropped
+                ),
+                Done::Pass(pass) => format!(
+                    "{} keys, {} values in the log: relocated {} ({:.1} MiB, {:.1} MB/s), kept {}, changed {}",
+                    pass.keys_examined,
+                    pass.values_in_log,
+                    pass.values_relocated,
+                    pass.bytes_relocated as f64 / 1048576.0,
+                    pass.bytes_relocated as f64 / 1e6 / secs.max(1e-9),
+                    pass.values_kept,
+                    pass.values_changed
+                ),
+            };
             println!("{:<12} : {secs:.3} s; {said}", bench.name());
             iostat::sync_all();
             let after = iostat::sample(device.as_ref());

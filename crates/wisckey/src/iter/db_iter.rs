@@ -251,36 +251,33 @@ impl DbIterator<'_> {
 
     /// Whether the current value is stored in the value log (`Db::check` counts them).
     pub(crate) fn value_in_log(&self) -> bool {
-        if !self.valid() {
-            return false;
-        }
-        let kind = match (self.ahead.front(), self.direction) {
-            (Some(front), _) => Some(front.kind),
-            (None, Direction::Forward) => parse_internal_key(self.iter.key()).map(|k| k.kind),
-            (None, Direction::Reverse) => Some(self.saved_kind),
-        };
-        kind == Some(crate::key::ValueKind::ValuePointer)
+        self.current_kind_and_stored()
+            .is_some_and(|(kind, _)| kind == Some(ValueKind::ValuePointer))
     }
 
     /// The value-log pointer stored for the current entry, if its value is in the log
     /// (`Db::cluster_values` relocates by it).
     pub(crate) fn stored_pointer(&self) -> Option<ValuePointer> {
+        match self.current_kind_and_stored()? {
+            (Some(ValueKind::ValuePointer), stored) => ValuePointer::decode(stored),
+            _ => None,
+        }
+    }
+
+    /// The current entry's kind (None: an internal key that does not parse) and stored
+    /// bytes, without reading the value log; None when not positioned.
+    fn current_kind_and_stored(&self) -> Option<(Option<ValueKind>, &[u8])> {
         if !self.valid() {
             return None;
         }
-        let (kind, stored): (Option<ValueKind>, &[u8]) = match (self.ahead.front(), self.direction) {
+        Some(match (self.ahead.front(), self.direction) {
             (Some(front), _) => (Some(front.kind), &front.stored),
             (None, Direction::Forward) => (
                 parse_internal_key(self.iter.key()).map(|k| k.kind),
                 self.iter.value(),
             ),
             (None, Direction::Reverse) => (Some(self.saved_kind), &self.saved_value),
-        };
-        if kind == Some(ValueKind::ValuePointer) {
-            ValuePointer::decode(stored)
-        } else {
-            None
-        }
+        })
     }
 
     /// The first error met; an iterator that hit one is not valid.
