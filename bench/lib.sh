@@ -31,6 +31,8 @@ engine_cmd() {
     wisckey-direct) echo "$WISCKEY_BIN bench $WISCKEY_FLAGS --vlog_direct_writes=true" ;;
     # the loaded DB after Db::cluster_values + Db::gc (run-suite.sh REORG_VARIANTS)
     wisckey-clustered) echo "$WISCKEY_BIN bench $WISCKEY_FLAGS" ;;
+    # no clustering triggered by scans (Options::auto_cluster_ratio = 0)
+    wisckey-noautocluster) echo "$WISCKEY_BIN bench $WISCKEY_FLAGS --auto_cluster_ratio=0" ;;
     leveldb) echo "$here/build/leveldb_bench" ;;
     leveldb-pread) echo "$here/build/leveldb_bench --pread" ;;
     rocksdb) echo "$here/build/rocksdb_bench" ;;

@@ -33,6 +33,7 @@ const NAMES: &[&str] = &[
     "scan_readahead_entries",
     "scan_readahead_threads",
     "gc_space_amp_target",
+    "auto_cluster_ratio",
     "disk_reserve_size",
     "max_batch_size",
 ];
@@ -80,6 +81,7 @@ fn apply(options: &mut engine::Options, name: &str, value: &Bound<'_, PyAny>) ->
         "scan_readahead_entries" => options.scan_readahead_entries = value.extract()?,
         "scan_readahead_threads" => options.scan_readahead_threads = value.extract()?,
         "gc_space_amp_target" => options.gc_space_amp_target = value.extract()?,
+        "auto_cluster_ratio" => options.auto_cluster_ratio = value.extract()?,
         "disk_reserve_size" => options.disk_reserve_size = value.extract()?,
         "max_batch_size" => options.max_batch_size = value.extract()?,
         other => {

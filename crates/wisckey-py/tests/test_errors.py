@@ -81,6 +81,8 @@ def test_bad_options_are_invalid_arguments(path):
         wisckey.DB(path, no_such_option=1)
     with pytest.raises(wisckey.InvalidArgumentError, match="gc_space_amp_target"):
         wisckey.DB(path, gc_space_amp_target=0.5)
+    with pytest.raises(wisckey.InvalidArgumentError, match="auto_cluster_ratio"):
+        wisckey.DB(path, auto_cluster_ratio=-1.0)
     with pytest.raises(wisckey.InvalidArgumentError, match="does not exist"):
         wisckey.DB(path, create_if_missing=False)
     with pytest.raises(TypeError):

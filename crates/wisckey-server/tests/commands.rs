@@ -494,6 +494,7 @@ fn server_and_connection_commands() -> R<()> {
         "db0:keys=2,expires=1",
         "space_amp:",
         "gc_runs:",
+        "auto_cluster_passes:0",
         "vlog_live_bytes:",
         "level0:files=",
     ] {

@@ -39,8 +39,8 @@ pub mod fs;
 pub use batch::WriteBatch;
 pub use db::Db;
 pub use db::{
-    CheckPhase, CheckProblem, CheckProgress, CheckReport, CheckpointReport, DbStats, GcOptions,
-    GcTotals, RecoveryReport, RepairReport, SalvagedDamage, ValueLogStats,
+    AutoClusterTotals, CheckPhase, CheckProblem, CheckProgress, CheckReport, CheckpointReport,
+    DbStats, GcOptions, GcTotals, RecoveryReport, RepairReport, SalvagedDamage, ValueLogStats,
 };
 pub use error::{Error, Result};
 pub use gc::{ClusterOutcome, GcOutcome, SegmentState, SegmentView, VictimOrder};

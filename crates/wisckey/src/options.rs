@@ -190,6 +190,20 @@ pub struct Options {
     /// [`VictimOrder::CostBenefit`](crate::gc::VictimOrder): mostly dead, old segments first,
     /// over all sealed segments. `OldestFirst` is the WiscKey paper's tail-first order.
     pub gc_victim_order: crate::gc::VictimOrder,
+    /// Background clustering of the key ranges that forward scans read: once scans have
+    /// read, out of log order, `auto_cluster_ratio` × as many of a range's values as a
+    /// clustering pass ([`crate::Db::cluster_values`]) would move, the GC thread runs that
+    /// pass over the range, so later scans of it read runs of back-to-back records instead
+    /// of one random read per value. A range is the interval between two tables of the
+    /// LSM-tree's deepest level (a few MiB of keys); the first look at one comes after 4,096
+    /// scattered reads in it (a keys-only estimate), and values of 64 KiB or more never
+    /// count or move. Default 1.0: a pass costs about what scans have already spent there
+    /// (the ski-rental rule), so ranges read once are never rewritten and ranges read again
+    /// and again are rewritten once. Lower: clusters sooner; higher: later. 0 turns it off;
+    /// it is also off while background GC is (`gc_space_amp_target` infinite), which is
+    /// what frees the moved values' old copies, and for read-only opens. Counts are kept in
+    /// memory only.
+    pub auto_cluster_ratio: f64,
 }
 
 /// How open treats a value log that is damaged in the middle (valid records follow bad
@@ -242,6 +256,7 @@ impl Default for Options {
             max_batch_size: 512 << 20,
             gc_space_amp_target: 1.5,
             gc_victim_order: crate::gc::VictimOrder::CostBenefit,
+            auto_cluster_ratio: 1.0,
         }
     }
 }
@@ -327,6 +342,10 @@ impl Options {
                 && self.l0_slowdown_trigger >= self.l0_compaction_trigger
                 && self.l0_stop_trigger > self.l0_slowdown_trigger,
             "need 1 <= l0_compaction_trigger <= l0_slowdown_trigger < l0_stop_trigger",
+        )?;
+        check(
+            self.auto_cluster_ratio >= 0.0 && self.auto_cluster_ratio.is_finite(),
+            "auto_cluster_ratio must be finite and at least 0 (0 turns it off)",
         )?;
         check(
             self.scan_readahead_threads <= 1024,

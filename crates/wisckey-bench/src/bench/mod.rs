@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Args};
-use wisckey::{Db, GcTotals, Options};
+use wisckey::{AutoClusterTotals, Db, GcTotals, Options};
 
 use iostat::SpanFacts;
 use live::LiveKeys;
@@ -98,6 +98,11 @@ pub struct BenchArgs {
     /// engine's default, 1.5).
     #[arg(long = "gc_space_amp_target")]
     gc_space_amp_target: Option<f64>,
+    /// Engine option `auto_cluster_ratio`: the GC thread clusters a key range once scans
+    /// have read this many times as many of its values out of log order as a pass would
+    /// move (0 turns it off; default: the engine's default, 1.0).
+    #[arg(long = "auto_cluster_ratio")]
+    auto_cluster_ratio: Option<f64>,
     /// Engine option `scan_readahead_entries`: entries a forward scan reads ahead, their values
     /// fetched in parallel (0 = off; default: the engine's default, 256).
     #[arg(long = "readahead_entries")]
@@ -528,21 +533,27 @@ fn run_ycsb(args: &BenchArgs, workload: ycsb::Workload) -> Result<(), Box<dyn st
     Ok(())
 }
 
-/// What value-log GC has done since open (None if the stats cannot be read).
-fn gc_totals(db: &Db) -> Option<GcTotals> {
-    db.stats().ok().map(|stats| stats.gc)
+/// What value-log GC and scan-triggered clustering have done since open (None if the
+/// stats cannot be read).
+fn gc_totals(db: &Db) -> Option<(GcTotals, AutoClusterTotals)> {
+    db.stats().ok().map(|stats| (stats.gc, stats.auto_cluster))
 }
 
 /// The `gc:` line after a phase: what background value-log GC did during it (it runs
-/// beside the foreground work when `gc_space_amp_target` is finite), so a figure taken with
-/// GC running says how much GC work it absorbed.
-fn gc_line(before: Option<GcTotals>, after: Option<GcTotals>) -> String {
+/// beside the foreground work when `gc_space_amp_target` is finite), and what clustering
+/// passes scans triggered, so a figure taken with them running says how much work it
+/// absorbed.
+fn gc_line(
+    before: Option<(GcTotals, AutoClusterTotals)>,
+    after: Option<(GcTotals, AutoClusterTotals)>,
+) -> String {
     const MIB: f64 = (1u64 << 20) as f64;
-    let (Some(before), Some(after)) = (before, after) else {
+    let (Some((before, cluster_before)), Some((after, cluster_after))) = (before, after) else {
         return format!("{:>15}gc=n/a (stats unavailable)", "");
     };
     format!(
-        "{:>15}gc_runs={} (segments collected {}, read {:.1} MiB, relocated {:.1} MiB, freed {:.1} MiB, punched {:.1} MiB)",
+        "{:>15}gc_runs={} (segments collected {}, read {:.1} MiB, relocated {:.1} MiB, freed {:.1} MiB, punched {:.1} MiB) \
+         auto_cluster_passes={} (ranges estimated {}, values relocated {}, {:.1} MiB)",
         "",
         after.runs - before.runs,
         after.work.segments_collected - before.work.segments_collected,
@@ -550,6 +561,10 @@ fn gc_line(before: Option<GcTotals>, after: Option<GcTotals>) -> String {
         (after.work.bytes_relocated - before.work.bytes_relocated) as f64 / MIB,
         (after.bytes_freed - before.bytes_freed) as f64 / MIB,
         (after.bytes_punched - before.bytes_punched) as f64 / MIB,
+        cluster_after.passes - cluster_before.passes,
+        cluster_after.ranges_estimated - cluster_before.ranges_estimated,
+        cluster_after.work.values_relocated - cluster_before.work.values_relocated,
+        (cluster_after.work.bytes_relocated - cluster_before.work.bytes_relocated) as f64 / MIB,
     )
 }
 
@@ -604,6 +619,9 @@ fn engine_options(args: &BenchArgs) -> Options {
     if let Some(target) = args.gc_space_amp_target {
         options.gc_space_amp_target = target;
     }
+    if let Some(ratio) = args.auto_cluster_ratio {
+        options.auto_cluster_ratio = ratio;
+    }
     if let Some(entries) = args.readahead_entries {
         options.scan_readahead_entries = entries;
     }
@@ -641,7 +659,7 @@ fn print_header(args: &BenchArgs, path: &Path, options: &Options) {
         "options:    value_threshold={} cache_size={} bloom_bits={} memtable_size={} \
          scan_readahead_entries={} scan_readahead_threads={} gc_space_amp_target={} \
          value_cache_size={} scan_length_hint={} vlog_write_back_interval={} \
-         vlog_segment_size={} vlog_direct_writes={}",
+         vlog_segment_size={} vlog_direct_writes={} auto_cluster_ratio={}",
         options.value_threshold,
         options.block_cache_size,
         options.bloom_bits_per_key,
@@ -653,7 +671,8 @@ fn print_header(args: &BenchArgs, path: &Path, options: &Options) {
         args.scan_length_hint,
         options.vlog_write_back_interval,
         options.vlog_segment_size,
-        options.vlog_direct_writes
+        options.vlog_direct_writes,
+        options.auto_cluster_ratio
     );
     println!("db:         {}", path.display());
     println!("------------------------------------------------");

@@ -21,7 +21,7 @@ use serde::Serialize;
 use super::{install_edit, DbInner, GcRemoval};
 use crate::error::{Error, Result};
 use crate::filename::{parse_file_name, vlog_file_name, FileKind};
-use crate::gc::cluster::{ClusterOutcome, ClusterPlanner};
+use crate::gc::cluster::{ClusterOutcome, ClusterPlanner, CLUSTER_KEEP_RUN_BYTES};
 use crate::gc::cycle::{collect_segment, sample_segment, SegmentSource};
 use crate::gc::picker::{space_amp, VictimChoice};
 use crate::gc::punch::PunchLimits;
@@ -37,10 +37,6 @@ use crate::vlog::{ValuePointer, PUNCH_ALIGN};
 
 /// Value bytes handed to the write leader per relocation batch.
 const RELOCATION_BATCH_BYTES: usize = 4 << 20;
-/// `Db::cluster_values` leaves a value in place whose record alone is this long: a 64 KiB
-/// read costs the device about what three 4 KiB random reads do (fio on our VM: 32K vs 88K
-/// reads/s), so putting such values side by side gains a scan little.
-const CLUSTER_KEEP_RUN_BYTES: u64 = 64 << 10;
 /// Background GC looks at the log at least this often (and after every flush).
 const BACKGROUND_PERIOD: Duration = Duration::from_secs(1);
 /// Background GC rewrites only segments at least this dead.
@@ -107,6 +103,19 @@ pub struct GcTotals {
     pub rewritten_per_freed: f64,
 }
 
+/// What the clustering passes that scans triggered (`Options::auto_cluster_ratio`) have
+/// done since the database was opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct AutoClusterTotals {
+    /// Ranges looked at (a keys-only estimate) because scans read them out of order.
+    pub ranges_estimated: u64,
+    /// Of those, ranges whose scans had paid for a pass, which then ran.
+    pub passes: u64,
+    /// What those passes did, summed.
+    #[serde(flatten)]
+    pub work: ClusterOutcome,
+}
+
 /// The value log as GC sees it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ValueLogStats {
@@ -137,6 +146,8 @@ pub struct DbStats {
     pub value_log: ValueLogStats,
     /// What GC has done since open.
     pub gc: GcTotals,
+    /// What clustering passes triggered by scans have done since open.
+    pub auto_cluster: AutoClusterTotals,
 }
 
 /// The LSM-tree as GC's key index.
@@ -577,11 +588,11 @@ pub(crate) fn gc_now(db: &crate::Db, inner: &DbInner, options: &GcOptions) -> Re
 /// snapshot fails the relocation's check and stays as it is. A dry run reads keys and
 /// pointers only and counts what a pass would move.
 pub(crate) fn cluster_values(
-    db: &crate::Db,
-    inner: &DbInner,
+    inner: &Arc<DbInner>,
     lower_bound: Option<Vec<u8>>,
     upper_bound: Option<Vec<u8>>,
     dry_run: bool,
+    background: bool,
 ) -> Result<ClusterOutcome> {
     let opts = crate::ReadOptions {
         lower_bound,
@@ -591,7 +602,7 @@ pub(crate) fn cluster_values(
     };
     let index = LsmIndex {
         inner,
-        paced: false,
+        paced: background,
         frees_space: false,
     };
     let mut outcome = ClusterOutcome::default();
@@ -609,9 +620,14 @@ pub(crate) fn cluster_values(
         Ok(())
     };
     let mut planner = ClusterPlanner::new(CLUSTER_KEEP_RUN_BYTES, RELOCATION_BATCH_BYTES);
-    let mut it = db.iter(&opts)?;
+    let mut it = super::read::iter(inner, &opts)?;
+    // The pass's own reads are not a user's scan.
+    it.without_scan_heat();
     it.seek_to_first();
     while it.valid() {
+        if background && inner.shutting_down.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
         outcome.keys_examined += 1;
         if it.value_in_log() {
             let ptr = it.stored_pointer().ok_or_else(|| {
@@ -635,8 +651,10 @@ pub(crate) fn cluster_values(
 }
 
 /// The `wisckey-gc` thread: collects whenever the log is over its space-amplification
-/// target; otherwise sleeps until a flush or compaction finishes, or a period passes.
-pub(crate) fn run_background(inner: &DbInner) {
+/// target, then clusters one key range that scans have earned a pass over
+/// (`Options::auto_cluster_ratio`); otherwise sleeps until a flush or compaction finishes,
+/// a range becomes due, or a period passes.
+pub(crate) fn run_background(inner: &Arc<DbInner>) {
     let target = inner.options.gc_space_amp_target;
     let policy = VictimPolicy {
         space_amp_target: target,
@@ -650,7 +668,7 @@ pub(crate) fn run_background(inner: &DbInner) {
             if inner.shutting_down.load(Ordering::Acquire) {
                 return;
             }
-            // After a round that collected something, look again at once.
+            // After a round that did something, look again at once.
             if !busy {
                 inner.gc_cv.wait_for(&mut state, BACKGROUND_PERIOD);
             }
@@ -664,17 +682,64 @@ pub(crate) fn run_background(inner: &DbInner) {
         }
         match run(inner, policy, true) {
             Ok(done) => busy = done.segments_collected > 0,
-            Err(Error::Closed) => {}
-            // A full disk: GC is retried on the next round (it is how space comes back).
-            Err(e) if e.is_no_space() => {}
-            Err(e) => {
-                log::error!("wisckey: value-log GC failed: {e}");
-                if !matches!(e, Error::Corruption { .. }) {
-                    super::latch_error(inner, e);
-                }
+            Err(e) => background_failure(inner, "value-log GC", e),
+        }
+        if auto_cluster_once(inner) {
+            busy = true;
+        }
+    }
+}
+
+/// Errors of background GC and clustering: a full disk or a closing database is met again
+/// on the next round (GC is how space comes back); damage is logged (the data it concerns
+/// stays unreadable, the rest is served); anything else stops background work.
+fn background_failure(inner: &DbInner, what: &str, e: Error) {
+    match e {
+        Error::Closed => {}
+        e if e.is_no_space() => {}
+        e => {
+            log::error!("wisckey: {what} failed: {e}");
+            if !matches!(e, Error::Corruption { .. }) {
+                super::latch_error(inner, e);
             }
         }
     }
+}
+
+/// Takes the next range scans made due, estimates what a pass would move and runs the pass
+/// if the scans' scattered reads have paid for it. Returns whether a range was looked at.
+fn auto_cluster_once(inner: &Arc<DbInner>) -> bool {
+    let ratio = inner.options.auto_cluster_ratio;
+    if ratio <= 0.0 {
+        return false;
+    }
+    let Some(due) = inner.scan_heat.lock().next_due() else {
+        return false;
+    };
+    let attempt = || -> Result<Option<ClusterOutcome>> {
+        let estimate = cluster_values(inner, due.lower.clone(), due.upper.clone(), true, true)?;
+        inner.auto_cluster_totals.lock().ranges_estimated += 1;
+        let paid = (inner.scan_heat.lock()).estimated(due.unit, estimate.values_relocated, ratio);
+        if !paid {
+            return Ok(None);
+        }
+        let done = cluster_values(inner, due.lower.clone(), due.upper.clone(), false, true)?;
+        inner.scan_heat.lock().passed(due.unit);
+        Ok(Some(done))
+    };
+    match attempt() {
+        Ok(Some(done)) => {
+            let mut totals = inner.auto_cluster_totals.lock();
+            totals.passes += 1;
+            totals.work.add(&done);
+        }
+        Ok(None) => {}
+        Err(e) => {
+            inner.scan_heat.lock().abandoned(due.unit);
+            background_failure(inner, "clustering of a scanned range", e);
+        }
+    }
+    true
 }
 
 /// `Db::stats`.
@@ -707,6 +772,7 @@ pub(crate) fn stats(inner: &DbInner) -> Result<DbStats> {
             active_segment,
         },
         gc,
+        auto_cluster: *inner.auto_cluster_totals.lock(),
     })
 }
 

@@ -25,7 +25,7 @@ mod write;
 
 pub use check::{CheckPhase, CheckProblem, CheckProgress, CheckReport};
 pub use checkpoint::CheckpointReport;
-pub use gc::{DbStats, GcOptions, GcTotals, ValueLogStats};
+pub use gc::{AutoClusterTotals, DbStats, GcOptions, GcTotals, ValueLogStats};
 pub use recovery::{RecoveryReport, SalvagedDamage};
 pub use repair::{RepairReport, LOST_DIR};
 
@@ -147,6 +147,10 @@ pub(crate) struct DbInner {
     /// One value-log GC at a time (background or `Db::gc`).
     pub gc_lock: Mutex<()>,
     pub gc_totals: Mutex<GcTotals>,
+    /// Which key ranges scans read out of log order (`Options::auto_cluster_ratio`).
+    pub scan_heat: Mutex<crate::gc::heat::ScanHeat>,
+    /// What the clustering passes that scans triggered have done since open.
+    pub auto_cluster_totals: Mutex<AutoClusterTotals>,
     /// Set by background GC while it is far behind its target: writers are slowed.
     pub gc_write_delay: AtomicBool,
     /// Sampled dead-byte estimates per segment (not manifest state: estimates).
@@ -984,7 +988,7 @@ impl Db {
     ) -> Result<crate::gc::ClusterOutcome> {
         self.inner.check_writable("cluster_values")?;
         let (lower_bound, upper_bound) = checked_bounds(&range)?;
-        gc::cluster_values(self, &self.inner, lower_bound, upper_bound, false)
+        gc::cluster_values(&self.inner, lower_bound, upper_bound, false, false)
     }
 
     /// What [`Db::cluster_values`] would do to `range` now, without doing it: it reads keys
@@ -1010,7 +1014,7 @@ impl Db {
         range: R,
     ) -> Result<crate::gc::ClusterOutcome> {
         let (lower_bound, upper_bound) = checked_bounds(&range)?;
-        gc::cluster_values(self, &self.inner, lower_bound, upper_bound, true)
+        gc::cluster_values(&self.inner, lower_bound, upper_bound, true, false)
     }
 
     /// Reads everything the database holds — every table entry, every key's newest value

@@ -224,6 +224,8 @@ pub(crate) fn open(
         gc_cv: Condvar::new(),
         gc_lock: Mutex::new(()),
         gc_totals: Mutex::new(super::GcTotals::default()),
+        scan_heat: Mutex::new(crate::gc::heat::ScanHeat::default()),
+        auto_cluster_totals: Mutex::new(super::AutoClusterTotals::default()),
         gc_samples: Mutex::new(BTreeMap::new()),
         punches: Mutex::new(Default::default()),
         gc_write_delay: AtomicBool::new(false),

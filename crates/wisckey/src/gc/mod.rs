@@ -9,7 +9,8 @@
 //! points to, have the index relocate them (append at the log's head under write
 //! leadership, in key order), sync, remove the victim from the manifest, and delete its file
 //! once nothing can read it. [`cluster`] rewrites a key range's scattered values in key
-//! order through the same relocation path (`Db::cluster_values`).
+//! order through the same relocation path (`Db::cluster_values`); [`heat`] counts which
+//! ranges scans read out of order, so the GC thread clusters the ones read again and again.
 //!
 //! Invariants (docs/DESIGN.md, "Value-log GC"):
 //! - GC never decides liveness on its own: the final check that a record is the key's newest
@@ -28,6 +29,7 @@
 
 pub mod cluster;
 pub mod cycle;
+pub(crate) mod heat;
 pub mod picker;
 pub mod punch;
 

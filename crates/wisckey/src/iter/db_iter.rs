@@ -14,7 +14,9 @@
 //! `ReadOptions::scan_length_hint` the read-ahead starts at the positioning call itself, with
 //! a first window of the hinted length (the caller said how far it will read), and stops at
 //! that length. The iterator pins the version it reads, so no table it needs is deleted
-//! under it.
+//! under it. Value reads it queues out of log order (not back to back with the previous
+//! one) are counted and reported, with the keys they lie between, to the database's scan
+//! heat (`gc::heat`), which decides when a range has earned a clustering pass.
 
 use std::cmp::Ordering;
 use std::collections::VecDeque;
@@ -26,6 +28,7 @@ use crate::db::DbInner;
 use crate::db::PointerRead;
 use crate::vlog::{LiveRange, ValuePointer};
 use crate::error::{Error, Result};
+use crate::gc::cluster::CLUSTER_KEEP_RUN_BYTES;
 use crate::key::{parse_internal_key, seek_key, user_key, SequenceNumber, ValueKind, MAX_SEQUENCE};
 use crate::options::{ReadOptions, MAX_SCAN_LENGTH_HINT};
 use crate::version::Version;
@@ -39,6 +42,10 @@ const FIRST_READAHEAD_WINDOW: usize = 4;
 /// scan of 100) becomes several jobs, in flight side by side on reader threads, and the
 /// first values are there when their job completes rather than the whole refill.
 const READS_PER_BATCH: usize = 32;
+
+/// Scattered reads an iterator counts before it reports them to the scan heat (and when
+/// it is repositioned or dropped): one lock per this many random reads.
+const HEAT_REPORT_READS: u64 = 256;
 
 /// Most bytes one coalesced read of back-to-back records covers.
 const MAX_RUN_BYTES: u64 = 1 << 20;
@@ -123,6 +130,20 @@ pub struct DbIterator<'a> {
     batch_reads: bool,
     /// Runs of the current refill gathered for that one job.
     batched_runs: Vec<IssuedRun>,
+    /// Out-of-order value reads not yet added to the database's scan heat.
+    heat: HeatChunk,
+}
+
+/// Value reads a forward scan made out of log order (each a random read that clustering
+/// would turn into part of a run), between two user keys, not yet reported.
+#[derive(Default)]
+struct HeatChunk {
+    /// Whether this iterator reports at all (`Options::auto_cluster_ratio` on, writable
+    /// database, not a clustering pass's own iterator).
+    reports: bool,
+    first: Vec<u8>,
+    last: Vec<u8>,
+    scattered: u64,
 }
 
 /// A run handed over for reading: its reads, the live range, the slots to complete.
@@ -181,6 +202,12 @@ impl DbIterator<'_> {
             hint_left: None,
             batch_reads: db.fs.batches_reads(),
             batched_runs: Vec::new(),
+            heat: HeatChunk {
+                reports: db.options.auto_cluster_ratio > 0.0
+                    && db.options.gc_space_amp_target.is_finite()
+                    && !db.read_only,
+                ..HeatChunk::default()
+            },
             db,
         }
     }
@@ -562,6 +589,9 @@ impl DbIterator<'_> {
                     let follows = self.run.last.is_some_and(|last| {
                         last.segment == ptr.segment && last.end() == ptr.offset
                     });
+                    if !follows && u64::from(ptr.len) < CLUSTER_KEEP_RUN_BYTES {
+                        self.note_scattered_read(&entry.user_key);
+                    }
                     if !follows || self.run.bytes + u64::from(ptr.len) > MAX_RUN_BYTES {
                         self.issue_run();
                     }
@@ -699,9 +729,53 @@ impl DbIterator<'_> {
         self.window = (self.window * 2).min(most);
     }
 
+    /// Counts a value read out of log order at `key`; reports every `HEAT_REPORT_READS`.
+    fn note_scattered_read(&mut self, key: &[u8]) {
+        let heat = &mut self.heat;
+        if !heat.reports {
+            return;
+        }
+        if heat.scattered == 0 {
+            heat.first.clear();
+            heat.first.extend_from_slice(key);
+        }
+        heat.last.clear();
+        heat.last.extend_from_slice(key);
+        heat.scattered += 1;
+        if heat.scattered >= HEAT_REPORT_READS {
+            self.report_scan_heat();
+        }
+    }
+
+    /// Adds the scattered reads counted so far to the database's scan heat; wakes the GC
+    /// thread if a range became due for clustering.
+    fn report_scan_heat(&mut self) {
+        let heat = &mut self.heat;
+        if heat.scattered == 0 {
+            return;
+        }
+        let due = (self.db.scan_heat.lock()).record(
+            &self.version,
+            &heat.first,
+            &heat.last,
+            heat.scattered,
+            self.db.options.auto_cluster_ratio,
+        );
+        heat.scattered = 0;
+        if due {
+            self.db.gc_cv.notify_all();
+        }
+    }
+
+    /// This iterator's reads are not a user's scan (a clustering pass reads with one).
+    pub(crate) fn without_scan_heat(&mut self) {
+        self.heat.reports = false;
+    }
+
     /// Forgets the read-ahead (before any repositioning); queued reads not yet started are
     /// skipped.
     fn drop_readahead(&mut self) {
+        self.report_scan_heat();
         for entry in self.ahead.drain(..) {
             if let Some(read) = entry.read {
                 read.abandon();

@@ -1,0 +1,278 @@
+//! `Options::auto_cluster_ratio`: key ranges that forward scans read out of log order again
+//! and again are clustered by the GC thread, after which the same scans read runs; ranges
+//! scanned once, point reads and keys-only scans rewrite nothing; the option and background
+//! GC being off turn it off; writers racing the background passes, and a close in the
+//! middle of them, lose nothing.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{HookFs, LogReads};
+use rand::rngs::SmallRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use wisckey::fs::{FileSystem, MemFs};
+use wisckey::{Db, Options, ReadOptions};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// Keys of a test: enough that scans of them pass the heat's first threshold (4,096
+/// scattered reads in one range) within a few dozen scans.
+const KEYS: u32 = 3000;
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
+fn value(i: u32, round: u32) -> Vec<u8> {
+    // 260-320 bytes: behind a pointer, several per 4 KiB page.
+    format!("value-{i}-{round}-").repeat(20).into_bytes()
+}
+
+fn options(fs: Arc<dyn FileSystem>) -> Options {
+    let mut options = Options::small_for_tests(fs);
+    // Background GC runs (auto clustering needs it) but never finds the log over target,
+    // so the value-log reads counted below are the scans' and the passes' own.
+    options.gc_space_amp_target = 100.0;
+    options.auto_cluster_ratio = 1.0;
+    options
+}
+
+fn load_shuffled(db: &Db, seed: u64) -> Model {
+    let mut order: Vec<u32> = (0..KEYS).collect();
+    order.shuffle(&mut SmallRng::seed_from_u64(seed));
+    let mut model = Model::new();
+    for i in order {
+        db.put(key(i), value(i, 0)).expect("put");
+        model.insert(key(i), value(i, 0));
+    }
+    db.flush().expect("flush");
+    model
+}
+
+fn read_all(db: &Db) -> Model {
+    db.range::<&[u8], _>(..)
+        .expect("range")
+        .collect::<wisckey::Result<Model>>()
+        .expect("scan")
+}
+
+fn passes(db: &Db) -> u64 {
+    db.stats().expect("stats").auto_cluster.passes
+}
+
+/// A full scan's value-log reads (passes running meanwhile add theirs), checking it shows
+/// `model`.
+fn scan_reads(db: &Db, fs: &HookFs<LogReads>, model: &Model) -> usize {
+    let before = fs.hooks.reads.load(Ordering::SeqCst);
+    assert_eq!(&read_all(db), model);
+    fs.hooks.reads.load(Ordering::SeqCst) - before
+}
+
+/// Waits until the GC thread has had `period` without starting a pass.
+fn wait_for_quiet(db: &Db, period: Duration) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seen = passes(db);
+    loop {
+        std::thread::sleep(period);
+        let now = passes(db);
+        if now == seen {
+            return;
+        }
+        assert!(Instant::now() < deadline, "passes never stopped");
+        seen = now;
+    }
+}
+
+#[test]
+fn ranges_scanned_again_and_again_are_clustered_in_the_background() {
+    let fs = HookFs::new(LogReads::default());
+    let db = Db::open(Path::new("/db"), options(Arc::new(fs.clone()))).expect("open");
+    let model = load_shuffled(&db, 7);
+    let first = scan_reads(&db, &fs, &model);
+    assert!(
+        first >= 2900,
+        "a shuffled load is read value by value: {first}"
+    );
+    assert_eq!(passes(&db), 0, "one scan is not worth a pass");
+
+    // Scan until the scans read runs (every range passed), or give up.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut scans = 1;
+    let mut last = first;
+    while last * 8 >= first {
+        assert!(
+            Instant::now() < deadline,
+            "after {scans} scans a scan still took {last} value-log reads (stats: {:?})",
+            db.stats().expect("stats").auto_cluster
+        );
+        std::thread::sleep(Duration::from_millis(5));
+        last = scan_reads(&db, &fs, &model);
+        scans += 1;
+    }
+    wait_for_quiet(&db, Duration::from_millis(200));
+    let totals = db.stats().expect("stats").auto_cluster;
+    eprintln!("{scans} scans; first {first} value-log reads, then {last}; {totals:?}");
+    assert!(totals.passes >= 1 && totals.ranges_estimated >= totals.passes);
+    assert!(
+        totals.work.values_relocated >= 2500,
+        "the passes moved most values: {totals:?}"
+    );
+    let settled = scan_reads(&db, &fs, &model);
+    assert!(settled * 8 < first, "{settled} reads once quiet");
+
+    // Clustered ranges are read in runs now: further scans earn no further pass.
+    for _ in 0..20 {
+        let reads = scan_reads(&db, &fs, &model);
+        assert!(reads * 8 < first, "{reads} reads once clustered");
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        db.stats().expect("stats").auto_cluster.passes,
+        totals.passes
+    );
+
+    db.close().expect("close");
+    let db = Db::open(Path::new("/db"), options(Arc::new(fs.clone()))).expect("reopen");
+    assert_eq!(read_all(&db), model);
+    assert!(db.check().expect("check").is_ok());
+}
+
+#[test]
+fn point_reads_keys_only_scans_and_single_scans_rewrite_nothing() {
+    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    let db = Db::open(Path::new("/db"), options(Arc::clone(&fs))).expect("open");
+    let model = load_shuffled(&db, 11);
+    let log = |db: &Db| db.stats().expect("stats").value_log.log_bytes;
+    let before = log(&db);
+    let mut rng = SmallRng::seed_from_u64(5);
+    for _ in 0..20_000 {
+        let i = rng.gen_range(0..KEYS);
+        assert_eq!(db.get(key(i)).expect("get"), model.get(&key(i)).cloned());
+    }
+    let keys_only = ReadOptions {
+        keys_only: true,
+        ..ReadOptions::default()
+    };
+    for _ in 0..20 {
+        let keys: Vec<Vec<u8>> = db
+            .range_opt::<&[u8], _>(.., &keys_only)
+            .expect("range")
+            .keys()
+            .collect::<wisckey::Result<_>>()
+            .expect("keys");
+        assert_eq!(keys.len(), model.len());
+    }
+    // One full scan: fewer scattered reads than any range needs before a look.
+    assert_eq!(read_all(&db), model);
+    std::thread::sleep(Duration::from_millis(1500));
+    let totals = db.stats().expect("stats").auto_cluster;
+    assert_eq!(
+        (totals.ranges_estimated, totals.passes),
+        (0, 0),
+        "{totals:?}"
+    );
+    assert_eq!(log(&db), before, "something was rewritten");
+}
+
+#[test]
+fn nothing_is_clustered_with_the_ratio_zero_or_background_gc_off() {
+    for (ratio, gc_target) in [(0.0, 100.0), (1.0, f64::INFINITY)] {
+        let fs = HookFs::new(LogReads::default());
+        let open = || {
+            let mut options = options(Arc::new(fs.clone()));
+            options.auto_cluster_ratio = ratio;
+            options.gc_space_amp_target = gc_target;
+            Db::open(Path::new("/db"), options).expect("open")
+        };
+        let db = open();
+        let model = load_shuffled(&db, 3);
+        for scan in 0..30 {
+            let reads = scan_reads(&db, &fs, &model);
+            assert!(
+                reads >= 2900,
+                "scan {scan} read runs: {reads} value-log reads"
+            );
+        }
+        std::thread::sleep(Duration::from_millis(1500));
+        let totals = db.stats().expect("stats").auto_cluster;
+        assert_eq!(
+            (totals.ranges_estimated, totals.passes),
+            (0, 0),
+            "ratio {ratio}, GC target {gc_target}: {totals:?}"
+        );
+        db.close().expect("close");
+    }
+    let mut bad = Options::small_for_tests(Arc::new(MemFs::new()));
+    for ratio in [-1.0, f64::NAN, f64::INFINITY] {
+        bad.auto_cluster_ratio = ratio;
+        assert!(
+            matches!(bad.validate(), Err(wisckey::Error::InvalidArgument(_))),
+            "{ratio}"
+        );
+    }
+}
+
+/// Writers overwrite and delete while scans keep triggering background passes; the
+/// database is closed while passes may still run. Every newer write survives (a relocation
+/// whose key changed since the pass's snapshot is dropped), before and after the reopen.
+#[test]
+fn writes_racing_background_passes_and_a_close_lose_nothing() {
+    let seed = 20261128;
+    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    let mut options = options(Arc::clone(&fs));
+    // Clusters at the first look: more passes race the writers.
+    options.auto_cluster_ratio = 0.1;
+    let db = Arc::new(Db::open(Path::new("/db"), options.clone()).expect("open"));
+    let mut model = load_shuffled(&db, 13);
+    let scanner = {
+        let db = Arc::clone(&db);
+        std::thread::spawn(move || {
+            let mut scans = 0u32;
+            while passes(&db) < 4 && scans < 2000 {
+                let mut last: Option<Vec<u8>> = None;
+                for entry in db.range::<&[u8], _>(..).expect("range") {
+                    let (k, _) = entry.expect("scan entry");
+                    assert!(last.as_ref().is_none_or(|l| *l < k), "keys out of order");
+                    last = Some(k);
+                }
+                scans += 1;
+            }
+            scans
+        })
+    };
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut round = 1;
+    while !scanner.is_finished() {
+        let i = rng.gen_range(0..KEYS);
+        if rng.gen_bool(0.2) {
+            db.delete(key(i)).expect("delete");
+            model.remove(&key(i));
+        } else {
+            db.put(key(i), value(i, round)).expect("put");
+            model.insert(key(i), value(i, round));
+        }
+        round += 1;
+    }
+    let scans = scanner.join().expect("scanner");
+    let totals = db.stats().expect("stats").auto_cluster;
+    eprintln!("seed {seed}: {round} writes, {scans} scans, {totals:?}");
+    assert!(totals.passes >= 4, "seed {seed}: {totals:?}");
+    assert!(read_all(&db) == model, "seed {seed}: the model differs");
+    // More scans so that a pass is likely running when the database closes.
+    for _ in 0..5 {
+        assert!(read_all(&db) == model, "seed {seed}");
+    }
+    Arc::into_inner(db)
+        .expect("the only handle")
+        .close()
+        .expect("close");
+    let db = Db::open(Path::new("/db"), options).expect("reopen");
+    assert!(read_all(&db) == model, "seed {seed}: differs after reopen");
+    assert!(db.check().expect("check").is_ok(), "seed {seed}");
+}
