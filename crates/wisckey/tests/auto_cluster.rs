@@ -144,7 +144,7 @@ fn ranges_scanned_again_and_again_are_clustered_in_the_background() {
 }
 
 #[test]
-fn point_reads_keys_only_scans_and_single_scans_rewrite_nothing() {
+fn point_reads_keys_only_scans_checks_and_single_scans_rewrite_nothing() {
     let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
     let db = Db::open(Path::new("/db"), options(Arc::clone(&fs))).expect("open");
     let model = load_shuffled(&db, 11);
@@ -167,6 +167,11 @@ fn point_reads_keys_only_scans_and_single_scans_rewrite_nothing() {
             .collect::<wisckey::Result<_>>()
             .expect("keys");
         assert_eq!(keys.len(), model.len());
+    }
+    // Checks read every value, several times what a range needs before a look, but are
+    // no user's scan.
+    for _ in 0..5 {
+        assert!(db.check().expect("check").is_ok());
     }
     // One full scan: fewer scattered reads than any range needs before a look.
     assert_eq!(read_all(&db), model);

@@ -149,6 +149,8 @@ pub(crate) fn check(
     }
 
     let mut it = db.iter(&ReadOptions::default())?;
+    // A check reads everything once; it says nothing about which ranges users scan.
+    it.without_scan_heat();
     it.seek_to_first();
     tell(CheckPhase::Values, 0, report.table_entries);
     while it.valid() {
