@@ -5,8 +5,9 @@
 //! middle of them, lose nothing.
 
 mod common;
+#[path = "common/shuffled.rs"]
+mod shuffled;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -14,25 +15,14 @@ use std::time::{Duration, Instant};
 
 use common::{HookFs, LogReads};
 use rand::rngs::SmallRng;
-use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
+use shuffled::{key, load_shuffled, read_all, scan_reads, value};
 use wisckey::fs::{FileSystem, MemFs};
 use wisckey::{Db, Options, ReadOptions};
-
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 /// Keys of a test: enough that scans of them pass the heat's first threshold (4,096
 /// scattered reads in one range) within a few dozen scans.
 const KEYS: u32 = 3000;
-
-fn key(i: u32) -> Vec<u8> {
-    format!("key{i:06}").into_bytes()
-}
-
-fn value(i: u32, round: u32) -> Vec<u8> {
-    // 260-320 bytes: behind a pointer, several per 4 KiB page.
-    format!("value-{i}-{round}-").repeat(20).into_bytes()
-}
 
 fn options(fs: Arc<dyn FileSystem>) -> Options {
     let mut options = Options::small_for_tests(fs);
@@ -43,35 +33,19 @@ fn options(fs: Arc<dyn FileSystem>) -> Options {
     options
 }
 
-fn load_shuffled(db: &Db, seed: u64) -> Model {
-    let mut order: Vec<u32> = (0..KEYS).collect();
-    order.shuffle(&mut SmallRng::seed_from_u64(seed));
-    let mut model = Model::new();
-    for i in order {
-        db.put(key(i), value(i, 0)).expect("put");
-        model.insert(key(i), value(i, 0));
-    }
-    db.flush().expect("flush");
-    model
-}
-
-fn read_all(db: &Db) -> Model {
-    db.range::<&[u8], _>(..)
-        .expect("range")
-        .collect::<wisckey::Result<Model>>()
-        .expect("scan")
-}
-
 fn passes(db: &Db) -> u64 {
     db.stats().expect("stats").auto_cluster.passes
 }
 
-/// A full scan's value-log reads (passes running meanwhile add theirs), checking it shows
-/// `model`.
-fn scan_reads(db: &Db, fs: &HookFs<LogReads>, model: &Model) -> usize {
-    let before = fs.hooks.reads.load(Ordering::SeqCst);
-    assert_eq!(&read_all(db), model);
-    fs.hooks.reads.load(Ordering::SeqCst) - before
+/// After a while for the GC thread to act, no range was estimated or clustered.
+fn assert_nothing_looked_at(db: &Db, after: &str) {
+    std::thread::sleep(Duration::from_millis(1500));
+    let totals = db.stats().expect("stats").auto_cluster;
+    assert_eq!(
+        (totals.ranges_estimated, totals.passes),
+        (0, 0),
+        "after {after}: {totals:?}"
+    );
 }
 
 /// Waits until nothing happens in the background for a while: no estimate or pass
@@ -99,7 +73,7 @@ fn wait_for_quiet(db: &Db, fs: &HookFs<LogReads>) {
 fn ranges_scanned_again_and_again_are_clustered_in_the_background() {
     let fs = HookFs::new(LogReads::default());
     let db = Db::open(Path::new("/db"), options(Arc::new(fs.clone()))).expect("open");
-    let model = load_shuffled(&db, 7);
+    let model = load_shuffled(&db, KEYS, 7);
     let first = scan_reads(&db, &fs, &model);
     assert!(
         first >= 2900,
@@ -165,7 +139,7 @@ fn ranges_scanned_again_and_again_are_clustered_in_the_background() {
 fn point_reads_keys_only_scans_checks_and_single_scans_rewrite_nothing() {
     let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
     let db = Db::open(Path::new("/db"), options(Arc::clone(&fs))).expect("open");
-    let model = load_shuffled(&db, 11);
+    let model = load_shuffled(&db, KEYS, 11);
     let log = |db: &Db| db.stats().expect("stats").value_log.log_bytes;
     let before = log(&db);
     let mut rng = SmallRng::seed_from_u64(5);
@@ -193,13 +167,7 @@ fn point_reads_keys_only_scans_checks_and_single_scans_rewrite_nothing() {
     }
     // One full scan: fewer scattered reads than any range needs before a look.
     assert_eq!(read_all(&db), model);
-    std::thread::sleep(Duration::from_millis(1500));
-    let totals = db.stats().expect("stats").auto_cluster;
-    assert_eq!(
-        (totals.ranges_estimated, totals.passes),
-        (0, 0),
-        "{totals:?}"
-    );
+    assert_nothing_looked_at(&db, "point reads, keys-only scans, checks, one scan");
     assert_eq!(log(&db), before, "something was rewritten");
 }
 
@@ -207,14 +175,11 @@ fn point_reads_keys_only_scans_checks_and_single_scans_rewrite_nothing() {
 fn nothing_is_clustered_with_the_ratio_zero_or_background_gc_off() {
     for (ratio, gc_target) in [(0.0, 100.0), (1.0, f64::INFINITY)] {
         let fs = HookFs::new(LogReads::default());
-        let open = || {
-            let mut options = options(Arc::new(fs.clone()));
-            options.auto_cluster_ratio = ratio;
-            options.gc_space_amp_target = gc_target;
-            Db::open(Path::new("/db"), options).expect("open")
-        };
-        let db = open();
-        let model = load_shuffled(&db, 3);
+        let mut options = options(Arc::new(fs.clone()));
+        options.auto_cluster_ratio = ratio;
+        options.gc_space_amp_target = gc_target;
+        let db = Db::open(Path::new("/db"), options).expect("open");
+        let model = load_shuffled(&db, KEYS, 3);
         for scan in 0..30 {
             let reads = scan_reads(&db, &fs, &model);
             assert!(
@@ -222,13 +187,7 @@ fn nothing_is_clustered_with_the_ratio_zero_or_background_gc_off() {
                 "scan {scan} read runs: {reads} value-log reads"
             );
         }
-        std::thread::sleep(Duration::from_millis(1500));
-        let totals = db.stats().expect("stats").auto_cluster;
-        assert_eq!(
-            (totals.ranges_estimated, totals.passes),
-            (0, 0),
-            "ratio {ratio}, GC target {gc_target}: {totals:?}"
-        );
+        assert_nothing_looked_at(&db, &format!("ratio {ratio}, GC target {gc_target}"));
         db.close().expect("close");
     }
     let mut bad = Options::small_for_tests(Arc::new(MemFs::new()));
@@ -252,7 +211,7 @@ fn writes_racing_background_passes_and_a_close_lose_nothing() {
     // Clusters at the first look: more passes race the writers.
     options.auto_cluster_ratio = 0.1;
     let db = Arc::new(Db::open(Path::new("/db"), options.clone()).expect("open"));
-    let mut model = load_shuffled(&db, 13);
+    let mut model = load_shuffled(&db, KEYS, 13);
     let scanner = {
         let db = Arc::clone(&db);
         std::thread::spawn(move || {

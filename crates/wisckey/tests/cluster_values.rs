@@ -5,62 +5,25 @@
 //! one every 120 writes.)
 
 mod common;
+#[path = "common/shuffled.rs"]
+mod shuffled;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use common::{HookFs, LogReads};
 use rand::rngs::SmallRng;
-use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
+use shuffled::{key, load_shuffled, read_all, scan_reads, value};
 use wisckey::fs::{FaultFs, FaultKind, FaultOps, FileSystem, FsOp, MemFs};
 use wisckey::{Db, GcOptions, Options, ReadOptions};
-
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
-
-fn key(i: u32) -> Vec<u8> {
-    format!("key{i:06}").into_bytes()
-}
-
-fn value(i: u32, round: u32) -> Vec<u8> {
-    // 260-320 bytes: behind a pointer, several per 4 KiB page.
-    format!("value-{i}-{round}-").repeat(20).into_bytes()
-}
 
 fn options(fs: Arc<dyn FileSystem>) -> Options {
     let mut options = Options::small_for_tests(fs);
     // Only the explicit `gc` calls below collect, so the read counts are the scans' own.
     options.gc_space_amp_target = f64::INFINITY;
     options
-}
-
-/// `n` keys put in an order shuffled with `seed`, flushed.
-fn load_shuffled(db: &Db, n: u32, seed: u64) -> Model {
-    let mut order: Vec<u32> = (0..n).collect();
-    order.shuffle(&mut SmallRng::seed_from_u64(seed));
-    let mut model = Model::new();
-    for i in order {
-        db.put(key(i), value(i, 0)).expect("put");
-        model.insert(key(i), value(i, 0));
-    }
-    db.flush().expect("flush");
-    model
-}
-
-fn read_all(db: &Db) -> Model {
-    db.range::<&[u8], _>(..)
-        .expect("range")
-        .collect::<wisckey::Result<Model>>()
-        .expect("scan")
-}
-
-/// A full scan's value-log reads, checking it shows `model`.
-fn scan_reads(db: &Db, fs: &HookFs<LogReads>, model: &Model) -> usize {
-    let before = fs.hooks.reads.load(Ordering::SeqCst);
-    assert_eq!(&read_all(db), model);
-    fs.hooks.reads.load(Ordering::SeqCst) - before
 }
 
 #[test]
