@@ -169,6 +169,18 @@ pub struct Options {
     /// write-through writer ran ~7× slower), so combine the two only where that is wanted.
     /// Default off. `vlog_write_back_interval` has nothing to do when it is on.
     pub vlog_direct_writes: bool,
+    /// A sync write first makes sure that the next this-many bytes of the active value-log
+    /// segment, past its last record, are already written with zeros and durable (topped up
+    /// once less than half is left), so the write lands on allocated, written blocks and its
+    /// `fdatasync` flushes data only: an append that grows the file also makes `fdatasync`
+    /// write the inode, a second device write it must wait for (PostgreSQL pre-zeroes its
+    /// WAL for the same reason). The price is that bytes written by sync writes reach the
+    /// device twice (zeros, then records); segments written without sync writes are never
+    /// filled, so loads do not pay it. After a crash the zeros are part of the torn tail
+    /// that open cuts off; a finished segment and a cleanly closed log end at their last
+    /// record. Default 1 MiB (`docs/BENCHMARKS.md`); 0 turns it off; not done with
+    /// `vlog_direct_writes`.
+    pub vlog_zero_fill_size: u64,
     /// Size of the `RESERVE` file kept in the database directory. When the disk fills up,
     /// it is deleted so that memtable flushes, manifest rewrites, open and close (and the
     /// deletes that free space) can still complete; it is re-created once space is back.
@@ -252,6 +264,7 @@ impl Default for Options {
             vlog_preallocate_size: 4 << 20,
             vlog_write_back_interval: 1 << 20,
             vlog_direct_writes: false,
+            vlog_zero_fill_size: 1 << 20,
             disk_reserve_size: 32 << 20,
             max_batch_size: 512 << 20,
             gc_space_amp_target: 1.5,
@@ -262,6 +275,20 @@ impl Default for Options {
 }
 
 impl Options {
+    /// The value log's options these set (keys and values of the format's maximum sizes).
+    pub(crate) fn vlog_options(&self) -> crate::vlog::VlogOptions {
+        crate::vlog::VlogOptions {
+            segment_size: self.vlog_segment_size,
+            buffer_size: self.vlog_buffer_size,
+            max_key_size: MAX_KEY_SIZE,
+            max_value_size: MAX_VALUE_SIZE,
+            preallocate_size: self.vlog_preallocate_size,
+            write_back_interval: self.vlog_write_back_interval,
+            direct_writes: self.vlog_direct_writes,
+            zero_fill_size: self.vlog_zero_fill_size,
+        }
+    }
+
     /// Tiny memtables, tables and segments so that tests exercise flushes, compactions and
     /// segment rollover with little data. Uses the given file system.
     pub fn small_for_tests(fs: Arc<dyn FileSystem>) -> Options {
@@ -278,6 +305,7 @@ impl Options {
             target_file_size: 16 << 10,
             level1_max_bytes: 64 << 10,
             vlog_preallocate_size: 64 << 10,
+            vlog_zero_fill_size: 16 << 10,
             disk_reserve_size: 256 << 10,
             ..Options::default()
         }

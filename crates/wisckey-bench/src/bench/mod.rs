@@ -125,6 +125,11 @@ pub struct BenchArgs {
     /// on its own schedule; default: the engine's default, 1 MiB).
     #[arg(long = "vlog_write_back_interval")]
     vlog_write_back_interval: Option<u64>,
+    /// wisckey's `Options::vlog_zero_fill_size` in bytes: small sync writes keep this much
+    /// of the log written with zeros ahead of them (0 turns it off; default: the engine's
+    /// default, 1 MiB).
+    #[arg(long = "vlog_zero_fill_size")]
+    vlog_zero_fill_size: Option<u64>,
     /// wisckey's `Options::vlog_direct_writes`: write the value log with O_DIRECT.
     #[arg(long = "vlog_direct_writes", action = ArgAction::Set, num_args = 0..=1,
           default_value = "false", default_missing_value = "true",
@@ -642,6 +647,9 @@ fn engine_options(args: &BenchArgs) -> Options {
     if let Some(bytes) = args.vlog_segment_size {
         options.vlog_segment_size = bytes;
     }
+    if let Some(bytes) = args.vlog_zero_fill_size {
+        options.vlog_zero_fill_size = bytes;
+    }
     options.vlog_direct_writes = args.vlog_direct_writes;
     options
 }
@@ -659,7 +667,8 @@ fn print_header(args: &BenchArgs, path: &Path, options: &Options) {
         "options:    value_threshold={} cache_size={} bloom_bits={} memtable_size={} \
          scan_readahead_entries={} scan_readahead_threads={} gc_space_amp_target={} \
          value_cache_size={} scan_length_hint={} vlog_write_back_interval={} \
-         vlog_segment_size={} vlog_direct_writes={} auto_cluster_ratio={}",
+         vlog_segment_size={} vlog_direct_writes={} auto_cluster_ratio={} \
+         vlog_zero_fill_size={}",
         options.value_threshold,
         options.block_cache_size,
         options.bloom_bits_per_key,
@@ -672,7 +681,8 @@ fn print_header(args: &BenchArgs, path: &Path, options: &Options) {
         options.vlog_write_back_interval,
         options.vlog_segment_size,
         options.vlog_direct_writes,
-        options.auto_cluster_ratio
+        options.auto_cluster_ratio,
+        options.vlog_zero_fill_size
     );
     println!("db:         {}", path.display());
     println!("------------------------------------------------");

@@ -31,7 +31,7 @@ use crate::filename::{parse_file_name, vlog_file_name, FileKind, CURRENT, LOCK};
 use crate::fs::{FileSystem, ReadOnlyFs};
 use crate::key::ValueKind;
 use crate::memtable::MemTable;
-use crate::options::{Options, RecoveryMode, MAX_KEY_SIZE, MAX_VALUE_SIZE};
+use crate::options::{Options, RecoveryMode};
 use crate::position::LogPosition;
 use crate::snapshot::SnapshotRegistry;
 use crate::version::{LoadedState, TableSource, VersionSet};
@@ -44,7 +44,8 @@ pub struct RecoveryReport {
     /// Log records replayed into the memtable.
     pub replayed_records: u64,
     /// Bytes of a torn tail that were cut off (writes a crash interrupted; never an
-    /// acknowledged sync write).
+    /// acknowledged sync write), including the zeros that sync writes keep written ahead of
+    /// the log's end (`Options::vlog_zero_fill_size`) and direct writes' block padding.
     pub torn_tail_bytes: u64,
     /// Damage that salvage stepped over (empty in `Strict` mode, which refuses instead).
     pub salvaged: Vec<SalvagedDamage>,
@@ -87,15 +88,7 @@ pub(crate) fn open(
             dir.display()
         )));
     }
-    let vlog_options = VlogOptions {
-        segment_size: options.vlog_segment_size,
-        buffer_size: options.vlog_buffer_size,
-        max_key_size: MAX_KEY_SIZE,
-        max_value_size: MAX_VALUE_SIZE,
-        preallocate_size: options.vlog_preallocate_size,
-        write_back_interval: options.vlog_write_back_interval,
-        direct_writes: options.vlog_direct_writes,
-    };
+    let vlog_options = options.vlog_options();
     let lock = if read_only {
         if !exists {
             // The same diagnosis as a read-write open (it reads only): database files

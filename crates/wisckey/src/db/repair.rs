@@ -50,7 +50,7 @@ use crate::error::{Error, Result};
 use crate::filename::{parse_file_name, table_file_name, vlog_file_name, FileKind, CURRENT, LOCK};
 use crate::fs::FileSystem;
 use crate::key::{make_internal_key, parse_internal_key, ValueKind};
-use crate::options::{Options, MAX_KEY_SIZE, MAX_VALUE_SIZE};
+use crate::options::Options;
 use crate::position::LogPosition;
 use crate::sstable::{Table, TableBuilder, TableOptions};
 use crate::version::{FileMeta, RebuiltCounters, SegmentMeta, VersionSet, NUM_LEVELS};
@@ -321,15 +321,7 @@ pub(crate) fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
             dir.display()
         )));
     }
-    let vlog_options = VlogOptions {
-        segment_size: options.vlog_segment_size,
-        buffer_size: options.vlog_buffer_size,
-        max_key_size: MAX_KEY_SIZE,
-        max_value_size: MAX_VALUE_SIZE,
-        preallocate_size: options.vlog_preallocate_size,
-        write_back_interval: options.vlog_write_back_interval,
-        direct_writes: options.vlog_direct_writes,
-    };
+    let vlog_options = options.vlog_options();
     // The old manifest, where one still loads: which tables are live, where replay would
     // start, and numbers not to reuse.
     let old_state = VersionSet::load(&*fs, dir).ok().or_else(|| {

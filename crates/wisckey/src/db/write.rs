@@ -471,7 +471,7 @@ fn append_reserved(
     let flush_now = inner.options.write_through_to_os
         || inner.vlog.since_write_out() >= inner.options.vlog_flush_interval;
     if sync {
-        vlog.sync()?;
+        vlog.sync_write()?;
     } else if flush_now {
         vlog.flush()?;
     }

@@ -2,7 +2,8 @@
 //!
 //! Every call — on the file system and on the handles it returns — is one [`FsOp`], and
 //! each op is either a *write* (`create`, `open_append`, `append`, `sync_data`, `set_len`,
-//! `rename`, `remove`, `sync_dir`, `punch_hole`, `create_dir_all`) or a *read* (`open_read`,
+//! `zero_fill`, `rename`, `remove`, `sync_dir`, `punch_hole`, `create_dir_all`,
+//! `preallocate`) or a *read* (`open_read`,
 //! `read_at`, readable `len`, `list`, `exists`, `file_size`, `lock`). Calls are counted per
 //! op from creation; a [`FaultOps`] selects which ops a count covers (writes, all, or a
 //! listed few). `WritableFile::len` is infallible and is not counted.
@@ -115,11 +116,13 @@ pub enum FsOp {
     /// `WritableFile::start_write_back` (a hint: counted under `All` and `Only`, not under
     /// `Writes`, since it changes nothing a crash could observe).
     StartWriteBack,
+    /// `WritableFile::zero_fill`.
+    ZeroFill,
 }
 
 impl FsOp {
     /// Every op, in declaration order: `ALL[op as usize] == op`.
-    pub const ALL: [FsOp; 19] = [
+    pub const ALL: [FsOp; 20] = [
         FsOp::CreateDirAll,
         FsOp::Create,
         FsOp::OpenAppend,
@@ -139,6 +142,7 @@ impl FsOp {
         FsOp::ReadLen,
         FsOp::Preallocate,
         FsOp::StartWriteBack,
+        FsOp::ZeroFill,
     ];
 
     /// Whether the call changes the file system (is counted under [`FaultOps::Writes`]).
@@ -154,7 +158,8 @@ impl FsOp {
             | FsOp::Append
             | FsOp::SyncData
             | FsOp::SetLen
-            | FsOp::Preallocate => true,
+            | FsOp::Preallocate
+            | FsOp::ZeroFill => true,
             FsOp::OpenRead
             | FsOp::List
             | FsOp::Exists
@@ -187,6 +192,7 @@ impl FsOp {
             FsOp::ReadLen => "len",
             FsOp::Preallocate => "preallocate",
             FsOp::StartWriteBack => "start_write_back",
+            FsOp::ZeroFill => "zero_fill",
         }
     }
 }
@@ -496,6 +502,11 @@ impl WritableFile for FaultWritable {
     fn start_write_back(&mut self, offset: u64, len: u64) -> Result<()> {
         check(&self.state, FsOp::StartWriteBack, &self.path)?;
         self.inner.start_write_back(offset, len)
+    }
+
+    fn zero_fill(&mut self, from: u64, to: u64) -> Result<bool> {
+        check(&self.state, FsOp::ZeroFill, &self.path)?;
+        self.inner.zero_fill(from, to)
     }
 }
 

@@ -273,6 +273,7 @@ impl FileSystem for MemFs {
         Ok(Box::new(MemWritable {
             inode,
             path: path.to_path_buf(),
+            append_at: None,
         }))
     }
 
@@ -281,6 +282,7 @@ impl FileSystem for MemFs {
         Ok(Box::new(MemWritable {
             inode,
             path: path.to_path_buf(),
+            append_at: None,
         }))
     }
 
@@ -438,17 +440,25 @@ impl ReadableFile for MemReadable {
 struct MemWritable {
     inode: InodeRef,
     path: PathBuf,
+    /// Where appends go once `zero_fill` wrote past it (`None`: at the file's end).
+    append_at: Option<usize>,
 }
 
 impl WritableFile for MemWritable {
     fn append(&mut self, data: &[u8]) -> Result<()> {
         let mut inode = self.inode.lock();
-        if inode.data.len().checked_add(data.len()).is_none() {
+        let at = self.append_at.unwrap_or(inode.data.len());
+        let Some(end) = at.checked_add(data.len()) else {
             return Err(os_err("append", &self.path, libc::EFBIG));
+        };
+        inode.mark_dirty(at);
+        if inode.data.len() < end {
+            inode.data.resize(end, 0);
         }
-        let end = inode.data.len();
-        inode.mark_dirty(end);
-        inode.data.extend_from_slice(data);
+        inode.data[at..end].copy_from_slice(data);
+        if let Some(pos) = self.append_at.as_mut() {
+            *pos = end;
+        }
         Ok(())
     }
 
@@ -460,11 +470,32 @@ impl WritableFile for MemWritable {
     fn set_len(&mut self, len: u64) -> Result<()> {
         let len = to_usize(len, "set_len", &self.path)?;
         self.inode.lock().resize(len);
+        self.append_at = None;
         Ok(())
     }
 
     fn len(&self) -> u64 {
-        self.inode.lock().data.len() as u64
+        self.append_at
+            .unwrap_or_else(|| self.inode.lock().data.len()) as u64
+    }
+
+    fn zero_fill(&mut self, from: u64, to: u64) -> Result<bool> {
+        let from = to_usize(from, "zero_fill", &self.path)?;
+        let to = to_usize(to, "zero_fill", &self.path)?;
+        let mut inode = self.inode.lock();
+        let at = self.append_at.unwrap_or(inode.data.len());
+        if from < at {
+            return Err(os_err("zero_fill", &self.path, libc::EINVAL));
+        }
+        if to > from {
+            inode.mark_dirty(from);
+            if inode.data.len() < to {
+                inode.data.resize(to, 0);
+            }
+            inode.data[from..to].fill(0);
+        }
+        self.append_at = Some(at);
+        Ok(true)
     }
 
     fn preallocate(&mut self, _up_to: u64) -> Result<()> {

@@ -182,6 +182,15 @@ pub trait WritableFile: Send + std::fmt::Debug {
     fn start_write_back(&mut self, _offset: u64, _len: u64) -> Result<()> {
         Ok(())
     }
+    /// Writes zeros to `[from, to)`, past the append position (`from >= len()`), leaving
+    /// `len()` as it is: later appends overwrite them. So the blocks an append will land on
+    /// are allocated and written before it, and the `sync_data` that follows it flushes
+    /// only data (an append that grows the file also makes `fdatasync` write the inode).
+    /// The file's length as readers see it then includes the zeros; `set_len` cuts them.
+    /// Returns `false` where the file cannot do this (the default; nothing written).
+    fn zero_fill(&mut self, _from: u64, _to: u64) -> Result<bool> {
+        Ok(false)
+    }
 }
 
 /// An exclusive lock held until dropped.

@@ -76,6 +76,7 @@ impl FileSystem for PosixFs {
             file,
             path: path.to_path_buf(),
             len: 0,
+            zeros_past_len: false,
         }))
     }
 
@@ -92,6 +93,7 @@ impl FileSystem for PosixFs {
             file,
             path: path.to_path_buf(),
             len,
+            zeros_past_len: false,
         }))
     }
 
@@ -285,6 +287,9 @@ struct PosixWritable {
     file: File,
     path: PathBuf,
     len: u64,
+    /// `zero_fill` wrote past `len` since the last `set_len`: the file's size is not the
+    /// append position.
+    zeros_past_len: bool,
 }
 
 impl WritableFile for PosixWritable {
@@ -296,9 +301,12 @@ impl WritableFile for PosixWritable {
             }
             Err(e) => {
                 // A partial write may have landed (ENOSPC mid-way): re-read the real length
-                // so `len()` and later appends agree with the file.
-                if let Ok(meta) = self.file.metadata() {
-                    self.len = meta.len();
+                // so `len()` and later appends agree with the file. Over zero-filled space
+                // the size says nothing about it; the caller cuts back with `set_len`.
+                if !self.zeros_past_len {
+                    if let Ok(meta) = self.file.metadata() {
+                        self.len = meta.len();
+                    }
                 }
                 Err(io_err("append", &self.path, e))
             }
@@ -316,7 +324,29 @@ impl WritableFile for PosixWritable {
             .set_len(len)
             .map_err(|e| io_err("set_len", &self.path, e))?;
         self.len = len;
+        self.zeros_past_len = false;
         Ok(())
+    }
+
+    fn zero_fill(&mut self, from: u64, to: u64) -> Result<bool> {
+        static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
+        if from < self.len {
+            return Err(Error::InvalidArgument(format!(
+                "zero_fill {}: {from} lies before the append position {}",
+                self.path.display(),
+                self.len
+            )));
+        }
+        let mut at = from;
+        while at < to {
+            let n = (to - at).min(ZEROS.len() as u64) as usize;
+            self.zeros_past_len = true;
+            self.file
+                .write_all_at(&ZEROS[..n], at)
+                .map_err(|e| io_err("zero_fill", &self.path, e))?;
+            at += n as u64;
+        }
+        Ok(true)
     }
 
     fn len(&self) -> u64 {
@@ -402,6 +432,31 @@ mod tests {
         drop(guard);
         let _again = fs.lock(&path).expect("lock after release");
         assert_eq!(fs.file_size(&path).expect("size"), 0, "LOCK stays empty");
+    }
+
+    #[test]
+    fn appends_overwrite_zero_filled_space_and_set_len_cuts_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("f");
+        let fs = PosixFs::new();
+        let mut w = fs.create(&path).expect("create");
+        w.append(b"head").expect("append");
+        assert!(w.zero_fill(4, 200_000).expect("zero fill"));
+        assert_eq!(w.len(), 4, "the append position stays");
+        assert_eq!(fs.file_size(&path).expect("size"), 200_000);
+        assert!(w.zero_fill(2, 10).is_err(), "never over appended bytes");
+        w.append(b"tail").expect("append");
+        w.sync_data().expect("sync");
+        let mut back = vec![1u8; 12];
+        fs.open_read(&path)
+            .expect("open")
+            .read_exact_at(0, &mut back, "f")
+            .expect("read");
+        assert_eq!(&back, b"headtail\0\0\0\0");
+        w.set_len(w.len()).expect("cut");
+        assert_eq!(fs.file_size(&path).expect("size"), 8);
+        w.append(b"!").expect("append");
+        assert_eq!(fs.file_size(&path).expect("size"), 9);
     }
 
     #[test]

@@ -263,6 +263,7 @@ mod tests {
             preallocate_size: 0,
             write_back_interval: 0,
             direct_writes: false,
+            zero_fill_size: 0,
         }
     }
 
@@ -316,6 +317,7 @@ mod tests {
             preallocate_size: 0,
             write_back_interval: 0,
             direct_writes: false,
+            zero_fill_size: 0,
             ..opts()
         };
         let long_key = encoded(1, ValueKind::Value, true, b"abcd", b"v");
@@ -335,6 +337,7 @@ mod tests {
             preallocate_size: 0,
             write_back_interval: 0,
             direct_writes: false,
+            zero_fill_size: 0,
             ..opts()
         };
         assert!(decode_record(&huge, &unlimited).is_err());

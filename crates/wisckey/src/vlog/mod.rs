@@ -59,6 +59,10 @@ pub struct VlogOptions {
     /// Segments are written with `O_DIRECT` where the file system allows
     /// ([`crate::fs::FileSystem::create_direct`]): appended bytes bypass the page cache.
     pub direct_writes: bool,
+    /// Sync writes keep this many bytes past the log's end written with zeros
+    /// ([`VlogWriter::sync_write`]), so their `fdatasync` overwrites written blocks and
+    /// flushes data only. 0 disables it; direct writes never do it.
+    pub zero_fill_size: u64,
 }
 
 impl Default for VlogOptions {
@@ -71,6 +75,7 @@ impl Default for VlogOptions {
             preallocate_size: 4 << 20,
             write_back_interval: 1 << 20,
             direct_writes: false,
+            zero_fill_size: 1 << 20,
         }
     }
 }

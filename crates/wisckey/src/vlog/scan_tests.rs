@@ -23,6 +23,7 @@ fn opts(segment_size: u64) -> VlogOptions {
         preallocate_size: 0,
         write_back_interval: 0,
         direct_writes: false,
+        zero_fill_size: 0,
     }
 }
 

@@ -90,6 +90,10 @@ pub struct VlogWriter {
     reserved_to: u64,
     /// Write-back of the active segment has been started up to this offset.
     write_back_from: u64,
+    /// The active segment's file may hold zeros written ahead of the records up to this
+    /// offset ([`VlogWriter::sync_write`]); never below `flushed_len`'s segment start. The
+    /// segment is cut back to its last record before it is finished.
+    zeroed_to: u64,
     sync_failure: Option<Error>,
 }
 
@@ -158,6 +162,7 @@ impl VlogWriter {
             must_roll: decoded.version < FORMAT_VERSION,
             reserved_to: end.offset,
             write_back_from: end.offset,
+            zeroed_to: end.offset,
             sync_failure: None,
         })
     }
@@ -195,6 +200,7 @@ impl VlogWriter {
             must_roll: false,
             reserved_to: SEGMENT_HEADER_LEN,
             write_back_from: 0,
+            zeroed_to: SEGMENT_HEADER_LEN,
             sync_failure: None,
         })
     }
@@ -333,12 +339,58 @@ impl VlogWriter {
         Ok(())
     }
 
+    /// [`VlogWriter::sync`] for a sync write: if the sync covers little (under 1/16 of
+    /// `zero_fill_size`: latency, not bandwidth, is what it waits for), first tops up the
+    /// zeros written ahead of the records, so that this sync, and the next ones, overwrite
+    /// written blocks within the file's size and `fdatasync` flushes data only. Large syncs
+    /// (`Db::sync` after a load, GC's relocation batches) write no zeros. A failure to
+    /// write the zeros is ignored (the write then syncs as an append would); the sync's is
+    /// not.
+    pub fn sync_write(&mut self) -> Result<()> {
+        self.check_not_failed()?;
+        self.write_out()?;
+        self.zero_fill_ahead();
+        self.sync()
+    }
+
+    /// Writes zeros past the records once less than half of `zero_fill_size` is left, up
+    /// to `zero_fill_size` past them (never past the segment's target size).
+    fn zero_fill_ahead(&mut self) {
+        let size = self.opts.zero_fill_size;
+        if size == 0 || self.opts.direct_writes || self.must_roll {
+            return;
+        }
+        let unsynced = if self.synced_end.segment == self.segment {
+            self.flushed_len.saturating_sub(self.synced_end.offset)
+        } else {
+            self.flushed_len
+        };
+        if unsynced >= size / 16 {
+            return;
+        }
+        let from = self.zeroed_to.max(self.flushed_len);
+        let to = (self.flushed_len + size).min(self.opts.segment_size);
+        if from >= to || from - self.flushed_len >= size / 2 {
+            return;
+        }
+        // Even a failed fill may have written some zeros: the segment is cut back before it
+        // is finished either way.
+        self.zeroed_to = to;
+        let _ = self.file.zero_fill(from, to);
+    }
+
+    /// Whether the active segment's file may run past its last record (direct writes' block
+    /// padding or zeros written ahead), so it must be cut back before it is finished.
+    fn may_run_past_records(&self) -> bool {
+        self.opts.direct_writes || self.zeroed_to > self.flushed_len
+    }
+
     /// [`VlogWriter::sync`], and with direct writes also cuts off the zeros that pad the
     /// active segment's last block (and syncs that), so that a cleanly closed log ends
     /// exactly at its last record and the next open finds no torn tail. For close.
     pub fn finish(&mut self) -> Result<()> {
         self.sync()?;
-        if self.opts.direct_writes {
+        if self.may_run_past_records() {
             let trimmed = self
                 .file
                 .set_len(self.flushed_len)
@@ -347,6 +399,7 @@ impl VlogWriter {
                 self.sync_failure = Some(e.clone());
                 return Err(e);
             }
+            self.zeroed_to = self.flushed_len;
         }
         Ok(())
     }
@@ -374,6 +427,7 @@ impl VlogWriter {
             if self.file.set_len(start.offset).is_ok() {
                 self.flushed_len = start.offset;
                 self.write_back_from = self.write_back_from.min(start.offset);
+                self.zeroed_to = start.offset;
             } else {
                 self.must_roll = true;
             }
@@ -503,7 +557,9 @@ impl VlogWriter {
                 self.start_write_back_if_due();
             }
             Err(_) => {
-                if self.file.set_len(self.flushed_len).is_err() {
+                if self.file.set_len(self.flushed_len).is_ok() {
+                    self.zeroed_to = self.flushed_len;
+                } else {
                     self.must_roll = true;
                 }
             }
@@ -615,15 +671,17 @@ impl VlogWriter {
         // The finished segment (data and directory entry) is made durable before the next
         // one receives a byte. A later segment holding data then proves every earlier one
         // complete, so recovery can tell a torn tail (the log's end) from a hole (corruption).
-        if self.opts.direct_writes {
-            // Direct writes pad the last block with zeros: cut them off, so a finished
-            // segment ends exactly at its last record (the sync below covers the size).
+        let cut = self.may_run_past_records();
+        if cut {
+            // Direct writes pad the last block with zeros, sync writes write zeros ahead:
+            // cut them off, so a finished segment ends exactly at its last record (the sync
+            // below covers the size).
             if let Err(e) = self.file.set_len(self.flushed_len) {
                 self.sync_failure = Some(e.clone());
                 return Err(e);
             }
         }
-        if self.opts.direct_writes
+        if cut
             || self.synced_end < self.flushed_end()
             || self.dir_entry_unsynced
         {
@@ -652,6 +710,7 @@ impl VlogWriter {
         }
         self.reserved_to = SEGMENT_HEADER_LEN;
         self.write_back_from = 0;
+        self.zeroed_to = SEGMENT_HEADER_LEN;
         self.file = file;
         self.segment = next;
         self.flushed_len = SEGMENT_HEADER_LEN;

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::*;
-use crate::fs::{FaultFs, FaultKind, FaultOps, FsOp, MemFs};
+use crate::fs::{FaultFs, FaultKind, FaultOps, FsOp, MemFs, PowerLoss};
 use crate::vlog::{extract_value, scan, LiveRange, ScannedRecord, VlogReader};
 
 fn dir() -> PathBuf {
@@ -20,6 +20,7 @@ fn opts(segment_size: u64, buffer_size: usize) -> VlogOptions {
         preallocate_size: 0,
         write_back_interval: 0,
         direct_writes: false,
+        zero_fill_size: 0,
     }
 }
 
@@ -462,6 +463,7 @@ fn write_back_is_started_every_interval_of_written_out_bytes() {
         VlogOptions {
             write_back_interval: 0,
             direct_writes: false,
+            zero_fill_size: 0,
             ..opts(64 << 10, BUFFER)
         },
     );
@@ -506,6 +508,7 @@ fn a_failing_write_back_hint_fails_no_write() {
 fn pipelined(segment_size: u64, buffer_size: usize) -> VlogOptions {
     VlogOptions {
         direct_writes: true,
+        zero_fill_size: 0,
         ..opts(segment_size, buffer_size)
     }
 }
@@ -611,4 +614,155 @@ fn a_failed_pipelined_write_out_fails_a_later_call_and_is_cut_off() {
         vec![(1, vec![b"a".to_vec()]), (4, vec![b"d".to_vec()])]
     );
     assert_eq!(end, w.end());
+}
+
+fn zero_filled(segment_size: u64, fill: u64) -> VlogOptions {
+    VlogOptions {
+        zero_fill_size: fill,
+        ..opts(segment_size, 1 << 20)
+    }
+}
+
+#[test]
+fn sync_writes_write_zeros_ahead_and_overwrite_them() {
+    const FILL: u64 = 8 << 10;
+    let (mem, fs) = new_fs();
+    let o = zero_filled(1 << 20, FILL);
+    let mut w = new_writer(&fs, o.clone());
+    fs.record_calls(true);
+    let value = [5u8; 300];
+    let mut fills = Vec::new();
+    for i in 0..60u64 {
+        let key = format!("k{i:03}");
+        w.append_batch(i + 1, &[put(key.as_bytes(), &value)])
+            .expect("append");
+        w.sync_write().expect("sync write");
+        let end = w.end().offset;
+        assert_eq!(w.synced_end(), w.end());
+        // The file runs past the records by zeros: at least half the fill is left.
+        let len = seg_len(&mem, 1);
+        assert!(
+            len >= end + FILL / 2 && len <= end + FILL,
+            "after write {i}: file {len} bytes, records end at {end}"
+        );
+        let bytes = mem.contents(&seg_path(1)).expect("segment");
+        assert!(bytes[end as usize..].iter().all(|&b| b == 0));
+        fills.push(len);
+    }
+    fills.dedup();
+    let zero_fills = fs
+        .recorded()
+        .iter()
+        .filter(|(op, _)| *op == FsOp::ZeroFill)
+        .count();
+    // 60 records of 326 bytes: ~19.5 KiB of log, topped up every ~4 KiB.
+    assert_eq!(zero_fills, fills.len());
+    assert!((4..=7).contains(&zero_fills), "{zero_fills} fills: {fills:?}");
+    // Every record reads back, and a replay ends at the last record, not in the zeros.
+    let (batches, end) = replay(&mem, &o);
+    assert_eq!(batches.len(), 60);
+    assert_eq!(end, w.end());
+}
+
+#[test]
+fn plain_syncs_and_loads_write_no_zeros() {
+    let (mem, fs) = new_fs();
+    let o = zero_filled(1 << 20, 8 << 10);
+    let mut w = new_writer(&fs, o);
+    for i in 0..20u64 {
+        w.append_batch(i + 1, &[put(format!("k{i}").as_bytes(), &[1u8; 100])])
+            .expect("append");
+        w.sync().expect("sync");
+    }
+    assert_eq!(seg_len(&mem, 1), w.end().offset);
+    assert_eq!(fs.calls_of(FaultOps::Only(&[FsOp::ZeroFill])), 0);
+
+    // A sync write that covers 1/16 of the fill size or more (a bulk `Db::sync`, GC's
+    // relocations, many large writes in one group) writes none.
+    let big = [2u8; 520];
+    w.append_batch(21, &[put(b"big", &big)]).expect("append");
+    w.sync_write().expect("sync write");
+    assert_eq!(seg_len(&mem, 1), w.end().offset);
+    assert_eq!(fs.calls_of(FaultOps::Only(&[FsOp::ZeroFill])), 0);
+
+    // Off (0) or with direct writes: sync writes write none either.
+    for o in [
+        zero_filled(1 << 20, 0),
+        VlogOptions {
+            direct_writes: true,
+            ..zero_filled(1 << 20, 8 << 10)
+        },
+    ] {
+        let (mem, fs) = new_fs();
+        let mut w = new_writer(&fs, o);
+        w.append_batch(1, &[put(b"k", &[1u8; 100])]).expect("append");
+        w.sync_write().expect("sync write");
+        assert_eq!(fs.calls_of(FaultOps::Only(&[FsOp::ZeroFill])), 0);
+        w.finish().expect("finish");
+        assert_eq!(seg_len(&mem, 1), w.end().offset);
+    }
+}
+
+#[test]
+fn finished_segments_and_a_closed_log_end_at_their_last_record() {
+    let (mem, fs) = new_fs();
+    let o = zero_filled(8 << 10, 4 << 10);
+    let mut w = new_writer(&fs, o.clone());
+    let mut ends = std::collections::BTreeMap::new();
+    for i in 0..80u64 {
+        let ptrs = w
+            .append_batch(i + 1, &[put(format!("k{i:03}").as_bytes(), &[9u8; 200])])
+            .expect("append");
+        ends.insert(ptrs[0].segment, ptrs[0].end());
+        w.sync_write().expect("sync write");
+    }
+    let last = w.active_segment();
+    assert!(last >= 3, "the test should roll over");
+    for n in 1..last {
+        assert_eq!(seg_len(&mem, n), ends[&n], "segment {n} keeps zeros");
+    }
+    assert!(seg_len(&mem, last) > w.end().offset, "zeros ahead before close");
+    w.finish().expect("finish");
+    assert_eq!(seg_len(&mem, last), w.end().offset);
+    assert_eq!(replay(&mem, &o).0.len(), 80);
+}
+
+#[test]
+fn after_a_power_cut_the_zeros_are_a_torn_tail_and_synced_writes_survive() {
+    for (seed, mode) in [
+        (0, PowerLoss::DropUnsynced),
+        (11, PowerLoss::TornTail { seed: 11 }),
+        (12, PowerLoss::TornTail { seed: 12 }),
+        (13, PowerLoss::TornTail { seed: 13 }),
+    ] {
+        let (mem, fs) = new_fs();
+        let o = zero_filled(1 << 20, 4 << 10);
+        let mut w = new_writer(&fs, o.clone());
+        for i in 0..30u64 {
+            w.append_batch(i + 1, &[put(format!("k{i:03}").as_bytes(), &[3u8; 150])])
+                .expect("append");
+            w.sync_write().expect("sync write");
+        }
+        let synced = w.synced_end();
+        // Unsynced writes over the zeros, then the power goes.
+        for i in 30..40u64 {
+            w.append_batch(i + 1, &[put(format!("k{i:03}").as_bytes(), &[4u8; 150])])
+                .expect("append");
+        }
+        w.flush().expect("flush");
+        let after = mem.power_loss_image(mode);
+        let (batches, end) = replay(&after, &o);
+        assert!(end >= synced, "seed {seed}: lost synced writes");
+        assert!(batches.len() >= 30 && batches.len() <= 40, "seed {seed}");
+        for (n, (seq, _)) in batches.iter().enumerate() {
+            assert_eq!(*seq, n as u64 + 1, "seed {seed}: a hole");
+        }
+        // Reopening cuts the zeros with the torn tail and appends after the last record.
+        let after: Arc<dyn FileSystem> = Arc::new(after);
+        let mut w = VlogWriter::open(Arc::clone(&after), dir(), end, o.clone()).expect("open");
+        assert_eq!(after.file_size(&seg_path(1)).expect("size"), end.offset);
+        w.append_batch(100, &[put(b"again", b"v")]).expect("append");
+        w.sync_write().expect("sync write");
+        assert_eq!(w.synced_end(), w.end());
+    }
 }
