@@ -169,17 +169,17 @@ pub struct Options {
     /// write-through writer ran ~7× slower), so combine the two only where that is wanted.
     /// Default off. `vlog_write_back_interval` has nothing to do when it is on.
     pub vlog_direct_writes: bool,
-    /// A sync write first makes sure that the next this-many bytes of the active value-log
-    /// segment, past its last record, are already written with zeros and durable (topped up
-    /// once less than half is left), so the write lands on allocated, written blocks and its
+    /// A sync write whose commit group is small (under 1/16 of this size) first makes sure
+    /// that the next this-many bytes of the active value-log segment, past its last record,
+    /// are already written with zeros and durable (topped up once less than half is left),
+    /// so the write lands on allocated, written blocks and its
     /// `fdatasync` flushes data only: an append that grows the file also makes `fdatasync`
     /// write the inode, a second device write it must wait for (PostgreSQL pre-zeroes its
     /// WAL for the same reason). The price is that bytes written by sync writes reach the
     /// device twice (zeros, then records); segments written without sync writes are never
     /// filled, so loads do not pay it. After a crash the zeros are part of the torn tail
     /// that open cuts off; a finished segment and a cleanly closed log end at their last
-    /// record. Default 1 MiB (`docs/BENCHMARKS.md`); 0 turns it off; not done with
-    /// `vlog_direct_writes`.
+    /// record. Default 1 MiB (`docs/BENCHMARKS.md`); 0 turns it off.
     pub vlog_zero_fill_size: u64,
     /// Size of the `RESERVE` file kept in the database directory. When the disk fills up,
     /// it is deleted so that memtable flushes, manifest rewrites, open and close (and the

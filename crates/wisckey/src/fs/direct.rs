@@ -11,9 +11,10 @@
 //! - after an `append` returns, every byte appended so far is in the file (the same promise
 //!   a buffered `pwrite` gives), so readers may read it at once through their own handles;
 //! - bytes past the logical length `len()` inside the last block are zeros, and the file's
-//!   size on disk is `len()` rounded up to [`BLOCK`]; recovery reads that as the log's
-//!   torn tail, and [`DirectWritable::set_len`] (called when a segment is finished or
-//!   reopened) cuts it off;
+//!   size on disk is `len()` rounded up to [`BLOCK`], or more after `zero_fill` (zero
+//!   blocks past it); recovery reads that as the log's torn tail, and
+//!   [`DirectWritable::set_len`] (called when a segment is finished or reopened) cuts it
+//!   off;
 //! - `tail` holds exactly the bytes of the file from `align_down(len)` to `len`.
 //!
 //! Page-cache coherence: the kernel drops cached pages of a range written directly, so a
@@ -212,6 +213,49 @@ impl WritableFile for DirectWritable {
     fn preallocate(&mut self, up_to: u64) -> Result<()> {
         super::posix::preallocate(&self.file, &self.path, self.len, up_to)
     }
+
+    /// Whole zero blocks from the first block boundary at or after `from` up to `to` rounded
+    /// up: the block holding `len` is left alone (its bytes past `len` are zeros already,
+    /// and every append rewrites it).
+    fn zero_fill(&mut self, from: u64, to: u64) -> Result<bool> {
+        const CHUNK: usize = 64 << 10;
+        if from < self.len {
+            return Err(Error::InvalidArgument(format!(
+                "zero_fill {}: {from} lies before the append position {}",
+                self.path.display(),
+                self.len
+            )));
+        }
+        let block = BLOCK as u64;
+        let mut at = from.div_ceil(block) * block;
+        let end = to.div_ceil(block) * block;
+        while at < end {
+            let n = (end - at).min(CHUNK as u64) as usize;
+            let zeros = self.staging.window(n);
+            zeros.fill(0);
+            let mut written = 0;
+            while written < n {
+                match self
+                    .file
+                    .write_at(&self.staging.bytes()[written..], at + written as u64)
+                {
+                    Ok(0) => {
+                        return Err(io_err(
+                            "zero_fill (O_DIRECT)",
+                            &self.path,
+                            io::ErrorKind::WriteZero.into(),
+                        ))
+                    }
+                    Ok(k) => written += k,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(io_err("zero_fill (O_DIRECT)", &self.path, e)),
+                }
+            }
+            at += n as u64;
+        }
+        self.staging.shrink_to(USUAL_WRITE);
+        Ok(true)
+    }
 }
 
 #[cfg(test)]
@@ -270,6 +314,34 @@ mod tests {
             );
         }
         file.sync_data().expect("sync");
+    }
+
+    #[test]
+    fn appends_overwrite_zero_filled_blocks_and_set_len_cuts_them() {
+        let temp = tempfile::tempdir().expect("tempdir");
+        let Some(mut file) = direct_file(temp.path()) else {
+            return;
+        };
+        let first = pattern(3, 5_000);
+        file.append(&first).expect("append");
+        assert!(file.zero_fill(5_000, 150_000).expect("zero fill"));
+        assert_eq!(file.len(), 5_000, "the append position stays");
+        assert_eq!(
+            contents(temp.path()).len(),
+            150_000_usize.div_ceil(BLOCK) * BLOCK
+        );
+        assert!(
+            file.zero_fill(100, 200).is_err(),
+            "never over appended bytes"
+        );
+        let second = pattern(4, 70_000);
+        file.append(&second).expect("append");
+        let on_disk = contents(temp.path());
+        assert_eq!(&on_disk[..5_000], &first[..]);
+        assert_eq!(&on_disk[5_000..75_000], &second[..]);
+        assert!(on_disk[75_000..].iter().all(|&b| b == 0));
+        file.set_len(file.len()).expect("cut");
+        assert_eq!(contents(temp.path()).len(), 75_000);
     }
 
     #[test]

@@ -61,7 +61,7 @@ pub struct VlogOptions {
     pub direct_writes: bool,
     /// Sync writes keep this many bytes past the log's end written with zeros
     /// ([`VlogWriter::sync_write`]), so their `fdatasync` overwrites written blocks and
-    /// flushes data only. 0 disables it; direct writes never do it.
+    /// flushes data only. 0 disables it.
     pub zero_fill_size: u64,
 }
 

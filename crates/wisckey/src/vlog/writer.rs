@@ -357,7 +357,7 @@ impl VlogWriter {
     /// to `zero_fill_size` past them (never past the segment's target size).
     fn zero_fill_ahead(&mut self) {
         let size = self.opts.zero_fill_size;
-        if size == 0 || self.opts.direct_writes || self.must_roll {
+        if size == 0 || self.must_roll {
             return;
         }
         let unsynced = if self.synced_end.segment == self.segment {

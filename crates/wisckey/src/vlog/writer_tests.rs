@@ -685,14 +685,9 @@ fn plain_syncs_and_loads_write_no_zeros() {
     assert_eq!(seg_len(&mem, 1), w.end().offset);
     assert_eq!(fs.calls_of(FaultOps::Only(&[FsOp::ZeroFill])), 0);
 
-    // Off (0) or with direct writes: sync writes write none either.
-    for o in [
-        zero_filled(1 << 20, 0),
-        VlogOptions {
-            direct_writes: true,
-            ..zero_filled(1 << 20, 8 << 10)
-        },
-    ] {
+    // Off (0): sync writes write none either.
+    {
+        let o = zero_filled(1 << 20, 0);
         let (mem, fs) = new_fs();
         let mut w = new_writer(&fs, o);
         w.append_batch(1, &[put(b"k", &[1u8; 100])]).expect("append");
@@ -705,26 +700,40 @@ fn plain_syncs_and_loads_write_no_zeros() {
 
 #[test]
 fn finished_segments_and_a_closed_log_end_at_their_last_record() {
-    let (mem, fs) = new_fs();
-    let o = zero_filled(8 << 10, 4 << 10);
-    let mut w = new_writer(&fs, o.clone());
-    let mut ends = std::collections::BTreeMap::new();
-    for i in 0..80u64 {
-        let ptrs = w
-            .append_batch(i + 1, &[put(format!("k{i:03}").as_bytes(), &[9u8; 200])])
-            .expect("append");
-        ends.insert(ptrs[0].segment, ptrs[0].end());
+    // Buffered, and with direct writes (pipelined write-outs of full buffers between the
+    // sync writes; `MemFs` writes "direct" files like any other).
+    for direct_writes in [false, true] {
+        let (mem, fs) = new_fs();
+        let o = VlogOptions {
+            direct_writes,
+            buffer_size: 1024,
+            ..zero_filled(8 << 10, 4 << 10)
+        };
+        let mut w = new_writer(&fs, o.clone());
+        let mut ends = std::collections::BTreeMap::new();
+        for i in 0..80u64 {
+            let ptrs = w
+                .append_batch(i + 1, &[put(format!("k{i:03}").as_bytes(), &[9u8; 200])])
+                .expect("append");
+            ends.insert(ptrs[0].segment, ptrs[0].end());
+            if i % 3 != 0 {
+                w.sync_write().expect("sync write");
+            }
+        }
         w.sync_write().expect("sync write");
+        let last = w.active_segment();
+        assert!(last >= 3, "the test should roll over");
+        for n in 1..last {
+            assert_eq!(seg_len(&mem, n), ends[&n], "segment {n} keeps zeros");
+        }
+        assert!(
+            seg_len(&mem, last) > w.end().offset,
+            "zeros ahead before close"
+        );
+        w.finish().expect("finish");
+        assert_eq!(seg_len(&mem, last), w.end().offset);
+        assert_eq!(replay(&mem, &o).0.len(), 80, "direct_writes {direct_writes}");
     }
-    let last = w.active_segment();
-    assert!(last >= 3, "the test should roll over");
-    for n in 1..last {
-        assert_eq!(seg_len(&mem, n), ends[&n], "segment {n} keeps zeros");
-    }
-    assert!(seg_len(&mem, last) > w.end().offset, "zeros ahead before close");
-    w.finish().expect("finish");
-    assert_eq!(seg_len(&mem, last), w.end().offset);
-    assert_eq!(replay(&mem, &o).0.len(), 80);
 }
 
 #[test]
