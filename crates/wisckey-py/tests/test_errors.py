@@ -92,7 +92,7 @@ def test_bad_options_are_invalid_arguments(path):
     with wisckey.DB(path, vlog_write_back_interval=0) as db:  # hints off: still a store
         db.put(b"k", b"v" * 5000)
         assert db[b"k"] == b"v" * 5000
-    with pytest.raises(TypeError):
+    with pytest.raises(OverflowError):  # a size, never negative
         wisckey.DB(path, vlog_zero_fill_size=-1)
     with wisckey.DB(path, vlog_zero_fill_size=0) as db:  # sync writes without zeros ahead
         db.put(b"k2", b"w" * 5000, sync=True)

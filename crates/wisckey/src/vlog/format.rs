@@ -274,6 +274,20 @@ mod tests {
         buf
     }
 
+    /// The scan's search for records after the log's end steps over runs of zeros on the
+    /// strength of this: zeros never decode as a record, whatever follows them.
+    #[test]
+    fn an_all_zero_header_never_decodes() {
+        let zeros = [0u8; RECORD_HEADER_LEN + 64];
+        assert_eq!(
+            record_len_from_header(&zeros, zeros.len() as u64, &opts()),
+            Ok(RECORD_HEADER_LEN),
+            "zero lengths describe a header-only record"
+        );
+        assert!(decode_record(&zeros, &opts()).is_err());
+        assert!(decode_record(&zeros[..RECORD_HEADER_LEN], &opts()).is_err());
+    }
+
     #[test]
     fn record_round_trips_edge_sizes() {
         let big = vec![0xabu8; 1 << 20];

@@ -135,6 +135,51 @@ fn zero_filled_tail_ends_the_log() {
     );
 }
 
+/// The search for synced records after the log's end steps over runs of zeros: a synced
+/// batch right after zeroed synced data is still found (damage, not a torn tail), and a
+/// tail of zeros alone is still a torn tail.
+#[test]
+fn zeroed_synced_data_before_a_synced_batch_is_damage() {
+    for zeroed in [1usize, 21, 22, 23, 300] {
+        let fs = MemFs::new();
+        let o = opts(1 << 20);
+        let mut w = VlogWriter::create(Arc::new(fs.clone()), dir(), 1, o.clone()).expect("create");
+        let mut starts = Vec::new();
+        for i in 0..3u64 {
+            let key = format!("key-{i}");
+            let value = vec![7u8; 400];
+            let ptrs = w
+                .append_batch(
+                    i + 1,
+                    &[BatchEntry {
+                        kind: ValueKind::Value,
+                        key: key.as_bytes(),
+                        value: &value,
+                    }],
+                )
+                .expect("append");
+            w.sync().expect("sync");
+            starts.push(ptrs[0]);
+        }
+        let original = fs.contents(&seg(1)).expect("segment");
+        // Zeros over the end of batch 2 (synced), right up to batch 3's first byte.
+        let (b2, b3) = (starts[1].offset as usize, starts[2].offset as usize);
+        let mut bytes = original.clone();
+        bytes[(b3 - zeroed).max(b2)..b3].fill(0);
+        fs.set_contents(&seg(1), &bytes).expect("set_contents");
+        let err = replay_from(&fs, LogPosition::new(1, 0), &o).expect_err("damage");
+        assert!(err.is_corruption(), "{zeroed} zeros: {err}");
+        // Zeros over batch 3 and a long run after it: a torn tail, the log ending before it.
+        let mut bytes = original;
+        bytes[b3..].fill(0);
+        bytes.extend_from_slice(&vec![0u8; 300_000]);
+        fs.set_contents(&seg(1), &bytes).expect("set_contents");
+        let (batches, end) = replay(&fs, &o);
+        assert_eq!(batches.len(), 2, "{zeroed} zeros");
+        assert_eq!(end, LogPosition::new(1, b3 as u64));
+    }
+}
+
 #[test]
 fn batch_missing_its_last_record_is_dropped() {
     let fs = MemFs::new();

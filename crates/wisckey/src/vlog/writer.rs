@@ -21,7 +21,10 @@
 //!   space is acknowledged, and buffered bytes never meet ENOSPC when written out;
 //! - the first record appended after a sync that covered the whole active segment carries
 //!   `FLAG_SYNCED_BEFORE`, which lets recovery tell damage in synced data from a torn tail;
-//! - a segment of an older format version is never appended to: the writer rolls over.
+//! - a segment of an older format version is never appended to: the writer rolls over;
+//! - the active segment's file may run past its last record only by zeros (direct writes'
+//!   block padding, zeros written ahead of small sync writes, `zero_fill_size`); they are
+//!   cut off before the segment is finished and at a clean close.
 //!
 //! Every `write_back_interval` bytes written out, the OS is asked to start writing the active
 //! segment to the device (a hint, never relied on): without it the kernel holds the whole
@@ -90,8 +93,8 @@ pub struct VlogWriter {
     reserved_to: u64,
     /// Write-back of the active segment has been started up to this offset.
     write_back_from: u64,
-    /// The active segment's file may hold zeros written ahead of the records up to this
-    /// offset ([`VlogWriter::sync_write`]); never below `flushed_len`'s segment start. The
+    /// The active segment's file may hold zeros past the records up to this offset
+    /// (written by [`VlogWriter::sync_write`]; none while it is at most `flushed_len`). The
     /// segment is cut back to its last record before it is finished.
     zeroed_to: u64,
     sync_failure: Option<Error>,
@@ -385,9 +388,10 @@ impl VlogWriter {
         self.opts.direct_writes || self.zeroed_to > self.flushed_len
     }
 
-    /// [`VlogWriter::sync`], and with direct writes also cuts off the zeros that pad the
-    /// active segment's last block (and syncs that), so that a cleanly closed log ends
-    /// exactly at its last record and the next open finds no torn tail. For close.
+    /// [`VlogWriter::sync`], then cuts off the zeros past the active segment's last record
+    /// (direct writes' block padding, zeros written ahead of sync writes) and syncs that,
+    /// so that a cleanly closed log ends exactly at its last record and the next open finds
+    /// no torn tail. For close.
     pub fn finish(&mut self) -> Result<()> {
         self.sync()?;
         if self.may_run_past_records() {

@@ -106,6 +106,9 @@ impl<H: Hooks> WritableFile for HookFile<H> {
     fn preallocate(&mut self, up_to: u64) -> Result<()> {
         self.inner.preallocate(up_to)
     }
+    fn zero_fill(&mut self, from: u64, to: u64) -> Result<bool> {
+        self.inner.zero_fill(from, to)
+    }
 }
 
 #[derive(Debug)]
