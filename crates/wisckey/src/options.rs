@@ -172,10 +172,9 @@ pub struct Options {
     /// A sync write whose commit group is small (under 1/16 of this size) first makes sure
     /// that the next this-many bytes of the active value-log segment, past its last record,
     /// are already written with zeros and durable (topped up once less than half is left),
-    /// so the write lands on allocated, written blocks and its
-    /// `fdatasync` flushes data only: an append that grows the file also makes `fdatasync`
-    /// write the inode, a second device write it must wait for (PostgreSQL pre-zeroes its
-    /// WAL for the same reason). The price is that bytes written by sync writes reach the
+    /// so the write lands on allocated, written blocks and its `fdatasync` flushes data
+    /// only: an append that grows the file also makes `fdatasync` write the inode, a second
+    /// device write it must wait for (PostgreSQL pre-zeroes its WAL for the same reason). The price is that bytes written by sync writes reach the
     /// device twice (zeros, then records); segments written without sync writes are never
     /// filled, so loads do not pay it. After a crash the zeros are part of the torn tail
     /// that open cuts off; a finished segment and a cleanly closed log end at their last

@@ -118,6 +118,26 @@ impl DirectWritable {
         Ok(writable)
     }
 
+    /// Writes the staging buffer's window whole at `offset` (both block-aligned); `op`
+    /// names the call in errors.
+    fn write_staged(&self, offset: u64, op: &str) -> Result<()> {
+        let bytes = self.staging.bytes();
+        let mut written = 0;
+        while written < bytes.len() {
+            // A short direct write ends on a block boundary; go on from there.
+            match self
+                .file
+                .write_at(&bytes[written..], offset + written as u64)
+            {
+                Ok(0) => return Err(io_err(op, &self.path, io::ErrorKind::WriteZero.into())),
+                Ok(n) => written += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(io_err(op, &self.path, e)),
+            }
+        }
+        Ok(())
+    }
+
     /// Reads the bytes of the last partial block into `tail`.
     fn load_tail(&mut self) -> Result<()> {
         let start = align_down(self.len);
@@ -160,27 +180,9 @@ impl WritableFile for DirectWritable {
         window[..head].copy_from_slice(&self.tail);
         window[head..used].copy_from_slice(data);
         window[used..].fill(0);
-        let mut written = 0;
-        while written < padded {
-            // A short direct write ends on a block boundary; go on from there.
-            match self
-                .file
-                .write_at(&self.staging.bytes()[written..], start + written as u64)
-            {
-                // Part of the write may have landed past `len`; the logical length stays
-                // where it was, and the caller cuts the file back with `set_len`.
-                Ok(0) => {
-                    return Err(io_err(
-                        "append (O_DIRECT)",
-                        &self.path,
-                        io::ErrorKind::WriteZero.into(),
-                    ))
-                }
-                Ok(n) => written += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(io_err("append (O_DIRECT)", &self.path, e)),
-            }
-        }
+        // Part of the write may land past `len` and then fail; the logical length stays
+        // where it was, and the caller cuts the file back with `set_len`.
+        self.write_staged(start, "append (O_DIRECT)")?;
         self.len += data.len() as u64;
         let keep = (self.len - align_down(self.len)) as usize;
         self.tail.clear();
@@ -231,26 +233,8 @@ impl WritableFile for DirectWritable {
         let end = to.div_ceil(block) * block;
         while at < end {
             let n = (end - at).min(CHUNK as u64) as usize;
-            let zeros = self.staging.window(n);
-            zeros.fill(0);
-            let mut written = 0;
-            while written < n {
-                match self
-                    .file
-                    .write_at(&self.staging.bytes()[written..], at + written as u64)
-                {
-                    Ok(0) => {
-                        return Err(io_err(
-                            "zero_fill (O_DIRECT)",
-                            &self.path,
-                            io::ErrorKind::WriteZero.into(),
-                        ))
-                    }
-                    Ok(k) => written += k,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(io_err("zero_fill (O_DIRECT)", &self.path, e)),
-                }
-            }
+            self.staging.window(n).fill(0);
+            self.write_staged(at, "zero_fill (O_DIRECT)")?;
             at += n as u64;
         }
         self.staging.shrink_to(USUAL_WRITE);
