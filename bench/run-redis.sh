@@ -17,6 +17,8 @@
 # `base`, run right after wisckey and redis for every cell (interleaved, so a noisy
 # machine hits all three alike), and a wisckey/base column. WISCKEY_BIN=/path/to/wisckey
 # uses that binary instead of building this tree (REV names it in the summary).
+# WISCKEY_ARGS / BASELINE_ARGS: extra `wisckey serve` flags for either, e.g.
+# WISCKEY_ARGS="--threads 1" BASELINE_BIN=<the same binary> compares two ways of serving.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -50,7 +52,7 @@ fi
 {
   echo "# run-redis.sh $(date -u +%Y-%m-%dT%H:%MZ): N_1K=$N_1K N_16K=$N_16K KEYSPACE=$KEYSPACE CLIENTS=$CLIENTS"
   echo "# machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB memory; data in $DB_ROOT ($(df -T "$DB_ROOT" | awk 'NR==2 {print $2}'))"
-  echo "# $(redis-server --version | cut -d' ' -f1-3); wisckey ${REV:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}${BASELINE_BIN:+; base $BASELINE_BIN ${BASE_REV:-}}"
+  echo "# $(redis-server --version | cut -d' ' -f1-3); wisckey ${REV:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}${WISCKEY_ARGS:+ ($WISCKEY_ARGS)}${BASELINE_BIN:+; base $BASELINE_BIN ${BASE_REV:-}${BASELINE_ARGS:+ ($BASELINE_ARGS)}}"
 } > "$out/summary.txt"
 
 server_pid=
@@ -65,8 +67,10 @@ trap stop_server EXIT
 
 start_server() { # engine fsync dir
   case $1 in
-    wisckey) "$bin" serve --db "$3" --port "$PORT" --appendfsync "$2" 2>>"$out/server.log" & ;;
-    base) "$base_bin" serve --db "$3" --port "$PORT" --appendfsync "$2" 2>>"$out/server.log" & ;;
+    # shellcheck disable=SC2086 # the extra flags are meant to be split into words
+    wisckey) "$bin" serve --db "$3" --port "$PORT" --appendfsync "$2" ${WISCKEY_ARGS:-} 2>>"$out/server.log" & ;;
+    # shellcheck disable=SC2086
+    base) "$base_bin" serve --db "$3" --port "$PORT" --appendfsync "$2" ${BASELINE_ARGS:-} 2>>"$out/server.log" & ;;
     redis) redis-server --port "$PORT" --bind 127.0.0.1 --dir "$3" --appendonly yes \
              --appendfsync "$2" --save '' --daemonize no --logfile "$out/server.log" & ;;
   esac

@@ -53,6 +53,12 @@ pub struct ServeArgs {
     /// Allow FLUSHDB and FLUSHALL (refused otherwise).
     #[arg(long)]
     enable_flushdb: bool,
+    /// Threads serving connections. 1: one event loop that also commits writes (Redis's
+    /// model, no hand-offs: faster small request/response writes when clients share the
+    /// server's few cores); more: that many workers plus an executor thread for writes.
+    /// 0: one per core.
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
     /// Write the value log with O_DIRECT (the engine's `Options::vlog_direct_writes`):
     /// values bypass the page cache on their way to the device. Off by default.
     #[arg(long)]
@@ -81,5 +87,6 @@ pub fn run(args: &ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
     config.output_buffer_limit = args.output_buffer_limit;
     config.enable_flushdb = args.enable_flushdb;
     config.engine.vlog_direct_writes = args.vlog_direct_writes;
+    config.threads = args.threads;
     Ok(wisckey_server::serve(config)?)
 }

@@ -115,7 +115,13 @@ fn kill_9_with_appendfsync_always_keeps_every_acknowledged_set() {
     let writers = 8;
     let mut history: Vec<(u32, Vec<u64>, Vec<i64>)> = Vec::new();
     for cycle in 0..cycles {
-        let mut server = serve(dir.path(), &["--appendfsync", "always"]);
+        // Alternately one event loop that commits the writes itself, and four workers
+        // with an executor thread.
+        let threads = if cycle % 2 == 0 { "1" } else { "4" };
+        let mut server = serve(
+            dir.path(),
+            &["--appendfsync", "always", "--threads", threads],
+        );
         let stop = Arc::new(AtomicBool::new(false));
         let threads: Vec<_> = (0..writers)
             .map(|w| {

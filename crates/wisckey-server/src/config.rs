@@ -49,6 +49,9 @@ impl std::str::FromStr for AppendFsync {
     }
 }
 
+/// Most threads [`Config::threads`] may ask for.
+pub const MAX_THREADS: usize = 1024;
+
 /// Everything `wisckey serve` can be told.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -81,6 +84,16 @@ pub struct Config {
     /// are evicted; an evicted cursor gets `ERR invalid cursor`). Shorter keys' cursors
     /// need no memory. Default 100,000.
     pub scan_cursor_table: usize,
+    /// Threads that serve connections ([`serve`](crate::serve) builds its runtime from
+    /// this; an embedder's own runtime decides for itself). `1`: one event loop that also
+    /// commits the batched writes itself, syncs included, as Redis's event loop does: no
+    /// hand-off between threads per request. More: a multi-threaded runtime with that many
+    /// workers, the batched writes committed on a separate executor thread while the
+    /// workers go on reading and answering. `0` (default): one worker per core. Measured on
+    /// two cores shared with the clients (docs/BENCHMARKS.md), one loop served 1.1-1.7x the
+    /// unpipelined small writes of two workers, and 0.5-0.9x the pipelined 16 KiB writes
+    /// and the pipelined reads: it does all the network work on one core.
+    pub threads: usize,
     /// The engine's options (the defaults unless a caller embeds the server).
     pub engine: wisckey::Options,
 }
@@ -100,6 +113,7 @@ impl Config {
             enable_flushdb: false,
             sweep_interval: Duration::from_millis(100),
             scan_cursor_table: 100_000,
+            threads: 0,
             engine: wisckey::Options::default(),
         }
     }
@@ -118,9 +132,41 @@ impl Config {
                 "max clients, the output-buffer limit and the SCAN cursor table must be > 0".into(),
             );
         }
+        if self.threads > MAX_THREADS {
+            return Err(format!(
+                "threads must be at most {MAX_THREADS} (0: one per core)"
+            ));
+        }
         if self.requirepass.as_ref().is_some_and(|p| p.is_empty()) {
             return Err("requirepass must not be empty".into());
         }
         Ok(())
+    }
+
+    /// [`Config::threads`] with `0` resolved for this machine.
+    pub fn serving_threads(&self) -> usize {
+        match self.threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn threads_default_to_one_per_core_and_are_bounded() {
+        let mut config = Config::new("db");
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(config.serving_threads(), cores);
+        config.threads = 1;
+        assert_eq!(config.serving_threads(), 1);
+        config.threads = MAX_THREADS;
+        assert!(config.validate().is_ok());
+        config.threads = MAX_THREADS + 1;
+        let err = config.validate().expect_err("too many threads");
+        assert!(err.contains("threads must be at most"), "{err}");
     }
 }

@@ -6,7 +6,8 @@
 //! (`format`); commands are dispatched from one table (`cmd`) over a keyspace layer
 //! (`store`) that serialises read-modify-write commands per key; the network side
 //! (`server`) runs each connection as a tokio task; `pipeline` batches a pipeline's (and
-//! concurrent connections') writes into one engine commit, on an executor thread.
+//! concurrent connections') writes into one engine commit, on an executor thread or, on a
+//! single-threaded runtime ([`Config::threads`]), on the event loop itself.
 //!
 //! ```no_run
 //! # fn main() -> Result<(), wisckey_server::Error> {
@@ -26,6 +27,6 @@ pub mod resp;
 mod server;
 mod store;
 
-pub use config::{AppendFsync, Config};
+pub use config::{AppendFsync, Config, MAX_THREADS};
 pub use error::Error;
-pub use server::{serve, Server, ShutdownHandle};
+pub use server::{runtime, serve, Server, ShutdownHandle};

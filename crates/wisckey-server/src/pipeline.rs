@@ -447,12 +447,9 @@ const MAX_ROUND: usize = 1024;
 /// sends each connection its replies. It ends when every sender is dropped.
 pub(crate) fn spawn_executor(
     shared: std::sync::Arc<Shared>,
+    rx: tokio::sync::mpsc::UnboundedReceiver<Job>,
     threads: usize,
-) -> std::io::Result<(
-    tokio::sync::mpsc::UnboundedSender<Job>,
-    Vec<std::thread::JoinHandle<()>>,
-)> {
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+) -> std::io::Result<Vec<std::thread::JoinHandle<()>>> {
     let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
     let mut handles = Vec::new();
     for _ in 0..threads.max(1) {
@@ -463,7 +460,7 @@ pub(crate) fn spawn_executor(
                 .spawn(move || executor(&shared, &rx))?,
         );
     }
-    Ok((tx, handles))
+    Ok(handles)
 }
 
 /// Takes the next round of jobs: waits for one, then takes every one queued behind it.
@@ -488,62 +485,91 @@ fn next_round(
 }
 
 fn executor(shared: &Shared, rx: &std::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<Job>>) {
-    let store = &shared.store;
-    let always = store.durable_before_reply();
     let mut jobs: Vec<(Job, usize)> = Vec::new();
     while next_round(rx, &mut jobs) {
-        let mut w = Writes::new(store);
-        let mut failed: Option<Error> = None;
-        for (job, ran) in &mut jobs {
-            while let Some(args) = job.pending.pop_front() {
-                *ran += 1;
-                shared
-                    .stats
-                    .commands_processed
-                    .fetch_add(1, Ordering::Relaxed);
-                // Only batched-path commands are sent here (`all_fast`), by authenticated
-                // clients; anything else would be a bug in the sender, answered as one.
-                let reply = match classify(true, &args) {
-                    Some(fast) => run_fast(&mut w, fast, &args).and_then(|r| {
-                        w.commit_if_large()?;
-                        Ok(r)
-                    }),
-                    None => Ok(Reply::err("ERR internal: not a batched command")),
-                };
-                match reply {
-                    Ok(reply) => reply.encode_as(&mut job.out, job.resp3),
-                    Err(e) => failed = Some(e),
-                }
-                if job.out.len() >= job.limit {
-                    break;
-                }
+        run_round(shared, &mut jobs);
+    }
+}
+
+/// The executor's work on the event-loop thread itself (a single-threaded runtime, as
+/// Redis's event loop): waits for a job, lets every other connection with requests ready
+/// queue its own (one yield: the runtime polls the sockets before resuming this task), then
+/// runs the round right here, the sync included, blocking the loop as Redis's `always`
+/// blocks its loop in `fsync`. Ends when every sender is dropped.
+pub(crate) async fn commit_on_loop(
+    shared: std::sync::Arc<Shared>,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<Job>,
+) {
+    let mut jobs: Vec<(Job, usize)> = Vec::new();
+    while let Some(first) = rx.recv().await {
+        jobs.push((first, 0));
+        tokio::task::yield_now().await;
+        while jobs.len() < MAX_ROUND {
+            match rx.try_recv() {
+                Ok(job) => jobs.push((job, 0)),
+                Err(_) => break,
             }
         }
-        let covered = match w.commit(always) {
-            Ok(wrote) => wrote,
-            Err(e) => {
-                failed = Some(e);
-                false
+        run_round(&shared, &mut jobs);
+    }
+}
+
+/// Runs one round of jobs over one pending write batch, commits it, and sends each job's
+/// connection its replies; `jobs` is left empty.
+fn run_round(shared: &Shared, jobs: &mut Vec<(Job, usize)>) {
+    let store = &shared.store;
+    let always = store.durable_before_reply();
+    let mut w = Writes::new(store);
+    let mut failed: Option<Error> = None;
+    for (job, ran) in jobs.iter_mut() {
+        while let Some(args) = job.pending.pop_front() {
+            *ran += 1;
+            shared
+                .stats
+                .commands_processed
+                .fetch_add(1, Ordering::Relaxed);
+            // Only batched-path commands are sent here (`all_fast`), by authenticated
+            // clients; anything else would be a bug in the sender, answered as one.
+            let reply = match classify(true, &args) {
+                Some(fast) => run_fast(&mut w, fast, &args).and_then(|r| {
+                    w.commit_if_large()?;
+                    Ok(r)
+                }),
+                None => Ok(Reply::err("ERR internal: not a batched command")),
+            };
+            match reply {
+                Ok(reply) => reply.encode_as(&mut job.out, job.resp3),
+                Err(e) => failed = Some(e),
             }
-        };
-        drop(w);
-        let made_durable = durable(store, covered);
-        for (mut job, ran) in jobs.drain(..) {
-            let mut after = After::Continue;
-            if let Some(e) = &failed {
-                // A write of this round failed: no reply of the round can be trusted.
-                job.out.clear();
-                let err = Reply::err(format!("ERR {e}"));
-                for _ in 0..ran {
-                    err.encode_as(&mut job.out, job.resp3);
-                }
+            if job.out.len() >= job.limit {
+                break;
             }
-            if let Err(e) = &made_durable {
-                not_durable(e, &mut job.out, &mut job.pending, &mut after);
-            }
-            // The connection may be gone (shut down): nothing to tell it.
-            let _ = job.done.send((job.pending, job.out, after));
         }
+    }
+    let covered = match w.commit(always) {
+        Ok(wrote) => wrote,
+        Err(e) => {
+            failed = Some(e);
+            false
+        }
+    };
+    drop(w);
+    let made_durable = durable(store, covered);
+    for (mut job, ran) in jobs.drain(..) {
+        let mut after = After::Continue;
+        if let Some(e) = &failed {
+            // A write of this round failed: no reply of the round can be trusted.
+            job.out.clear();
+            let err = Reply::err(format!("ERR {e}"));
+            for _ in 0..ran {
+                err.encode_as(&mut job.out, job.resp3);
+            }
+        }
+        if let Err(e) = &made_durable {
+            not_durable(e, &mut job.out, &mut job.pending, &mut after);
+        }
+        // The connection may be gone (shut down): nothing to tell it.
+        let _ = job.done.send((job.pending, job.out, after));
     }
 }
 

@@ -9,9 +9,21 @@ use std::sync::{Arc, Barrier};
 use common::TestServer;
 use redis::cmd;
 
+/// Both ways of serving: one event loop that commits the writes itself, and four workers
+/// with an executor thread.
+const THREADS: [usize; 2] = [1, 4];
+
 #[test]
 fn hundred_clients_incr_without_lost_updates() -> redis::RedisResult<()> {
-    let s = TestServer::start(|_| {});
+    for threads in THREADS {
+        hundred_clients_on(threads)?;
+    }
+    Ok(())
+}
+
+fn hundred_clients_on(threads: usize) -> redis::RedisResult<()> {
+    let s = TestServer::start(|c| c.threads = threads);
+    assert_eq!(s.serving_threads(), threads);
     let clients = 100;
     let per_client = 50;
     let barrier = Arc::new(Barrier::new(clients));
@@ -51,7 +63,14 @@ fn hundred_clients_incr_without_lost_updates() -> redis::RedisResult<()> {
 
 #[test]
 fn mset_is_atomic_to_concurrent_readers() -> redis::RedisResult<()> {
-    let s = TestServer::start(|_| {});
+    for threads in THREADS {
+        mset_atomic_on(threads)?;
+    }
+    Ok(())
+}
+
+fn mset_atomic_on(threads: usize) -> redis::RedisResult<()> {
+    let s = TestServer::start(|c| c.threads = threads);
     let keys: Vec<String> = (0..20).map(|i| format!("acct{i}")).collect();
     let mut c = s.client();
     let mut init = cmd("MSET");

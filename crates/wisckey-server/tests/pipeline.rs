@@ -12,10 +12,18 @@ fn pipeline(requests: &[&[&[u8]]]) -> Vec<u8> {
     requests.iter().flat_map(|r| resp(r)).collect()
 }
 
+/// Runs `test` under `always` and `everysec`, each on one event loop that commits the
+/// writes itself and on four workers with an executor thread.
 fn both_modes(test: impl Fn(&TestServer)) {
-    for mode in [AppendFsync::Always, AppendFsync::Everysec] {
-        let server = TestServer::start(|c| c.appendfsync = mode);
-        test(&server);
+    for threads in [1, 4] {
+        for mode in [AppendFsync::Always, AppendFsync::Everysec] {
+            let server = TestServer::start(|c| {
+                c.appendfsync = mode;
+                c.threads = threads;
+            });
+            assert_eq!(server.serving_threads(), threads);
+            test(&server);
+        }
     }
 }
 
@@ -228,7 +236,16 @@ fn pipelined_writes_survive_a_restart_and_keep_their_expiry() {
 fn concurrent_pipelines_of_sets_and_gets_see_whole_values() {
     // Writers pipeline SETs of one key with values that tell whose they are; readers
     // pipeline GETs of it. Every GET returns a value some SET wrote, whole.
-    let server = TestServer::start(|c| c.appendfsync = AppendFsync::Always);
+    for threads in [1, 4] {
+        sets_and_gets_on(threads);
+    }
+}
+
+fn sets_and_gets_on(threads: usize) {
+    let server = TestServer::start(|c| {
+        c.appendfsync = AppendFsync::Always;
+        c.threads = threads;
+    });
     let writers: Vec<_> = (0..3u8)
         .map(|w| {
             let mut raw = server.raw();

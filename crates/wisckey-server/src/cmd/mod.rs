@@ -47,13 +47,23 @@ pub struct Shared {
     pub shutdown: tokio::sync::watch::Sender<bool>,
     /// SCAN's table of cursors for long keys.
     pub cursors: Cursors,
+    /// Whether the server runs on a single-threaded runtime, whose loop then commits the
+    /// batched writes itself (`server.rs`).
+    pub single_loop: bool,
+    /// The runtime's worker threads (1 for a single loop): INFO's `serving_threads`.
+    pub serving_threads: usize,
     next_client_id: AtomicU64,
 }
 
 impl Shared {
-    /// Shared state for a server over `store`.
+    /// Shared state for a server over `store`, served on the runtime it is called on
+    /// (called from the async [`Server::bind`](crate::Server::bind), so there is one).
     pub fn new(store: Store, config: Config) -> Shared {
+        let runtime = tokio::runtime::Handle::current();
+        let single_loop = runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread;
         Shared {
+            single_loop,
+            serving_threads: runtime.metrics().num_workers(),
             store,
             cursors: Cursors::new(config.scan_cursor_table),
             config,

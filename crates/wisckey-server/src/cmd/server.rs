@@ -254,11 +254,14 @@ pub(super) fn info(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Er
             out,
             "# Server\r\nredis_version:{REDIS_COMPAT_VERSION}\r\nwisckey_version:{}\r\n\
              redis_mode:standalone\r\narch_bits:64\r\nprocess_id:{}\r\ntcp_port:{}\r\n\
-             uptime_in_seconds:{up}\r\nuptime_in_days:{}\r\n\r\n",
+             uptime_in_seconds:{up}\r\nuptime_in_days:{}\r\nserving_threads:{}\r\n\
+             commits_on_event_loop:{}\r\n\r\n",
             env!("CARGO_PKG_VERSION"),
             std::process::id(),
             sh.config.bind.port(),
-            up / 86_400
+            up / 86_400,
+            sh.serving_threads,
+            u8::from(sh.single_loop)
         );
     }
     if want("clients") {

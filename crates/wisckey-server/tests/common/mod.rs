@@ -31,10 +31,7 @@ impl TestServer {
         tweak(&mut config);
         let (tx, rx) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()?;
+            let runtime = wisckey_server::runtime(&config)?;
             runtime.block_on(async move {
                 let server = match Server::bind(config).await {
                     Ok(s) => s,
@@ -57,6 +54,27 @@ impl TestServer {
             thread: Some(thread),
             dir,
         }
+    }
+
+    /// INFO's `serving_threads`: the runtime's workers, 1 for a single event loop.
+    pub fn serving_threads(&self) -> usize {
+        let info: String = redis::cmd("INFO")
+            .arg("server")
+            .query(&mut self.client())
+            .expect("INFO server");
+        let field = |name: &str| -> usize {
+            info.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or_else(|| panic!("INFO lacks {name}: {info}"))
+        };
+        let threads = field("serving_threads:");
+        assert_eq!(
+            field("commits_on_event_loop:"),
+            usize::from(threads == 1),
+            "one thread means the loop commits the writes: {info}"
+        );
+        threads
     }
 
     pub fn url(&self) -> String {
