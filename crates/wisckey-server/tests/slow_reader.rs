@@ -21,7 +21,17 @@ fn rss_bytes() -> u64 {
 
 #[test]
 fn slow_reader_does_not_grow_memory_without_bound() {
-    let s = TestServer::start(|c| c.output_buffer_limit = 1 << 20);
+    // On one event loop that commits the writes itself, and on four workers.
+    for threads in [1, 4] {
+        slow_reader_on(threads);
+    }
+}
+
+fn slow_reader_on(threads: usize) {
+    let s = TestServer::start(|c| {
+        c.output_buffer_limit = 1 << 20;
+        c.threads = threads;
+    });
     let value = vec![b'v'; 1 << 20];
     let mut setter = s.raw();
     setter.send(&resp(&[b"SET", b"big", &value]));

@@ -24,10 +24,18 @@ impl TestServer {
         TestServer::start_in(dir, tweak)
     }
 
+    /// `WISCKEY_TEST_THREADS=<n>` serves every test that does not choose for itself with
+    /// `n` threads (1: one event loop), for a whole-suite run of either way of serving.
     pub fn start_in(dir: tempfile::TempDir, tweak: impl FnOnce(&mut Config)) -> TestServer {
         let mut config = Config::new(dir.path());
         config.bind = SocketAddr::from(([127, 0, 0, 1], 0));
         config.engine.memtable_size = 1 << 20;
+        if let Some(threads) = std::env::var("WISCKEY_TEST_THREADS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+        {
+            config.threads = threads;
+        }
         tweak(&mut config);
         let (tx, rx) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {
