@@ -775,3 +775,55 @@ fn after_a_power_cut_the_zeros_are_a_torn_tail_and_synced_writes_survive() {
         assert_eq!(w.synced_end(), w.end());
     }
 }
+
+#[test]
+fn the_buffer_keeps_room_for_large_groups_and_gives_an_outsized_one_back() {
+    let (_mem, fs) = new_fs();
+    let buffer_size = 4 << 10;
+    let mut w = new_writer(&fs, opts(16 << 20, buffer_size));
+    let value = [7u8; 4000];
+    let group = |w: &mut VlogWriter, first: u64, n: u64| {
+        let keys: Vec<String> = (0..n).map(|i| format!("k{}", first + i)).collect();
+        let entries: Vec<BatchEntry> = keys.iter().map(|k| put(k.as_bytes(), &value)).collect();
+        w.append_batch(first, &entries).expect("append");
+        w.sync_write().expect("sync write");
+    };
+    // Groups of ~64 KiB, 16 times the buffer size, one after another: the room one needed
+    // stays for the next rather than being given back and allocated again.
+    group(&mut w, 1, 16);
+    let room = w.buf.capacity();
+    assert!(room >= 16 * 4000, "capacity {room}");
+    for round in 1..5 {
+        group(&mut w, 1 + 16 * round, 16);
+        assert_eq!(w.buf.capacity(), room, "round {round}");
+    }
+    // A small group after them: the outsized room goes back.
+    group(&mut w, 1000, 1);
+    assert!(
+        w.buf.capacity() <= 2 * buffer_size,
+        "capacity {} after a small group",
+        w.buf.capacity()
+    );
+}
+
+#[test]
+fn room_kept_for_the_next_group_is_bounded() {
+    let (_mem, fs) = new_fs();
+    let o = VlogOptions {
+        max_value_size: 8 << 20,
+        ..opts(1 << 30, 4 << 10)
+    };
+    let mut w = new_writer(&fs, o);
+    // Six 8 MiB values in one group: 48 MiB written out at once; at most
+    // RETAINED_BUFFER_MAX stays (capacity up to twice that before it is cut).
+    let value = vec![3u8; 8 << 20];
+    let keys: Vec<String> = (0..6).map(|i| format!("big{i}")).collect();
+    let entries: Vec<BatchEntry> = keys.iter().map(|k| put(k.as_bytes(), &value)).collect();
+    w.append_batch(1, &entries).expect("append");
+    w.sync_write().expect("sync write");
+    assert!(
+        w.buf.capacity() <= 2 * RETAINED_BUFFER_MAX,
+        "capacity {} after a 48 MiB group",
+        w.buf.capacity()
+    );
+}
