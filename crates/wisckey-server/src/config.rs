@@ -91,7 +91,7 @@ pub struct Config {
     /// workers, the batched writes committed on a separate executor thread while the
     /// workers go on reading and answering. `0` (default): one worker per core. Measured on
     /// two cores shared with the clients (docs/BENCHMARKS.md), one loop served 1.1-1.7x the
-    /// unpipelined small writes of two workers, and 0.5-0.9x the pipelined 16 KiB writes
+    /// unpipelined small writes of two workers, and 0.4-1.0x the pipelined 16 KiB writes
     /// and the pipelined reads: it does all the network work on one core.
     pub threads: usize,
     /// The engine's options (the defaults unless a caller embeds the server).
