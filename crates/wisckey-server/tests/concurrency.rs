@@ -6,16 +6,12 @@ mod common;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 
-use common::TestServer;
+use common::{TestServer, BOTH_WAYS};
 use redis::cmd;
-
-/// Both ways of serving: one event loop that commits the writes itself, and four workers
-/// with an executor thread.
-const THREADS: [usize; 2] = [1, 4];
 
 #[test]
 fn hundred_clients_incr_without_lost_updates() -> redis::RedisResult<()> {
-    for threads in THREADS {
+    for threads in BOTH_WAYS {
         hundred_clients_on(threads)?;
     }
     Ok(())
@@ -63,7 +59,7 @@ fn hundred_clients_on(threads: usize) -> redis::RedisResult<()> {
 
 #[test]
 fn mset_is_atomic_to_concurrent_readers() -> redis::RedisResult<()> {
-    for threads in THREADS {
+    for threads in BOTH_WAYS {
         mset_atomic_on(threads)?;
     }
     Ok(())

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{resp, TestServer};
+use common::{resp, TestServer, BOTH_WAYS};
 use wisckey_server::AppendFsync;
 
 /// Every request in one write to the socket.
@@ -15,7 +15,7 @@ fn pipeline(requests: &[&[&[u8]]]) -> Vec<u8> {
 /// Runs `test` under `always` and `everysec`, each on one event loop that commits the
 /// writes itself and on four workers with an executor thread.
 fn both_modes(test: impl Fn(&TestServer)) {
-    for threads in [1, 4] {
+    for threads in BOTH_WAYS {
         for mode in [AppendFsync::Always, AppendFsync::Everysec] {
             let server = TestServer::start(|c| {
                 c.appendfsync = mode;
@@ -236,7 +236,7 @@ fn pipelined_writes_survive_a_restart_and_keep_their_expiry() {
 fn concurrent_pipelines_of_sets_and_gets_see_whole_values() {
     // Writers pipeline SETs of one key with values that tell whose they are; readers
     // pipeline GETs of it. Every GET returns a value some SET wrote, whole.
-    for threads in [1, 4] {
+    for threads in BOTH_WAYS {
         sets_and_gets_on(threads);
     }
 }

@@ -8,7 +8,7 @@ mod common;
 use std::io::Read;
 use std::time::Duration;
 
-use common::{resp, TestServer};
+use common::{resp, TestServer, BOTH_WAYS};
 
 fn rss_bytes() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -22,7 +22,7 @@ fn rss_bytes() -> u64 {
 #[test]
 fn slow_reader_does_not_grow_memory_without_bound() {
     // On one event loop that commits the writes itself, and on four workers.
-    for threads in [1, 4] {
+    for threads in BOTH_WAYS {
         slow_reader_on(threads);
     }
 }

@@ -10,6 +10,10 @@ use std::time::Duration;
 
 use wisckey_server::{Config, Server, ShutdownHandle};
 
+/// [`wisckey_server::Config::threads`] for tests that run both ways of serving: one event
+/// loop that commits the writes itself, and four workers with an executor thread.
+pub const BOTH_WAYS: [usize; 2] = [1, 4];
+
 pub struct TestServer {
     pub addr: SocketAddr,
     handle: ShutdownHandle,
