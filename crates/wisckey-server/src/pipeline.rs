@@ -34,7 +34,7 @@ use wisckey::WriteBatch;
 use crate::cmd::{self, check_key, check_value, After, Client, Shared};
 use crate::error::Error;
 use crate::format::Stored;
-use crate::resp::{parse_int, Command, Reply};
+use crate::resp::{self, parse_int, Command, Reply};
 use crate::store::{now_ms, Store, STRIPES};
 
 /// Pending values up to this size are kept in the overlay; a read of a larger one commits
@@ -576,23 +576,18 @@ fn run_round(shared: &Shared, jobs: &mut Vec<(Job, usize)>) {
 /// Executes a [`read_only`] batch on the calling thread, without the durability step:
 /// the caller runs [`Store::make_durable`] before sending if [`Store::needs_sync`] says so.
 pub(crate) fn run_reads(shared: &Shared, b: &mut Batch, limit: usize) {
-    let (mut ekey, mut buf) = (Vec::new(), Vec::new());
+    let (mut ekey, mut scratch) = (Vec::new(), Vec::new());
+    // Counted once per batch: connections on different threads share the counter.
+    let mut gets = 0;
     while let Some(args) = b.pending.pop_front() {
         if b.client.authed && args.len() == 2 && is(&args[0], "get") {
-            // GET without copying the value more than into the reply.
-            shared
-                .stats
-                .commands_processed
-                .fetch_add(1, Ordering::Relaxed);
-            match shared.store.get_in(&args[1], &mut ekey, &mut buf) {
-                Ok(Some(start)) => {
-                    let data = &buf[start..];
-                    b.out.push(b'$');
-                    b.out.extend_from_slice(data.len().to_string().as_bytes());
-                    b.out.extend_from_slice(b"\r\n");
-                    b.out.extend_from_slice(data);
-                    b.out.extend_from_slice(b"\r\n");
-                }
+            // GET with the value copied once, from where the engine holds it to the reply.
+            gets += 1;
+            let out = &mut b.out;
+            match (shared.store).get_with(&args[1], &mut ekey, &mut scratch, |data| {
+                resp::push_bulk(out, data)
+            }) {
+                Ok(Some(())) => {}
                 Ok(None) => Reply::Nil.encode_as(&mut b.out, b.client.resp3),
                 Err(e) => Reply::err(format!("ERR {e}")).encode_as(&mut b.out, b.client.resp3),
             }
@@ -604,6 +599,7 @@ pub(crate) fn run_reads(shared: &Shared, b: &mut Batch, limit: usize) {
             break;
         }
     }
+    (shared.stats.commands_processed).fetch_add(gets, Ordering::Relaxed);
 }
 
 /// [`run_reads`] on a blocking thread, then the durability step of [`run_batch`].

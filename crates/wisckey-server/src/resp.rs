@@ -393,19 +393,17 @@ impl Reply {
             }
             Reply::Integer(n) => {
                 out.push(b':');
-                out.extend_from_slice(n.to_string().as_bytes());
+                push_decimal(out, *n);
             }
             Reply::Bulk(b) => {
-                out.push(b'$');
-                out.extend_from_slice(b.len().to_string().as_bytes());
-                out.extend_from_slice(b"\r\n");
-                out.extend_from_slice(b);
+                push_bulk(out, b);
+                return;
             }
             Reply::Nil if resp3 => out.push(b'_'),
             Reply::Nil => out.extend_from_slice(b"$-1"),
             Reply::Array(items) => {
                 out.push(b'*');
-                out.extend_from_slice(items.len().to_string().as_bytes());
+                push_decimal(out, items.len());
                 out.extend_from_slice(b"\r\n");
                 for item in items {
                     item.encode_as(out, resp3);
@@ -415,7 +413,7 @@ impl Reply {
             Reply::Map(pairs) => {
                 let n = if resp3 { pairs.len() } else { 2 * pairs.len() };
                 out.push(if resp3 { b'%' } else { b'*' });
-                out.extend_from_slice(n.to_string().as_bytes());
+                push_decimal(out, n);
                 out.extend_from_slice(b"\r\n");
                 for (k, v) in pairs {
                     k.encode_as(out, resp3);
@@ -426,6 +424,20 @@ impl Reply {
         }
         out.extend_from_slice(b"\r\n");
     }
+}
+
+/// Appends `n` in decimal (no allocation: replies are encoded per command).
+fn push_decimal(out: &mut Vec<u8>, n: impl itoa::Integer) {
+    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+}
+
+/// Appends `data` as a bulk string (`$<len>\r\n<data>\r\n`), the same in RESP2 and RESP3.
+pub fn push_bulk(out: &mut Vec<u8>, data: &[u8]) {
+    out.push(b'$');
+    push_decimal(out, data.len());
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(data);
+    out.extend_from_slice(b"\r\n");
 }
 
 #[cfg(test)]

@@ -207,29 +207,31 @@ impl Store {
         }
     }
 
-    /// Reads `key`'s live value into `buf` (scratch space, reused across calls) and returns
-    /// where the user's bytes start in it, or `None` if absent or expired. `ekey` is
-    /// scratch space for the engine key.
-    pub fn get_in(
+    /// Lends `key`'s live value (the user's bytes) to `use_value` and returns what it
+    /// returns, or `None` if absent or expired. A hot value is lent from the engine's value
+    /// cache, so it is copied only where `use_value` puts it. `ekey` (the engine key) and
+    /// `scratch` (a read from the value log) are scratch space, reused across calls.
+    pub fn get_with<R>(
         &self,
         key: &[u8],
         ekey: &mut Vec<u8>,
-        buf: &mut Vec<u8>,
-    ) -> Result<Option<usize>, Error> {
+        scratch: &mut Vec<u8>,
+        use_value: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>, Error> {
         ekey.clear();
         ekey.push(format::NS_DATA);
         ekey.extend_from_slice(key);
-        if !self.db.get_into(ekey.as_slice(), buf)? {
-            return Ok(None);
-        }
-        let (start, expires) = format::value_header(buf).map_err(|reason| {
-            Error::Format(format!(
-                "value of key {:?}: {reason}",
-                String::from_utf8_lossy(&key[..key.len().min(64)])
-            ))
+        let lent = self.db.get_with(ekey.as_slice(), scratch, |stored| {
+            let (start, expires) = format::value_header(stored).map_err(|reason| {
+                Error::Format(format!(
+                    "value of key {:?}: {reason}",
+                    String::from_utf8_lossy(&key[..key.len().min(64)])
+                ))
+            })?;
+            let expired = expires.is_some_and(|at| at <= now_ms());
+            Ok((!expired).then(|| use_value(&stored[start..])))
         })?;
-        let expired = expires.is_some_and(|at| at <= now_ms());
-        Ok((!expired).then_some(start))
+        lent.transpose().map(Option::flatten)
     }
 
     /// The live values of `keys`, read in parallel by the engine.

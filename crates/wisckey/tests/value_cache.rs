@@ -47,6 +47,10 @@ fn a_hot_key_is_read_from_the_log_twice_then_from_memory() {
         assert_eq!(db.get(key(7)).expect("get"), Some(value(7, 0)));
     }
     assert_eq!(log_reads(&fs) - before, 2, "50 gets of one key");
+    let mut scratch = Vec::new();
+    let lent = db.get_with(key(7), &mut scratch, |v| v == value(7, 0));
+    assert_eq!(lent.expect("get_with"), Some(true));
+    assert_eq!(log_reads(&fs) - before, 2, "get_with lent the cached value");
     let values = db.multi_get(&[key(7), key(8)]).expect("multi_get");
     assert_eq!(values, vec![Some(value(7, 0)), Some(value(8, 0))]);
     assert_eq!(

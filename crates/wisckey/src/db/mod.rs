@@ -503,6 +503,48 @@ impl Db {
         read::get_into(&self.inner, key.as_ref(), opts, buf).inspect_err(|_| buf.clear())
     }
 
+    /// [`Db::get`] that lends the value to `use_value` instead of returning a copy, and
+    /// returns what `use_value` returns (`None`: no value). The value is borrowed from where
+    /// it lies: the value cache (a hot value is copied only where `use_value` puts it, e.g.
+    /// straight into a network reply), the memtable, or `scratch`, which a read from the
+    /// value log fills (it is cleared first and keeps its capacity, so one buffer serves a
+    /// loop of reads). On an error `use_value` is not called.
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// db.put("k", vec![7u8; 10_000])?; // kept in the value log
+    /// let (mut scratch, mut reply) = (Vec::new(), Vec::new());
+    /// let found = db.get_with("k", &mut scratch, |value| {
+    ///     reply.extend_from_slice(format!("${}\r\n", value.len()).as_bytes());
+    ///     reply.extend_from_slice(value);
+    /// })?;
+    /// assert!(found.is_some() && reply.len() == 10_000 + 8);
+    /// assert_eq!(db.get_with("missing", &mut scratch, |value| value.len())?, None);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn get_with<R>(
+        &self,
+        key: impl AsRef<[u8]>,
+        scratch: &mut Vec<u8>,
+        use_value: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>> {
+        self.get_with_opt(key, &ReadOptions::default(), scratch, use_value)
+    }
+
+    /// [`Db::get_with`] with read options (a snapshot to read at).
+    pub fn get_with_opt<R>(
+        &self,
+        key: impl AsRef<[u8]>,
+        opts: &ReadOptions,
+        scratch: &mut Vec<u8>,
+        use_value: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>> {
+        read::get_with(&self.inner, key.as_ref(), opts, scratch, use_value)
+    }
+
     /// A named property of the database as text, or `None` for a name it does not know
     /// (LevelDB's `GetProperty`). The names ([`Db::PROPERTY_NAMES`]):
     ///

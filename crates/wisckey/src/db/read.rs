@@ -12,7 +12,7 @@ use super::{read_sequence, DbInner, ReadSources};
 use crate::error::{Error, Result};
 use crate::iter::{DbIterator, InternalIterator, MergingIterator};
 use crate::key::{parse_internal_key, seek_key, SequenceNumber, ValueKind};
-use crate::memtable::{MemTable, MemTableIterator};
+use crate::memtable::{MemTable, MemTableIterator, StoredValue};
 use crate::options::ReadOptions;
 use crate::version::Version;
 use crate::vlog::{PointerRead, ValuePointer};
@@ -79,6 +79,29 @@ pub(crate) fn get_into(
     Ok(true)
 }
 
+/// [`get`] lending the value to `use_value` where it lies: the memtable's entry, the
+/// value-log write buffer's copy, the value cache, or `scratch` (a read from the file).
+pub(crate) fn get_with<R>(
+    inner: &DbInner,
+    key: &[u8],
+    opts: &ReadOptions,
+    scratch: &mut Vec<u8>,
+    use_value: impl FnOnce(&[u8]) -> R,
+) -> Result<Option<R>> {
+    let view = capture(inner, opts)?;
+    let stored = match newest_in_view(inner, &view, key)? {
+        None | Some((ValueKind::Deletion, _)) => return Ok(None),
+        Some((ValueKind::Value, stored)) => return Ok(Some(use_value(&stored))),
+        Some((ValueKind::ValuePointer, stored)) => stored,
+    };
+    match plan_pointer_read(inner, view.version(), key, &stored)? {
+        PointerRead::Buffered(value) => Ok(Some(use_value(&value))),
+        PointerRead::File { ptr, live } => (inner.vlog.reader())
+            .read_value_with(&ptr, key, live, scratch, use_value)
+            .map(Some),
+    }
+}
+
 /// The newest entry for `key` at `seq` in the memtable, the immutable memtables (newest
 /// first) and the version: its kind and stored value (a tombstone is returned as such).
 fn newest_entry(
@@ -88,7 +111,7 @@ fn newest_entry(
     version: &Version,
     key: &[u8],
     seq: SequenceNumber,
-) -> Result<Option<(ValueKind, Vec<u8>)>> {
+) -> Result<Option<(ValueKind, StoredValue)>> {
     if let Some(hit) = mem
         .get(key, seq)
         .or_else(|| imms.iter().find_map(|m| m.get(key, seq)))
@@ -100,7 +123,7 @@ fn newest_entry(
             let parsed = parse_internal_key(&ikey).ok_or_else(|| {
                 Error::corruption("sstable", 0, "table returned a malformed internal key")
             })?;
-            Ok(Some((parsed.kind, value)))
+            Ok(Some((parsed.kind, StoredValue::from_vec(value))))
         }
         None => Ok(None),
     }
@@ -110,7 +133,7 @@ fn newest_entry(
 pub(crate) fn newest_entry_now(
     inner: &DbInner,
     key: &[u8],
-) -> Result<Option<(ValueKind, Vec<u8>)>> {
+) -> Result<Option<(ValueKind, StoredValue)>> {
     let view = capture(inner, &ReadOptions::default())?;
     newest_in_view(inner, &view, key)
 }
@@ -120,7 +143,7 @@ pub(crate) fn newest_in_view(
     inner: &DbInner,
     view: &View,
     key: &[u8],
-) -> Result<Option<(ValueKind, Vec<u8>)>> {
+) -> Result<Option<(ValueKind, StoredValue)>> {
     let sources = &view.sources;
     newest_entry(
         inner,
@@ -139,11 +162,11 @@ pub(crate) fn resolve_value(
     version: &Version,
     key: &[u8],
     kind: ValueKind,
-    stored: Vec<u8>,
+    stored: StoredValue,
 ) -> Result<Option<Vec<u8>>> {
     match kind {
         ValueKind::Deletion => Ok(None),
-        ValueKind::Value => Ok(Some(stored)),
+        ValueKind::Value => Ok(Some(stored.into_vec())),
         ValueKind::ValuePointer => read_pointer(inner, version, key, &stored).map(Some),
     }
 }
@@ -244,7 +267,7 @@ pub(crate) fn multi_get(
     for &key in keys {
         let slot = match newest_in_view(inner, &view, key)? {
             None | Some((ValueKind::Deletion, _)) => Slot::Ready(None),
-            Some((ValueKind::Value, value)) => Slot::Ready(Some(value)),
+            Some((ValueKind::Value, value)) => Slot::Ready(Some(value.into_vec())),
             Some((ValueKind::ValuePointer, stored)) => {
                 match plan_pointer_read(inner, view.version(), key, &stored)? {
                     PointerRead::Buffered(value) => Slot::Ready(Some(value)),

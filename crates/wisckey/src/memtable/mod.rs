@@ -170,8 +170,9 @@ impl MemTable {
         self.approximate_bytes.fetch_add(charge, Ordering::Relaxed);
     }
 
-    /// The newest entry for `user_key` with sequence `<= seq`: its kind and stored value.
-    pub fn get(&self, user_key: &[u8], seq: SequenceNumber) -> Option<(ValueKind, Vec<u8>)> {
+    /// The newest entry for `user_key` with sequence `<= seq`: its kind and stored value (a
+    /// pointer or small value is returned without a heap allocation).
+    pub fn get(&self, user_key: &[u8], seq: SequenceNumber) -> Option<(ValueKind, StoredValue)> {
         let tag = self.tag(user_key);
         let newest = {
             let index = self.index.read();
@@ -196,7 +197,7 @@ impl MemTable {
         }
         let (_, entry) = best?;
         let parsed = parse_internal_key(entry.key.as_bytes())?;
-        Some((parsed.kind, entry.value.to_vec()))
+        Some((parsed.kind, entry.value.clone()))
     }
 
     /// Counts `bytes` of log segment `segment` that no entry here points to.
@@ -232,6 +233,11 @@ impl MemTable {
 mod tests {
     use super::*;
 
+    /// `MemTable::get` with the stored value as a `Vec`, for comparisons.
+    fn get(m: &MemTable, key: &[u8], seq: SequenceNumber) -> Option<(ValueKind, Vec<u8>)> {
+        m.get(key, seq).map(|(kind, value)| (kind, value.into_vec()))
+    }
+
     #[test]
     fn get_returns_newest_visible_version() {
         let m = MemTable::new();
@@ -239,14 +245,14 @@ mod tests {
         m.add(5, ValueKind::Value, b"k", b"v5");
         m.add(7, ValueKind::Deletion, b"k", b"");
         m.add(3, ValueKind::Value, b"k2", b"other");
-        assert_eq!(m.get(b"k", 0), None);
-        assert_eq!(m.get(b"k", 1), Some((ValueKind::Value, b"v1".to_vec())));
-        assert_eq!(m.get(b"k", 6), Some((ValueKind::Value, b"v5".to_vec())));
-        assert_eq!(m.get(b"k", 7), Some((ValueKind::Deletion, Vec::new())));
-        assert_eq!(m.get(b"k2", 2), None);
-        assert_eq!(m.get(b"k2", 3), Some((ValueKind::Value, b"other".to_vec())));
-        assert_eq!(m.get(b"j", 100), None);
-        assert_eq!(m.get(b"", 100), None);
+        assert_eq!(get(&m, b"k", 0), None);
+        assert_eq!(get(&m, b"k", 1), Some((ValueKind::Value, b"v1".to_vec())));
+        assert_eq!(get(&m, b"k", 6), Some((ValueKind::Value, b"v5".to_vec())));
+        assert_eq!(get(&m, b"k", 7), Some((ValueKind::Deletion, Vec::new())));
+        assert_eq!(get(&m, b"k2", 2), None);
+        assert_eq!(get(&m, b"k2", 3), Some((ValueKind::Value, b"other".to_vec())));
+        assert_eq!(get(&m, b"j", 100), None);
+        assert_eq!(get(&m, b"", 100), None);
         assert_eq!(m.len(), 4);
         assert!(m.approximate_bytes() >= 4 * ENTRY_OVERHEAD);
     }
@@ -255,8 +261,8 @@ mod tests {
     fn empty_key_is_a_valid_key() {
         let m = MemTable::new();
         m.add(2, ValueKind::Value, b"", b"empty");
-        assert_eq!(m.get(b"", 2), Some((ValueKind::Value, b"empty".to_vec())));
-        assert_eq!(m.get(b"", 1), None);
+        assert_eq!(get(&m, b"", 2), Some((ValueKind::Value, b"empty".to_vec())));
+        assert_eq!(get(&m, b"", 1), None);
     }
 
     /// Versions that arrive out of sequence order (the write path never does this, but the
@@ -267,10 +273,10 @@ mod tests {
         m.add(10, ValueKind::Value, b"k", b"v10");
         m.add(4, ValueKind::Value, b"k", b"v4");
         m.add(8, ValueKind::Value, b"k", b"v8");
-        assert_eq!(m.get(b"k", 3), None);
-        assert_eq!(m.get(b"k", 5), Some((ValueKind::Value, b"v4".to_vec())));
-        assert_eq!(m.get(b"k", 9), Some((ValueKind::Value, b"v8".to_vec())));
-        assert_eq!(m.get(b"k", 100), Some((ValueKind::Value, b"v10".to_vec())));
+        assert_eq!(get(&m, b"k", 3), None);
+        assert_eq!(get(&m, b"k", 5), Some((ValueKind::Value, b"v4".to_vec())));
+        assert_eq!(get(&m, b"k", 9), Some((ValueKind::Value, b"v8".to_vec())));
+        assert_eq!(get(&m, b"k", 100), Some((ValueKind::Value, b"v10".to_vec())));
     }
 
     /// Many keys (the index grows and rehashes many times) and many versions of one key:
@@ -291,17 +297,17 @@ mod tests {
             }
         }
         for i in 0..20_000u32 {
-            let (kind, value) = m.get(&i.to_be_bytes(), seq).expect("present");
+            let (kind, value) = get(&m, &i.to_be_bytes(), seq).expect("present");
             assert_eq!(kind, ValueKind::Value);
-            assert_eq!(m.get(&i.to_be_bytes(), 0), None);
+            assert_eq!(get(&m, &i.to_be_bytes(), 0), None);
             let written = u64::from_le_bytes(value.try_into().expect("8 bytes"));
             assert!(written <= seq);
         }
-        let (_, newest) = m.get(b"hot", seq).expect("hot key");
+        let (_, newest) = get(&m, b"hot", seq).expect("hot key");
         assert_eq!(newest, last_hot.to_le_bytes());
         // Each hot version is visible at its own sequence and at the one just after it.
         for probe in [2u64, 3, 7, 1001, 12_345] {
-            let (_, value) = m.get(b"hot", probe).expect("hot version");
+            let (_, value) = get(&m, b"hot", probe).expect("hot version");
             let visible = u64::from_le_bytes(value.try_into().expect("8 bytes"));
             assert!(visible <= probe && probe - visible <= 5, "{probe} saw {visible}");
         }

@@ -24,14 +24,36 @@ use quick_cache::Weighter;
 
 use super::ValuePointer;
 
-/// Bytes charged per entry on top of key and value (the entry, its `Arc`s, the map slot).
-const ENTRY_OVERHEAD: u64 = 96;
+/// Bytes charged per entry on top of key and value (the entry, its `Arc`, the map slot).
+const ENTRY_OVERHEAD: u64 = 80;
 
-/// A cached record: its key (checked on every hit) and value.
+/// A cached record: its key (checked on every hit) followed by its value, in one
+/// allocation. A hit on a record not read lately misses the CPU cache once per allocation
+/// it touches: with key and value in two, that was two misses (and two reference-count
+/// updates) per hit instead of one.
 #[derive(Debug, Clone)]
-struct CachedValue {
-    key: Arc<[u8]>,
-    value: Arc<[u8]>,
+pub struct CachedValue {
+    key_then_value: Arc<[u8]>,
+    key_len: u32,
+}
+
+impl CachedValue {
+    fn new(key: &[u8], key_len: u32, value: &[u8]) -> CachedValue {
+        CachedValue {
+            // An iterator of known length: one allocation, no intermediate buffer.
+            key_then_value: key.iter().chain(value).copied().collect(),
+            key_len,
+        }
+    }
+
+    fn key(&self) -> &[u8] {
+        &self.key_then_value[..self.key_len as usize]
+    }
+
+    /// The record's value.
+    pub fn value(&self) -> &[u8] {
+        &self.key_then_value[self.key_len as usize..]
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -39,7 +61,7 @@ struct ByBytes;
 
 impl Weighter<(u64, u64, u32), CachedValue> for ByBytes {
     fn weight(&self, _: &(u64, u64, u32), entry: &CachedValue) -> u64 {
-        entry.key.len() as u64 + entry.value.len() as u64 + ENTRY_OVERHEAD
+        entry.key_then_value.len() as u64 + ENTRY_OVERHEAD
     }
 }
 
@@ -75,9 +97,9 @@ impl ValueCache {
 
     /// The value of the record at `ptr`, if cached and it belongs to `key`. A cached record
     /// of another key is a damaged pointer: the caller reads the file and reports it.
-    pub fn get(&self, ptr: &ValuePointer, key: &[u8]) -> Option<Arc<[u8]>> {
+    pub fn get(&self, ptr: &ValuePointer, key: &[u8]) -> Option<CachedValue> {
         let entry = self.map.get(&Self::address(ptr))?;
-        (*entry.key == *key).then_some(entry.value)
+        (entry.key() == key).then_some(entry)
     }
 
     /// Offers the verified value of the record at `ptr`, just read from the log: it is
@@ -86,13 +108,12 @@ impl ValueCache {
         if value.len() > self.max_value_len || !self.missed_before(ptr) {
             return;
         }
-        self.map.insert(
-            Self::address(ptr),
-            CachedValue {
-                key: Arc::from(key),
-                value: Arc::from(value),
-            },
-        );
+        // A record's key fits a `u32` (`MAX_KEY_LEN`); anything else is not cached.
+        let Ok(key_len) = u32::try_from(key.len()) else {
+            return;
+        };
+        self.map
+            .insert(Self::address(ptr), CachedValue::new(key, key_len, value));
     }
 
     /// Whether `ptr`'s record was missed lately; remembers this miss otherwise. A slot holds
@@ -145,7 +166,7 @@ mod tests {
         cache.offer(&ptr(3, 100, 40), b"k", b"value");
         assert!(cache.get(&ptr(3, 100, 40), b"k").is_none(), "in on its first miss");
         cache.offer(&ptr(3, 100, 40), b"k", b"value");
-        assert_eq!(cache.get(&ptr(3, 100, 40), b"k").as_deref(), Some(&b"value"[..]));
+        assert_eq!(cache.get(&ptr(3, 100, 40), b"k").as_ref().map(CachedValue::value), Some(&b"value"[..]));
         // A sweep of many records, each missed once, adds none of them.
         for i in 0..10_000u64 {
             cache.offer(&ptr(4, 32 + i * 600, 600), &i.to_be_bytes(), &[1u8; 500]);
@@ -159,7 +180,7 @@ mod tests {
         let cache = ValueCache::new(1 << 20);
         cache.offer(&ptr(3, 100, 40), b"k", b"value");
         cache.offer(&ptr(3, 100, 40), b"k", b"value");
-        assert_eq!(cache.get(&ptr(3, 100, 40), b"k").as_deref(), Some(&b"value"[..]));
+        assert_eq!(cache.get(&ptr(3, 100, 40), b"k").as_ref().map(CachedValue::value), Some(&b"value"[..]));
         assert!(cache.get(&ptr(3, 100, 40), b"other").is_none());
         assert!(cache.get(&ptr(3, 100, 41), b"k").is_none());
         assert!(cache.get(&ptr(4, 100, 40), b"k").is_none());

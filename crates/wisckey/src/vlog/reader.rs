@@ -179,14 +179,50 @@ impl VlogReader {
         buf: &mut Vec<u8>,
     ) -> Result<()> {
         let cache = self.value_cache.as_ref().filter(|_| cached);
-        if let Some(cache) = cache {
-            if let Some(value) = cache.get(ptr, expected_key) {
-                // The pointer must still pass the checks a file read makes.
-                self.check_pointer(ptr, limits)?;
-                buf.extend_from_slice(&value);
-                return Ok(());
-            }
+        if let Some(hit) = cache.and_then(|cache| cache.get(ptr, expected_key)) {
+            // The pointer must still pass the checks a file read makes.
+            self.check_pointer(ptr, limits)?;
+            buf.extend_from_slice(hit.value());
+            return Ok(());
         }
+        let start = buf.len();
+        let value = self.read_record(ptr, expected_key, limits, cache, buf)?;
+        move_value_to(buf, value, start);
+        Ok(())
+    }
+
+    /// A point read that lends the value to `use_value` where it lies: in the value cache
+    /// (no copy), or in `scratch`, which a read from the file fills (cleared first; its
+    /// capacity is reused). The checks are [`VlogReader::read_value`]'s; on an error
+    /// `use_value` is not called.
+    pub fn read_value_with<R>(
+        &self,
+        ptr: &ValuePointer,
+        expected_key: &[u8],
+        limits: LiveRange,
+        scratch: &mut Vec<u8>,
+        use_value: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R> {
+        let cache = self.value_cache.as_ref();
+        if let Some(hit) = cache.and_then(|cache| cache.get(ptr, expected_key)) {
+            self.check_pointer(ptr, limits)?;
+            return Ok(use_value(hit.value()));
+        }
+        scratch.clear();
+        let value = self.read_record(ptr, expected_key, limits, cache, scratch)?;
+        Ok(use_value(&scratch[value]))
+    }
+
+    /// Reads the record at `ptr` onto the end of `buf` and verifies it; returns where its
+    /// value lies in `buf` and offers the value to `cache`. On an error `buf` is as it was.
+    fn read_record(
+        &self,
+        ptr: &ValuePointer,
+        expected_key: &[u8],
+        limits: LiveRange,
+        cache: Option<&ValueCache>,
+        buf: &mut Vec<u8>,
+    ) -> Result<Range<usize>> {
         self.check_pointer(ptr, limits)?;
         let open = self.segment(ptr.segment)?;
         if !open.reaches(ptr.end())? {
@@ -212,8 +248,7 @@ impl VlogReader {
         if let Some(cache) = cache {
             cache.offer(ptr, expected_key, &buf[value.clone()]);
         }
-        move_value_to(buf, value, start);
-        Ok(())
+        Ok(value)
     }
 
     /// Reads the records of a run of pointers that lie back to back in one segment (each
@@ -700,6 +735,38 @@ mod tests {
         let err = reader.read_value_into(&beyond, b"key1", all, &mut buf);
         assert!(matches!(err, Err(Error::Corruption { .. })), "{err:?}");
         assert_eq!(buf, b"prefix:value1");
+    }
+
+    #[test]
+    fn read_value_with_lends_from_the_cache_or_the_scratch_and_never_lends_a_bad_record() {
+        let (_fs, reader, ptrs, live) = setup();
+        let reader = reader.with_value_cache(1 << 20);
+        let mut scratch = Vec::with_capacity(256);
+        let address = scratch.as_ptr();
+        // From the file twice (the cache admits on a second miss), then from the cache.
+        for read in 0..3 {
+            let lent = reader
+                .read_value_with(&ptrs[0], b"key1", live, &mut scratch, |v| v.to_vec())
+                .expect("read");
+            assert_eq!(lent, b"value1", "read {read}");
+            assert_eq!(scratch.as_ptr(), address, "read {read}: scratch reallocated");
+        }
+        assert!(reader.value_cache_bytes() > 0, "admitted on its second miss");
+        // A cached record of another key, a tombstone and a pointer past the live log are
+        // errors, and `use_value` never sees their bytes.
+        let shorter = LiveRange {
+            end: LogPosition::new(1, ptrs[0].end() - 1),
+        };
+        for (ptr, key, limits) in [
+            (ptrs[0], &b"key2"[..], live),
+            (ptrs[1], &b"key2"[..], live),
+            (ptrs[0], &b"key1"[..], shorter),
+        ] {
+            let mut called = false;
+            let err = reader.read_value_with(&ptr, key, limits, &mut scratch, |_| called = true);
+            assert!(matches!(err, Err(Error::Corruption { .. })), "{err:?}");
+            assert!(!called, "a bad record was lent");
+        }
     }
 
     #[test]
