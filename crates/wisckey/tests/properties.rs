@@ -13,14 +13,20 @@ fn options() -> Options {
     }
 }
 
-#[test]
-fn get_into_reuses_the_callers_buffer() {
-    let dir = tempfile::tempdir().expect("tempdir");
+/// A database holding a value in the log ("big"), an inline one ("small") and a deleted key.
+fn open_with_each_kind_of_value(dir: &tempfile::TempDir) -> Db {
     let db = Db::open(dir.path(), options()).expect("open");
     db.put(b"big", vec![9u8; 3000]).expect("put"); // in the value log
     db.put(b"small", b"inline").expect("put");
     db.put(b"gone", b"x").expect("put");
     db.delete(b"gone").expect("delete");
+    db
+}
+
+#[test]
+fn get_into_reuses_the_callers_buffer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = open_with_each_kind_of_value(&dir);
     let mut buf: Vec<u8> = Vec::with_capacity(4096);
     let address = buf.as_ptr();
     for round in 0..3 {
@@ -57,11 +63,7 @@ fn get_into_reuses_the_callers_buffer() {
 #[test]
 fn get_with_lends_every_kind_of_value_and_reuses_its_scratch() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = Db::open(dir.path(), options()).expect("open");
-    db.put(b"big", vec![9u8; 3000]).expect("put"); // in the value log
-    db.put(b"small", b"inline").expect("put");
-    db.put(b"gone", b"x").expect("put");
-    db.delete(b"gone").expect("delete");
+    let db = open_with_each_kind_of_value(&dir);
     let mut scratch: Vec<u8> = Vec::with_capacity(4096);
     let address = scratch.as_ptr();
     let lent = |key: &[u8], scratch: &mut Vec<u8>| {
