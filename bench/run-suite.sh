@@ -59,6 +59,10 @@
 #     size set YCSB_OPS_<size>, default 2000)
 #   SETTLE_ROUNDS=5 (unmeasured readrandom rounds after each load until compaction is done;
 #     0 = measure right after the load, as runs before 2026-11-23 did)
+#   READS16_FACTOR=10 (the 16-thread readrandom phase does 2 x READS x this many lookups in
+#     all: with 2 x READS, as runs before 2026-11-27 21:40 UTC did, wisckey and BlobDB were
+#     done in 0.13-0.46 s, too short to measure; at 10x they take about 1-4 s. Slow engines
+#     may then meet READ_TIMEOUT: stock Badger at 1 and 4 KiB, LevelDB at 1 KiB)
 #   READ_TIMEOUT=120 (seconds; a read phase still running is killed and reported without a
 #     figure: stock Badger's mmap'd seekrandom / readseq under the limit take many minutes)
 #   FIO=1 (0 = no fio; the report then reads bench/results/fio/device.md if present)
@@ -95,6 +99,7 @@ SKIP_FILLSEQ=${SKIP_FILLSEQ:-0}
 FIO=${FIO:-1}
 SETTLE_ROUNDS=${SETTLE_ROUNDS:-5}
 READ_TIMEOUT=${READ_TIMEOUT:-120}
+READS16_FACTOR=${READS16_FACTOR:-10}
 OUT_DIR=${OUT_DIR:-$here/results/suite-$(date -u +%Y%m%dT%H%M%SZ)}
 
 # shellcheck source=bench/lib.sh
@@ -190,7 +195,7 @@ settle() {
 read_phases() { # engine db
   local engine=$1 db=$2 limit=$READ_TIMEOUT
   run "$engine" readrandom "$limit" --benchmarks=readrandom --threads=1 --reads="$reads" --db="$db" --use_existing_db=1 --histogram
-  run "$engine" readrandom16 "$limit" --benchmarks=readrandom --threads=16 --reads=$((reads * 2 / 16)) --db="$db" --use_existing_db=1
+  run "$engine" readrandom16 "$limit" --benchmarks=readrandom --threads=16 --reads=$((reads * 2 * READS16_FACTOR / 16)) --db="$db" --use_existing_db=1
   run "$engine" seekrandom "$limit" --benchmarks=seekrandom --seek_nexts=100 --reads="$seeks" --db="$db" --use_existing_db=1
   run "$engine" readseq "$limit" --benchmarks=readseq --reads="$seq_entries" --db="$db" --use_existing_db=1
 }
@@ -230,7 +235,7 @@ if [[ $SKIP_DBBENCH != 1 ]]; then
     {
       echo "# db_bench suite $(date -u +%Y-%m-%dT%H:%M:%SZ) $(git -C "$root" rev-parse --short HEAD 2>/dev/null || true)"
       echo "NUM=$num VALUE_SIZE=$value_size KEY_SIZE=$KEY_SIZE SEED=$SEED MEM_LIMIT=$MEM_LIMIT"
-      echo "READS=$reads READS_16_THREADS_TOTAL=$((reads * 2 / 16 * 16)) SEEKS=$seeks SEEK_NEXTS=100 READSEQ_ENTRIES=$seq_entries"
+      echo "READS=$reads READS_16_THREADS_TOTAL=$((reads * 2 * READS16_FACTOR / 16 * 16)) READS16_FACTOR=$READS16_FACTOR SEEKS=$seeks SEEK_NEXTS=100 READSEQ_ENTRIES=$seq_entries"
       echo "ENGINES=$all_engines DATA_DIR=$DATA_DIR ($fstype)"
       echo "WISCKEY_FLAGS=$WISCKEY_FLAGS EXTRA_FLAGS=$EXTRA_FLAGS"
     } > "$dir/params.txt"
