@@ -13,8 +13,9 @@ mod util;
 const VALUE_LEN: usize = 12 << 10;
 const KEYS: u32 = 40;
 
-/// Background GC on (hole punching is part of it) with a target it never reaches: every
-/// byte given back in these tests is punched, none collected, unless a test asks.
+/// Background GC on with a target it never reaches: it neither collects nor punches (its
+/// rounds punch only over the target), so every byte given back in these tests is punched
+/// by the test's own `Db::gc`, none collected, unless a test asks.
 fn options(fs: Arc<dyn FileSystem>) -> Options {
     Options {
         gc_space_amp_target: 1000.0,
@@ -187,6 +188,63 @@ fn an_older_iterator_or_snapshot_holds_punching_back() {
         "the records the snapshot could read are punched once it is gone ({with_snapshot} -> {without})"
     );
     check(&db, &model, &ReadOptions::default());
+}
+
+/// Background GC punches only once the log is over its target: under it the space is not
+/// asked for (and punching costs: it drops the ranges' cached pages). Garbage under the
+/// target stays put; the round after a flush takes the log over the target punches it.
+#[test]
+fn background_gc_punches_only_over_its_target() {
+    let mem = MemFs::new();
+    let dir = Path::new("/db");
+    let target = 1.5;
+    let options = Options {
+        gc_space_amp_target: target,
+        ..options(Arc::new(mem.clone()))
+    };
+    let db = Db::open(dir, options).expect("open");
+    let mut model = Model::new();
+    // 120 keys of 12 KiB (more than the first 1 MiB segment), then a sixth of them again:
+    // their old records are garbage in the sealed first segment, before the replay head.
+    const LIVE_KEYS: u32 = 120;
+    write_all(&db, 0..LIVE_KEYS, 0, &mut model);
+    write_all(&db, 0..LIVE_KEYS / 6, 1, &mut model);
+    let under = db.stats().expect("stats");
+    let dead: u64 = under.value_log.segments.iter().map(|s| s.dead_bytes).sum();
+    assert!(
+        dead >= u64::from(LIVE_KEYS / 6) * VALUE_LEN as u64,
+        "the flush counted the overwritten records: {:?}",
+        under.value_log
+    );
+    assert!(under.value_log.space_amp < target, "{:?}", under.value_log);
+    // Background rounds run after every flush and at least once a second: give it several.
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let stats = db.stats().expect("stats");
+    assert_eq!(
+        stats.gc.bytes_punched, 0,
+        "punched under the target: {:?}",
+        stats.gc
+    );
+    assert_eq!(punched(&stats), 0);
+
+    // Every key again: the log is now well over its target.
+    write_all(&db, 0..LIVE_KEYS, 2, &mut model);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let over = loop {
+        let stats = db.stats().expect("stats");
+        if stats.gc.bytes_punched > 0 || std::time::Instant::now() > deadline {
+            break stats;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(
+        over.gc.bytes_punched > 0,
+        "nothing punched over the target: {:?} {:?}",
+        over.gc,
+        over.value_log
+    );
+    check(&db, &model, &ReadOptions::default());
+    db.close().expect("close");
 }
 
 /// On a real file system the punched blocks stop taking disk space (where the file system

@@ -435,7 +435,7 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
         }
     }
     let _clear = ClearDelay(inner);
-    punch_ready(inner)?;
+    punch_if_wanted(inner, policy, paced)?;
     let mut total = GcOutcome::default();
     let mut taken = StepsTaken::default();
     // The log's space amplification when the latest victim's collection began.
@@ -476,12 +476,12 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
                 taken.flushed = true;
                 super::write::force_memtable_switch(inner)?;
                 super::background::wait_for_flushes(inner)?;
-                punch_ready(inner)?;
+                punch_if_wanted(inner, policy, paced)?;
             }
             GcStep::SealAndFlush => {
                 taken.sealed = true;
                 unblock_head(inner)?;
-                punch_ready(inner)?;
+                punch_if_wanted(inner, policy, paced)?;
             }
             GcStep::Sample => {
                 taken.sampled = true;
@@ -509,6 +509,27 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
     }
     super::background::delete_obsolete_files(inner)?;
     Ok(total)
+}
+
+/// Punches what is ready ([`punch_ready`]) if this round wants space back: a call of
+/// `Db::gc` always does; a background round only while the log is over its target or the
+/// disk is short of space (a write or background job met ENOSPC, or the reserve is spent).
+/// Below the target the space is not asked for, and punching is not free: it drops the
+/// punched ranges' cached pages, and on a VM that hands freed memory back to its host the
+/// buffered writes that follow ran at about half speed (docs/BENCHMARKS.md, "Hole punching
+/// waits for the target"); collecting whole segments already waits for the target.
+fn punch_if_wanted(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<()> {
+    // Batches whose readers are gone join the ready set either way: it is bounded
+    // (`MAX_READY_RANGES`), the list of waiting batches is not.
+    inner.punches.lock().promote(inner.snapshots.oldest());
+    let wanted = !paced
+        || inner.state.lock().no_space.is_some()
+        || (inner.options.disk_reserve_size > 0 && !inner.reserve_present.load(Ordering::Acquire))
+        || choose(inner, policy)?.0.space_amp() > policy.space_amp_target;
+    if wanted {
+        punch_ready(inner)?;
+    }
+    Ok(())
 }
 
 /// Whether GC, collecting flat out, is losing ground: the log's space amplification did not
