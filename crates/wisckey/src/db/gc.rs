@@ -515,9 +515,10 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
 /// `Db::gc` always does; a background round only while the log is over its target or the
 /// disk is short of space (a write or background job met ENOSPC, or the reserve is spent).
 /// Below the target the space is not asked for, and punching is not free: it drops the
-/// punched ranges' cached pages, and on a VM that hands freed memory back to its host the
-/// buffered writes that follow ran at about half speed (docs/BENCHMARKS.md, "Hole punching
-/// waits for the target"); collecting whole segments already waits for the target.
+/// punched ranges' cached pages, and a file system mounted with online discard trims their
+/// blocks at once; on our 2-core VM, loads that punched meanwhile ran at 0.3-0.6 of the
+/// speed of those that did not (docs/BENCHMARKS.md, "Hole punching waits for the target").
+/// Collecting whole segments already waited for the target.
 fn punch_if_wanted(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<()> {
     // Batches whose readers are gone join the ready set either way: it is bounded
     // (`MAX_READY_RANGES`), the list of waiting batches is not.
