@@ -60,9 +60,9 @@
 #   SETTLE_ROUNDS=5 (unmeasured readrandom rounds after each load until compaction is done;
 #     0 = measure right after the load, as runs before 2026-11-23 did)
 #   READS16_FACTOR=10 (the 16-thread readrandom phase does 2 x READS x this many lookups in
-#     all: with 2 x READS, as runs before 2026-11-27 21:40 UTC did, wisckey and BlobDB were
+#     all: with 2 x READS, as runs before 2026-11-27 20:59 UTC did, wisckey and BlobDB were
 #     done in 0.13-0.46 s, too short to measure; at 10x they take about 1-4 s. Slow engines
-#     may then meet READ_TIMEOUT: stock Badger at 1 and 4 KiB, LevelDB at 1 KiB)
+#     may then meet READ_TIMEOUT: stock Badger at 1, 4 and 16 KiB, LevelDB at 1 KiB)
 #   READ_TIMEOUT=120 (seconds; a read phase still running is killed and reported without a
 #     figure: stock Badger's mmap'd seekrandom / readseq under the limit take many minutes)
 #   FIO=1 (0 = no fio; the report then reads bench/results/fio/device.md if present)
