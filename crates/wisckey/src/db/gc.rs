@@ -516,7 +516,7 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
 /// disk is short of space (a write or background job met ENOSPC, or the reserve is spent).
 /// Below the target the space is not asked for, and punching is not free: it drops the
 /// punched ranges' cached pages, and a file system mounted with online discard trims their
-/// blocks at once; on our 2-core VM, loads that punched meanwhile ran at 0.3-0.6 of the
+/// blocks at once; on our 2-core VM, loads that punched meanwhile ran at 0.3-0.65 of the
 /// speed of those that did not (docs/BENCHMARKS.md, "Hole punching waits for the target").
 /// Collecting whole segments already waited for the target.
 fn punch_if_wanted(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<()> {
