@@ -346,12 +346,9 @@ fn probe_punch_support(inner: &DbInner) -> Result<bool> {
 
 /// Punches out the dead records no reader can reach any more, in sealed segments before the
 /// replay head (`gc::punch`): records the ranges in the manifest, then deallocates their
-/// whole blocks. Returns the bytes of blocks given back. The caller holds `gc_lock`.
+/// whole blocks. Returns the bytes of blocks given back. The caller holds `gc_lock` and has
+/// just promoted the queue ([`punch_if_wanted`]).
 fn punch_ready(inner: &DbInner) -> Result<u64> {
-    inner.punches.lock().promote(inner.snapshots.oldest());
-    if inner.punches.lock().is_empty() {
-        return Ok(0);
-    }
     if inner.state.lock().punch_supported.is_none() {
         let supported = match probe_punch_support(inner) {
             Ok(supported) => supported,
@@ -522,7 +519,14 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
 fn punch_if_wanted(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<()> {
     // Batches whose readers are gone join the ready set either way: it is bounded
     // (`MAX_READY_RANGES`), the list of waiting batches is not.
-    inner.punches.lock().promote(inner.snapshots.oldest());
+    let nothing_queued = {
+        let mut punches = inner.punches.lock();
+        punches.promote(inner.snapshots.oldest());
+        punches.is_empty()
+    };
+    if nothing_queued {
+        return Ok(());
+    }
     let wanted = !paced
         || inner.state.lock().no_space.is_some()
         || (inner.options.disk_reserve_size > 0 && !inner.reserve_present.load(Ordering::Acquire))
