@@ -36,9 +36,15 @@ pub const MAX_USER_VALUE: usize = wisckey::MAX_VALUE_SIZE - 9;
 /// The engine key of a user key's data entry.
 pub fn data_key(user_key: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(user_key.len() + 1);
-    k.push(NS_DATA);
-    k.extend_from_slice(user_key);
+    data_key_into(&mut k, user_key);
     k
+}
+
+/// [`data_key`] written into `out` (cleared first), so a hot path can reuse one buffer.
+pub fn data_key_into(out: &mut Vec<u8>, user_key: &[u8]) {
+    out.clear();
+    out.push(NS_DATA);
+    out.extend_from_slice(user_key);
 }
 
 /// The expiry-index key for `user_key` expiring at `at_ms`.
@@ -75,21 +81,22 @@ impl Stored {
 
 /// Encodes a data value.
 pub fn encode_value(data: &[u8], expires_at_ms: Option<u64>) -> Vec<u8> {
+    let mut v = Vec::with_capacity(data.len() + 9);
+    encode_value_into(&mut v, data, expires_at_ms);
+    v
+}
+
+/// [`encode_value`] written into `out` (cleared first), so a hot path can reuse one buffer.
+pub fn encode_value_into(out: &mut Vec<u8>, data: &[u8], expires_at_ms: Option<u64>) {
+    out.clear();
     match expires_at_ms {
-        None => {
-            let mut v = Vec::with_capacity(data.len() + 1);
-            v.push(TAG_STRING);
-            v.extend_from_slice(data);
-            v
-        }
+        None => out.push(TAG_STRING),
         Some(at) => {
-            let mut v = Vec::with_capacity(data.len() + 9);
-            v.push(TAG_STRING_EXPIRES);
-            v.extend_from_slice(&at.to_be_bytes());
-            v.extend_from_slice(data);
-            v
+            out.push(TAG_STRING_EXPIRES);
+            out.extend_from_slice(&at.to_be_bytes());
         }
     }
+    out.extend_from_slice(data);
 }
 
 /// Decodes a data value read from the engine (consuming it, so the common case does not

@@ -107,11 +107,16 @@ struct Writes<'s> {
     batch: WriteBatch,
     /// The value each pending write leaves (keys only put, never deleted, here); `None`
     /// for a value too large to copy ([`OVERLAY_MAX`]): reading it commits first.
-    overlay: HashMap<Vec<u8>, Option<Stored>>,
+    overlay: HashMap<Vec<u8>, Option<Stored>, ahash::RandomState>,
     held: Vec<MutexGuard<'s, ()>>,
     held_bits: [u64; STRIPES / 64],
     /// A pending write carries an expiry (the sweeper is told after the commit).
     expiring: bool,
+    /// Scratch space reused by every read and put of the run: the engine key, the encoded
+    /// value, a value read from the log.
+    ekey: Vec<u8>,
+    evalue: Vec<u8>,
+    scratch: Vec<u8>,
 }
 
 impl<'s> Writes<'s> {
@@ -119,10 +124,13 @@ impl<'s> Writes<'s> {
         Writes {
             store,
             batch: WriteBatch::new(),
-            overlay: HashMap::new(),
+            overlay: HashMap::default(),
             held: Vec::new(),
             held_bits: [0; STRIPES / 64],
             expiring: false,
+            ekey: Vec::new(),
+            evalue: Vec::new(),
+            scratch: Vec::new(),
         }
     }
 
@@ -161,9 +169,20 @@ impl<'s> Writes<'s> {
     /// Takes the stripe locks of `keys` (those not held yet). If one is busy, commits what
     /// is pending first (see the module docs); the error is that commit's.
     fn lock<K: AsRef<[u8]>>(&mut self, keys: &[K]) -> Result<(), Error> {
+        if let [key] = keys {
+            // The common case (GET, SET, INCR): no lists to build.
+            let i = self.store.stripe_of(key.as_ref());
+            if self.holds(i) {
+                return Ok(());
+            }
+            if let Some(g) = self.store.try_lock_stripe(i) {
+                self.hold(i, g);
+                return Ok(());
+            }
+        }
         let mut want: Vec<usize> = keys
             .iter()
-            .map(|k| Store::stripe_of(k.as_ref()))
+            .map(|k| self.store.stripe_of(k.as_ref()))
             .filter(|&i| !self.holds(i))
             .collect();
         want.sort_unstable();
@@ -185,7 +204,10 @@ impl<'s> Writes<'s> {
         // else.
         drop(got);
         let committed = self.commit(false);
-        let mut want: Vec<usize> = keys.iter().map(|k| Store::stripe_of(k.as_ref())).collect();
+        let mut want: Vec<usize> = keys
+            .iter()
+            .map(|k| self.store.stripe_of(k.as_ref()))
+            .collect();
         want.sort_unstable();
         want.dedup();
         for i in want {
@@ -195,24 +217,35 @@ impl<'s> Writes<'s> {
         committed.map(drop)
     }
 
-    /// The live value of `key` as the pending writes leave it. The caller holds its lock
-    /// (and still does on return) or has nothing pending.
-    fn get(&mut self, key: &[u8], now: u64) -> Result<Option<Stored>, Error> {
+    /// Lends the live value of `key` as the pending writes leave it (its bytes and expiry)
+    /// to `use_value`; `None` if absent or expired. The caller holds its lock (and still
+    /// does on return) or has nothing pending.
+    fn read_with<R>(
+        &mut self,
+        key: &[u8],
+        now: u64,
+        use_value: impl FnOnce(&[u8], Option<u64>) -> R,
+    ) -> Result<Option<R>, Error> {
         match self.overlay.get(key) {
             Some(Some(s)) if s.is_expired(now) => Ok(None),
-            Some(Some(s)) => Ok(Some(s.clone())),
+            Some(Some(s)) => Ok(Some(use_value(&s.data, s.expires_at_ms))),
             Some(None) => {
                 // A large pending value: commit it and read it back, under the lock again.
                 self.commit(false)?;
                 self.lock(&[key])?;
-                self.store.get(key)
+                let (ekey, scratch) = (&mut self.ekey, &mut self.scratch);
+                self.store.read_with(key, now, ekey, scratch, use_value)
             }
-            None => self.store.get(key),
+            None => {
+                let (ekey, scratch) = (&mut self.ekey, &mut self.scratch);
+                self.store.read_with(key, now, ekey, scratch, use_value)
+            }
         }
     }
 
     fn put(&mut self, key: &[u8], data: &[u8], expires_at_ms: Option<u64>) {
-        Store::batch_put(&mut self.batch, key, data, expires_at_ms);
+        let (ekey, evalue) = (&mut self.ekey, &mut self.evalue);
+        Store::batch_put_via(&mut self.batch, key, data, expires_at_ms, ekey, evalue);
         self.expiring |= expires_at_ms.is_some();
         let kept = (data.len() <= OVERLAY_MAX).then(|| Stored {
             data: data.to_vec(),
@@ -240,8 +273,8 @@ fn run_fast(w: &mut Writes<'_>, fast: Fast, args: &[Vec<u8>]) -> Result<Reply, E
                 // Read under the key's lock so it cannot change before the commit.
                 w.lock(&[key])?;
             }
-            match w.get(key, now_ms()) {
-                Ok(Some(s)) => Reply::Bulk(s.data),
+            match w.read_with(key, now_ms(), |data, _| data.to_vec()) {
+                Ok(Some(data)) => Reply::Bulk(data),
                 Ok(None) => Reply::Nil,
                 Err(e) => Reply::err(format!("ERR {e}")),
             }
@@ -276,24 +309,20 @@ fn run_fast(w: &mut Writes<'_>, fast: Fast, args: &[Vec<u8>]) -> Result<Reply, E
         Fast::Add(delta) => {
             let key = &args[1];
             w.lock(&[key])?;
-            match w.get(key, now_ms()) {
+            match w.read_with(key, now_ms(), |data, expires| {
+                parse_int(data).map(|n| (n, expires))
+            }) {
                 Err(e) => Reply::err(format!("ERR {e}")),
-                Ok(old) => {
-                    let current = match &old {
-                        None => Some((0, None)),
-                        Some(s) => parse_int(&s.data).map(|n| (n, s.expires_at_ms)),
-                    };
-                    match current {
-                        None => cmd::not_integer(),
-                        Some((n, expires)) => match n.checked_add(delta) {
-                            None => Reply::err("ERR increment or decrement would overflow"),
-                            Some(new) => {
-                                w.put(key, new.to_string().as_bytes(), expires);
-                                Reply::Integer(new)
-                            }
-                        },
-                    }
-                }
+                Ok(old) => match old.unwrap_or(Some((0, None))) {
+                    None => cmd::not_integer(),
+                    Some((n, expires)) => match n.checked_add(delta) {
+                        None => Reply::err("ERR increment or decrement would overflow"),
+                        Some(new) => {
+                            w.put(key, itoa::Buffer::new().format(new).as_bytes(), expires);
+                            Reply::Integer(new)
+                        }
+                    },
+                },
             }
         }
     })

@@ -31,8 +31,6 @@
 //!   lone SET or INCR from each of many clients.
 
 use std::cell::Cell;
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed, Ordering::SeqCst};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -74,6 +72,9 @@ pub struct Store {
     db: Db,
     durability: Durability,
     stripes: Vec<Mutex<()>>,
+    /// Picks a key's stripe; randomly keyed per process so that clients cannot choose keys
+    /// that all share one lock.
+    stripe_hasher: ahash::RandomState,
     /// Engine writes begun and not yet returned (`BeforeReply` only).
     inflight: AtomicU64,
     /// Engine writes returned (`BeforeReply` only).
@@ -126,6 +127,7 @@ impl Store {
             db,
             durability,
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+            stripe_hasher: ahash::RandomState::new(),
             inflight: AtomicU64::new(0),
             written: AtomicU64::new(0),
             synced_upto: AtomicU64::new(0),
@@ -147,16 +149,10 @@ impl Store {
         self.db
     }
 
-    fn stripe(key: &[u8]) -> usize {
-        let mut h = DefaultHasher::new();
-        key.hash(&mut h);
-        // The modulo keeps the value below STRIPES, so the cast cannot truncate.
-        (h.finish() % STRIPES as u64) as usize
-    }
-
     /// The stripe (lock index, below [`STRIPES`]) that guards `key`.
-    pub fn stripe_of(key: &[u8]) -> usize {
-        Store::stripe(key)
+    pub fn stripe_of(&self, key: &[u8]) -> usize {
+        // The modulo keeps the value below STRIPES, so the cast cannot truncate.
+        (self.stripe_hasher.hash_one(key) % STRIPES as u64) as usize
     }
 
     /// Stripe `i`'s lock if it is free now; `None` if another thread holds it. Never waits,
@@ -180,7 +176,7 @@ impl Store {
 
     /// Locks the stripes of `keys` (in stripe order, each once).
     pub fn lock<K: AsRef<[u8]>>(&self, keys: &[K]) -> KeyGuard<'_> {
-        let mut idx: Vec<usize> = keys.iter().map(|k| Store::stripe(k.as_ref())).collect();
+        let mut idx: Vec<usize> = keys.iter().map(|k| self.stripe_of(k.as_ref())).collect();
         idx.sort_unstable();
         idx.dedup();
         // The guarded data is (), so a poisoned lock (a panic while held) protects nothing
@@ -218,9 +214,20 @@ impl Store {
         scratch: &mut Vec<u8>,
         use_value: impl FnOnce(&[u8]) -> R,
     ) -> Result<Option<R>, Error> {
-        ekey.clear();
-        ekey.push(format::NS_DATA);
-        ekey.extend_from_slice(key);
+        self.read_with(key, now_ms(), ekey, scratch, |data, _| use_value(data))
+    }
+
+    /// [`Store::get_with`] at time `now`, lending the expiry too (for a read-modify-write
+    /// that keeps it).
+    pub fn read_with<R>(
+        &self,
+        key: &[u8],
+        now: u64,
+        ekey: &mut Vec<u8>,
+        scratch: &mut Vec<u8>,
+        use_value: impl FnOnce(&[u8], Option<u64>) -> R,
+    ) -> Result<Option<R>, Error> {
+        format::data_key_into(ekey, key);
         let lent = self.db.get_with(ekey.as_slice(), scratch, |stored| {
             let (start, expires) = format::value_header(stored).map_err(|reason| {
                 Error::Format(format!(
@@ -228,8 +235,8 @@ impl Store {
                     String::from_utf8_lossy(&key[..key.len().min(64)])
                 ))
             })?;
-            let expired = expires.is_some_and(|at| at <= now_ms());
-            Ok((!expired).then(|| use_value(&stored[start..])))
+            let expired = expires.is_some_and(|at| at <= now);
+            Ok((!expired).then(|| use_value(&stored[start..], expires)))
         })?;
         lent.transpose().map(Option::flatten)
     }
@@ -254,10 +261,28 @@ impl Store {
     /// Adds `key = data` (with its expiry-index entry) to `batch`. With an expiry, call
     /// [`Store::note_expiry_written`] once the batch's write has returned.
     pub fn batch_put(batch: &mut WriteBatch, key: &[u8], data: &[u8], expires_at_ms: Option<u64>) {
-        batch.put(
-            format::data_key(key),
-            format::encode_value(data, expires_at_ms),
+        Store::batch_put_via(
+            batch,
+            key,
+            data,
+            expires_at_ms,
+            &mut Vec::new(),
+            &mut Vec::new(),
         );
+    }
+
+    /// [`Store::batch_put`] encoding through two scratch buffers that a hot path reuses.
+    pub fn batch_put_via(
+        batch: &mut WriteBatch,
+        key: &[u8],
+        data: &[u8],
+        expires_at_ms: Option<u64>,
+        ekey: &mut Vec<u8>,
+        evalue: &mut Vec<u8>,
+    ) {
+        format::data_key_into(ekey, key);
+        format::encode_value_into(evalue, data, expires_at_ms);
+        batch.put(&ekey[..], &evalue[..]);
         if let Some(at) = expires_at_ms {
             batch.put(format::expiry_key(at, key), b"");
         }
