@@ -87,6 +87,14 @@ fn classify(authed: bool, args: &[Vec<u8>]) -> Option<Fast> {
     }
 }
 
+/// The key a batched-path command reads from the engine (GET, INCR and its kin), if any.
+fn read_key(args: &Command) -> Option<&[u8]> {
+    match classify(true, args)? {
+        Fast::Get | Fast::Add(_) => Some(&args[1]),
+        Fast::Set | Fast::Mset => None,
+    }
+}
+
 /// Whether every command in `pending` only reads keys (GET, MGET) or touches nothing: such
 /// a batch may run on the connection's own thread.
 pub(crate) fn read_only(client: &Client, pending: &VecDeque<Command>) -> bool {
@@ -550,6 +558,11 @@ fn run_round(shared: &Shared, jobs: &mut Vec<(Job, usize)>) {
     let always = store.durable_before_reply();
     let mut w = Writes::new(store);
     let mut failed: Option<Error> = None;
+    store.prefetch(
+        jobs.iter()
+            .flat_map(|(job, _)| job.pending.iter())
+            .filter_map(read_key),
+    );
     for (job, ran) in jobs.iter_mut() {
         while let Some(args) = job.pending.pop_front() {
             *ran += 1;
@@ -608,6 +621,9 @@ pub(crate) fn run_reads(shared: &Shared, b: &mut Batch, limit: usize) {
     let (mut ekey, mut scratch) = (Vec::new(), Vec::new());
     // Counted once per batch: connections on different threads share the counter.
     let mut gets = 0;
+    if b.client.authed {
+        shared.store.prefetch(b.pending.iter().filter_map(read_key));
+    }
     while let Some(args) = b.pending.pop_front() {
         if b.client.authed && args.len() == 2 && is(&args[0], "get") {
             // GET with the value copied once, from where the engine holds it to the reply.

@@ -241,6 +241,31 @@ impl Store {
         lent.transpose().map(Option::flatten)
     }
 
+    /// A hint before a batch reads `keys`: see [`Db::prefetch_keys`]. Skipped for fewer
+    /// than two keys (nothing to overlap).
+    pub fn prefetch<'k>(&self, keys: impl Iterator<Item = &'k [u8]>) {
+        let mut encoded = Vec::new();
+        let mut ends = Vec::new();
+        for key in keys {
+            encoded.push(format::NS_DATA);
+            encoded.extend_from_slice(key);
+            ends.push(encoded.len());
+        }
+        if ends.len() < 2 {
+            return;
+        }
+        let mut start = 0;
+        let engine_keys: Vec<&[u8]> = ends
+            .iter()
+            .map(|&end| {
+                let k = &encoded[start..end];
+                start = end;
+                k
+            })
+            .collect();
+        self.db.prefetch_keys(&engine_keys);
+    }
+
     /// The live values of `keys`, read in parallel by the engine.
     pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<Stored>>, Error> {
         let engine_keys: Vec<Vec<u8>> = keys.iter().map(|k| format::data_key(k.as_ref())).collect();

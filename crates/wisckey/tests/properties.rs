@@ -227,3 +227,60 @@ fn approximate_size_follows_the_data_in_the_range() {
         "{half} of {after}"
     );
 }
+
+/// `Db::prefetch_keys` is a hint: around it, with versions spread over the memtable (with
+/// chains of versions), the tables and, while flushes run, immutable memtables, and keys
+/// repeated, absent or deleted in one batch, every read
+/// (`get`, and `multi_get`, which touches its keys the same way) returns what a model says.
+#[test]
+fn prefetch_keys_never_changes_what_reads_return() {
+    use rand::{rngs::SmallRng, Rng, SeedableRng};
+    use std::collections::HashMap;
+    let seed = 0x5eed_f00d_u64;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = Options {
+        memtable_size: 32 << 10,
+        ..options()
+    };
+    let db = Db::open(dir.path(), opts).expect("open");
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut model: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
+    for step in 0..4000 {
+        let key = format!("k{:04}", rng.gen_range(0..600)).into_bytes();
+        if rng.gen_bool(0.1) {
+            db.delete(&key).expect("delete");
+            model.remove(&key);
+        } else {
+            // Inline and log values both.
+            let value = vec![(step % 251) as u8; rng.gen_range(1..200)];
+            db.put(&key, &value).expect("put");
+            model.insert(key, value);
+        }
+        if step % 97 == 0 {
+            let batch: Vec<Vec<u8>> = (0..rng.gen_range(0..40))
+                .map(|_| format!("k{:04}", rng.gen_range(0..700)).into_bytes())
+                .collect();
+            db.prefetch_keys(&batch);
+            let got = db.multi_get(&batch).expect("multi_get");
+            for (key, value) in batch.iter().zip(got) {
+                assert_eq!(
+                    value.as_ref(),
+                    model.get(key),
+                    "seed {seed:#x}, step {step}"
+                );
+                let single = db.get(key).expect("get");
+                assert_eq!(
+                    single.as_ref(),
+                    model.get(key),
+                    "seed {seed:#x}, step {step}"
+                );
+            }
+        }
+    }
+    // The reads crossed tables too, not only memtables.
+    let table_bytes: u64 = (db.property("wisckey.total-sst-size").expect("property"))
+        .expect("a documented property")
+        .parse()
+        .expect("a number");
+    assert!(table_bytes > 0, "no table was written");
+}

@@ -250,6 +250,15 @@ pub(crate) fn iter<'a>(inner: &Arc<DbInner>, opts: &ReadOptions) -> Result<DbIte
 /// The values of `keys` at one sequence number (one captured view). Values in the log are
 /// read in parallel on the database's reader pool; inline values and records still in the
 /// write buffer are copied here. The first error fails the call.
+/// Brings what the memtables of `sources` hold for `keys` into the CPU caches, so a batch
+/// of lookups waits for their cache misses together (`MemTable::touch`).
+pub(crate) fn touch_memtables<K: AsRef<[u8]>>(sources: &ReadSources, keys: &[K]) {
+    sources.mem.touch(keys);
+    for imm in &sources.imms {
+        imm.touch(keys);
+    }
+}
+
 pub(crate) fn multi_get(
     inner: &DbInner,
     keys: &[&[u8]],
@@ -263,6 +272,7 @@ pub(crate) fn multi_get(
     // The view (and so its version, which pins the segments read) lives until every read
     // is taken.
     let view = capture(inner, opts)?;
+    touch_memtables(&view.sources, keys);
     let mut slots = Vec::with_capacity(keys.len());
     for &key in keys {
         let slot = match newest_in_view(inner, &view, key)? {
