@@ -1,8 +1,8 @@
 //! Reads take no lock: they load the published memtables and version and check that the
 //! set was still current when they read the sequence number. These tests race readers
 //! against a writer whose tiny memtable is switched and flushed every few puts (and against
-//! the compactions that follow), and check that no read ever misses an acknowledged write
-//! or goes back in time.
+//! the compactions that follow), and check that no read (`get`, `multi_get` after
+//! `prefetch_keys`, an iterator) ever misses an acknowledged write or goes back in time.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -61,12 +61,22 @@ fn reads_racing_memtable_switches_and_flushes_never_miss_an_acknowledged_put() {
                             "seed {seed}: key {i} acknowledged (newest {newest}) but not read back"
                         );
                     }
+                    // The batched path too: touched first (`prefetch_keys`), then
+                    // `multi_get`, over memtables that are switched under it.
+                    let batch = [key(newest), key(older), key(newest + 1_000_000)];
+                    db.prefetch_keys(&batch);
+                    let got = db.multi_get(&batch).expect("multi_get");
+                    assert_eq!(
+                        got,
+                        [Some(value(newest)), Some(value(older)), None],
+                        "seed {seed}: multi_get of keys {newest} and {older}"
+                    );
                     let mut it = db.iter(&ReadOptions::default()).expect("iter");
                     it.seek(&key(newest));
                     assert!(it.valid(), "seed {seed}: iterator lost key {newest}");
                     assert_eq!(it.key(), &key(newest)[..], "seed {seed}");
                     assert_eq!(it.value().expect("value"), value(newest), "seed {seed}");
-                    reads += 3;
+                    reads += 6;
                 }
                 reads
             })
