@@ -558,11 +558,13 @@ fn run_round(shared: &Shared, jobs: &mut Vec<(Job, usize)>) {
     let always = store.durable_before_reply();
     let mut w = Writes::new(store);
     let mut failed: Option<Error> = None;
-    store.prefetch(
-        jobs.iter()
-            .flat_map(|(job, _)| job.pending.iter())
-            .filter_map(read_key),
-    );
+    if jobs.len() >= 2 || jobs.first().is_some_and(|(job, _)| job.pending.len() >= 2) {
+        store.prefetch(
+            jobs.iter()
+                .flat_map(|(job, _)| job.pending.iter())
+                .filter_map(read_key),
+        );
+    }
     for (job, ran) in jobs.iter_mut() {
         while let Some(args) = job.pending.pop_front() {
             *ran += 1;
@@ -621,7 +623,8 @@ pub(crate) fn run_reads(shared: &Shared, b: &mut Batch, limit: usize) {
     let (mut ekey, mut scratch) = (Vec::new(), Vec::new());
     // Counted once per batch: connections on different threads share the counter.
     let mut gets = 0;
-    if b.client.authed {
+    // A lone request (unpipelined) has nothing to overlap: not even the key list is built.
+    if b.client.authed && b.pending.len() >= 2 {
         shared.store.prefetch(b.pending.iter().filter_map(read_key));
     }
     while let Some(args) = b.pending.pop_front() {
