@@ -296,6 +296,18 @@ fn contents(db: &Db) -> Model {
         it.next();
     }
     it.status().expect("scan");
+    // Point reads of the whole key space (touched first, then one `multi_get`) must agree
+    // with the scan.
+    let keys: Vec<Vec<u8>> = (0..24u8).map(|b| format!("k{b:02}").into_bytes()).collect();
+    db.prefetch_keys(&keys);
+    let values = db.multi_get(&keys).expect("multi_get");
+    for (key, value) in keys.iter().zip(values) {
+        assert!(
+            value.as_ref() == seen.get(key),
+            "multi_get and the scan disagree on {:?}",
+            String::from_utf8_lossy(key)
+        );
+    }
     seen
 }
 
