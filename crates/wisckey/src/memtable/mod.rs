@@ -49,6 +49,9 @@ const ENTRY_OVERHEAD: usize = 64;
 /// A stored value: an encoded pointer or a small inline value fits without an allocation.
 pub(crate) type StoredValue = SmallVec<[u8; 24]>;
 
+/// Keys [`MemTable::touch`] probes per hold of the index lock.
+const TOUCH_CHUNK: usize = 32;
+
 /// No older version (the end of a version chain).
 const NO_ENTRY: u32 = u32::MAX;
 
@@ -205,12 +208,16 @@ impl MemTable {
     /// the second waiting for the first; touching a batch's keys first lets the CPU wait for
     /// all of their misses together, so the lookups that follow find them cached. A tag
     /// match stands in for the key comparison (a collision only touches a wrong entry).
+    /// The index lock is taken per [`TOUCH_CHUNK`] keys, so a long batch never holds off an
+    /// insert for longer than a few lookups would.
     pub fn touch<K: AsRef<[u8]>>(&self, user_keys: &[K]) {
-        let index = self.index.read();
-        for key in user_keys {
-            let tag = self.tag(key.as_ref());
-            if let Some(&s) = index.find(tag_hash(tag), |&s| slot_tag(s) == tag) {
-                std::hint::black_box(self.entry(slot_index(s)).older);
+        for chunk in user_keys.chunks(TOUCH_CHUNK) {
+            let index = self.index.read();
+            for key in chunk {
+                let tag = self.tag(key.as_ref());
+                if let Some(&s) = index.find(tag_hash(tag), |&s| slot_tag(s) == tag) {
+                    std::hint::black_box(self.entry(slot_index(s)).older);
+                }
             }
         }
     }
