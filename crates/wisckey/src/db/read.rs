@@ -247,9 +247,6 @@ pub(crate) fn iter<'a>(inner: &Arc<DbInner>, opts: &ReadOptions) -> Result<DbIte
     ))
 }
 
-/// The values of `keys` at one sequence number (one captured view). Values in the log are
-/// read in parallel on the database's reader pool; inline values and records still in the
-/// write buffer are copied here. The first error fails the call.
 /// Brings what the memtables of `sources` hold for `keys` into the CPU caches, so a batch
 /// of lookups waits for their cache misses together (`MemTable::touch`).
 pub(crate) fn touch_memtables<K: AsRef<[u8]>>(sources: &ReadSources, keys: &[K]) {
@@ -259,6 +256,9 @@ pub(crate) fn touch_memtables<K: AsRef<[u8]>>(sources: &ReadSources, keys: &[K])
     }
 }
 
+/// The values of `keys` at one sequence number (one captured view). Values in the log are
+/// read in parallel on the database's reader pool; inline values and records still in the
+/// write buffer are copied here. The first error fails the call.
 pub(crate) fn multi_get(
     inner: &DbInner,
     keys: &[&[u8]],
