@@ -64,6 +64,11 @@ fn bench_refuses_to_delete_an_existing_database_unless_told() {
     );
     let db = Db::open(&dir, Options::default()).expect("open");
     assert_eq!(db.get(b"precious").expect("get"), Some(b"data".to_vec()));
+    let keys = db.keys::<&[u8], _>(..).expect("keys").count();
+    assert_eq!(
+        keys, 1,
+        "the fill was skipped: only the data before it is there"
+    );
     db.close().expect("close");
 
     // Told to destroy it: it goes.

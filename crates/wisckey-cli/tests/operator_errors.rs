@@ -166,7 +166,7 @@ fn fill(path: &Path) {
 #[test]
 fn a_full_disk_fails_the_load_with_one_line_and_loses_nothing() {
     let Some(mount) = TmpfsMount::new(24) else {
-        eprintln!("SKIPPED a_full_disk_fails_the_load_with_one_line_and_loses_nothing: mounting tmpfs needs root");
+        eprintln!("SKIPPED a_full_disk_fails_the_load_with_one_line_and_loses_nothing: could not mount a tmpfs (needs root and mount rights)");
         return;
     };
     let temp = tempfile::tempdir().expect("tempdir");

@@ -130,7 +130,9 @@ fn kill_9_with_appendfsync_always_keeps_every_acknowledged_set() {
                 std::thread::spawn(move || {
                     // (SETs acknowledged, last INCR reply acknowledged)
                     let (mut acked, mut counter) = (0u64, 0i64);
-                    let counter_key = format!("ctr{w}");
+                    // A counter per cycle: a writer killed before its first INCR of a cycle
+                    // has acknowledged nothing of that cycle's counter.
+                    let counter_key = format!("ctr{cycle}:{w}");
                     // Odd writers pipeline 8 SETs per round trip (one sync per batch).
                     let depth = if w % 2 == 1 { 8 } else { 1 };
                     'run: while !stop.load(Ordering::Relaxed) {
@@ -144,10 +146,12 @@ fn kill_9_with_appendfsync_always_keeps_every_acknowledged_set() {
                             break;
                         }
                         for _ in 0..depth {
-                            if read_line(&mut s).as_deref() != Some("+OK") {
-                                break 'run;
+                            // No reply is the kill; any reply but +OK is a refused write.
+                            match read_line(&mut s).as_deref() {
+                                None => break 'run,
+                                Some("+OK") => acked += 1,
+                                Some(other) => panic!("writer {w}: SET answered {other}"),
                             }
-                            acked += 1;
                         }
                         if s.write_all(&request(&[b"INCR", counter_key.as_bytes()]))
                             .is_err()
@@ -155,10 +159,11 @@ fn kill_9_with_appendfsync_always_keeps_every_acknowledged_set() {
                             break;
                         }
                         match read_line(&mut s) {
+                            None => break,
                             Some(n) if n.starts_with(':') => {
                                 counter = n[1..].parse().expect("integer")
                             }
-                            _ => break,
+                            Some(other) => panic!("writer {w}: INCR answered {other}"),
                         }
                     }
                     (acked, counter)
@@ -202,12 +207,12 @@ fn kill_9_with_appendfsync_always_keeps_every_acknowledged_set() {
         // INCR may have landed too).
         let counters = &history[history.len() - 1].2;
         for (w, &last) in counters.iter().enumerate() {
-            let got: i64 = get(&mut s, &format!("ctr{w}"))
+            let got: i64 = get(&mut s, &format!("ctr{cycle}:{w}"))
                 .map(|v| String::from_utf8_lossy(&v).parse().expect("integer"))
                 .unwrap_or(0);
             assert!(
                 got == last || got == last + 1,
-                "ctr{w}: {got}, acknowledged {last}"
+                "ctr{cycle}:{w}: {got}, acknowledged {last}"
             );
         }
         s.write_all(&request(&[b"SHUTDOWN"])).expect("send");

@@ -299,7 +299,13 @@ fn expiry_is_enforced_on_read_and_swept() -> R<()> {
         std::thread::sleep(Duration::from_millis(20));
     }
     let info: String = cmd("INFO").arg("stats").query(&mut c)?;
-    assert!(info.contains("expired_keys:"), "{info}");
+    // k and q expired with their expiry indexed: the sweeper deleted both (p was
+    // recreated without one, gone and abs were deleted by their EXPIRE commands).
+    let expired: u64 = (info.lines())
+        .find_map(|l| l.strip_prefix("expired_keys:"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("expired_keys in INFO stats");
+    assert!(expired >= 2, "the sweeper deleted k and q: {info}");
     let sweeps: u64 = (info.lines())
         .find_map(|l| l.strip_prefix("expire_sweeps_read:"))
         .and_then(|n| n.trim().parse().ok())
@@ -614,5 +620,103 @@ fn shutdown_flushes_closes_and_data_survives_a_restart() -> R<()> {
     }
     assert!(cmd("TTL").arg("ttl").query::<i64>(&mut c)? > 900);
     assert_eq!(cmd("DBSIZE").query::<i64>(&mut c)?, 501);
+    Ok(())
+}
+
+/// Every command COMMAND lists refuses a wrong argument count with Redis's text (and does
+/// nothing), and the remaining error texts of the command surface.
+#[test]
+fn every_command_checks_its_arity_and_error_texts() -> R<()> {
+    let s = TestServer::start(|_| {});
+    let mut c = s.client();
+    let all: Vec<Value> = cmd("COMMAND").query(&mut c)?;
+    let mut checked = 0;
+    for entry in &all {
+        let Value::Array(fields) = entry else {
+            panic!("COMMAND entry {entry:?}");
+        };
+        let (Value::BulkString(name), Value::Int(arity)) = (&fields[0], &fields[1]) else {
+            panic!("COMMAND entry {entry:?}");
+        };
+        let name = String::from_utf8(name.clone()).expect("name");
+        // Exactly n: one argument too many. At least n: one too few (none for -1).
+        let count = match *arity {
+            n if n > 0 => n + 1,
+            n if n < -1 => -n - 1,
+            _ => continue,
+        };
+        let mut request = cmd(&name);
+        for i in 1..count {
+            request.arg(format!("arg{i}"));
+        }
+        assert_eq!(
+            err_text(request.query(&mut c)),
+            format!("ERR wrong number of arguments for '{name}' command"),
+            "{name} with {count} words"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 30, "only {checked} commands checked");
+    // No wrong-count call wrote anything (SET arg1 arg2 arg3 is a syntax error, not a SET).
+    assert_eq!(cmd("DBSIZE").query::<i64>(&mut c)?, 0);
+
+    // Expiry arguments out of range, the absolute forms, and the texts clients match on.
+    for (name, unit) in [("EXAT", 1), ("PXAT", 1000)] {
+        let at = (std::time::SystemTime::now() + Duration::from_secs(100))
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock")
+            .as_millis() as u64
+            / (1000 / unit);
+        cmd("SET")
+            .arg("abs")
+            .arg("v")
+            .arg(name)
+            .arg(at)
+            .query::<()>(&mut c)?;
+        let ttl: i64 = cmd("TTL").arg("abs").query(&mut c)?;
+        assert!((95..=100).contains(&ttl), "SET {name}: TTL {ttl}");
+    }
+    assert_eq!(
+        err_text(cmd("SET").arg("k").arg("v").arg("EX").arg(0).query(&mut c)),
+        "ERR invalid expire time in 'set' command"
+    );
+    assert_eq!(
+        err_text(cmd("SETEX").arg("k").arg(-5).arg("v").query(&mut c)),
+        "ERR invalid expire time in 'setex' command"
+    );
+    cmd("SET").arg("e").arg("v").query::<()>(&mut c)?;
+    assert_eq!(
+        err_text(cmd("EXPIRE").arg("e").arg(i64::MAX).query(&mut c)),
+        "ERR invalid expire time in 'expire' command"
+    );
+    assert_eq!(
+        cmd("TTL").arg("e").query::<i64>(&mut c)?,
+        -1,
+        "left as it was"
+    );
+    assert_eq!(
+        err_text(cmd("HELLO").arg("two").query(&mut c)),
+        "ERR Protocol version is not an integer or out of range"
+    );
+    assert_eq!(
+        err_text(cmd("CLIENT").arg("SETNAME").query(&mut c)),
+        "ERR wrong number of arguments for 'client|setname' command"
+    );
+    assert!(err_text(cmd("COMMAND").arg("BOGUS").query(&mut c))
+        .starts_with("ERR unknown subcommand 'BOGUS'"),);
+    assert_eq!(
+        cmd("CLIENT")
+            .arg("SETINFO")
+            .arg("LIB-NAME")
+            .arg("x")
+            .query::<String>(&mut c)?,
+        "OK"
+    );
+    assert_eq!(
+        err_text(cmd("SHUTDOWN").arg("ABORT").query(&mut c)),
+        "ERR No shutdown in progress."
+    );
+    // SHUTDOWN ABORT left the server running.
+    assert_eq!(cmd("PING").query::<String>(&mut c)?, "PONG");
     Ok(())
 }

@@ -80,14 +80,17 @@ fn mset_atomic_on(threads: usize) -> redis::RedisResult<()> {
             let mut c = s.client();
             let keys = keys.clone();
             let done = Arc::clone(&done);
-            std::thread::spawn(move || -> redis::RedisResult<usize> {
-                let mut reads = 0;
+            std::thread::spawn(move || -> redis::RedisResult<Vec<i64>> {
+                // The rounds this reader saw, so the test knows reads overlapped writes.
+                let mut seen = Vec::new();
                 while !done.load(Ordering::Relaxed) {
                     let vals: Vec<i64> = cmd("MGET").arg(&keys).query(&mut c)?;
                     assert!(vals.iter().all(|v| *v == vals[0]), "torn MSET: {vals:?}");
-                    reads += 1;
+                    if seen.last() != Some(&vals[0]) {
+                        seen.push(vals[0]);
+                    }
                 }
-                Ok(reads)
+                Ok(seen)
             })
         })
         .collect();
@@ -99,8 +102,15 @@ fn mset_atomic_on(threads: usize) -> redis::RedisResult<()> {
         m.query::<()>(&mut c)?;
     }
     done.store(true, Ordering::Relaxed);
+    let mut rounds_seen = std::collections::BTreeSet::new();
     for r in readers {
-        assert!(r.join().expect("reader")? > 0);
+        let seen = r.join().expect("reader")?;
+        assert!(!seen.is_empty(), "a reader read nothing");
+        rounds_seen.extend(seen);
     }
+    assert!(
+        rounds_seen.len() >= 2,
+        "the readers never read while MSETs ran: {rounds_seen:?}"
+    );
     Ok(())
 }

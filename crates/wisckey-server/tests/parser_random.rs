@@ -77,6 +77,15 @@ fn feed(rng: &mut SmallRng, input: &[u8], limits: Limits) -> (Vec<Command>, bool
     (commands, false)
 }
 
+/// Runs `f`; if it panics, panics again naming the case, so a failure can be replayed
+/// (`WISCKEY_RESP_SEED`).
+fn in_case<T>(what: impl std::fmt::Display, f: impl FnOnce() -> T) -> T {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(v) => v,
+        Err(_) => panic!("{what}: panicked (message above)"),
+    }
+}
+
 #[test]
 fn valid_streams_decode_exactly_at_any_split() {
     let seed = env_u64("WISCKEY_RESP_SEED", 16);
@@ -90,7 +99,9 @@ fn valid_streams_decode_exactly_at_any_split() {
         for c in &cmds {
             encode(c, &mut input);
         }
-        let (got, failed) = feed(&mut rng, &input, Limits::default());
+        let (got, failed) = in_case(format!("seed {seed} case {case}"), || {
+            feed(&mut rng, &input, Limits::default())
+        });
         assert!(!failed, "seed {seed} case {case}: valid input refused");
         assert_eq!(got, cmds, "seed {seed} case {case}");
     }
@@ -107,7 +118,7 @@ fn mutated_and_random_input_never_panics_or_overruns() {
         max_inline_len: 32,
         max_query_len: 128,
     };
-    for _ in 0..cases {
+    for case in 0..cases {
         let mut input = Vec::new();
         for _ in 0..rng.gen_range(1..5) {
             encode(&random_command(&mut rng), &mut input);
@@ -144,7 +155,8 @@ fn mutated_and_random_input_never_panics_or_overruns() {
         } else {
             Limits::default()
         };
-        let _ = feed(&mut rng, &input, limits);
+        let what = format!("seed {seed} case {case}, input {input:?}");
+        in_case(what, || feed(&mut rng, &input, limits));
     }
 }
 
@@ -162,12 +174,12 @@ fn fuzz_target_replays_saved_and_random_inputs() {
         };
         for entry in entries.flatten() {
             let data = std::fs::read(entry.path()).expect("read a saved input");
-            resp_target::resp_decoder(&data);
+            in_case(entry.path().display(), || resp_target::resp_decoder(&data));
         }
     }
     let seed = env_u64("WISCKEY_RESP_SEED", 16);
     let mut rng = SmallRng::seed_from_u64(seed ^ 0x5eed);
-    for _ in 0..env_u64("WISCKEY_RESP_CASES", 2000) {
+    for case in 0..env_u64("WISCKEY_RESP_CASES", 2000) {
         let mut data = vec![rng.gen::<u8>()];
         for _ in 0..rng.gen_range(1..4) {
             encode(&random_command(&mut rng), &mut data);
@@ -176,6 +188,8 @@ fn fuzz_target_replays_saved_and_random_inputs() {
             let at = rng.gen_range(1..data.len());
             data[at] = rng.gen();
         }
-        resp_target::resp_decoder(&data);
+        in_case(format!("seed {seed} case {case}, input {data:?}"), || {
+            resp_target::resp_decoder(&data)
+        });
     }
 }

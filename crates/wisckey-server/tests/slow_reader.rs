@@ -37,6 +37,7 @@ fn slow_reader_on(threads: usize) {
     setter.send(&resp(&[b"SET", b"big", &value]));
     setter.expect(b"+OK\r\n");
     let before = rss_bytes();
+    assert!(before > 0, "VmRSS unreadable: nothing to measure");
 
     // 600 GETs of 1 MiB: 600 MiB of replies requested, none read yet.
     let requests = 600;
@@ -60,10 +61,14 @@ fn slow_reader_on(threads: usize) {
         growth >> 20,
         requests
     );
-    // Others are served meanwhile.
+    // Others are served meanwhile, writes included.
     let mut other = s.raw();
     other.send(b"PING\r\n");
     other.expect(b"+PONG\r\n");
+    other.send(&resp(&[b"SET", b"other", b"fine"]));
+    other.expect(b"+OK\r\n");
+    other.send(&resp(&[b"GET", b"other"]));
+    other.expect(b"$4\r\nfine\r\n");
 
     // Finally read everything: every reply arrives, complete.
     let header = b"$1048576\r\n";

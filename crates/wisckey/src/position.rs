@@ -1,8 +1,9 @@
 //! A position in the value log: segment number and byte offset inside that segment.
 //!
 //! Positions order by segment, then offset, which is the order the log was written in.
-//! The manifest persists two of them: `head` (replay starts here on open) and `tail` (the
-//! oldest byte GC has not yet freed).
+//! The manifest persists `head` (replay starts here on open). Format 1 and 2 manifests also
+//! held a `tail` (the oldest byte GC had not yet freed); this build only carries a loaded
+//! one forward, since the manifest's segment set says what is live.
 
 /// Where in the value log a record starts (or where replay begins).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]

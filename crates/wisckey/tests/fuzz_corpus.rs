@@ -78,17 +78,41 @@ fn fuzz_targets_survive_their_corpus_and_mutations_of_their_seeds() {
         }
         let saved = saved_inputs(name);
         for input in seeds.iter().chain(&saved) {
-            target(input);
+            run_reporting(name, input, target);
         }
         let mut rng = SmallRng::seed_from_u64(0xf022);
         let mut runs = 0;
         for seed in &seeds {
             for _ in 0..mutations {
                 let input = mutate(&mut rng, seed);
-                target(&input);
+                run_reporting(name, &input, target);
                 runs += 1;
             }
         }
         eprintln!("{name}: {} saved inputs, {runs} mutations", saved.len());
     }
+}
+
+/// Runs `target` on `input`; if it panics, saves the input where `cargo fuzz` keeps its
+/// artifacts (the next run replays it) and panics again naming the file.
+fn run_reporting(name: &str, input: &[u8], target: fn(&[u8])) {
+    if std::panic::catch_unwind(|| target(input)).is_ok() {
+        return;
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/artifacts")
+        .join(name);
+    let path = dir.join(format!("crash-corpus-test-{:016x}", fnv1a(input)));
+    let saved = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, input));
+    panic!(
+        "{name}: panicked on a {}-byte input (message above); saved to {}: {saved:?}",
+        input.len(),
+        path.display()
+    );
+}
+
+fn fnv1a(data: &[u8]) -> u64 {
+    data.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }

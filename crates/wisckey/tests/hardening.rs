@@ -510,7 +510,7 @@ fn flush_on_a_full_disk_is_retried_not_latched() {
 #[test]
 fn real_full_tmpfs_loses_no_acknowledged_write() {
     let Some(mount) = TmpfsMount::new(24) else {
-        eprintln!("SKIPPED real_full_tmpfs_loses_no_acknowledged_write: mounting tmpfs needs root");
+        eprintln!("SKIPPED real_full_tmpfs_loses_no_acknowledged_write: could not mount a tmpfs (needs root and mount rights)");
         return;
     };
     let dir = mount.path.join("db");
@@ -571,7 +571,7 @@ fn real_full_tmpfs_loses_no_acknowledged_write() {
 #[test]
 fn gc_gives_space_back_on_a_full_disk() {
     let Some(mount) = TmpfsMount::new(24) else {
-        eprintln!("SKIPPED gc_gives_space_back_on_a_full_disk: mounting tmpfs needs root");
+        eprintln!("SKIPPED gc_gives_space_back_on_a_full_disk: could not mount a tmpfs (needs root and mount rights)");
         return;
     };
     let dir = mount.path.join("db");

@@ -7,7 +7,9 @@
 //!   by `sync_data`, directory entries covered by `sync_dir`) so a power loss can be
 //!   simulated;
 //! - [`FaultFs`]: a wrapper over any file system that fails the N-th call with ENOSPC or EIO
-//!   (once, or forever — "forever" after a point is how a crash at that point is modelled).
+//!   (once, or forever — "forever" after a point is how a crash at that point is modelled);
+//! - [`ReadOnlyFs`]: the wrapper a read-only open sees, refusing every call that would change
+//!   a file or the directory.
 //!
 //! Durability contract every implementation follows (it is what `MemFs` simulates):
 //! - bytes appended to a file are durable only after a later `sync_data` on that file;

@@ -1,7 +1,7 @@
 //! Sequential replay of the value log for recovery (and later GC): hands every complete
 //! batch to a callback, in log order, and finds where the valid log ends.
 //!
-//! The end rule (see `docs/DESIGN.md`):
+//! The end rule (see `docs/FORMAT.md`, "End of the log"):
 //! - segment `k` is read up to its end, or up to `prev_segment_end` recorded in the header of
 //!   segment `k + 1` when that header is valid and the value lies inside segment `k`'s data
 //!   (bytes after it are left over from a failed write and were never acknowledged);
