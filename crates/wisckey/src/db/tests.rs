@@ -65,7 +65,12 @@ fn a_writer_stalled_on_l0_gives_up_when_the_database_closes() {
         let _ = tx.send(super::write::force_head_forward(&inner));
     });
     // Let it reach the stall (if it is late, it is refused at the door: the same outcome).
-    std::thread::sleep(std::time::Duration::from_millis(200));
+    // L0 never drains here, so a writer that returns now did not stall at all.
+    let early = rx.recv_timeout(std::time::Duration::from_millis(200));
+    assert!(
+        early.is_err(),
+        "the writer returned without stalling on L0: {early:?}"
+    );
     {
         // What `shutdown` does before joining the threads.
         let _state = db.inner.state.lock();
