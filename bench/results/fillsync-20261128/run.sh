@@ -6,7 +6,6 @@
 # is the fio loop quoted in docs/BENCHMARKS.md, run by hand after this script).
 set -euo pipefail
 here=$(pwd)/bench
-root=$(pwd)
 out=$here/results/fillsync-20261128
 . "$here/lib.sh"
 MEM_LIMIT=1G

@@ -213,14 +213,15 @@ fn background_gc_punches_only_over_its_target() {
     // segment (35 of its records stay live), before the replay head; 170 records for 120
     // live ones is under the target.
     const LIVE_KEYS: u32 = 120;
+    const FIRST_SEGMENT_DEAD: u32 = 50;
     write_all(&db, 0..LIVE_KEYS, 0, &mut model);
-    write_all(&db, 0..20, 1, &mut model);
-    write_all(&db, 20..50, 1, &mut model);
+    write_all(&db, 0..FIRST_SEGMENT_DEAD, 1, &mut model);
     let under = db.stats().expect("stats");
+    let dead_bytes = u64::from(FIRST_SEGMENT_DEAD) * VALUE_LEN as u64;
     let dead: u64 = under.value_log.segments.iter().map(|s| s.dead_bytes).sum();
     assert!(
-        dead >= 50 * VALUE_LEN as u64,
-        "the flushes counted the overwritten records: {:?}",
+        dead >= dead_bytes,
+        "the flush counted the overwritten records: {:?}",
         under.value_log
     );
     assert!(under.value_log.space_amp < target, "{:?}", under.value_log);
@@ -248,7 +249,7 @@ fn background_gc_punches_only_over_its_target() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
     assert!(
-        over.gc.bytes_punched >= 50 * VALUE_LEN as u64 - 8192,
+        over.gc.bytes_punched >= dead_bytes - 8192,
         "the first segment's garbage is punched over the target: {:?} {:?}",
         over.gc,
         over.value_log
