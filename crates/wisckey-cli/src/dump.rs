@@ -346,7 +346,21 @@ fn load_into(db: &Db, source: Box<dyn Read>, args: &LoadArgs) -> CliResult<u64> 
     let progress = bar("load");
     let mut batch = WriteBatch::new();
     let mut batch_bytes = 0usize;
+    let mut entries = 0u64;
     let mut add = |key: Vec<u8>, value: Vec<u8>| -> CliResult {
+        entries += 1;
+        // Checked here to name the entry (the batch would refuse it too, naming nothing).
+        if key.len() > wisckey::MAX_KEY_SIZE || value.len() > wisckey::MAX_VALUE_SIZE {
+            return Err(format!(
+                "entry {entries}: a key of {} bytes and a value of {} bytes (the limits are {} \
+                 and {})",
+                key.len(),
+                value.len(),
+                wisckey::MAX_KEY_SIZE,
+                wisckey::MAX_VALUE_SIZE
+            )
+            .into());
+        }
         batch_bytes += key.len() + value.len();
         progress.inc(1);
         batch.put(key, value);

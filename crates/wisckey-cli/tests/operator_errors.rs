@@ -283,4 +283,20 @@ fn a_failed_load_creates_nothing_or_says_what_it_kept() {
     let reopened = Db::open(&db, Options::default()).expect("reopen");
     assert_eq!(reopened.get("a").expect("get"), None);
     reopened.close().expect("close");
+
+    // A key over the engine's limit once made the batch refuse it and every entry after it
+    // without a word, and the load said it loaded them all.
+    std::fs::remove_dir_all(&db).expect("remove db");
+    let long_key = "k".repeat(wisckey::MAX_KEY_SIZE + 1);
+    std::fs::write(
+        &input,
+        format!("{{\"key\":\"{long_key}\",\"value\":\"1\"}}\n{{\"key\":\"a\",\"value\":\"1\"}}\n"),
+    )
+    .expect("write input");
+    let line = load_jsonl(&input);
+    assert!(
+        line.contains(&format!("entry 1: a key of {} bytes", long_key.len())),
+        "{line}"
+    );
+    assert!(line.contains("now holds 0 keys"), "{line}");
 }

@@ -90,9 +90,11 @@ impl WriteBatch {
         self.ops.len()
     }
 
-    /// Whether the batch holds no operation.
+    /// Whether the batch holds no operation. A batch that refused an operation is not
+    /// empty, though it holds nothing: writing it fails, and a caller that skips writing
+    /// an empty batch must not take the refusal for nothing to do (and acknowledge it).
     pub fn is_empty(&self) -> bool {
-        self.ops.is_empty()
+        self.ops.is_empty() && self.refused.is_none()
     }
 
     /// Total key and value bytes.
@@ -127,5 +129,16 @@ mod tests {
         assert_eq!(b.ops[2].key, b"");
         b.clear();
         assert!(b.is_empty());
+    }
+
+    #[test]
+    fn a_refused_operation_leaves_the_batch_not_empty_until_cleared() {
+        let mut b = WriteBatch::new();
+        b.put(vec![b'k'; crate::MAX_KEY_SIZE + 1], "v").put("a", "1");
+        assert_eq!(b.len(), 0, "neither the refused put nor the one after it is kept");
+        assert!(!b.is_empty(), "a refused batch must be written (and fail), not skipped");
+        assert!(b.refused().is_some_and(|why| why.contains("maximum key size")));
+        b.clear();
+        assert!(b.is_empty() && b.refused().is_none());
     }
 }

@@ -855,3 +855,38 @@ fn enospc_at_every_call_loses_no_acknowledged_write() {
     }
     eprintln!("ENOSPC injected at each of {calls} calls");
 }
+
+/// A damaged table block once stopped every write: a flush looks up the tables' newest
+/// entry of each key it writes, only to count the value it makes dead, and the lookup's
+/// checksum error failed the flush, which latched the database read-only. The damage is now
+/// the readers' of that block alone.
+#[test]
+fn a_damaged_table_block_does_not_stop_flushes() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path();
+    populated(dir, 2000);
+    for table in names_with(dir, ".sst") {
+        let path = dir.join(&table);
+        let mut bytes = std::fs::read(&path).expect("read");
+        bytes[40] ^= 0x55;
+        std::fs::write(&path, &bytes).expect("write");
+    }
+    let db = Db::open(dir, small_posix()).expect("open");
+    assert!(
+        matches!(db.get("key00000"), Err(Error::Corruption { .. })),
+        "the damage must be where the overwrites below land"
+    );
+    for i in 0..50 {
+        db.put(format!("key{i:05}"), b"new").expect("put");
+    }
+    db.flush().expect("a flush over a damaged block");
+    db.put("after", b"1").expect("writes go on");
+    assert_eq!(db.background_error().map(|e| e.to_string()), None);
+    for i in 0..50 {
+        assert_eq!(
+            db.get(format!("key{i:05}")).expect("get"),
+            Some(b"new".to_vec())
+        );
+    }
+    db.close().expect("close");
+}

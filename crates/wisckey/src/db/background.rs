@@ -91,7 +91,9 @@ fn run_background(inner: &DbInner) {
             }
             // A full disk is not latched: nothing was lost (the memtable stays queued, the
             // log holds its records), so the work is retried and resumes once space is back.
-            Err(e) if e.is_no_space() => {
+            // Unless the log's writer failed (its sync before the flush, say): its buffered
+            // records are gone, which no retry brings back.
+            Err(e) if e.is_no_space() && !inner.vlog.lock_writer().is_poisoned() => {
                 let released = super::space::release_reserve(inner);
                 let mut state = inner.state.lock();
                 state.no_space = Some(e);
@@ -275,7 +277,7 @@ fn write_memtable_table(
     let mut smallest = Vec::new();
     let mut largest = Vec::new();
     let mut shadows = ShadowTracker::new(oldest_snapshot);
-    let mut shadowed_in_tables = TablesLookup::new(inner, version, &imm.table);
+    let mut shadowed_in_tables = Some(TablesLookup::new(inner, version, &imm.table));
     while it.valid() {
         let parsed = parse_internal_key(it.key())
             .ok_or_else(|| Error::Internal("memtable holds a malformed internal key".into()))?;
@@ -284,9 +286,19 @@ fn write_memtable_table(
             // A newer entry of the key is in this memtable. (A snapshot may still read this
             // one: the count is what GC will free once it is gone.)
             dead.shadowed(parsed.kind, it.value());
-        } else if let Some((kind, stored)) = shadowed_in_tables.newest(parsed.user_key)? {
-            // The memtable's newest entry of the key shadows the tables' newest one.
-            dead.shadowed(kind, &stored);
+        } else if let Some(lookup) = &mut shadowed_in_tables {
+            match lookup.newest(parsed.user_key) {
+                // The memtable's newest entry of the key shadows the tables' newest one.
+                Ok(Some((kind, stored))) => dead.shadowed(kind, &stored),
+                Ok(None) => {}
+                Err(e) => {
+                    // Only the dead-byte count needed this lookup: a damaged table must not
+                    // fail the flush (and with it every write). Readers of the damaged
+                    // block get the error; the count misses what it cannot read.
+                    log::warn!("wisckey: flush counts no more dead values: {e}");
+                    shadowed_in_tables = None;
+                }
+            }
         }
         if shadowed {
             it.next();

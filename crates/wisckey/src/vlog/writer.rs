@@ -92,6 +92,11 @@ pub struct VlogWriter {
     /// A failed write left junk at the end of the active segment that could not be cut off,
     /// or the segment has an older format version.
     must_roll: bool,
+    /// A group was reserved ([`VlogWriter::reserve`]): its batches stay in the segment the
+    /// reservation chose, never rolling to another between two of them, so a failed group is
+    /// discarded from one segment (a roll would have synced part of it for good) and its
+    /// bytes are all preallocated. The segment may pass `segment_size` by part of a group.
+    in_reserved_group: bool,
     /// Space of the active segment is preallocated up to this file length.
     reserved_to: u64,
     /// Write-back of the active segment has been started up to this offset.
@@ -166,6 +171,7 @@ impl VlogWriter {
             // An old binary must never find records of a newer format in a segment whose
             // header promises the old one.
             must_roll: decoded.version < FORMAT_VERSION,
+            in_reserved_group: false,
             reserved_to: end.offset,
             write_back_from: end.offset,
             zeroed_to: end.offset,
@@ -204,6 +210,7 @@ impl VlogWriter {
             synced_end: LogPosition::new(first_segment, 0),
             dir_entry_unsynced: true,
             must_roll: false,
+            in_reserved_group: false,
             reserved_to: SEGMENT_HEADER_LEN,
             write_back_from: 0,
             zeroed_to: SEGMENT_HEADER_LEN,
@@ -214,13 +221,22 @@ impl VlogWriter {
     /// Prepares for a group of batches of `group_len` encoded bytes in total: rolls over to a
     /// new segment if the group would cross `segment_size` (or the active segment must not
     /// be appended to), then preallocates space in the active segment for the group and
-    /// what is buffered. Call it before the group's first `append_batch`.
+    /// what is buffered. Call it before the group's first `append_batch`; the group's batches
+    /// then all go into the segment chosen here (no roll between them), until the next
+    /// `reserve`.
     ///
     /// A full device (or any failure to create the next segment) returns the error with the
     /// writer unchanged: nothing of the group is buffered and earlier buffered bytes stay
     /// intact, so the caller may fail just this group. If the error came from writing out or
     /// syncing earlier bytes, the writer is poisoned ([`VlogWriter::is_poisoned`]).
     pub fn reserve(&mut self, group_len: u64) -> Result<()> {
+        self.in_reserved_group = false;
+        self.reserve_space(group_len)?;
+        self.in_reserved_group = true;
+        Ok(())
+    }
+
+    fn reserve_space(&mut self, group_len: u64) -> Result<()> {
         self.check_not_failed()?;
         let offset = self.end().offset;
         let crosses = offset > SEGMENT_HEADER_LEN && offset + group_len > self.opts.segment_size;
@@ -265,7 +281,7 @@ impl VlogWriter {
 
     /// Encodes a batch whose first record gets sequence `first_seq` into the buffer, starting
     /// a new segment first if the batch would cross `segment_size` and the active segment
-    /// already holds records. Returns one pointer per entry. Writes the buffer out once it
+    /// already holds records (not within a reserved group: see [`VlogWriter::reserve`]). Returns one pointer per entry. Writes the buffer out once it
     /// reaches `buffer_size`.
     ///
     /// `Ok` does not make the batch acknowledged: only a later successful `flush`/`sync`
@@ -281,7 +297,7 @@ impl VlogWriter {
         let batch_len = self.validate_batch(first_seq, entries)?;
         if self.must_roll {
             self.roll()?;
-        } else {
+        } else if !self.in_reserved_group {
             let offset = self.end().offset;
             if offset > SEGMENT_HEADER_LEN && offset + batch_len > self.opts.segment_size {
                 self.write_out()?;

@@ -828,3 +828,35 @@ fn room_kept_for_the_next_group_is_bounded() {
         w.buf.capacity()
     );
 }
+
+#[test]
+fn a_reserved_group_stays_in_one_segment_and_a_failed_one_is_discarded_whole() {
+    // Two batches of one group that together pass the segment's target size: once, the
+    // second rolled to a new segment, syncing the first for good, so a failure of the
+    // group could not take the first back (it came back after a restart).
+    let (mem, fs) = new_fs();
+    let o = opts(600, 4096);
+    let mut w = new_writer(&fs, o.clone());
+    w.append_batch(1, &[put(b"a", &[1u8; 100])]).expect("a");
+    w.sync().expect("sync a");
+    let value = vec![2u8; 300];
+    let len = |k: &[u8]| (crate::vlog::RECORD_HEADER_LEN + k.len() + value.len()) as u64;
+    w.reserve(len(b"b") + len(b"c")).expect("reserve");
+    let start = w.end();
+    assert_eq!(start.segment, 2, "the group crosses: it starts a new segment");
+    let b = w.append_batch(2, &[put(b"b", &value)]).expect("b");
+    let c = w.append_batch(3, &[put(b"c", &value)]).expect("c");
+    assert_eq!((b[0].segment, c[0].segment), (2, 2), "the group rolled midway");
+    assert!(c[0].end() > o.segment_size, "the test must cross the target size");
+    fs.fail_at(1, FaultKind::Io, FaultOps::Only(&[FsOp::SyncData]), true);
+    w.sync_write().expect_err("the group's sync fails");
+    w.discard_failed_group(start);
+    let (batches, _) = replay(&mem, &o);
+    assert_eq!(batches, vec![(1, vec![b"a".to_vec()])], "a failed group came back");
+    // Without a reservation the old rule holds: a batch that would cross rolls first.
+    let (_mem, fs) = new_fs();
+    let mut w = new_writer(&fs, o.clone());
+    w.append_batch(1, &[put(b"b", &value)]).expect("b");
+    let c = w.append_batch(2, &[put(b"c", &value)]).expect("c");
+    assert_eq!(c[0].segment, 2);
+}
