@@ -40,8 +40,16 @@ use crate::store::{now_ms, Store, STRIPES};
 /// Pending values up to this size are kept in the overlay; a read of a larger one commits
 /// the pending batch first (rare: a GET or INCR of a key just SET in the same round).
 const OVERLAY_MAX: usize = 64;
-/// A pending batch is committed once its payload passes this many bytes.
+/// A pending batch is committed once its payload passes this many bytes (or a quarter of
+/// the engine's `max_batch_size`, if less: see [`pending_limit`]).
 const MAX_PENDING_BYTES: usize = 8 << 20;
+
+/// When the pending batch is committed early, and how large an MSET is committed alone: a
+/// pending batch under this plus one command under it stays under the engine's
+/// `max_batch_size` (a quarter of it leaves room for the keyspace's headers).
+fn pending_limit(store: &Store) -> usize {
+    MAX_PENDING_BYTES.min(store.max_batch_size() / 4)
+}
 
 /// What a batch of work hands back to the connection task.
 pub(crate) struct Batch {
@@ -107,6 +115,15 @@ pub(crate) fn read_only(client: &Client, pending: &VecDeque<Command>) -> bool {
             }
             None => true,
         })
+}
+
+/// How many keys a [`read_only`] batch reads (an MGET counts each of its keys), which bounds
+/// how long it may hold the thread it runs on.
+pub(crate) fn keys_read(pending: &VecDeque<Command>) -> usize {
+    pending
+        .iter()
+        .map(|args| args.len().saturating_sub(1).max(1))
+        .sum()
 }
 
 /// The pending writes of a run of batched commands.
@@ -262,9 +279,18 @@ impl<'s> Writes<'s> {
         self.overlay.insert(key.to_vec(), kept);
     }
 
+    /// Commits a large write that was added to an empty pending batch: the engine may
+    /// refuse it (over `max_batch_size`), which fails this command only.
+    fn commit_alone(&mut self) -> Reply {
+        match self.commit(false) {
+            Ok(_) => Reply::OK,
+            Err(e) => Reply::err(format!("ERR {e}")),
+        }
+    }
+
     /// Commits early once the pending batch is large.
     fn commit_if_large(&mut self) -> Result<(), Error> {
-        if self.batch.payload_bytes() >= MAX_PENDING_BYTES {
+        if self.batch.payload_bytes() >= pending_limit(self.store) {
             self.commit(false)?;
         }
         Ok(())
@@ -292,9 +318,17 @@ fn run_fast(w: &mut Writes<'_>, fast: Fast, args: &[Vec<u8>]) -> Result<Reply, E
             match check_key(key).or_else(|| check_value(value)) {
                 Some(e) => e,
                 None => {
+                    let large = key.len() + value.len() + 10 >= pending_limit(w.store);
+                    if large {
+                        w.commit(false)?; // as a large MSET's, below
+                    }
                     w.lock(&[key])?;
                     w.put(key, value, None);
-                    Reply::OK
+                    if large {
+                        w.commit_alone()
+                    } else {
+                        Reply::OK
+                    }
                 }
             }
         }
@@ -306,16 +340,32 @@ fn run_fast(w: &mut Writes<'_>, fast: Fast, args: &[Vec<u8>]) -> Result<Reply, E
                 Some(e) => e,
                 None => {
                     let keys: Vec<&Vec<u8>> = args[1..].iter().step_by(2).collect();
+                    // 10 bytes a pair for the engine key's namespace and the value's header.
+                    let bytes = args[1..].iter().map(|a| a.len() + 5).sum::<usize>();
+                    let large = bytes >= pending_limit(w.store);
+                    if large {
+                        // Its own commit: the engine may refuse it (over `max_batch_size`),
+                        // and that must fail this MSET only, not the writes pending before
+                        // it (committed first; their failure is theirs: `Err`).
+                        w.commit(false)?;
+                    }
                     w.lock(&keys)?;
                     for pair in args[1..].chunks_exact(2) {
                         w.put(&pair[0], &pair[1], None);
                     }
-                    Reply::OK
+                    if large {
+                        w.commit_alone()
+                    } else {
+                        Reply::OK
+                    }
                 }
             }
         }
         Fast::Add(delta) => {
             let key = &args[1];
+            if let Some(e) = check_key(key) {
+                return Ok(e);
+            }
             w.lock(&[key])?;
             match w.read_with(key, now_ms(), |data, expires| {
                 parse_int(data).map(|n| (n, expires))
@@ -354,6 +404,11 @@ impl Since {
 
     /// A failed commit: every reply since the batch began (and `extra` more) becomes `e`.
     fn fail(&mut self, out: &mut Vec<u8>, extra: usize, e: &Error, resp3: bool) {
+        if self.count == 0 {
+            // Nothing was pending before: `at` is an older batch's start, whose replies
+            // stand (they were committed).
+            self.at = out.len();
+        }
         out.truncate(self.at);
         let err = Reply::err(format!("ERR {e}"));
         for _ in 0..self.count + extra {
@@ -565,8 +620,16 @@ fn run_round(shared: &Shared, jobs: &mut Vec<(Job, usize)>) {
                 .filter_map(read_key),
         );
     }
-    for (job, ran) in jobs.iter_mut() {
-        while let Some(args) = job.pending.pop_front() {
+    // Per job, the replies (output length, commands run) that a commit earlier in the round
+    // already covered: a later failed commit must not turn them into errors (a client told
+    // its INCR failed would retry it, and count it twice).
+    let mut committed: Vec<(usize, usize)> = vec![(0, 0); jobs.len()];
+    'round: for j in 0..jobs.len() {
+        loop {
+            let (job, ran) = &mut jobs[j];
+            let Some(args) = job.pending.pop_front() else {
+                break;
+            };
             *ran += 1;
             shared
                 .stats
@@ -583,9 +646,21 @@ fn run_round(shared: &Shared, jobs: &mut Vec<(Job, usize)>) {
             };
             match reply {
                 Ok(reply) => reply.encode_as(&mut job.out, job.resp3),
-                Err(e) => failed = Some(e),
+                Err(e) => {
+                    // Run nothing more this round: the connections get their unrun
+                    // commands back and send them again.
+                    failed = Some(e);
+                    break 'round;
+                }
             }
-            if job.out.len() >= job.limit {
+            let out_full = job.out.len() >= job.limit;
+            if !w.active() {
+                // Nothing pending: every reply so far stands, whatever comes later.
+                for (mark, (job, ran)) in committed.iter_mut().zip(jobs.iter()).take(j + 1) {
+                    *mark = (job.out.len(), *ran);
+                }
+            }
+            if out_full {
                 break;
             }
         }
@@ -599,13 +674,14 @@ fn run_round(shared: &Shared, jobs: &mut Vec<(Job, usize)>) {
     };
     drop(w);
     let made_durable = durable(store, covered);
-    for (mut job, ran) in jobs.drain(..) {
+    for ((mut job, ran), (out_len, ran_before)) in jobs.drain(..).zip(committed) {
         let mut after = After::Continue;
         if let Some(e) = &failed {
-            // A write of this round failed: no reply of the round can be trusted.
-            job.out.clear();
+            // A write of this round failed: no reply since the last commit that covered
+            // this job can be trusted.
+            job.out.truncate(out_len);
             let err = Reply::err(format!("ERR {e}"));
-            for _ in 0..ran {
+            for _ in ran_before..ran {
                 err.encode_as(&mut job.out, job.resp3);
             }
         }

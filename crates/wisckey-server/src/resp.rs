@@ -23,6 +23,20 @@ pub struct Limits {
     pub max_query_len: usize,
 }
 
+impl Limits {
+    /// The limits for a client that has not authenticated yet (with `requirepass`), as
+    /// Redis 7's: at most 10 arguments of 16 KiB each, so that a client without the
+    /// password cannot make the server buffer large requests.
+    pub fn unauthenticated(self) -> Limits {
+        Limits {
+            max_bulk_len: self.max_bulk_len.min(16 << 10),
+            max_multibulk_len: self.max_multibulk_len.min(10),
+            max_inline_len: self.max_inline_len,
+            max_query_len: self.max_query_len.min(10 * (16 << 10)),
+        }
+    }
+}
+
 impl Default for Limits {
     fn default() -> Limits {
         Limits {
@@ -101,6 +115,11 @@ impl Decoder {
             limits,
             partial: None,
         }
+    }
+
+    /// Enforces `limits` from the next request on (the one half-read keeps the old ones).
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
     }
 
     /// Whether a multibulk request is half-read (its header consumed).

@@ -45,8 +45,8 @@ use tokio::sync::mpsc::UnboundedSender;
 const MAX_BATCH: usize = 1024;
 /// How much the read buffer grows per read.
 const READ_CHUNK: usize = 64 << 10;
-/// Read-only batches of at most this many commands run on the connection's task; longer
-/// ones on the blocking pool. Measured (GET, 50 clients): a single GET inline instead of
+/// Read-only batches of at most this many keys (a GET reads one, an MGET each of its keys)
+/// run on the connection's task; longer ones on the blocking pool. Measured (GET, 50 clients): a single GET inline instead of
 /// on the pool gave 1.4-2x the throughput. 16 pipelined GETs: on 2026-11-25 (a busy
 /// machine) ~10% faster on the pool; on 2026-11-26 (quiet, three interleaved rounds) 1 KiB
 /// values inline 1.09-1.14x the pool's rate at 14% less server CPU per GET, 16 KiB values
@@ -93,13 +93,14 @@ impl Server {
     pub async fn bind(mut config: Config) -> Result<Server, Error> {
         config.validate().map_err(Error::Config)?;
         let (dir, engine) = (config.db_dir.clone(), config.engine.clone());
+        let max_batch_size = engine.max_batch_size;
         let durability = if config.appendfsync == AppendFsync::Always {
             Durability::BeforeReply
         } else {
             Durability::Eventually
         };
         let store = tokio::task::spawn_blocking(move || -> Result<Store, Error> {
-            Store::new(wisckey::Db::open(dir, engine)?, durability)
+            Store::new(wisckey::Db::open(dir, engine)?, durability, max_batch_size)
         })
         .await
         .map_err(join_error)??;
@@ -286,6 +287,8 @@ async fn connection(
         INLINE_MAX
     };
     let mut decoder = Decoder::new(config.limits);
+    // Whether the decoder enforces the full limits (see `Limits::unauthenticated`).
+    let mut full_limits = true;
     let mut input: Vec<u8> = Vec::new();
     // While above zero, read-only batches also go to the blocking pool (see below).
     let mut slow_reads = 0u32;
@@ -304,7 +307,19 @@ async fn connection(
         // Decode what has arrived (at most MAX_BATCH requests).
         let mut pos = 0;
         let mut protocol_error = None;
-        while batch.pending.len() < MAX_BATCH {
+        let authed = batch.client.authed;
+        if authed != full_limits && !decoder.in_request() {
+            full_limits = authed;
+            decoder.set_limits(if authed {
+                config.limits
+            } else {
+                config.limits.unauthenticated()
+            });
+        }
+        // Before AUTH, one request at a time: the one after AUTH is decoded with the full
+        // limits once AUTH has run.
+        let max_batch = if full_limits { MAX_BATCH } else { 1 };
+        while batch.pending.len() < max_batch {
             match decoder.next(&input, &mut pos) {
                 Ok(Some(args)) if args.is_empty() => {}
                 Ok(Some(args)) => batch.pending.push_back(args),
@@ -316,13 +331,17 @@ async fn connection(
             }
         }
         input.drain(..pos);
+        if input.is_empty() && input.capacity() > 4 * READ_CHUNK {
+            // A large request came and went: do not keep its memory for the connection's life.
+            input = Vec::new();
+        }
         // Stopped at the batch limit: more complete requests may be in `input` already.
-        let full = batch.pending.len() >= MAX_BATCH;
+        let full = batch.pending.len() >= max_batch;
         // Execute, writing replies whenever they reach the output-buffer limit.
         while !batch.pending.is_empty() {
             let limit = config.output_buffer_limit;
             let reads = pipeline::read_only(&batch.client, &batch.pending);
-            if reads && slow_reads == 0 && batch.pending.len() <= inline_max {
+            if reads && slow_reads == 0 && pipeline::keys_read(&batch.pending) <= inline_max {
                 // Reads of in-memory data take microseconds: run them here rather than pay
                 // for a hand-off to the blocking pool. If they turn out slow (the data is
                 // on disk), send this connection's batches to the pool for a while so one
@@ -379,7 +398,7 @@ async fn connection(
             }
             if !batch.out.is_empty() {
                 let out = std::mem::take(&mut batch.out);
-                with_deadline(idle, &mut stop, stream.write_all(&out)).await?;
+                write_all_paced(idle, &mut stop, &mut stream, &out).await?;
                 batch.out = out;
                 batch.out.clear();
             }
@@ -398,7 +417,7 @@ async fn connection(
         if let Some(e) = protocol_error {
             let mut out = Vec::new();
             Reply::err(format!("ERR {e}")).encode(&mut out);
-            with_deadline(idle, &mut stop, stream.write_all(&out)).await?;
+            write_all_paced(idle, &mut stop, &mut stream, &out).await?;
             return Ok(());
         }
         if full {
@@ -411,6 +430,25 @@ async fn connection(
             return Ok(());
         }
     }
+}
+
+/// Writes all of `out`, each write under the idle timeout: a client that reads a large
+/// reply slowly but steadily is not idle (Redis counts each write as activity).
+async fn write_all_paced(
+    idle: Option<Duration>,
+    stop: &mut tokio::sync::watch::Receiver<bool>,
+    stream: &mut TcpStream,
+    out: &[u8],
+) -> Result<(), Error> {
+    let mut written = 0;
+    while written < out.len() {
+        let n = with_deadline(idle, stop, stream.write(&out[written..])).await?;
+        if n == 0 {
+            return Err(Error::Io(std::io::ErrorKind::WriteZero.into()));
+        }
+        written += n;
+    }
+    Ok(())
 }
 
 /// Runs an I/O future unless the idle timeout passes or the server shuts down first.

@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed, Ordering::SeqCst};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use wisckey::{Db, WriteBatch, WriteOptions};
+use wisckey::{Db, ReadOptions, WriteBatch, WriteOptions};
 
 /// When acknowledged writes must be on stable storage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,6 +71,8 @@ pub fn now_ms() -> u64 {
 pub struct Store {
     db: Db,
     durability: Durability,
+    /// The engine's `Options::max_batch_size`.
+    max_batch_size: usize,
     stripes: Vec<Mutex<()>>,
     /// Picks a key's stripe; randomly keyed per process so that clients cannot choose keys
     /// that all share one lock.
@@ -106,8 +108,9 @@ pub struct KeyGuard<'a> {
 
 impl Store {
     /// Wraps an open database, checking (or writing, if it is new) the keyspace format
-    /// version.
-    pub fn new(db: Db, durability: Durability) -> Result<Store, Error> {
+    /// version. `max_batch_size` is the engine's (`Options::max_batch_size`): the batched
+    /// write path keeps its pending batches well under it.
+    pub fn new(db: Db, durability: Durability, max_batch_size: usize) -> Result<Store, Error> {
         match db.get(format::META_VERSION_KEY)? {
             None => db.put_opt(
                 format::META_VERSION_KEY,
@@ -126,6 +129,7 @@ impl Store {
         Ok(Store {
             db,
             durability,
+            max_batch_size,
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             stripe_hasher: ahash::RandomState::new(),
             inflight: AtomicU64::new(0),
@@ -137,6 +141,11 @@ impl Store {
             expiry_empty_at: AtomicU64::new(0),
             sweep_scans: AtomicU64::new(0),
         })
+    }
+
+    /// The engine's largest write batch (key and value bytes).
+    pub fn max_batch_size(&self) -> usize {
+        self.max_batch_size
     }
 
     /// The engine (for INFO, sync, flush and close).
@@ -266,11 +275,32 @@ impl Store {
         self.db.prefetch_keys(&engine_keys);
     }
 
-    /// The live values of `keys`, read in parallel by the engine.
-    pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<Stored>>, Error> {
+    /// Whether each of `keys` exists (is present and not expired). Reads one value at a
+    /// time into one scratch buffer: asking about a large value many times costs its reads,
+    /// never its size in memory per key (as [`Store::multi_get`] would).
+    pub fn live<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<bool>, Error> {
+        self.prefetch(keys.iter().map(AsRef::as_ref));
+        let (now, mut ekey, mut scratch) = (now_ms(), Vec::new(), Vec::new());
+        keys.iter()
+            .map(|k| {
+                Ok(self
+                    .read_with(k.as_ref(), now, &mut ekey, &mut scratch, |_, _| ())?
+                    .is_some())
+            })
+            .collect()
+    }
+
+    /// The live values of `keys` as of `opts` (a snapshot, or now), read in parallel by the
+    /// engine. Every value is in memory at once: for a client's list of keys, see
+    /// [`Store::multi_get_within`].
+    fn multi_get<K: AsRef<[u8]>>(
+        &self,
+        keys: &[K],
+        opts: &ReadOptions,
+    ) -> Result<Vec<Option<Stored>>, Error> {
         let engine_keys: Vec<Vec<u8>> = keys.iter().map(|k| format::data_key(k.as_ref())).collect();
         let now = now_ms();
-        let raws = self.db.multi_get(&engine_keys)?;
+        let raws = self.db.multi_get_opt(&engine_keys, opts)?;
         raws.into_iter()
             .zip(keys)
             .map(|(raw, key)| match raw {
@@ -281,6 +311,39 @@ impl Store {
                 }
             })
             .collect()
+    }
+
+    /// [`Store::multi_get`] for a client's list of keys, whose values may add up to more than
+    /// `budget` bytes: read a few keys at a time (all at one snapshot, so an MSET is never
+    /// seen half done), it stops with `Ok(None)` once they pass it, holding at most `budget`
+    /// plus a few values.
+    pub fn multi_get_within<K: AsRef<[u8]>>(
+        &self,
+        keys: &[K],
+        budget: usize,
+    ) -> Result<Option<Vec<Option<Stored>>>, Error> {
+        /// Keys read in parallel at once.
+        const CHUNK: usize = 16;
+        let opts = if keys.len() > CHUNK {
+            ReadOptions {
+                snapshot: Some(self.db.snapshot()),
+                ..ReadOptions::default()
+            }
+        } else {
+            ReadOptions::default()
+        };
+        let mut values = Vec::with_capacity(keys.len());
+        let mut bytes = 0usize;
+        for chunk in keys.chunks(CHUNK) {
+            for value in self.multi_get(chunk, &opts)? {
+                bytes = bytes.saturating_add(value.as_ref().map_or(0, |s| s.data.len()));
+                values.push(value);
+            }
+            if bytes > budget {
+                return Ok(None);
+            }
+        }
+        Ok(Some(values))
     }
 
     /// Adds `key = data` (with its expiry-index entry) to `batch`. With an expiry, call
@@ -558,7 +621,12 @@ mod tests {
 
     fn open_store(dir: &std::path::Path) -> Store {
         let db = Db::open(dir, wisckey::Options::default()).expect("open");
-        Store::new(db, Durability::Eventually).expect("store")
+        Store::new(
+            db,
+            Durability::Eventually,
+            wisckey::Options::default().max_batch_size,
+        )
+        .expect("store")
     }
 
     /// Sweeps read the expiry index only while an entry may be there: once after open,

@@ -84,6 +84,30 @@ fn strings_get_set_and_options() -> R<()> {
     assert_eq!(cmd("GET").arg("k").query::<String>(&mut c)?, "wxyz");
     assert_eq!(cmd("TYPE").arg("k").query::<String>(&mut c)?, "string");
     assert_eq!(cmd("TYPE").arg("none").query::<String>(&mut c)?, "none");
+    // An option repeated is allowed (the last expiry wins), as in Redis; two kinds of
+    // expiry are not.
+    let set = |args: &[&str]| {
+        let mut c2 = s.client();
+        let mut command = cmd("SET");
+        for a in args {
+            command.arg(*a);
+        }
+        command.query::<Value>(&mut c2)
+    };
+    assert_eq!(
+        set(&["rep", "v", "NX", "NX", "EX", "10", "EX", "1000"])?,
+        Value::Okay
+    );
+    let ttl: i64 = cmd("TTL").arg("rep").query(&mut c)?;
+    assert!((990..=1000).contains(&ttl), "the last EX wins: {ttl}");
+    assert_eq!(
+        err_text(set(&["rep", "v", "EX", "10", "PX", "10"])),
+        "ERR syntax error"
+    );
+    assert_eq!(
+        err_text(set(&["rep", "v", "KEEPTTL", "EX", "10"])),
+        "ERR syntax error"
+    );
     // Errors
     assert_eq!(
         err_text(cmd("SET").arg("k").arg("v").arg("BOGUS").query(&mut c)),
@@ -208,6 +232,66 @@ fn multi_key_commands() -> R<()> {
     );
     assert_eq!(cmd("UNLINK").arg("b").query::<i64>(&mut c)?, 1);
     assert_eq!(cmd("EXISTS").arg("a").arg("b").query::<i64>(&mut c)?, 0);
+    Ok(())
+}
+
+#[test]
+fn many_keys_naming_one_large_value() -> R<()> {
+    // EXISTS, DEL, SCAN and MGET once read all their keys' values into memory at once, so a
+    // short request naming one large value many times asked for its size per name.
+    let s = TestServer::start(|c| {
+        c.limits.max_bulk_len = 2 << 20;
+        c.limits.max_query_len = 4 << 20;
+    });
+    let mut c = s.client();
+    let big = vec![b'x'; 1536 << 10];
+    cmd("SET").arg("big").arg(&big[..]).query::<()>(&mut c)?;
+    cmd("SET").arg("small").arg("1").query::<()>(&mut c)?;
+    cmd("SET")
+        .arg("gone")
+        .arg("1")
+        .arg("PX")
+        .arg(1)
+        .query::<()>(&mut c)?;
+    std::thread::sleep(Duration::from_millis(5));
+    let mut exists = cmd("EXISTS");
+    for _ in 0..5000 {
+        exists.arg("big").arg("gone").arg("small").arg("none");
+    }
+    assert_eq!(exists.query::<i64>(&mut c)?, 10_000);
+    // Two copies fit the reply limit (the query buffer limit, 4 MiB), three do not.
+    let two: Vec<Option<Vec<u8>>> = cmd("MGET")
+        .arg("big")
+        .arg("none")
+        .arg("big")
+        .query(&mut c)?;
+    assert_eq!(two, vec![Some(big.clone()), None, Some(big.clone())]);
+    assert_eq!(
+        err_text(
+            cmd("MGET")
+                .arg("big")
+                .arg("big")
+                .arg("small")
+                .arg("big")
+                .query(&mut c)
+        ),
+        "ERR MGET reply would exceed 4194304 bytes (the query buffer limit); ask for fewer keys"
+    );
+    let (cursor, keys): (String, Vec<String>) =
+        cmd("SCAN").arg(0).arg("COUNT").arg(100).query(&mut c)?;
+    assert_eq!(
+        (cursor.as_str(), keys),
+        ("0", vec!["big".to_string(), "small".to_string()])
+    );
+    let mut del = cmd("DEL");
+    for _ in 0..5000 {
+        del.arg("big").arg("gone");
+    }
+    assert_eq!(del.query::<i64>(&mut c)?, 1);
+    assert_eq!(
+        cmd("EXISTS").arg("big").arg("small").query::<i64>(&mut c)?,
+        1
+    );
     Ok(())
 }
 
@@ -583,11 +667,30 @@ fn auth_is_required_before_anything_else() -> R<()> {
     let url = format!("redis://:s3cret@{}/", s.addr);
     let mut c3 = redis::Client::open(url)?.get_connection()?;
     assert_eq!(cmd("GET").arg("k").query::<String>(&mut c3)?, "v");
-    // Without a password configured, AUTH is an error.
+    // Without a password configured, AUTH with a password alone is an error; the default
+    // user takes any password (clients send `HELLO 3 AUTH default <pass>` unasked).
     let open = TestServer::start(|_| {});
     let mut c4 = open.client();
     assert!(err_text(cmd("AUTH").arg("x").query(&mut c4))
         .starts_with("ERR AUTH <password> called without any password configured"));
+    assert_eq!(
+        cmd("AUTH")
+            .arg("default")
+            .arg("x")
+            .query::<String>(&mut c4)?,
+        "OK"
+    );
+    assert!(err_text(cmd("AUTH").arg("alice").arg("x").query(&mut c4)).starts_with("WRONGPASS"));
+    let hello: Value = cmd("HELLO")
+        .arg(3)
+        .arg("AUTH")
+        .arg("default")
+        .arg("x")
+        .query(&mut c4)?;
+    assert!(
+        matches!(hello, Value::Map(_) | Value::Array(_)),
+        "{hello:?}"
+    );
     Ok(())
 }
 

@@ -136,6 +136,92 @@ fn an_error_in_a_pipeline_leaves_the_other_replies_alone() {
 }
 
 #[test]
+fn a_counter_with_an_oversized_key_is_refused_and_loses_no_other_write() {
+    // An INCR of a key over the keyspace's limit once went unchecked into the pending batch,
+    // which refused it silently: the INCR replied `:1`, and every write after it in the same
+    // commit (this pipeline's SET, other connections' writes) was acknowledged and dropped.
+    let long = vec![b'k'; wisckey_server::format::MAX_USER_KEY + 1];
+    let too_large = format!(
+        "-ERR key too large ({} bytes; the maximum is {})\r\n",
+        long.len(),
+        wisckey_server::format::MAX_USER_KEY
+    );
+    both_modes(|server| {
+        let mut raw = server.raw();
+        raw.send(&pipeline(&[
+            &[b"SET", b"before", b"1"],
+            &[b"INCR", &long],
+            &[b"SET", b"after", b"2"],
+            &[b"DECRBY", &long, b"5"],
+            &[b"INCR", b"n"],
+        ]));
+        let mut expected = b"+OK\r\n".to_vec();
+        expected.extend_from_slice(too_large.as_bytes());
+        expected.extend_from_slice(b"+OK\r\n");
+        expected.extend_from_slice(too_large.as_bytes());
+        expected.extend_from_slice(b":1\r\n");
+        raw.expect(&expected);
+        // A lone INCR takes the unbatched path.
+        raw.send(&resp(&[b"INCR", &long]));
+        raw.expect(too_large.as_bytes());
+        raw.send(&pipeline(&[
+            &[b"GET", b"before"],
+            &[b"GET", b"after"],
+            &[b"GET", b"n"],
+            &[b"EXISTS", &long],
+        ]));
+        raw.expect(b"$1\r\n1\r\n$1\r\n2\r\n$1\r\n1\r\n:0\r\n");
+    });
+}
+
+#[test]
+fn a_write_the_engine_refuses_fails_alone() {
+    // An MSET or SET over the engine's max_batch_size once went into the round's pending
+    // batch: the whole batch was refused, and every command of the round (writes before it
+    // dropped, writes after it committed) replied with the error.
+    for threads in BOTH_WAYS {
+        for mode in [AppendFsync::Always, AppendFsync::Everysec] {
+            let server = TestServer::start(|c| {
+                c.appendfsync = mode;
+                c.threads = threads;
+                c.engine.max_batch_size = 1 << 20;
+            });
+            let big = vec![b'v'; 600 << 10];
+            let huge = vec![b'v'; 1100 << 10];
+            let mut raw = server.raw();
+            raw.send(&pipeline(&[
+                &[b"SET", b"a", b"1"],
+                &[b"INCR", b"n"],
+                &[b"MSET", b"big1", &big, b"big2", &big],
+                &[b"SET", b"b", b"2"],
+                &[b"SET", b"huge", &huge],
+                &[b"INCR", b"n"],
+                &[b"MSET", b"big3", &big],
+                &[b"GET", b"n"],
+            ]));
+            let refused = |bytes: usize| {
+                format!(
+                    "-ERR engine: invalid argument: write batch of {bytes} key and value bytes \
+                     exceeds max_batch_size 1048576\r\n"
+                )
+            };
+            let mut expected = b"+OK\r\n:1\r\n".to_vec();
+            expected.extend_from_slice(refused(2 * ((600 << 10) + 6)).as_bytes());
+            expected.extend_from_slice(b"+OK\r\n");
+            expected.extend_from_slice(refused((1100 << 10) + 5 + 1).as_bytes());
+            expected.extend_from_slice(b":2\r\n+OK\r\n$1\r\n2\r\n");
+            raw.expect(&expected);
+            raw.send(&pipeline(&[
+                &[b"GET", b"a"],
+                &[b"GET", b"b"],
+                &[b"EXISTS", b"big1", b"big2", b"huge", b"big3"],
+            ]));
+            raw.expect(b"$1\r\n1\r\n$1\r\n2\r\n:1\r\n");
+        }
+    }
+}
+
+#[test]
 fn pipelined_incrs_from_many_clients_add_up_exactly() {
     both_modes(|server| {
         let clients = 6;
@@ -315,4 +401,38 @@ fn unauthenticated_pipelines_are_refused_command_by_command() {
         b"-NOAUTH Authentication required.\r\n-NOAUTH Authentication required.\r\n\
           +OK\r\n+OK\r\n:1\r\n$1\r\nv\r\n",
     );
+}
+
+#[test]
+fn before_auth_requests_are_held_to_small_limits() {
+    // With requirepass, a client without the password may not make the server buffer large
+    // requests (Redis 7: 10 arguments of 16 KiB at most before AUTH).
+    let server = TestServer::start(|c| c.requirepass = Some("secret".into()));
+    let big = vec![b'v'; 20_000];
+    let mut raw = server.raw();
+    raw.send(&resp(&[b"SET", b"k", &big]));
+    assert_eq!(
+        raw.read_to_close(),
+        b"-ERR Protocol error: invalid bulk length\r\n"
+    );
+    let mut raw = server.raw();
+    let eleven: Vec<&[u8]> = std::iter::once(&b"DEL"[..])
+        .chain(std::iter::repeat_n(&b"k"[..], 10))
+        .collect();
+    raw.send(&resp(&eleven));
+    assert_eq!(
+        raw.read_to_close(),
+        b"-ERR Protocol error: invalid multibulk length\r\n"
+    );
+    // Within the small limits: NOAUTH, and the connection stays.
+    let mut raw = server.raw();
+    raw.send(&resp(&[b"SET", b"k", &big[..16 << 10]]));
+    raw.expect(b"-NOAUTH Authentication required.\r\n");
+    // After AUTH (even in the same write) the full limits apply.
+    raw.send(&pipeline(&[
+        &[b"AUTH", b"secret"],
+        &[b"SET", b"k", &big],
+        &eleven,
+    ]));
+    raw.expect(b"+OK\r\n+OK\r\n:1\r\n");
 }

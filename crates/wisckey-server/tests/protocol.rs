@@ -194,6 +194,38 @@ fn idle_clients_are_closed_after_the_timeout() {
 }
 
 #[test]
+fn a_client_reading_a_large_reply_slowly_is_not_idle() {
+    // The idle timeout once covered the whole reply's write: a client that kept reading, but
+    // took longer than the timeout for all of it, was cut off midway.
+    // Reading 256 KiB every 20 ms frees the socket's buffer far faster than the timeout
+    // (the kernel wakes the writer once about a third of it is free), and 16 MiB take
+    // about 1.3 s.
+    let s = TestServer::start(|c| c.idle_timeout = Some(Duration::from_millis(300)));
+    let value = vec![b'v'; 16 << 20];
+    let mut c = s.raw();
+    c.send(&resp(&[b"SET", b"big", &value]));
+    c.expect(b"+OK\r\n");
+    c.send(&resp(&[b"GET", b"big"]));
+    let started = Instant::now();
+    let mut reply = Vec::new();
+    let mut chunk = vec![0u8; 256 << 10];
+    while reply.len() < value.len() + 13 {
+        std::thread::sleep(Duration::from_millis(20));
+        match c.0.read(&mut chunk) {
+            Ok(0) => break,
+            Err(e) => panic!("read failed after {} bytes: {e}", reply.len()),
+            Ok(n) => reply.extend_from_slice(&chunk[..n]),
+        }
+    }
+    assert!(
+        started.elapsed() > Duration::from_millis(600),
+        "the reply came faster than the timeout: this test checks nothing"
+    );
+    assert_eq!(reply.len(), value.len() + 13, "the reply was cut off");
+    assert!(reply.starts_with(b"$16777216\r\nvvv") && reply.ends_with(b"v\r\n"));
+}
+
+#[test]
 fn hello_3_switches_replies_to_resp3() {
     let s = TestServer::start(|_| {});
     let mut c = s.raw();

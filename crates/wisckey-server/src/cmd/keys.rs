@@ -19,24 +19,14 @@ pub(super) fn del(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Err
     keys.sort_unstable();
     keys.dedup();
     let guard = sh.store.lock(&keys);
-    let live = sh
-        .store
-        .multi_get(&keys)?
-        .iter()
-        .filter(|v| v.is_some())
-        .count();
+    let live = sh.store.live(&keys)?.into_iter().filter(|&l| l).count();
     // Expired keys are deleted too (they are garbage either way) but not counted.
     sh.store.delete(&guard, &keys)?;
     Ok(Reply::Integer(live as i64))
 }
 
 pub(super) fn exists(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
-    let live = sh
-        .store
-        .multi_get(&a[1..])?
-        .iter()
-        .filter(|v| v.is_some())
-        .count();
+    let live = sh.store.live(&a[1..])?.into_iter().filter(|&l| l).count();
     Ok(Reply::Integer(live as i64))
 }
 
@@ -160,11 +150,11 @@ pub(super) fn scan(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Er
         .into_iter()
         .filter(|k| type_ok && pattern.is_none_or(|p| glob::matches(p, k)))
         .collect();
-    let live = sh.store.multi_get(&candidates)?;
+    let live = sh.store.live(&candidates)?;
     let found = candidates
         .into_iter()
         .zip(live)
-        .filter(|(_, v)| v.is_some())
+        .filter(|&(_, l)| l)
         .map(|(k, _)| Reply::Bulk(k))
         .collect();
     let cursor = next.map_or_else(|| "0".to_string(), |k| sh.cursors.encode(&k));

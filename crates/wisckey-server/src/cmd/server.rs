@@ -39,13 +39,21 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 }
 
 fn try_auth(sh: &Shared, client: &mut Client, user: Option<&[u8]>, pass: &[u8]) -> Option<Reply> {
-    let Some(expected) = &sh.config.requirepass else {
-        return Some(Reply::err(
-            "ERR AUTH <password> called without any password configured for the default user. \
-             Are you sure your configuration is correct?",
-        ));
-    };
     let user_ok = user.is_none_or(|u| u == b"default");
+    let Some(expected) = &sh.config.requirepass else {
+        // No password: the default user takes any (Redis's `nopass`), but the one-argument
+        // form is a mistake worth naming.
+        return match user {
+            None => Some(Reply::err(
+                "ERR AUTH <password> called without any password configured for the default \
+                 user. Are you sure your configuration is correct?",
+            )),
+            Some(_) if user_ok => None,
+            Some(_) => Some(Reply::err(
+                "WRONGPASS invalid username-password pair or user is disabled.",
+            )),
+        };
+    };
     if constant_time_eq(pass, expected) && user_ok {
         client.authed = true;
         None

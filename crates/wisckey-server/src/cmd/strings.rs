@@ -41,6 +41,9 @@ pub(super) fn set(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Err
     let now = now_ms();
     let (mut nx, mut xx, mut get, mut keepttl) = (false, false, false, false);
     let mut expires: Option<u64> = None;
+    // Which of EX/PX/EXAT/PXAT set `expires`: as in Redis, repeating it is allowed (the
+    // last wins), mixing two is not.
+    let mut expiry_option: Option<Vec<u8>> = None;
     let mut i = 3;
     while i < a.len() {
         let opt = a[i].to_ascii_uppercase();
@@ -49,7 +52,9 @@ pub(super) fn set(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Err
             b"XX" if !nx => xx = true,
             b"GET" => get = true,
             b"KEEPTTL" if expires.is_none() => keepttl = true,
-            b"EX" | b"PX" | b"EXAT" | b"PXAT" if expires.is_none() && !keepttl => {
+            b"EX" | b"PX" | b"EXAT" | b"PXAT"
+                if !keepttl && expiry_option.as_ref().is_none_or(|o| *o == opt) =>
+            {
                 let Some(arg) = a.get(i + 1) else {
                     return Ok(syntax_error());
                 };
@@ -62,6 +67,7 @@ pub(super) fn set(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Err
                     Some(at) => expires = Some(at),
                     None => return Ok(Reply::err("ERR invalid expire time in 'set' command")),
                 }
+                expiry_option = Some(opt);
                 i += 1;
             }
             _ => return Ok(syntax_error()),
@@ -132,7 +138,14 @@ pub(super) fn getdel(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, 
 }
 
 pub(super) fn mget(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
-    let values = sh.store.multi_get(&a[1..])?;
+    // A reply no larger than the largest request a client may send: a short MGET of one
+    // large key repeated must not ask for its size in memory per repetition.
+    let budget = sh.config.limits.max_query_len;
+    let Some(values) = sh.store.multi_get_within(&a[1..], budget)? else {
+        return Ok(Reply::err(format!(
+            "ERR MGET reply would exceed {budget} bytes (the query buffer limit); ask for fewer keys"
+        )));
+    };
     Ok(Reply::Array(
         values
             .into_iter()
@@ -160,6 +173,9 @@ pub(super) fn mset(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Er
 }
 
 fn add(sh: &Shared, key: &[u8], delta: i64) -> Result<Reply, Error> {
+    if let Some(e) = check_key(key) {
+        return Ok(e);
+    }
     let guard = sh.store.lock(&[key]);
     let old = sh.store.get(key)?;
     let (current, expires) = match &old {
