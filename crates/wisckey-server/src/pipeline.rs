@@ -137,6 +137,9 @@ struct Writes<'s> {
     held_bits: [u64; STRIPES / 64],
     /// A pending write carries an expiry (the sweeper is told after the commit).
     expiring: bool,
+    /// Successful commits so far: one inside a command (a busy lock, a large pending value
+    /// read back) covers every reply before that command.
+    commits: u64,
     /// Scratch space reused by every read and put of the run: the engine key, the encoded
     /// value, a value read from the log.
     ekey: Vec<u8>,
@@ -150,6 +153,7 @@ impl<'s> Writes<'s> {
             store,
             batch: WriteBatch::new(),
             overlay: HashMap::default(),
+            commits: 0,
             held: Vec::new(),
             held_bits: [0; STRIPES / 64],
             expiring: false,
@@ -182,6 +186,9 @@ impl<'s> Writes<'s> {
             let batch = std::mem::take(&mut self.batch);
             self.store.write_with(batch, sync).map(|()| true)
         };
+        if result.is_ok() {
+            self.commits += 1;
+        }
         if std::mem::take(&mut self.expiring) {
             self.store.note_expiry_written();
         }
@@ -254,18 +261,24 @@ impl<'s> Writes<'s> {
         match self.overlay.get(key) {
             Some(Some(s)) if s.is_expired(now) => Ok(None),
             Some(Some(s)) => Ok(Some(use_value(&s.data, s.expires_at_ms))),
-            Some(None) => {
-                // A large pending value: commit it and read it back, under the lock again.
-                self.commit(false)?;
-                self.lock(&[key])?;
-                let (ekey, scratch) = (&mut self.ekey, &mut self.scratch);
-                self.store.read_with(key, now, ekey, scratch, use_value)
-            }
-            None => {
+            // A large pending value is committed first (`commit_before_read`); without it
+            // (there is none after a commit) the store has the key's value.
+            Some(None) | None => {
                 let (ekey, scratch) = (&mut self.ekey, &mut self.scratch);
                 self.store.read_with(key, now, ekey, scratch, use_value)
             }
         }
+    }
+
+    /// Before [`Writes::read_with`] of `key`: a large pending value of it (not kept in the
+    /// overlay) is committed, so the read finds it in the store; the key is locked again.
+    /// `Err` is that commit's failure: the pending writes', not the read's.
+    fn commit_before_read(&mut self, key: &[u8]) -> Result<(), Error> {
+        if matches!(self.overlay.get(key), Some(None)) {
+            self.commit(false)?;
+            self.lock(&[key])?;
+        }
+        Ok(())
     }
 
     fn put(&mut self, key: &[u8], data: &[u8], expires_at_ms: Option<u64>) {
@@ -307,6 +320,7 @@ fn run_fast(w: &mut Writes<'_>, fast: Fast, args: &[Vec<u8>]) -> Result<Reply, E
                 // Read under the key's lock so it cannot change before the commit.
                 w.lock(&[key])?;
             }
+            w.commit_before_read(key)?;
             match w.read_with(key, now_ms(), |data, _| data.to_vec()) {
                 Ok(Some(data)) => Reply::Bulk(data),
                 Ok(None) => Reply::Nil,
@@ -367,6 +381,7 @@ fn run_fast(w: &mut Writes<'_>, fast: Fast, args: &[Vec<u8>]) -> Result<Reply, E
                 return Ok(e);
             }
             w.lock(&[key])?;
+            w.commit_before_read(key)?;
             match w.read_with(key, now_ms(), |data, expires| {
                 parse_int(data).map(|n| (n, expires))
             }) {
@@ -437,10 +452,16 @@ pub(crate) fn run_batch(shared: &Shared, mut b: Batch, limit: usize) -> Batch {
                 .commands_processed
                 .fetch_add(1, Ordering::Relaxed);
             covered = false;
-            match run_fast(&mut w, fast, &args).and_then(|r| {
+            let commits_before = w.commits;
+            let reply = run_fast(&mut w, fast, &args).and_then(|r| {
                 w.commit_if_large()?;
                 Ok(r)
-            }) {
+            });
+            if w.commits != commits_before {
+                // A commit inside this command covered every reply before it.
+                since.count = 0;
+            }
+            match reply {
                 Ok(reply) => {
                     if w.active() {
                         since.note(&b.out);
@@ -630,6 +651,9 @@ fn run_round(shared: &Shared, jobs: &mut Vec<(Job, usize)>) {
             let Some(args) = job.pending.pop_front() else {
                 break;
             };
+            // Where this command's reply starts, for a commit inside it (see `commits`).
+            let before = (job.out.len(), *ran);
+            let commits_before = w.commits;
             *ran += 1;
             shared
                 .stats
@@ -644,6 +668,15 @@ fn run_round(shared: &Shared, jobs: &mut Vec<(Job, usize)>) {
                 }),
                 None => Ok(Reply::err("ERR internal: not a batched command")),
             };
+            if w.commits != commits_before {
+                // A commit inside this command (a busy lock, a large pending value read
+                // back, or the early commit after it): every reply before it stands.
+                for (mark, (job, ran)) in committed.iter_mut().zip(jobs.iter()).take(j) {
+                    *mark = (job.out.len(), *ran);
+                }
+                committed[j] = before;
+            }
+            let (job, _) = &mut jobs[j];
             match reply {
                 Ok(reply) => reply.encode_as(&mut job.out, job.resp3),
                 Err(e) => {

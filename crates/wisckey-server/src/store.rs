@@ -236,17 +236,32 @@ impl Store {
         scratch: &mut Vec<u8>,
         use_value: impl FnOnce(&[u8], Option<u64>) -> R,
     ) -> Result<Option<R>, Error> {
+        self.read_with_opt(key, now, &ReadOptions::default(), ekey, scratch, use_value)
+    }
+
+    /// [`Store::read_with`] as of `opts` (a snapshot, or now).
+    fn read_with_opt<R>(
+        &self,
+        key: &[u8],
+        now: u64,
+        opts: &ReadOptions,
+        ekey: &mut Vec<u8>,
+        scratch: &mut Vec<u8>,
+        use_value: impl FnOnce(&[u8], Option<u64>) -> R,
+    ) -> Result<Option<R>, Error> {
         format::data_key_into(ekey, key);
-        let lent = self.db.get_with(ekey.as_slice(), scratch, |stored| {
-            let (start, expires) = format::value_header(stored).map_err(|reason| {
-                Error::Format(format!(
-                    "value of key {:?}: {reason}",
-                    String::from_utf8_lossy(&key[..key.len().min(64)])
-                ))
+        let lent = self
+            .db
+            .get_with_opt(ekey.as_slice(), opts, scratch, |stored| {
+                let (start, expires) = format::value_header(stored).map_err(|reason| {
+                    Error::Format(format!(
+                        "value of key {:?}: {reason}",
+                        String::from_utf8_lossy(&key[..key.len().min(64)])
+                    ))
+                })?;
+                let expired = expires.is_some_and(|at| at <= now);
+                Ok((!expired).then(|| use_value(&stored[start..], expires)))
             })?;
-            let expired = expires.is_some_and(|at| at <= now);
-            Ok((!expired).then(|| use_value(&stored[start..], expires)))
-        })?;
         lent.transpose().map(Option::flatten)
     }
 
@@ -275,17 +290,22 @@ impl Store {
         self.db.prefetch_keys(&engine_keys);
     }
 
-    /// Whether each of `keys` exists (is present and not expired). Reads one value at a
-    /// time into one scratch buffer: asking about a large value many times costs its reads,
-    /// never its size in memory per key (as [`Store::multi_get`] would).
+    /// Whether each of `keys` exists (is present and not expired), all at one snapshot (an
+    /// MSET is never seen half done). Reads one value at a time into one scratch buffer:
+    /// asking about a large value many times costs its reads, never its size in memory per
+    /// key (as [`Store::multi_get`] would).
     pub fn live<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<bool>, Error> {
         self.prefetch(keys.iter().map(AsRef::as_ref));
+        let opts = ReadOptions {
+            snapshot: (keys.len() > 1).then(|| self.db.snapshot()),
+            ..ReadOptions::default()
+        };
         let (now, mut ekey, mut scratch) = (now_ms(), Vec::new(), Vec::new());
         keys.iter()
             .map(|k| {
-                Ok(self
-                    .read_with(k.as_ref(), now, &mut ekey, &mut scratch, |_, _| ())?
-                    .is_some())
+                let found =
+                    self.read_with_opt(k.as_ref(), now, &opts, &mut ekey, &mut scratch, |_, _| ())?;
+                Ok(found.is_some())
             })
             .collect()
     }
@@ -315,16 +335,17 @@ impl Store {
 
     /// [`Store::multi_get`] for a client's list of keys, whose values may add up to more than
     /// `budget` bytes: read a few keys at a time (all at one snapshot, so an MSET is never
-    /// seen half done), it stops with `Ok(None)` once they pass it, holding at most `budget`
-    /// plus a few values.
+    /// seen half done), it stops with `Ok(None)` once they pass it, holding at most twice
+    /// `budget`.
     pub fn multi_get_within<K: AsRef<[u8]>>(
         &self,
         keys: &[K],
         budget: usize,
     ) -> Result<Option<Vec<Option<Stored>>>, Error> {
-        /// Keys read in parallel at once.
-        const CHUNK: usize = 16;
-        let opts = if keys.len() > CHUNK {
+        // Keys read in parallel at once: up to 16, but no more values than fit in the
+        // budget at the largest size, so the memory held stays under twice the budget.
+        let chunk = (budget / format::MAX_USER_VALUE).clamp(1, 16);
+        let opts = if keys.len() > chunk {
             ReadOptions {
                 snapshot: Some(self.db.snapshot()),
                 ..ReadOptions::default()
@@ -334,8 +355,8 @@ impl Store {
         };
         let mut values = Vec::with_capacity(keys.len());
         let mut bytes = 0usize;
-        for chunk in keys.chunks(CHUNK) {
-            for value in self.multi_get(chunk, &opts)? {
+        for some in keys.chunks(chunk) {
+            for value in self.multi_get(some, &opts)? {
                 bytes = bytes.saturating_add(value.as_ref().map_or(0, |s| s.data.len()));
                 values.push(value);
             }

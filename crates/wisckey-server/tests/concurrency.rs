@@ -1,8 +1,10 @@
 //! 100 clients at once: INCR is atomic per key (no lost updates), each client's own keys
-//! read back exactly, and MSET batches are all or nothing to concurrent readers.
+//! read back exactly, and MSET batches are all or nothing to concurrent readers (MGET and
+//! EXISTS).
 
 mod common;
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 
@@ -112,5 +114,48 @@ fn mset_atomic_on(threads: usize) -> redis::RedisResult<()> {
         rounds_seen.len() >= 2,
         "the readers never read while MSETs ran: {rounds_seen:?}"
     );
+    Ok(())
+}
+
+#[test]
+fn exists_sees_an_mset_or_a_del_whole() -> redis::RedisResult<()> {
+    // EXISTS reads its keys one by one (so a large value asked about many times is never in
+    // memory many times over), at one snapshot: never half an MSET.
+    for threads in BOTH_WAYS {
+        let s = TestServer::start(|c| c.threads = threads);
+        let keys: Vec<String> = (0..20).map(|i| format!("e{i}")).collect();
+        let done = Arc::new(AtomicBool::new(false));
+        let readers: Vec<_> = (0..3)
+            .map(|_| {
+                let mut c = s.client();
+                let keys = keys.clone();
+                let done = Arc::clone(&done);
+                std::thread::spawn(move || -> redis::RedisResult<BTreeSet<i64>> {
+                    let mut seen = BTreeSet::new();
+                    while !done.load(Ordering::Relaxed) {
+                        let n: i64 = cmd("EXISTS").arg(&keys).query(&mut c)?;
+                        assert!(n == 0 || n == 20, "EXISTS saw part of a write: {n}");
+                        seen.insert(n);
+                    }
+                    Ok(seen)
+                })
+            })
+            .collect();
+        let mut c = s.client();
+        for _ in 0..200 {
+            let mut mset = cmd("MSET");
+            for k in &keys {
+                mset.arg(k).arg("v");
+            }
+            mset.query::<()>(&mut c)?;
+            cmd("DEL").arg(&keys).query::<i64>(&mut c)?;
+        }
+        done.store(true, Ordering::Relaxed);
+        let mut seen = BTreeSet::new();
+        for r in readers {
+            seen.extend(r.join().expect("reader")?);
+        }
+        assert_eq!(seen.len(), 2, "the readers must see both states: {seen:?}");
+    }
     Ok(())
 }

@@ -7,6 +7,9 @@ mod common;
 use common::{resp, TestServer, BOTH_WAYS};
 use wisckey_server::AppendFsync;
 
+/// One request's arguments.
+type Request<'a> = &'a [&'a [u8]];
+
 /// Every request in one write to the socket.
 fn pipeline(requests: &[&[&[u8]]]) -> Vec<u8> {
     requests.iter().flat_map(|r| resp(r)).collect()
@@ -435,4 +438,119 @@ fn before_auth_requests_are_held_to_small_limits() {
         &eleven,
     ]));
     raw.expect(b"+OK\r\n+OK\r\n:1\r\n");
+}
+
+#[test]
+fn a_failed_commit_fails_only_the_replies_it_covered() {
+    // A commit inside a command (here: a GET of a value too large for the pending overlay
+    // commits what is pending first) makes the replies before it final; a later failed
+    // commit once turned every reply of the round into an error, so a client told its SET
+    // failed would send it again although it was written.
+    use std::sync::Arc;
+    use wisckey::fs::{FaultFs, FaultKind, FaultOps, FsOp, PosixFs};
+    for (threads, mixed) in [(1, false), (4, false), (1, true), (4, true)] {
+        let fault = FaultFs::new(Arc::new(PosixFs::new()));
+        let fs = fault.clone();
+        let server = TestServer::start(move |c| {
+            c.threads = threads;
+            c.appendfsync = AppendFsync::No;
+            c.engine.fs = Arc::new(fs);
+            c.engine.vlog_buffer_size = 4 << 10;
+            c.engine.vlog_flush_interval = std::time::Duration::from_secs(3600);
+        });
+        let mut raw = server.raw();
+        let first = vec![b'a'; 100];
+        let large = vec![b'c'; 8 << 10];
+        // The first append from now (the write-out of the last SET's commit) fails.
+        fault.fail_at(1, FaultKind::Io, FaultOps::Only(&[FsOp::Append]), true);
+        // With ECHO first the pipeline is not all batched commands: it runs on the
+        // connection's batch path (`run_batch`), otherwise in an executor round.
+        let (echo, set_k, get_k, set_c): (Request, Request, Request, Request) = (
+            &[b"ECHO", b"e"],
+            &[b"SET", b"k", &first],
+            &[b"GET", b"k"],
+            &[b"SET", b"c", &large],
+        );
+        let mut requests = vec![set_k, get_k, set_c];
+        if mixed {
+            requests.insert(0, echo);
+        }
+        raw.send(&pipeline(&requests));
+        let mut reply = Vec::new();
+        let mut chunk = [0u8; 4096];
+        use std::io::Read;
+        while reply.iter().filter(|&&b| b == b'\n').count() < 3 + 2 * usize::from(mixed) {
+            let n = raw
+                .0
+                .read(&mut chunk)
+                .unwrap_or_else(|e| panic!("read: {e}: {}", String::from_utf8_lossy(&reply)));
+            assert!(n > 0, "closed early: {}", String::from_utf8_lossy(&reply));
+            reply.extend_from_slice(&chunk[..n]);
+        }
+        let text = String::from_utf8_lossy(&reply).into_owned();
+        let text = text
+            .strip_prefix(if mixed { "$1\r\ne\r\n" } else { "" })
+            .unwrap_or_else(|| panic!("{text:?}"))
+            .to_string();
+        let lines: Vec<&str> = text.split("\r\n").collect();
+        assert_eq!(
+            lines[0], "+OK",
+            "the committed SET's reply stands: {text:?}"
+        );
+        assert!(lines[1].starts_with("-ERR"), "{text:?}");
+        assert!(
+            lines[2].starts_with("-ERR"),
+            "the failed SET fails: {text:?}"
+        );
+        // The engine latched the injected failure: closing it reports it.
+        assert!(server.stop_with_result().is_err());
+    }
+}
+
+#[test]
+fn a_commit_that_fails_before_a_read_fails_the_writes_it_held() {
+    // A GET of a large pending value commits it first; that commit's failure was once
+    // answered as the GET's own error while the SET before it kept its `+OK`.
+    use std::sync::Arc;
+    use wisckey::fs::{FaultFs, FaultKind, FaultOps, FsOp, PosixFs};
+    for (threads, mixed) in [(1, false), (4, false), (1, true), (4, true)] {
+        let fault = FaultFs::new(Arc::new(PosixFs::new()));
+        let fs = fault.clone();
+        let server = TestServer::start(move |c| {
+            c.threads = threads;
+            c.appendfsync = AppendFsync::No;
+            c.engine.fs = Arc::new(fs);
+            c.engine.vlog_buffer_size = 4 << 10;
+            c.engine.vlog_flush_interval = std::time::Duration::from_secs(3600);
+        });
+        let mut raw = server.raw();
+        let large = vec![b'a'; 8 << 10];
+        fault.fail_at(1, FaultKind::Io, FaultOps::Only(&[FsOp::Append]), true);
+        let (echo, set_k, get_k): (Request, Request, Request) =
+            (&[b"ECHO", b"e"], &[b"SET", b"k", &large], &[b"GET", b"k"]);
+        let mut requests = vec![set_k, get_k];
+        if mixed {
+            requests.insert(0, echo);
+        }
+        raw.send(&pipeline(&requests));
+        let mut reply = Vec::new();
+        let mut chunk = [0u8; 4096];
+        use std::io::Read;
+        while reply.iter().filter(|&&b| b == b'\n').count() < 2 + 2 * usize::from(mixed) {
+            let n = raw.0.read(&mut chunk).expect("read");
+            assert!(n > 0, "closed early: {}", String::from_utf8_lossy(&reply));
+            reply.extend_from_slice(&chunk[..n]);
+        }
+        let text = String::from_utf8_lossy(&reply).into_owned();
+        let text = text
+            .strip_prefix(if mixed { "$1\r\ne\r\n" } else { "" })
+            .expect("ECHO");
+        let lines: Vec<&str> = text.split("\r\n").collect();
+        assert!(
+            lines[0].starts_with("-ERR"),
+            "the SET was not written: {text:?}"
+        );
+        assert!(lines[1].starts_with("-ERR"), "{text:?}");
+        assert!(server.stop_with_result().is_err());
+    }
 }

@@ -114,6 +114,15 @@ impl TestServer {
         std::mem::replace(&mut self.dir, dir)
     }
 
+    /// Shuts the server down and returns how it ended (for a test that broke its database).
+    pub fn stop_with_result(mut self) -> Result<(), wisckey_server::Error> {
+        self.handle.shutdown();
+        match self.thread.take() {
+            Some(t) => t.join().expect("server thread"),
+            None => Ok(()),
+        }
+    }
+
     fn shutdown_and_join(&mut self) {
         self.handle.shutdown();
         if let Some(t) = self.thread.take() {
