@@ -697,6 +697,9 @@ impl VlogWriter {
 
     /// Starts segment `segment + 1`. The buffer is empty (written out or discarded).
     fn roll(&mut self) -> Result<()> {
+        // A reservation is for the segment it was made in (`reserve` sets it again after
+        // its own roll).
+        self.in_reserved_group = false;
         self.settle()?;
         debug_assert!(self.buf.is_empty());
         // The finished segment (data and directory entry) is made durable before the next
