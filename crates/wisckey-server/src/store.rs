@@ -293,7 +293,7 @@ impl Store {
     /// Whether each of `keys` exists (is present and not expired), all at one snapshot (an
     /// MSET is never seen half done). Reads one value at a time into one scratch buffer:
     /// asking about a large value many times costs its reads, never its size in memory per
-    /// key (as [`Store::multi_get`] would).
+    /// key (as reading them all at once would).
     pub fn live<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<bool>, Error> {
         self.prefetch(keys.iter().map(AsRef::as_ref));
         let opts = ReadOptions {
@@ -310,18 +310,26 @@ impl Store {
             .collect()
     }
 
-    /// The live values of `keys` as of `opts` (a snapshot, or now), read in parallel by the
-    /// engine. Every value is in memory at once: for a client's list of keys, see
-    /// [`Store::multi_get_within`].
-    fn multi_get<K: AsRef<[u8]>>(
+    /// The live values of `keys`, read in parallel by the engine at one view (an MSET is
+    /// never seen half done), or `None` if the values add up to more than `budget` bytes:
+    /// the engine knows each value's length before it reads it, so a client's list of keys
+    /// never makes it hold more than `budget` plus one value (a stored value's expiry
+    /// header counts against the budget too).
+    pub fn multi_get_within<K: AsRef<[u8]>>(
         &self,
         keys: &[K],
-        opts: &ReadOptions,
-    ) -> Result<Vec<Option<Stored>>, Error> {
+        budget: usize,
+    ) -> Result<Option<Vec<Option<Stored>>>, Error> {
         let engine_keys: Vec<Vec<u8>> = keys.iter().map(|k| format::data_key(k.as_ref())).collect();
         let now = now_ms();
-        let raws = self.db.multi_get_opt(&engine_keys, opts)?;
-        raws.into_iter()
+        let Some(raws) = self
+            .db
+            .multi_get_within(&engine_keys, &ReadOptions::default(), budget)?
+        else {
+            return Ok(None);
+        };
+        let values = raws
+            .into_iter()
             .zip(keys)
             .map(|(raw, key)| match raw {
                 None => Ok(None),
@@ -330,40 +338,7 @@ impl Store {
                     Ok((!s.is_expired(now)).then_some(s))
                 }
             })
-            .collect()
-    }
-
-    /// [`Store::multi_get`] for a client's list of keys, whose values may add up to more than
-    /// `budget` bytes: read a few keys at a time (all at one snapshot, so an MSET is never
-    /// seen half done), it stops with `Ok(None)` once they pass it, holding at most twice
-    /// `budget`.
-    pub fn multi_get_within<K: AsRef<[u8]>>(
-        &self,
-        keys: &[K],
-        budget: usize,
-    ) -> Result<Option<Vec<Option<Stored>>>, Error> {
-        // Keys read in parallel at once: up to 16, but no more values than fit in the
-        // budget at the largest size, so the memory held stays under twice the budget.
-        let chunk = (budget / format::MAX_USER_VALUE).clamp(1, 16);
-        let opts = if keys.len() > chunk {
-            ReadOptions {
-                snapshot: Some(self.db.snapshot()),
-                ..ReadOptions::default()
-            }
-        } else {
-            ReadOptions::default()
-        };
-        let mut values = Vec::with_capacity(keys.len());
-        let mut bytes = 0usize;
-        for some in keys.chunks(chunk) {
-            for value in self.multi_get(some, &opts)? {
-                bytes = bytes.saturating_add(value.as_ref().map_or(0, |s| s.data.len()));
-                values.push(value);
-            }
-            if bytes > budget {
-                return Ok(None);
-            }
-        }
+            .collect::<Result<_, Error>>()?;
         Ok(Some(values))
     }
 

@@ -288,6 +288,19 @@ fn multi_get_answers_like_get_at_one_moment_with_reads_in_parallel() {
         fs.hooks.most.load(Ordering::SeqCst) > 1,
         "the value-log reads of one multi_get overlap"
     );
+    // With a bound on the bytes it may hold: the same values when they fit, `None` when
+    // they add up to one byte more than allowed.
+    let total: usize = values.iter().flatten().map(Vec::len).sum();
+    let none = ReadOptions::default();
+    let within = db.multi_get_within(&keys, &none, total).expect("within");
+    assert_eq!(within.as_ref(), Some(&values));
+    assert!(
+        total > 0
+            && db
+                .multi_get_within(&keys, &none, total - 1)
+                .expect("over")
+                .is_none()
+    );
     // At a snapshot: later writes are not seen.
     for key in &keys {
         db.delete(key).expect("delete");

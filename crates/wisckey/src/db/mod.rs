@@ -818,6 +818,34 @@ impl Db {
         self.multi_get_opt(keys, &ReadOptions::default())
     }
 
+    /// [`Db::multi_get_opt`] for a caller that cannot hold any amount of values (a server
+    /// answering a client's list of keys): `Ok(None)` if the values add up to more than
+    /// `max_bytes`. Each value's length is known before it is read, so no more than
+    /// `max_bytes` plus one value is ever allocated. Reads in parallel, at one view, as
+    /// `multi_get`.
+    ///
+    /// ```
+    /// # fn main() -> wisckey::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = wisckey::Db::open(dir.path(), wisckey::Options::default())?;
+    /// db.put("big", vec![7u8; 10_000])?;
+    /// let opts = wisckey::ReadOptions::default();
+    /// let two = db.multi_get_within(&["big", "none", "big"], &opts, 20_000)?;
+    /// assert_eq!(two.map(|v| v.len()), Some(3));
+    /// assert_eq!(db.multi_get_within(&["big", "big", "big"], &opts, 20_000)?, None);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn multi_get_within<K: AsRef<[u8]>>(
+        &self,
+        keys: &[K],
+        opts: &ReadOptions,
+        max_bytes: usize,
+    ) -> Result<Option<Vec<Option<Vec<u8>>>>> {
+        let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
+        read::multi_get_within(&self.inner, &keys, opts, max_bytes)
+    }
+
     /// A hint before a batch of point reads: brings what the newest memtables hold for
     /// `keys` into the CPU caches, reading no value and no file. A batch of lookups spends
     /// most of its time waiting for memory, one key after another; after this call the

@@ -264,6 +264,19 @@ pub(crate) fn multi_get(
     keys: &[&[u8]],
     opts: &ReadOptions,
 ) -> Result<Vec<Option<Vec<u8>>>> {
+    multi_get_within(inner, keys, opts, usize::MAX)?
+        .ok_or_else(|| Error::Internal("a multi_get without a bound passed it".into()))
+}
+
+/// [`multi_get`], or `None` once the values found add up to more than `max_bytes`: each
+/// value's length is known (from its pointer) before it is read, so no more than
+/// `max_bytes` plus one value is ever allocated.
+pub(crate) fn multi_get_within(
+    inner: &DbInner,
+    keys: &[&[u8]],
+    opts: &ReadOptions,
+    max_bytes: usize,
+) -> Result<Option<Vec<Option<Vec<u8>>>>> {
     use crate::iter::readahead::PendingRead;
     enum Slot {
         Ready(Option<Vec<u8>>),
@@ -274,13 +287,38 @@ pub(crate) fn multi_get(
     let view = capture(inner, opts)?;
     touch_memtables(&view.sources, keys);
     let mut slots = Vec::with_capacity(keys.len());
+    let mut bytes = 0usize;
+    let mut over = |len: usize| {
+        bytes = bytes.saturating_add(len);
+        bytes > max_bytes
+    };
     for &key in keys {
         let slot = match newest_in_view(inner, &view, key)? {
             None | Some((ValueKind::Deletion, _)) => Slot::Ready(None),
-            Some((ValueKind::Value, value)) => Slot::Ready(Some(value.into_vec())),
+            Some((ValueKind::Value, value)) => {
+                if over(value.len()) {
+                    return Ok(None);
+                }
+                Slot::Ready(Some(value.into_vec()))
+            }
             Some((ValueKind::ValuePointer, stored)) => {
                 match plan_pointer_read(inner, view.version(), key, &stored)? {
-                    PointerRead::Buffered(value) => Slot::Ready(Some(value)),
+                    PointerRead::Buffered(value) => {
+                        if over(value.len()) {
+                            return Ok(None);
+                        }
+                        Slot::Ready(Some(value))
+                    }
+                    // The reads already started finish on their own and are dropped. The
+                    // pointer spans the record: its value is that less the header and key.
+                    PointerRead::File { ptr, .. }
+                        if over(
+                            (ptr.len as usize)
+                                .saturating_sub(crate::vlog::format::record_len(key.len(), 0)),
+                        ) =>
+                    {
+                        return Ok(None)
+                    }
                     PointerRead::File { ptr, live } => {
                         let read = PendingRead::new();
                         let job = Arc::clone(&read);
@@ -309,7 +347,7 @@ pub(crate) fn multi_get(
             None => Err(Error::Internal("a multi_get read was taken twice".into())),
         },
     });
-    values.collect()
+    values.collect::<Result<_>>().map(Some)
 }
 
 /// Whether `key` has a value at `opts`' sequence. Reads no value.
