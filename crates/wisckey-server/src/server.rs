@@ -46,8 +46,8 @@ const MAX_BATCH: usize = 1024;
 /// How much the read buffer grows per read.
 const READ_CHUNK: usize = 64 << 10;
 /// Read-only batches of at most this many keys (a GET reads one, an MGET each of its keys)
-/// run on the connection's task; longer ones on the blocking pool. Measured (GET, 50 clients): a single GET inline instead of
-/// on the pool gave 1.4-2x the throughput. 16 pipelined GETs: on 2026-11-25 (a busy
+/// run on the connection's task; longer ones on the blocking pool. Measured (GET, 50
+/// clients): a single GET inline instead of on the pool gave 1.4-2x the throughput. 16 pipelined GETs: on 2026-11-25 (a busy
 /// machine) ~10% faster on the pool; on 2026-11-26 (quiet, three interleaved rounds) 1 KiB
 /// values inline 1.09-1.14x the pool's rate at 14% less server CPU per GET, 16 KiB values
 /// 0.90-1.10x (no difference). Data on disk is caught by [`SLOW_INLINE`].

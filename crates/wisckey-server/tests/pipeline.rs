@@ -440,14 +440,16 @@ fn before_auth_requests_are_held_to_small_limits() {
     raw.expect(b"+OK\r\n+OK\r\n:1\r\n");
 }
 
-#[test]
-fn a_failed_commit_fails_only_the_replies_it_covered() {
-    // A commit inside a command (here: a GET of a value too large for the pending overlay
-    // commits what is pending first) makes the replies before it final; a later failed
-    // commit once turned every reply of the round into an error, so a client told its SET
-    // failed would send it again although it was written.
+/// Sends `requests` in one pipeline to a server whose next value-log append fails, on
+/// both ways of serving and on both paths (with ECHO first the pipeline is not all batched
+/// commands: it runs on the connection's batch path, `run_batch`, otherwise in an executor
+/// round), and hands `check` the replies, each one line. The server's engine latches the
+/// injected failure: closing it reports it.
+fn with_the_next_append_failing(requests: &[Request], check: impl Fn(&[&str], &str)) {
+    use std::io::Read;
     use std::sync::Arc;
     use wisckey::fs::{FaultFs, FaultKind, FaultOps, FsOp, PosixFs};
+    const ECHO: Request = &[b"ECHO", b"e"];
     for (threads, mixed) in [(1, false), (4, false), (1, true), (4, true)] {
         let fault = FaultFs::new(Arc::new(PosixFs::new()));
         let fs = fault.clone();
@@ -459,27 +461,15 @@ fn a_failed_commit_fails_only_the_replies_it_covered() {
             c.engine.vlog_flush_interval = std::time::Duration::from_secs(3600);
         });
         let mut raw = server.raw();
-        let first = vec![b'a'; 100];
-        let large = vec![b'c'; 8 << 10];
-        // The first append from now (the write-out of the last SET's commit) fails.
         fault.fail_at(1, FaultKind::Io, FaultOps::Only(&[FsOp::Append]), true);
-        // With ECHO first the pipeline is not all batched commands: it runs on the
-        // connection's batch path (`run_batch`), otherwise in an executor round.
-        let (echo, set_k, get_k, set_c): (Request, Request, Request, Request) = (
-            &[b"ECHO", b"e"],
-            &[b"SET", b"k", &first],
-            &[b"GET", b"k"],
-            &[b"SET", b"c", &large],
-        );
-        let mut requests = vec![set_k, get_k, set_c];
+        let mut sent = requests.to_vec();
         if mixed {
-            requests.insert(0, echo);
+            sent.insert(0, ECHO);
         }
-        raw.send(&pipeline(&requests));
-        let mut reply = Vec::new();
-        let mut chunk = [0u8; 4096];
-        use std::io::Read;
-        while reply.iter().filter(|&&b| b == b'\n').count() < 3 + 2 * usize::from(mixed) {
+        raw.send(&pipeline(&sent));
+        let (mut reply, mut chunk) = (Vec::new(), [0u8; 4096]);
+        let lines_due = requests.len() + 2 * usize::from(mixed);
+        while reply.iter().filter(|&&b| b == b'\n').count() < lines_due {
             let n = raw
                 .0
                 .read(&mut chunk)
@@ -490,9 +480,27 @@ fn a_failed_commit_fails_only_the_replies_it_covered() {
         let text = String::from_utf8_lossy(&reply).into_owned();
         let text = text
             .strip_prefix(if mixed { "$1\r\ne\r\n" } else { "" })
-            .unwrap_or_else(|| panic!("{text:?}"))
-            .to_string();
+            .unwrap_or_else(|| panic!("{text:?}"));
         let lines: Vec<&str> = text.split("\r\n").collect();
+        check(&lines, text);
+        assert!(server.stop_with_result().is_err());
+    }
+}
+
+#[test]
+fn a_failed_commit_fails_only_the_replies_it_covered() {
+    // A commit inside a command (here: a GET of a value too large for the pending overlay
+    // commits what is pending first) makes the replies before it final; a later failed
+    // commit once turned every reply of the round into an error, so a client told its SET
+    // failed would send it again although it was written. The failing append is the
+    // write-out of the last SET's commit.
+    let (first, large) = (vec![b'a'; 100], vec![b'c'; 8 << 10]);
+    let requests: [Request; 3] = [
+        &[b"SET", b"k", &first],
+        &[b"GET", b"k"],
+        &[b"SET", b"c", &large],
+    ];
+    with_the_next_append_failing(&requests, |lines, text| {
         assert_eq!(
             lines[0], "+OK",
             "the committed SET's reply stands: {text:?}"
@@ -502,55 +510,20 @@ fn a_failed_commit_fails_only_the_replies_it_covered() {
             lines[2].starts_with("-ERR"),
             "the failed SET fails: {text:?}"
         );
-        // The engine latched the injected failure: closing it reports it.
-        assert!(server.stop_with_result().is_err());
-    }
+    });
 }
 
 #[test]
 fn a_commit_that_fails_before_a_read_fails_the_writes_it_held() {
     // A GET of a large pending value commits it first; that commit's failure was once
     // answered as the GET's own error while the SET before it kept its `+OK`.
-    use std::sync::Arc;
-    use wisckey::fs::{FaultFs, FaultKind, FaultOps, FsOp, PosixFs};
-    for (threads, mixed) in [(1, false), (4, false), (1, true), (4, true)] {
-        let fault = FaultFs::new(Arc::new(PosixFs::new()));
-        let fs = fault.clone();
-        let server = TestServer::start(move |c| {
-            c.threads = threads;
-            c.appendfsync = AppendFsync::No;
-            c.engine.fs = Arc::new(fs);
-            c.engine.vlog_buffer_size = 4 << 10;
-            c.engine.vlog_flush_interval = std::time::Duration::from_secs(3600);
-        });
-        let mut raw = server.raw();
-        let large = vec![b'a'; 8 << 10];
-        fault.fail_at(1, FaultKind::Io, FaultOps::Only(&[FsOp::Append]), true);
-        let (echo, set_k, get_k): (Request, Request, Request) =
-            (&[b"ECHO", b"e"], &[b"SET", b"k", &large], &[b"GET", b"k"]);
-        let mut requests = vec![set_k, get_k];
-        if mixed {
-            requests.insert(0, echo);
-        }
-        raw.send(&pipeline(&requests));
-        let mut reply = Vec::new();
-        let mut chunk = [0u8; 4096];
-        use std::io::Read;
-        while reply.iter().filter(|&&b| b == b'\n').count() < 2 + 2 * usize::from(mixed) {
-            let n = raw.0.read(&mut chunk).expect("read");
-            assert!(n > 0, "closed early: {}", String::from_utf8_lossy(&reply));
-            reply.extend_from_slice(&chunk[..n]);
-        }
-        let text = String::from_utf8_lossy(&reply).into_owned();
-        let text = text
-            .strip_prefix(if mixed { "$1\r\ne\r\n" } else { "" })
-            .expect("ECHO");
-        let lines: Vec<&str> = text.split("\r\n").collect();
+    let large = vec![b'a'; 8 << 10];
+    let requests: [Request; 2] = [&[b"SET", b"k", &large], &[b"GET", b"k"]];
+    with_the_next_append_failing(&requests, |lines, text| {
         assert!(
             lines[0].starts_with("-ERR"),
             "the SET was not written: {text:?}"
         );
         assert!(lines[1].starts_with("-ERR"), "{text:?}");
-        assert!(server.stop_with_result().is_err());
-    }
+    });
 }

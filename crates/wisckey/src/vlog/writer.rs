@@ -281,8 +281,8 @@ impl VlogWriter {
 
     /// Encodes a batch whose first record gets sequence `first_seq` into the buffer, starting
     /// a new segment first if the batch would cross `segment_size` and the active segment
-    /// already holds records (not within a reserved group: see [`VlogWriter::reserve`]). Returns one pointer per entry. Writes the buffer out once it
-    /// reaches `buffer_size`.
+    /// already holds records (not within a reserved group: see [`VlogWriter::reserve`]).
+    /// Returns one pointer per entry. Writes the buffer out once it reaches `buffer_size`.
     ///
     /// `Ok` does not make the batch acknowledged: only a later successful `flush`/`sync`
     /// (or the write-out inside this call) covering it does. On an error from writing the

@@ -840,8 +840,8 @@ fn a_reserved_group_stays_in_one_segment_and_a_failed_one_is_discarded_whole() {
     w.append_batch(1, &[put(b"a", &[1u8; 100])]).expect("a");
     w.sync().expect("sync a");
     let value = vec![2u8; 300];
-    let len = |k: &[u8]| (crate::vlog::RECORD_HEADER_LEN + k.len() + value.len()) as u64;
-    w.reserve(len(b"b") + len(b"c")).expect("reserve");
+    w.reserve(2 * record_len(1, value.len()) as u64)
+        .expect("reserve");
     let start = w.end();
     assert_eq!(start.segment, 2, "the group crosses: it starts a new segment");
     let b = w.append_batch(2, &[put(b"b", &value)]).expect("b");
