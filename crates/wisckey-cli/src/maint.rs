@@ -3,9 +3,9 @@
 //! records), `stats` (what the value log holds and why each segment is or is not
 //! collected), `check` (verify everything) and `repair` (rebuild the key index from the
 //! value log). Each refuses a directory that holds no database (they never create one)
-//! and one that another process has open for writing. `stats` and `check` open it
-//! read-only (`Db::open_read_only`): they change nothing, and run beside other read-only
-//! commands. On stderr, when it is a terminal, `check` shows a progress bar per pass with
+//! and one that another process has open for writing. `stats`, `check` and `checkpoint`
+//! open it read-only (`Db::open_read_only`): they change nothing in it, and run beside
+//! other read-only commands. On stderr, when it is a terminal, `check` shows a progress bar per pass with
 //! rate and ETA (`Db::check_with_progress`); `gc`, `cluster` and `repair`, which report no
 //! progress within the call, show a spinner with the elapsed time.
 
@@ -319,7 +319,8 @@ pub fn check(args: &StatsArgs) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 pub fn checkpoint(args: &CheckpointArgs) -> Result<(), Box<dyn std::error::Error>> {
-    let db = open(&args.db)?;
+    // A backup writes nothing to what it copies.
+    let db = open_read_only(&args.db)?;
     let started = std::time::Instant::now();
     let report = db.checkpoint(&args.to)?;
     db.close()?;

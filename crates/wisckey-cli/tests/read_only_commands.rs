@@ -1,6 +1,7 @@
 //! The read commands (`get`, `scan`, `stats`, `check`, `dump`) open the database
 //! read-only: they change no file in it (names, lengths, mtimes, bytes), they run while
-//! another read-only handle holds it, and `checkpoint` makes a copy that opens on its own.
+//! another read-only handle holds it, and `checkpoint` makes a copy that opens on its own
+//! without changing the database it copies.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -137,6 +138,7 @@ fn checkpoint_copies_a_database_that_opens_on_its_own() {
     create(&dir);
     let path = dir.to_str().expect("utf-8 path");
     let copy = temp.path().join("backup");
+    let before = files(&dir);
     let said = ok(&[
         "checkpoint",
         "--db",
@@ -145,6 +147,10 @@ fn checkpoint_copies_a_database_that_opens_on_its_own() {
         copy.to_str().expect("utf-8"),
     ]);
     assert!(said.contains("copied") && said.contains("backup"), "{said}");
+    assert!(
+        files(&dir) == before,
+        "the checkpoint wrote to the database it copied"
+    );
     // The original moves on; the copy keeps what was there.
     ok(&["put", "--db", path, "k0001", "changed"]);
     let copy_path = copy.to_str().expect("utf-8");

@@ -228,8 +228,9 @@ pub enum RecoveryMode {
     #[default]
     Strict,
     /// Keep the log up to the damage, drop everything after it, and report what was dropped
-    /// ([`crate::Db::recovery_report`], and a warning through the `log` crate). Reads of
-    /// values that were lost return `Corruption`; they never return other data.
+    /// ([`crate::Db::recovery_report`], and a warning through the `log` crate). What was
+    /// dropped is kept in `lost/salvage-N/` in the database directory (never read again).
+    /// Reads of values that were lost return `Corruption`; they never return other data.
     SalvagePrefix,
 }
 

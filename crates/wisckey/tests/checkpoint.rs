@@ -141,3 +141,58 @@ fn a_checkpoint_refuses_an_existing_target_and_matches_a_quiet_database_exactly(
         .expect("scan");
     assert_eq!(at_snapshot, expected);
 }
+
+/// Defect: the checkpoint synced its files and its own directory but never the directories
+/// holding the new directory's entry, so after `checkpoint` returned a power cut could lose
+/// the whole copy (on XFS or btrfs). The same held for a new database's directory.
+#[test]
+fn new_directories_are_made_durable_in_their_parents() {
+    use wisckey::fs::{FaultFs, FsOp};
+    let mem = MemFs::new();
+    let fault = FaultFs::new(Arc::new(mem.clone()));
+    let fs: Arc<dyn wisckey::fs::FileSystem> = Arc::new(fault.clone());
+    let synced_dirs = |fault: &FaultFs| -> Vec<std::path::PathBuf> {
+        (fault.recorded().into_iter())
+            .filter(|(op, _)| *op == FsOp::SyncDir)
+            .map(|(_, path)| path)
+            .collect()
+    };
+    fault.record_calls(true);
+    let db = Db::open(
+        Path::new("/data/dbs/db"),
+        Options::small_for_tests(Arc::clone(&fs)),
+    )
+    .expect("open");
+    let synced = synced_dirs(&fault);
+    for parent in ["/data/dbs", "/data", "/"] {
+        assert!(
+            synced.iter().any(|p| p == Path::new(parent)),
+            "{parent} synced after the database's directory was created: {synced:?}"
+        );
+    }
+    db.put(b"k", b"v").expect("put");
+    fault.record_calls(true);
+    db.checkpoint("/backups/today/copy").expect("checkpoint");
+    let synced = synced_dirs(&fault);
+    for parent in ["/backups/today", "/backups", "/"] {
+        assert!(
+            synced.iter().any(|p| p == Path::new(parent)),
+            "{parent} synced after the checkpoint's directory was created: {synced:?}"
+        );
+    }
+    // An existing directory's parent is left alone.
+    fault.record_calls(true);
+    drop(db);
+    let reopened = Db::open(
+        Path::new("/data/dbs/db"),
+        Options::small_for_tests(Arc::clone(&fs)),
+    )
+    .expect("reopen");
+    assert!(
+        !synced_dirs(&fault)
+            .iter()
+            .any(|p| p == Path::new("/data/dbs")),
+        "reopening syncs no parent"
+    );
+    drop(reopened);
+}

@@ -342,6 +342,13 @@ fn damaged_log_record_before_synced_records_is_refused_then_salvaged_on_request(
     for i in 5..20 {
         assert_eq!(db.get(format!("key{i:05}")).expect("get"), None, "key {i}");
     }
+    // What salvage dropped is kept aside as it was: the segment it cut short, copied.
+    assert_eq!(report.salvage_kept_in.as_deref(), Some("lost/salvage-1"));
+    let kept = std::fs::read(dir.join("lost/salvage-1").join(&segment)).expect("kept copy");
+    assert!(
+        kept == before[&segment],
+        "the copy holds the segment as it was"
+    );
 }
 
 /// The counterpart: a torn tail (nothing synced after the bad bytes) is still cut off
@@ -362,6 +369,145 @@ fn torn_log_tail_is_cut_off_and_reported() {
     assert!(db.recovery_report().salvaged.is_empty());
     assert_eq!(db.get(b"key00018").expect("get"), Some(value(18)));
     assert_eq!(db.get(b"key00019").expect("get"), None);
+}
+
+/// Sync puts, nothing flushed, until the log has rolled into a third segment and written
+/// more sync records there; then the directory as a power cut would leave it, and the name
+/// of its newest segment. Every record after the newest segment's first carries the flag
+/// that says a sync covered everything before it, header included.
+fn sync_puts_into_a_new_segment_then_power_cut() -> (tempfile::TempDir, Options, String) {
+    let live = tempfile::tempdir().expect("tempdir");
+    let options = Options {
+        memtable_size: 64 << 20,
+        memtable_max_log_bytes: 64 << 20,
+        ..small_posix()
+    };
+    let db = Db::open(live.path(), options.clone()).expect("open");
+    let mut i = 0;
+    let mut in_newest = 0;
+    while in_newest < 10 {
+        db.put_opt(format!("key{i:05}"), value(i), &SYNC)
+            .expect("sync put");
+        i += 1;
+        if names_with(live.path(), ".vlog").len() >= 3 {
+            in_newest += 1;
+        }
+    }
+    let crashed = tempfile::tempdir().expect("tempdir");
+    crash_copy(live.path(), crashed.path());
+    drop(db);
+    let newest = names_with(crashed.path(), ".vlog").pop().expect("segment");
+    (crashed, options, newest)
+}
+
+/// Defect: when the newest segment's header failed its checksum, open took the segment for
+/// one a crash had left half-created and deleted it — also when its records proved that a
+/// sync had covered the header, so acknowledged sync writes vanished without an error.
+#[test]
+fn a_damaged_header_of_a_synced_newest_segment_is_refused_then_salvaged_on_request() {
+    let (crashed, options, newest) = sync_puts_into_a_new_segment_then_power_cut();
+    let dir = crashed.path();
+    let mut bytes = std::fs::read(dir.join(&newest)).expect("read");
+    bytes[20] ^= 0x01;
+    std::fs::write(dir.join(&newest), &bytes).expect("write");
+    let before = dir_contents(dir);
+    let text = assert_corruption(Db::open(dir, options.clone()), "header is damaged");
+    assert!(text.contains(&newest), "names the segment: {text}");
+    assert_eq!(dir_contents(dir), before, "nothing deleted or cut");
+
+    let salvage = Options {
+        recovery_mode: RecoveryMode::SalvagePrefix,
+        ..options
+    };
+    let db = Db::open(dir, salvage).expect("salvage");
+    let report = db.recovery_report();
+    assert_eq!(report.salvaged.len(), 1, "{report:?}");
+    assert!(report.salvaged[0].records_dropped >= 10, "{report:?}");
+    assert_eq!(db.get(b"key00000").expect("get"), Some(value(0)));
+    // The dropped segment is moved aside, not deleted.
+    assert_eq!(report.salvage_kept_in.as_deref(), Some("lost/salvage-1"));
+    let kept = std::fs::read(dir.join("lost/salvage-1").join(&newest)).expect("kept");
+    assert!(kept == before[&newest], "moved as it was");
+    assert!(!dir.join(&newest).exists());
+}
+
+/// The counterpart: a newest segment whose header a crash tore before any sync covered it
+/// holds nothing acknowledged; open drops it as before and reports its bytes as a torn tail.
+#[test]
+fn a_torn_header_of_a_never_synced_newest_segment_is_dropped_and_reported() {
+    let (crashed, options, newest) = sync_puts_into_a_new_segment_then_power_cut();
+    let dir = crashed.path();
+    // The header alone, torn: what a crash right after the segment's creation leaves.
+    let mut bytes = std::fs::read(dir.join(&newest)).expect("read");
+    bytes.truncate(32);
+    bytes[20] ^= 0x01;
+    std::fs::write(dir.join(&newest), &bytes).expect("write");
+    let db = Db::open(dir, options).expect("a torn newest segment opens");
+    let report = db.recovery_report();
+    assert!(report.salvaged.is_empty(), "{report:?}");
+    assert!(report.torn_tail_bytes >= 32, "{report:?}");
+    assert_eq!(db.get(b"key00000").expect("get"), Some(value(0)));
+}
+
+/// Defect: a newest segment whose header verifies but names another segment (a file copied
+/// or renamed into the directory) was taken for a torn one and deleted.
+#[test]
+fn a_newest_segment_whose_header_names_another_segment_is_refused() {
+    let (crashed, options, newest) = sync_puts_into_a_new_segment_then_power_cut();
+    let dir = crashed.path();
+    let first = names_with(dir, ".vlog").remove(0);
+    let header = std::fs::read(dir.join(&first)).expect("read")[..32].to_vec();
+    let mut bytes = std::fs::read(dir.join(&newest)).expect("read");
+    bytes[..32].copy_from_slice(&header);
+    std::fs::write(dir.join(&newest), &bytes).expect("write");
+    let before = dir_contents(dir);
+    assert_corruption(Db::open(dir, options), "header names segment 1");
+    assert_eq!(dir_contents(dir), before, "nothing deleted or cut");
+}
+
+/// Defect: damage at the end of a finished segment, followed by a next segment that holds
+/// only its header, was taken for a torn tail: open cut the finished segment at the damage
+/// and deleted the next one, although the next segment's header records that the finished
+/// one had been synced past the damage (the writer syncs a segment before it starts the next).
+#[test]
+fn damage_in_a_segment_synced_before_the_next_was_started_is_refused() {
+    let live = tempfile::tempdir().expect("tempdir");
+    let options = Options {
+        memtable_size: 64 << 20,
+        memtable_max_log_bytes: 64 << 20,
+        ..small_posix()
+    };
+    let db = Db::open(live.path(), options.clone()).expect("open");
+    let mut i = 0;
+    while names_with(live.path(), ".vlog").len() < 2 {
+        db.put(format!("key{i:05}"), value(i)).expect("put");
+        i += 1;
+    }
+    let crashed = tempfile::tempdir().expect("tempdir");
+    crash_copy(live.path(), crashed.path());
+    drop(db);
+    let dir = crashed.path();
+    let names = names_with(dir, ".vlog");
+    let (finished, next) = (&names[0], &names[1]);
+    // The next segment as a crash right after its creation leaves it: a header, no record.
+    let mut bytes = std::fs::read(dir.join(next)).expect("read");
+    bytes.truncate(32);
+    std::fs::write(dir.join(next), &bytes).expect("write");
+    // A byte of the finished segment's last value.
+    let mut bytes = std::fs::read(dir.join(finished)).expect("read");
+    let last_value = bytes
+        .windows(6)
+        .rposition(|w| w == b"value-")
+        .expect("a value");
+    bytes[last_value + 3] ^= 0x01;
+    std::fs::write(dir.join(finished), &bytes).expect("write");
+    let before = dir_contents(dir);
+    let text = assert_corruption(Db::open(dir, options), "synced up to offset");
+    assert!(
+        text.contains(finished.as_str()),
+        "names the segment: {text}"
+    );
+    assert_eq!(dir_contents(dir), before, "nothing deleted or cut");
 }
 
 /// Defect: on a full disk, buffered (acknowledged) puts were lost with no crash, and the

@@ -46,7 +46,9 @@ pub struct CheckpointReport {
 }
 
 pub(crate) fn checkpoint(inner: &DbInner, target: &Path) -> Result<CheckpointReport> {
-    let fs = &*inner.fs;
+    // The database's files are read through its own file system (read-only for a read-only
+    // handle); the copy is written through the one the database was opened with.
+    let fs = &*inner.copy_fs;
     if target.as_os_str().is_empty() || fs.exists(target)? {
         return Err(Error::InvalidArgument(format!(
             "checkpoint target {} already exists (or is empty); name a new directory",
@@ -60,8 +62,11 @@ pub(crate) fn checkpoint(inner: &DbInner, target: &Path) -> Result<CheckpointRep
         )));
     }
     let _no_gc = inner.gc_lock.lock();
-    // Everything acknowledged so far reaches the log file.
-    super::write::sync_log(inner)?;
+    if !inner.read_only {
+        // Everything acknowledged so far reaches the log file (a read-only handle has
+        // written nothing).
+        super::write::sync_log(inner)?;
+    }
     let (version, head, last_sequence) = {
         let state = inner.state.lock();
         let versions = &state.versions;
@@ -76,7 +81,7 @@ pub(crate) fn checkpoint(inner: &DbInner, target: &Path) -> Result<CheckpointRep
     let first = listed.keys().next().copied().unwrap_or(end.segment);
     let head = head.unwrap_or(LogPosition::new(first, SEGMENT_HEADER_LEN));
 
-    fs.create_dir_all(target)?;
+    crate::fs::create_dir_all_durably(fs, target)?;
     let mut report = CheckpointReport {
         last_sequence,
         ..CheckpointReport::default()
@@ -86,6 +91,7 @@ pub(crate) fn checkpoint(inner: &DbInner, target: &Path) -> Result<CheckpointRep
     for (level, file) in version.all_files() {
         let from = table_file_name(&inner.dir, file.number);
         copy_file(
+            &*inner.fs,
             fs,
             &from,
             &table_file_name(target, file.number),
@@ -110,9 +116,9 @@ pub(crate) fn checkpoint(inner: &DbInner, target: &Path) -> Result<CheckpointRep
         let len = if segment == end.segment {
             end.offset
         } else {
-            fs.file_size(&from)?
+            inner.fs.file_size(&from)?
         };
-        copy_file(fs, &from, &vlog_file_name(target, segment), len)?;
+        copy_file(&*inner.fs, fs, &from, &vlog_file_name(target, segment), len)?;
         report.segments += 1;
         report.segment_bytes += len;
         let sealed_size = (segment < end.segment).then_some(len);
@@ -134,11 +140,18 @@ pub(crate) fn checkpoint(inner: &DbInner, target: &Path) -> Result<CheckpointRep
     Ok(report)
 }
 
-/// Copies the first `len` bytes of `from` into a new file `to`, synced.
-fn copy_file(fs: &dyn FileSystem, from: &Path, to: &Path, len: u64) -> Result<()> {
-    let source = fs.open_read(from)?;
+/// Copies the first `len` bytes of `from` (on `from_fs`) into a new file `to` (on `to_fs`),
+/// synced.
+pub(crate) fn copy_file(
+    from_fs: &dyn FileSystem,
+    to_fs: &dyn FileSystem,
+    from: &Path,
+    to: &Path,
+    len: u64,
+) -> Result<()> {
+    let source = from_fs.open_read(from)?;
     let name = from.display().to_string();
-    let mut target = fs.create(to)?;
+    let mut target = to_fs.create(to)?;
     let mut buf = vec![0u8; COPY_CHUNK];
     let mut offset = 0;
     while offset < len {

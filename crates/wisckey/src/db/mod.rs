@@ -135,6 +135,9 @@ pub(crate) struct DbInner {
     pub dir: PathBuf,
     pub options: Options,
     pub fs: Arc<dyn FileSystem>,
+    /// What a checkpoint writes its copy through: the file system the database was opened
+    /// with (`fs` itself, unless the handle is read-only and `fs` refuses every change).
+    pub copy_fs: Arc<dyn FileSystem>,
     pub state: Mutex<State>,
     /// What reads consult, republished under `state` by every change to `State::mem`,
     /// `State::imms` or the current version ([`publish_read_sources`]), so a read takes no
@@ -1159,7 +1162,9 @@ impl Db {
     /// not exist), while it stays open for reads and writes: every write acknowledged before
     /// the call is in the copy, and the copy opens as a database of its own. Every file is
     /// copied, none hard-linked (GC edits sealed value-log segments in place when it
-    /// punches holes). GC waits while the copy is made.
+    /// punches holes). GC waits while the copy is made. A read-only handle
+    /// ([`Db::open_read_only`]) copies too, without writing to the database: the copy is
+    /// written through the file system the database was opened with.
     ///
     /// ```
     /// # fn main() -> wisckey::Result<()> {
@@ -1174,7 +1179,6 @@ impl Db {
     /// # }
     /// ```
     pub fn checkpoint(&self, target: impl AsRef<Path>) -> Result<CheckpointReport> {
-        self.inner.check_writable("checkpoint")?;
         checkpoint::checkpoint(&self.inner, target.as_ref())
     }
 

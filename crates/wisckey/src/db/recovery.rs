@@ -4,8 +4,12 @@
 //!
 //! Invariants on open:
 //! - validate first, write last: the manifest is read, every segment it lists is checked,
-//!   and the log is replayed into memory before anything on disk changes; a failed open
-//!   changes nothing (except creating the LOCK file, which holds no data);
+//!   and the log is replayed into memory before anything on disk changes; an open refused
+//!   by those checks changes nothing (except creating the LOCK file, which holds no data).
+//!   The writes come after them: cutting a torn tail and deleting a torn newest segment
+//!   (neither holds an acknowledged write), salvage's set-aside into `lost/salvage-N/`,
+//!   the new manifest. An I/O error among these fails the open after some of them; a
+//!   later open finds the same log, minus only what a torn tail or salvage dropped;
 //! - a directory is initialised only if it holds nothing of ours, or only what an
 //!   interrupted creation leaves (an empty manifest, its temp file, an empty first segment);
 //!   anything else without CURRENT is refused, and nothing is deleted;
@@ -49,6 +53,11 @@ pub struct RecoveryReport {
     pub torn_tail_bytes: u64,
     /// Damage that salvage stepped over (empty in `Strict` mode, which refuses instead).
     pub salvaged: Vec<SalvagedDamage>,
+    /// Where salvage kept what it dropped, relative to the database directory
+    /// (`lost/salvage-N/`): the segments after the damage, moved, and a copy of the segment
+    /// cut short at it, as they were. `None` when nothing was dropped (and always in a
+    /// read-only open, which changes nothing).
+    pub salvage_kept_in: Option<String>,
 }
 
 /// One place where salvage dropped data.
@@ -75,6 +84,7 @@ pub(crate) fn open(
             "the database path is empty; name a directory".into(),
         ));
     }
+    let copy_fs = Arc::clone(&options.fs);
     if read_only {
         // Every call through this file system that would change anything is refused, so
         // whatever path open (or a later call) takes, a read-only database writes nothing.
@@ -118,7 +128,7 @@ pub(crate) fn open(
         Some(fs.lock(&dir.join(LOCK))?)
     } else {
         let leftovers = check_new_directory(&*fs, dir, &options)?;
-        fs.create_dir_all(dir)?;
+        crate::fs::create_dir_all_durably(&*fs, dir)?;
         let lock = fs.lock(&dir.join(LOCK))?;
         // Another process may have created the database between the check and the lock.
         if !fs.exists(&dir.join(CURRENT))? {
@@ -131,7 +141,14 @@ pub(crate) fn open(
     let mut loaded = VersionSet::load(&*fs, dir)?;
     check_tables_present(&*fs, dir, &loaded)?;
     let mut report = RecoveryReport::default();
-    let plan = plan_replay(&*fs, dir, &loaded, options.recovery_mode, &mut report)?;
+    let plan = plan_replay(
+        &*fs,
+        dir,
+        &loaded,
+        &vlog_options,
+        options.recovery_mode,
+        &mut report,
+    )?;
     let mem = MemTable::new();
     let replayed = replay_value_log(&*fs, dir, &plan, &vlog_options, &options, &mem, &mut report)?;
 
@@ -140,7 +157,7 @@ pub(crate) fn open(
     let (vlog_writer, segments, new_head) = if read_only {
         read_only_log(&fs, dir, &plan, &replayed, &vlog_options)?
     } else {
-        finish_log(&fs, dir, &plan, &replayed, &vlog_options)?
+        finish_log(&fs, dir, &plan, &replayed, &vlog_options, &mut report)?
     };
     let next_segment = segments.last().map_or(1, |s| s + 1);
     let mut metas = BTreeMap::new();
@@ -215,6 +232,7 @@ pub(crate) fn open(
         state: Mutex::new(state),
         bg_cv: Condvar::new(),
         gc_cv: Condvar::new(),
+        copy_fs,
         gc_lock: Mutex::new(()),
         gc_totals: Mutex::new(super::GcTotals::default()),
         scan_heat: Mutex::new(crate::gc::heat::ScanHeat::default()),
@@ -458,21 +476,51 @@ fn plan_replay(
     fs: &dyn FileSystem,
     dir: &Path,
     loaded: &LoadedState,
+    vlog_options: &VlogOptions,
     mode: RecoveryMode,
     report: &mut RecoveryReport,
 ) -> Result<ReplayPlan> {
     let mut present = vlog::list_segments(fs, dir)?;
-    let torn_last_segment = vlog::torn_last_segment(fs, dir)?;
-    if let Some(torn) = torn_last_segment {
-        if loaded.vlog_segments().is_some_and(|s| s.contains(&torn)) {
+    let torn_segment = vlog::torn_last_segment(fs, dir, vlog_options)?;
+    let torn_last_segment = torn_segment.as_ref().map(|t| t.segment);
+    if let Some(torn) = &torn_segment {
+        if loaded.vlog_segments().is_some_and(|s| s.contains(&torn.segment)) {
             // Listed segments were synced before the head passed into them.
-            let name = vlog_file_name(dir, torn).display().to_string();
+            let name = vlog_file_name(dir, torn.segment).display().to_string();
             return Err(Error::corruption(
                 name,
                 0,
                 "segment header is damaged, but the manifest lists the segment",
             ));
         }
+        if let Some(offset) = torn.synced_record_at {
+            let name = vlog_file_name(dir, torn.segment).display().to_string();
+            let reason = format!(
+                "the segment's header is damaged, but a record at offset {offset} says the \
+                 segment was synced before it ({} valid records follow the header)",
+                torn.records
+            );
+            if mode == RecoveryMode::Strict {
+                return Err(Error::corruption(
+                    name,
+                    0,
+                    format!(
+                        "{reason}. Nothing was changed. Open with \
+                         RecoveryMode::SalvagePrefix to drop the segment"
+                    ),
+                ));
+            }
+            report.salvaged.push(SalvagedDamage {
+                at: LogPosition::new(torn.segment, 0),
+                reason,
+                bytes_dropped: torn.len,
+                records_dropped: torn.records,
+            });
+        } else {
+            report.torn_tail_bytes += torn.len;
+        }
+    }
+    if let Some(torn) = torn_last_segment {
         present.retain(|&s| s != torn);
     }
     if let Some(listed) = loaded.vlog_segments() {
@@ -684,7 +732,7 @@ fn replay_value_log(
             bytes_dropped: tail_bytes,
             records_dropped: damage.records_after,
         }),
-        None => report.torn_tail_bytes = tail_bytes,
+        None => report.torn_tail_bytes += tail_bytes,
     }
     Ok(Replayed {
         end: Some(end),
@@ -703,22 +751,38 @@ fn finish_log(
     plan: &ReplayPlan,
     replayed: &Replayed,
     vlog_options: &VlogOptions,
+    report: &mut RecoveryReport,
 ) -> Result<(VlogWriter, BTreeSet<u64>, Option<LogPosition>)> {
-    let mut removed = false;
-    if let Some(torn) = plan.torn_last_segment {
-        fs.remove(&vlog_file_name(dir, torn))?;
-        removed = true;
-    }
     let mut segments: BTreeSet<u64> = plan.present.iter().copied().collect();
+    let mut dropped: Vec<u64> = plan.torn_last_segment.into_iter().collect();
     if let Some(end) = replayed.end {
         // Segments after the end hold nothing valid (or salvage chose to drop them).
         for &segment in plan.present.iter().filter(|&&s| s > end.segment) {
-            fs.remove(&vlog_file_name(dir, segment))?;
             segments.remove(&segment);
-            removed = true;
+            dropped.push(segment);
         }
     }
-    if removed {
+    if !report.salvaged.is_empty() {
+        // Salvage drops valid records on request: keep them aside, as they are, before the
+        // log is cut (the segment cut short is copied, the later ones moved).
+        let moves: Vec<_> = dropped.iter().map(|&s| vlog_file_name(dir, s)).collect();
+        let mut copies = Vec::new();
+        if let Some(end) = replayed.end {
+            let cut_short = vlog_file_name(dir, end.segment);
+            if fs.file_size(&cut_short)? > end.offset {
+                copies.push(cut_short);
+            }
+        }
+        if !moves.is_empty() || !copies.is_empty() {
+            report.salvage_kept_in = Some(super::repair::set_aside(
+                &**fs, dir, "salvage", &moves, &copies,
+            )?);
+        }
+    } else if !dropped.is_empty() {
+        // A torn newest segment and segments after a torn tail hold nothing acknowledged.
+        for &segment in &dropped {
+            fs.remove(&vlog_file_name(dir, segment))?;
+        }
         fs.sync_dir(dir)?;
     }
     let mut new_head = None;

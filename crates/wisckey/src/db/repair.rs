@@ -821,11 +821,30 @@ fn move_aside(
     if paths.is_empty() {
         return Ok(());
     }
+    report.moved_to = set_aside(fs, dir, "repair", paths, &[])?;
+    report.moved.extend(
+        (paths.iter())
+            .filter_map(|path| path.file_name())
+            .map(|name| name.to_string_lossy().into_owned()),
+    );
+    Ok(())
+}
+
+/// Copies `copies` and moves `moves` into a new `lost/<label>-N/` (N the first number not
+/// taken) and makes it all durable; returns that folder relative to `dir`. What the engine
+/// drops on request (repair, salvage) is kept there, never read again, for the operator.
+pub(crate) fn set_aside(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    label: &str,
+    moves: &[PathBuf],
+    copies: &[PathBuf],
+) -> Result<String> {
     let lost = dir.join(LOST_DIR);
     fs.create_dir_all(&lost)?;
     let mut n = 1u64;
     let target = loop {
-        let candidate = lost.join(format!("repair-{n}"));
+        let candidate = lost.join(format!("{label}-{n}"));
         if !fs.exists(&candidate)? {
             break candidate;
         }
@@ -834,15 +853,17 @@ fn move_aside(
     fs.create_dir_all(&target)?;
     fs.sync_dir(dir)?;
     fs.sync_dir(&lost)?;
-    for path in paths {
-        let Some(name) = path.file_name() else {
-            continue;
-        };
-        fs.rename(path, &target.join(name))?;
-        report.moved.push(name.to_string_lossy().into_owned());
+    for path in copies {
+        if let Some(name) = path.file_name() {
+            super::checkpoint::copy_file(fs, fs, path, &target.join(name), fs.file_size(path)?)?;
+        }
+    }
+    for path in moves {
+        if let Some(name) = path.file_name() {
+            fs.rename(path, &target.join(name))?;
+        }
     }
     fs.sync_dir(&target)?;
     fs.sync_dir(dir)?;
-    report.moved_to = format!("{LOST_DIR}/repair-{n}");
-    Ok(())
+    Ok(format!("{LOST_DIR}/{label}-{n}"))
 }

@@ -40,6 +40,36 @@ pub(crate) use read_only::ReadOnlyFs;
 
 use crate::error::Result;
 
+/// Creates `dir` and its missing parents, and makes each new directory's entry durable by
+/// syncing the directory that holds it: a crash after this returns cannot lose `dir` (a
+/// directory's entry in its parent is only durable once the parent is synced, on file
+/// systems such as XFS and btrfs as on the in-memory power-loss model).
+pub fn create_dir_all_durably(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
+    let mut missing = Vec::new();
+    let mut at = Some(dir);
+    while let Some(path) = at.filter(|p| !p.as_os_str().is_empty()) {
+        // A root always exists (and has no parent to sync).
+        if path.parent().is_none() || fs.exists(path)? {
+            break;
+        }
+        missing.push(path);
+        at = path.parent();
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    fs.create_dir_all(dir)?;
+    // Deepest first: a parent's entry is synced after its child's, so the chain is complete
+    // whenever the outermost one is.
+    for created in missing {
+        match created.parent().filter(|p| !p.as_os_str().is_empty()) {
+            Some(parent) => fs.sync_dir(parent)?,
+            None => fs.sync_dir(Path::new("."))?,
+        }
+    }
+    Ok(())
+}
+
 /// Abstract file system used by the engine.
 pub trait FileSystem: Send + Sync + std::fmt::Debug {
     /// Creates `dir` and its parents if missing.

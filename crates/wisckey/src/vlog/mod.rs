@@ -127,26 +127,65 @@ pub fn list_segments(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<u64>> {
     Ok(segments)
 }
 
-/// The newest segment, if its header never became durable (a crash right after the segment
-/// was created). Such a segment holds no acknowledged sync write — the writer syncs header
-/// and records together — so dropping it loses at most a suffix of non-sync writes. Reads
-/// only.
-pub fn torn_last_segment(fs: &dyn FileSystem, dir: &Path) -> Result<Option<u64>> {
+/// The newest segment when its header does not verify (see [`torn_last_segment`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TornSegment {
+    pub segment: u64,
+    /// The file's length.
+    pub len: u64,
+    /// Valid records found after the header slot.
+    pub records: u64,
+    /// The offset of the first of them that carries `FLAG_SYNCED_BEFORE`: the header was
+    /// synced before it, so the bad header is damage, not a crash while the segment was
+    /// created.
+    pub synced_record_at: Option<u64>,
+}
+
+/// The newest segment, if its header does not verify. A crash right after the segment was
+/// created leaves that: the writer syncs a header with the records after it, so such a
+/// segment holds no acknowledged sync write — unless a record in it says an earlier sync
+/// covered it ([`TornSegment::synced_record_at`]), which the caller must treat as damage.
+/// A header that verifies but names another segment is no crash's doing (a file copied or
+/// renamed into the directory): `Corruption`. Reads only.
+pub fn torn_last_segment(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    opts: &VlogOptions,
+) -> Result<Option<TornSegment>> {
     let Some(&last) = list_segments(fs, dir)?.last() else {
         return Ok(None);
     };
     let path = crate::filename::vlog_file_name(dir, last);
     let name = path.display().to_string();
     let file = fs.open_read(&path)?;
+    let len = file.len()?;
     let mut header = [0u8; SEGMENT_HEADER_LEN as usize];
-    let torn = match file.read_exact_at(0, &mut header, &name) {
+    match file.read_exact_at(0, &mut header, &name) {
         Ok(()) => match format::SegmentHeader::decode(&header, &name) {
-            Ok(h) => h.segment != last,
-            Err(Error::Corruption { .. }) => true,
+            Ok(h) if h.segment == last => return Ok(None),
+            Ok(h) => {
+                return Err(Error::corruption(
+                    &name,
+                    0,
+                    format!(
+                        "the segment's header names segment {}: a file copied or renamed \
+                         into the database? Nothing was changed; move the file away or \
+                         restore the right one",
+                        h.segment
+                    ),
+                ))
+            }
+            Err(Error::Corruption { .. }) => {}
             Err(e) => return Err(e),
         },
-        Err(Error::Corruption { .. }) => true,
+        Err(Error::Corruption { .. }) => {}
         Err(e) => return Err(e),
-    };
-    Ok(torn.then_some(last))
+    }
+    let (records, synced_record_at) = scan::probe_segment_body(fs, dir, last, opts)?;
+    Ok(Some(TornSegment {
+        segment: last,
+        len,
+        records,
+        synced_record_at,
+    }))
 }

@@ -191,6 +191,18 @@ pub fn scan_segments(
                 "a record that fails its checks is followed by synced records (at offset {offset})"
             )
         });
+        if let Some(synced_to) = declared_end.filter(|&declared| declared > end) {
+            // The writer synced this segment to `synced_to` before it wrote the next
+            // segment's header, so the bytes that fail here were durable: damage, not a
+            // torn tail, even with no valid record after them.
+            reason.get_or_insert_with(|| {
+                format!(
+                    "the records end at a record that fails its checks, but segment {}'s \
+                     header says this segment was synced up to offset {synced_to}",
+                    segment + 1
+                )
+            });
+        }
         for &later in &segments[i + 1..] {
             let later_len = fs.file_size(&vlog_file_name(dir, later))?;
             bytes_after += later_len.saturating_sub(SEGMENT_HEADER_LEN);
@@ -331,6 +343,27 @@ fn next_segment_prev_end(fs: &dyn FileSystem, dir: &Path, n: u64) -> Result<Opti
         }
         Err(_) => Ok(None),
     }
+}
+
+/// Valid records anywhere after segment `n`'s header slot (whatever the header holds), and
+/// the offset of the first that carries `FLAG_SYNCED_BEFORE`: such a record proves that the
+/// header was synced before it (a sync covers the whole active segment). Looks at every
+/// byte offset, so it is meant for the rare segment whose header does not verify.
+pub fn probe_segment_body(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    n: u64,
+    opts: &VlogOptions,
+) -> Result<(u64, Option<u64>)> {
+    let path = vlog_file_name(dir, n);
+    let name = path.display().to_string();
+    let file = fs.open_read(&path)?;
+    let len = file.len()?;
+    if len < SEGMENT_HEADER_LEN {
+        return Ok((0, None));
+    }
+    // `probe_after` looks from one byte past where a scan stopped.
+    SegmentScan::new(file, &name, n, len, opts).probe_after(SEGMENT_HEADER_LEN - 1)
 }
 
 /// Records in the complete batches at the start of segment `n`, right after its header slot
