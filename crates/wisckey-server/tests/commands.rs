@@ -647,9 +647,14 @@ fn auth_is_required_before_anything_else() -> R<()> {
         err_text(cmd("GET").arg("k").query(&mut c)),
         "NOAUTH Authentication required."
     );
+    // As in Redis 7, an unknown command and a wrong argument count are reported first.
     assert_eq!(
-        err_text(cmd("NOSUCH").query(&mut c)),
-        "NOAUTH Authentication required."
+        err_text(cmd("NOSUCH").arg("a").query(&mut c)),
+        "ERR unknown command 'NOSUCH', with args beginning with: 'a'"
+    );
+    assert_eq!(
+        err_text(cmd("GET").query(&mut c)),
+        "ERR wrong number of arguments for 'get' command"
     );
     assert_eq!(
         err_text(cmd("SHUTDOWN").query(&mut c)),

@@ -235,24 +235,20 @@ pub fn execute(shared: &Shared, client: &mut Client, args: &[Vec<u8>]) -> (Reply
     let Some(name) = args.first() else {
         return (Reply::err("ERR empty command"), After::Continue);
     };
+    // Redis 7's order: an unknown command and a wrong argument count are reported before
+    // the missing AUTH (neither runs anything).
     let Some(spec) = lookup(name) else {
-        if !client.authed {
-            return (
-                Reply::err("NOAUTH Authentication required."),
-                After::Continue,
-            );
-        }
         return (unknown_command(args), After::Continue);
     };
+    let n = args.len() as i64;
+    if (spec.arity > 0 && n != spec.arity) || n < -spec.arity {
+        return (wrong_args(spec.name), After::Continue);
+    }
     if !client.authed && !spec.flags.contains(&"no-auth") {
         return (
             Reply::err("NOAUTH Authentication required."),
             After::Continue,
         );
-    }
-    let n = args.len() as i64;
-    if (spec.arity > 0 && n != spec.arity) || n < -spec.arity {
-        return (wrong_args(spec.name), After::Continue);
     }
     match spec.name {
         "quit" => return (Reply::OK, After::Close),
