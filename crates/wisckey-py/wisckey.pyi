@@ -63,7 +63,8 @@ class DB:
         elsewhere, NotADatabaseError if the directory holds foreign files."""
     def close(self) -> None:
         """Closes the database: waits for calls in flight, flushes and syncs. Later calls on
-        it (and its iterators, snapshots and batches) raise ClosedError. Idempotent."""
+        it (and its iterators, snapshots and batches) raise ClosedError. Idempotent; a
+        close() racing it returns once the database is closed."""
     @property
     def closed(self) -> bool:
         """Whether close() was called."""
@@ -151,7 +152,8 @@ class WriteBatch:
         """Forgets the writes added so far."""
     def write(self) -> None:
         """Writes the batch (all or nothing). A batch is written once; a second write()
-        raises InvalidArgumentError."""
+        raises InvalidArgumentError. A write that fails keeps the batch's writes, to retry
+        or clear()."""
     def __len__(self) -> int:
         """`len(batch)`: the number of puts and deletes added (0 once written)."""
     def __enter__(self) -> "WriteBatch":
@@ -168,7 +170,7 @@ class Snapshot:
     def __getitem__(self, key: _Bytes) -> bytes:
         """`snap[key]`: the value of `key` at the snapshot; KeyError if it had none."""
     def __contains__(self, key: _Bytes) -> bool:
-        """`key in snap`: whether `key` had a value at the snapshot."""
+        """`key in snap`: whether `key` had a value at the snapshot (reads no value)."""
     def __iter__(self) -> "Iterator":
         """(key, value) pairs at the snapshot in key order."""
     def multi_get(self, keys: Iterable[_Bytes]) -> list[Optional[bytes]]:
@@ -202,9 +204,12 @@ class Iterator(_PyIterator[Any]):
         """Returns the iterator itself."""
     def __next__(self) -> Union[Tuple[bytes, bytes], bytes]:
         """The next entry. StopIteration at the end; ClosedError when the database was
-        closed before the entry was fetched."""
+        closed before the entry was fetched. CorruptionError (or IOError) for an entry whose
+        value cannot be read; the next next() goes on with the entry after it. An error in
+        the key index itself ends the iteration."""
     def close(self) -> None:
-        """Stops the iteration; later next() raises StopIteration."""
+        """Stops the iteration and releases its snapshot; later next() raises
+        StopIteration."""
     def __enter__(self) -> "Iterator":
         """Returns the iterator itself."""
     def __exit__(self, *exc: Any) -> bool:

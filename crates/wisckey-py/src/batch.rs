@@ -28,10 +28,12 @@ impl WriteBatch {
     }
 
     fn batch(&mut self) -> PyResult<&mut engine::WriteBatch> {
-        self.batch
-            .as_mut()
-            .ok_or_else(|| InvalidArgumentError::new_err("this batch was already written"))
+        self.batch.as_mut().ok_or_else(already_written)
     }
+}
+
+fn already_written() -> PyErr {
+    InvalidArgumentError::new_err("this batch was already written")
 }
 
 #[pymethods]
@@ -57,16 +59,18 @@ impl WriteBatch {
     }
 
     /// Writes the batch (all or nothing). A batch is written once; a second `write()`
-    /// raises InvalidArgumentError.
+    /// raises InvalidArgumentError. A write that fails keeps the batch's writes, to retry
+    /// or `clear()`.
     fn write(&mut self, py: Python<'_>) -> PyResult<()> {
-        let batch = self
-            .batch
-            .take()
-            .ok_or_else(|| InvalidArgumentError::new_err("this batch was already written"))?;
         let sync = self.sync;
+        let batch = self.batch.as_ref().ok_or_else(already_written)?;
+        // The engine consumes the batch it is given, failed or not: it gets a copy, so a
+        // failed write loses nothing here.
         with_db(py, &self.shared, |db| {
-            db.write_opt(batch, &engine::WriteOptions { sync })
-        })
+            db.write_opt(batch.clone(), &engine::WriteOptions { sync })
+        })?;
+        self.batch = None;
+        Ok(())
     }
 
     /// `len(batch)`: the number of puts and deletes added (0 once written).

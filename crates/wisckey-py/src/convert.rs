@@ -11,13 +11,13 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyList, PyString};
+use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView, PyString};
 
 use crate::errors::{to_py_err, ClosedError, Error};
 
 /// The open database, shared by the `DB` object and everything made from it. Every call
 /// holds the read lock for its duration; `DB.close()` takes the write lock (waiting for
-/// calls in flight) and takes the `Db` out.
+/// calls in flight), takes the `Db` out and closes it under the lock.
 pub(crate) type Shared = Arc<RwLock<Option<engine::Db>>>;
 
 /// Runs `f` on the open database with the GIL released: one read lock for the whole call.
@@ -45,8 +45,8 @@ pub(crate) fn closed(what: &str) -> PyErr {
     ClosedError::new_err(format!("the {what} was closed"))
 }
 
-/// The bytes of a bytes-like object: borrowed from `bytes`, copied from the rest; a `str`
-/// is refused with a hint to encode it.
+/// The bytes of `bytes` (borrowed), `bytearray` or `memoryview` (copied); anything else is
+/// a TypeError naming its type, a `str` with a hint to encode it.
 pub(crate) fn bytes_of<'a>(obj: &'a Bound<'_, PyAny>, what: &str) -> PyResult<Cow<'a, [u8]>> {
     if let Ok(bytes) = obj.downcast::<PyBytes>() {
         return Ok(Cow::Borrowed(bytes.as_bytes()));
@@ -59,20 +59,19 @@ pub(crate) fn bytes_of<'a>(obj: &'a Bound<'_, PyAny>, what: &str) -> PyResult<Co
     if let Ok(array) = obj.downcast::<PyByteArray>() {
         return Ok(Cow::Owned(array.to_vec()));
     }
-    // A memoryview (the buffer protocol is not in the stable ABI before Python 3.11).
-    let copied = obj
-        .call_method0("tobytes")
-        .ok()
-        .and_then(|b| b.downcast::<PyBytes>().ok().map(|b| b.as_bytes().to_vec()));
-    copied.map(Cow::Owned).ok_or_else(|| {
-        PyTypeError::new_err(format!(
-            "{what} must be bytes-like (bytes, bytearray, memoryview), not {}",
-            obj.get_type()
-                .name()
-                .map(|n| n.to_string())
-                .unwrap_or_default()
-        ))
-    })
+    if let Ok(view) = obj.downcast::<PyMemoryView>() {
+        // `tobytes()`: the buffer protocol is not in the stable ABI before Python 3.11.
+        let copied = view.call_method0("tobytes")?;
+        return Ok(Cow::Owned(
+            copied.downcast::<PyBytes>()?.as_bytes().to_vec(),
+        ));
+    }
+    // Anything else, even with a buffer or a `tobytes()` (array.array, numpy values), is
+    // refused: how its items become bytes is the caller's choice to make explicit.
+    Err(PyTypeError::new_err(format!(
+        "{what} must be bytes-like (bytes, bytearray, memoryview), not {}",
+        obj.get_type().name()?
+    )))
 }
 
 /// `bytes_of` for an optional argument (None: absent), owned (it outlives the call).

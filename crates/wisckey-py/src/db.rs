@@ -1,9 +1,10 @@
 //! `wisckey.DB`: open, close, reads, writes, dict conveniences and maintenance calls.
 //!
 //! Every engine call goes through `with_db` (GIL released, read lock held for the call);
-//! `close()` takes the write lock, so it waits for calls in flight and later calls raise
-//! `ClosedError`. `del db[key]` holds `delete_lock` across its check and its delete, so
-//! two of them never both report deleting one value.
+//! `close()` takes the write lock and closes the engine under it, so it waits for calls in
+//! flight, later calls raise `ClosedError`, and a racing `close()` waits for it.
+//! `del db[key]` holds `delete_lock` across its check and its delete, so two of them never
+//! both report deleting one value.
 
 use std::sync::Arc;
 
@@ -60,11 +61,14 @@ impl Db {
     /// Closes the database: waits for calls in flight, flushes and syncs. Later calls on it
     /// (and on its iterators, snapshots and batches) raise ClosedError. Idempotent.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let db = py.allow_threads(|| self.shared.write().take());
-        match db {
-            Some(db) => py.allow_threads(|| db.close()).map_err(to_py_err),
-            None => Ok(()),
-        }
+        // The engine closes under the write lock, so a racing `close()` (or `closed`)
+        // returns only once the database is released. Every taker of the lock releases
+        // the GIL first, so none of them waits for this one while holding the GIL.
+        py.allow_threads(|| {
+            let mut open = self.shared.write();
+            open.take().map_or(Ok(()), engine::Db::close)
+        })
+        .map_err(to_py_err)
     }
 
     /// Whether `close()` was called.

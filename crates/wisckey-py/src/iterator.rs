@@ -3,6 +3,8 @@
 //! No Python object borrows the engine across calls: each chunk is a fresh engine range
 //! from just past the last key returned (or before it, in reverse) at the same snapshot,
 //! so the database can be closed between chunks (the next chunk raises `ClosedError`).
+//! A chunk keeps the engine's errors in their places among the entries: a value that
+//! cannot be read is raised at its entry, and the iteration goes on past it.
 
 use std::collections::VecDeque;
 use std::ops::Bound as KeyBound;
@@ -12,9 +14,17 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
 use crate::convert::{to_bytes, with_db, Shared};
+use crate::errors::to_py_err;
 
-/// Entries an iterator fetches from the engine per chunk.
+/// Entries an iterator fetches from the engine per chunk, at most.
 const ITER_CHUNK: usize = 256;
+
+/// Key and value bytes after which a chunk ends (it still holds at least one entry):
+/// values may be up to 256 MiB, and one `next()` must not load a chunk of them.
+const ITER_CHUNK_BYTES: usize = 4 << 20;
+
+/// One entry as the engine yields it: an error takes the place of the entry it is about.
+type Entry = engine::Result<(Vec<u8>, Vec<u8>)>;
 
 /// What an iterator walks and what it yields, as `DB.iterator` takes them.
 pub(crate) struct Span {
@@ -32,16 +42,16 @@ pub(crate) struct Span {
 #[pyclass(module = "wisckey")]
 pub(crate) struct Iterator {
     shared: Shared,
-    snapshot: engine::Snapshot,
+    /// `None` once nothing is left to fetch (the end was fetched, or `close()`): a held
+    /// snapshot keeps compaction and GC from dropping old versions.
+    snapshot: Option<engine::Snapshot>,
     /// Lower bound (inclusive) and upper bound (exclusive) of what is still ahead.
     lower: Option<Vec<u8>>,
     upper: Option<Vec<u8>>,
     reverse: bool,
     include_key: bool,
     include_value: bool,
-    buffered: VecDeque<(Vec<u8>, Vec<u8>)>,
-    /// Nothing is left (or `close()` was called).
-    exhausted: bool,
+    buffered: VecDeque<Entry>,
 }
 
 impl Iterator {
@@ -63,19 +73,22 @@ impl Iterator {
         let empty = matches!((&lower, &upper), (Some(l), Some(u)) if l >= u);
         Ok(Iterator {
             shared,
-            snapshot,
+            snapshot: (!empty).then_some(snapshot),
             lower,
             upper,
             reverse: span.reverse,
             include_key: span.include_key,
             include_value: span.include_value,
             buffered: VecDeque::new(),
-            exhausted: empty,
         })
     }
 
-    /// Fetches the next chunk of entries (at the snapshot) and narrows the bounds past it.
+    /// Fetches the next chunk of entries (at the snapshot) and narrows the bounds past it;
+    /// releases the snapshot once the chunk reaches the end.
     fn refill(&mut self, py: Python<'_>) -> PyResult<()> {
+        let Some(snapshot) = &self.snapshot else {
+            return Ok(());
+        };
         let lower = match &self.lower {
             Some(l) => KeyBound::Included(l.as_slice()),
             None => KeyBound::Unbounded,
@@ -85,36 +98,24 @@ impl Iterator {
             None => KeyBound::Unbounded,
         };
         let opts = engine::ReadOptions {
-            snapshot: Some(self.snapshot.clone()),
+            snapshot: Some(snapshot.clone()),
             keys_only: !self.include_value,
             ..engine::ReadOptions::default()
         };
         let (reverse, with_values) = (self.reverse, self.include_value);
-        let chunk: Vec<(Vec<u8>, Vec<u8>)> = with_db(py, &self.shared, |db| {
+        let (chunk, ended) = with_db(py, &self.shared, |db| {
             let range = db.range_opt::<&[u8], _>((lower, upper), &opts)?;
-            if !with_values {
-                let keys = range.keys();
-                let keys: Box<dyn std::iter::Iterator<Item = engine::Result<Vec<u8>>>> = if reverse
-                {
-                    Box::new(keys.rev())
-                } else {
-                    Box::new(keys)
-                };
-                return keys
-                    .take(ITER_CHUNK)
-                    .map(|k| k.map(|k| (k, Vec::new())))
-                    .collect();
-            }
-            if reverse {
-                range.rev().take(ITER_CHUNK).collect()
-            } else {
-                range.take(ITER_CHUNK).collect()
-            }
+            let key_only = |k: engine::Result<Vec<u8>>| k.map(|k| (k, Vec::new()));
+            Ok(match (with_values, reverse) {
+                (true, false) => take_chunk(range),
+                (true, true) => take_chunk(range.rev()),
+                (false, false) => take_chunk(range.keys().map(key_only)),
+                (false, true) => take_chunk(range.keys().rev().map(key_only)),
+            })
         })?;
-        if chunk.len() < ITER_CHUNK {
-            self.exhausted = true;
-        }
-        if let Some((last, _)) = chunk.last() {
+        if ended {
+            self.snapshot = None;
+        } else if let Some((last, _)) = chunk.iter().rev().find_map(|e| e.as_ref().ok()) {
             if reverse {
                 self.upper = Some(last.clone());
             } else {
@@ -126,6 +127,30 @@ impl Iterator {
         self.buffered.extend(chunk);
         Ok(())
     }
+}
+
+/// The next chunk of `entries`, and whether they ended within it. A chunk ends after an
+/// entry, never after an error: the next chunk starts past the chunk's last key, so it
+/// never meets an error already reported. (The engine moves past a value it could not
+/// read; an error that stops it ends `entries`.)
+fn take_chunk(entries: impl std::iter::Iterator<Item = Entry>) -> (Vec<Entry>, bool) {
+    let mut chunk = Vec::new();
+    let (mut count, mut bytes) = (0, 0);
+    for entry in entries {
+        let full = match &entry {
+            Ok((key, value)) => {
+                count += 1;
+                bytes += key.len() + value.len();
+                count >= ITER_CHUNK || bytes >= ITER_CHUNK_BYTES
+            }
+            Err(_) => false,
+        };
+        chunk.push(entry);
+        if full {
+            return (chunk, false);
+        }
+    }
+    (chunk, true)
 }
 
 /// The smallest key above every key starting with `prefix` (None: there is none).
@@ -149,14 +174,17 @@ impl Iterator {
 
     /// The next entry: `(key, value)`, or the key or the value alone as `include_key` and
     /// `include_value` chose. StopIteration at the end; ClosedError when the database was
-    /// closed before the entry was fetched.
+    /// closed before the entry was fetched. CorruptionError (or IOError) for an entry whose
+    /// value cannot be read; the next `next()` goes on with the entry after it. An error
+    /// in the key index itself ends the iteration.
     fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<PyObject>> {
-        if self.buffered.is_empty() && !self.exhausted {
+        if self.buffered.is_empty() {
             self.refill(py)?;
         }
-        let Some((key, value)) = self.buffered.pop_front() else {
+        let Some(entry) = self.buffered.pop_front() else {
             return Ok(None);
         };
+        let (key, value) = entry.map_err(to_py_err)?;
         let item = match (self.include_key, self.include_value) {
             (true, true) => {
                 let pair = [PyBytes::new_bound(py, &key), PyBytes::new_bound(py, &value)];
@@ -168,9 +196,10 @@ impl Iterator {
         Ok(Some(item))
     }
 
-    /// Stops the iteration and releases what it holds; later `next()` raises StopIteration.
+    /// Stops the iteration and releases what it holds (its snapshot too); later `next()`
+    /// raises StopIteration.
     fn close(&mut self) {
-        self.exhausted = true;
+        self.snapshot = None;
         self.buffered.clear();
     }
 

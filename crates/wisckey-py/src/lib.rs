@@ -9,13 +9,14 @@
 //! - keys and values are bytes-like in and `bytes` out; a `str` is a `TypeError`;
 //! - the GIL is released around every call into the engine (it may do I/O), so Python
 //!   threads run in parallel; a `bytes` argument is read in place meanwhile (immutable,
-//!   kept alive by the caller), anything else bytes-like is copied first;
+//!   kept alive by the caller), a `bytearray` or `memoryview` is copied first;
 //! - the database lives in a shared `RwLock<Option<Db>>`: every call holds the read lock
 //!   for its duration (one lock per call), `close()` takes the write lock (waiting for calls
-//!   in flight) and takes the `Db` out; an iterator, snapshot or batch used after that
-//!   raises `ClosedError`, never touches freed memory;
+//!   in flight), takes the `Db` out and closes it before letting go; an iterator, snapshot
+//!   or batch used after that raises `ClosedError`, never touches freed memory;
 //! - an iterator reads one snapshot, fetching entries in chunks (a fresh range from just
-//!   after the last key each time), so no Python object borrows the engine across calls.
+//!   after the last key each time, at most 256 entries or about 4 MiB), so no Python
+//!   object borrows the engine across calls; it lets go of the snapshot at its end.
 
 // pyo3 0.22's `#[pymethods]` expansion converts each `PyResult` error into itself, which
 // this clippy flags at every method signature.

@@ -73,9 +73,21 @@ impl Snapshot {
         }
     }
 
-    /// `key in snap`: whether `key` had a value at the snapshot.
+    /// `key in snap`: whether `key` had a value at the snapshot (reads no value).
     fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
-        Ok(self.read(py, key)?.is_some())
+        let key = bytes_of(key, "key")?;
+        let opts = engine::ReadOptions {
+            snapshot: Some(self.held()?.clone()),
+            keys_only: true,
+            ..engine::ReadOptions::default()
+        };
+        // The engine's `contains_key` reads only the current state; a key-only range of
+        // the one key reads the snapshot's.
+        with_db(py, &self.shared, |db| {
+            let key: &[u8] = &key;
+            let mut found = db.range_opt(key..=key, &opts)?.keys();
+            found.next().transpose().map(|k| k.is_some())
+        })
     }
 
     /// Values of `keys` at the snapshot (None where a key had none).

@@ -24,12 +24,17 @@ def test_every_class_is_a_wisckey_error():
         assert issubclass(cls, wisckey.Error) and cls.__doc__
 
 
-def test_a_damaged_value_log_record_is_a_corruption_error(path):
-    value = lambda i: (b"value-%05d-" % i) * 100  # noqa: E731 - ~1.1 KiB, in the log
+def _value(i):
+    return (b"value-%05d-" % i) * 100  # ~1.1 KiB, in the log
+
+
+def _keys_with_value_123_damaged(path):
+    """Stores key00000..key00199 (values in the value log), then overwrites 16 bytes in
+    the middle of key00123's value on disk."""
     with wisckey.DB(path) as db:
         for i in range(200):
-            db.put(b"key%05d" % i, value(i))
-    victim = value(123)
+            db.put(b"key%05d" % i, _value(i))
+    victim = _value(123)
     damaged = 0
     for segment in glob.glob(os.path.join(path, "*.vlog")):
         with open(segment, "r+b") as f:
@@ -40,8 +45,12 @@ def test_a_damaged_value_log_record_is_a_corruption_error(path):
                 f.write(b"\xff" * 16)
                 damaged += 1
     assert damaged == 1, "the value is stored once, verbatim, in one segment"
+
+
+def test_a_damaged_value_log_record_is_a_corruption_error(path):
+    _keys_with_value_123_damaged(path)
     with wisckey.DB(path, value_cache_size=1 << 20) as db:  # the cache holds verified values
-        assert db.get(b"key%05d" % 122) == value(122)
+        assert db.get(b"key%05d" % 122) == _value(122)
         with pytest.raises(wisckey.CorruptionError, match="vlog"):
             db.get(b"key%05d" % 123)
         with pytest.raises(wisckey.CorruptionError):
@@ -53,6 +62,44 @@ def test_a_damaged_value_log_record_is_a_corruption_error(path):
         assert b"key%05d" % 123 in db  # the key index itself is sound
         report = db.check()
         assert report["problems"], "check() reports the damaged record"
+
+
+def test_iteration_yields_the_entries_around_a_damaged_value(path):
+    _keys_with_value_123_damaged(path)
+    key = lambda i: b"key%05d" % i  # noqa: E731
+    with wisckey.DB(path) as db:
+        it = db.iterator(start=key(120))
+        assert [next(it) for _ in range(3)] == [(key(i), _value(i)) for i in (120, 121, 122)]
+        with pytest.raises(wisckey.CorruptionError, match="vlog"):
+            next(it)
+        assert next(it) == (key(124), _value(124)), "the iterator moves past the damage"
+        assert list(it) == [(key(i), _value(i)) for i in range(125, 200)]
+        it = db.iterator(stop=key(126), reverse=True, include_key=False)
+        assert [next(it), next(it)] == [_value(125), _value(124)]
+        with pytest.raises(wisckey.CorruptionError):
+            next(it)
+        assert list(it) == [_value(i) for i in range(122, -1, -1)]
+        everything, seen = db.iterator(), []  # one chunk holds them all
+        for _ in range(201):  # bounded: an iterator stuck on the error would never end
+            try:
+                seen.append(next(everything)[0])
+            except wisckey.CorruptionError:
+                seen.append(None)
+            except StopIteration:
+                break
+        assert seen == [key(i) if i != 123 else None for i in range(200)]
+        assert list(db.iterator(include_value=False)) == [key(i) for i in range(200)]
+
+
+def test_key_in_a_snapshot_reads_no_value(path):
+    _keys_with_value_123_damaged(path)
+    with wisckey.DB(path) as db:
+        db.delete(b"key00122")
+        with db.snapshot() as snap:
+            db.delete(b"key00123")
+            assert b"key00123" in snap, "the key index is sound; the value is not read"
+            assert b"key00122" not in snap and b"key00200" not in snap
+            assert b"key00123" not in db
 
 
 def test_a_directory_of_foreign_files_is_not_a_database(tmp_path):

@@ -192,3 +192,33 @@ def test_close_racing_busy_threads_gives_them_closed_error(path):
     assert sorted(outcome) == list(range(6))
     assert all(kind == "closed" for kind, _ in outcome.values()), outcome
     assert db.closed
+
+
+def test_racing_closes_both_return_once_the_database_is_released(path):
+    for attempt in range(5):
+        db = wisckey.DB(path, memtable_size=64 << 20, value_threshold=1 << 10)
+        for i in range(20000):  # a full memtable, which close() flushes
+            db.put(b"%06d" % i, b"%d" % attempt * 200)
+        start = threading.Barrier(2)
+        one_at_a_time = threading.Lock()
+        outcome = []
+
+        def closer():
+            start.wait(timeout=60)
+            db.close()
+            assert db.closed
+            with one_at_a_time:  # each reopen finds the database released by close()
+                try:
+                    wisckey.DB(path).close()
+                    outcome.append("reopened")
+                except wisckey.Error as e:
+                    outcome.append(repr(e))
+
+        threads = [threading.Thread(target=closer) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert outcome == ["reopened", "reopened"], (attempt, outcome)
+    with wisckey.DB(path) as db:
+        assert db[b"019999"] == b"4" * 200

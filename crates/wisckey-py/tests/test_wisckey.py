@@ -312,6 +312,93 @@ def test_write_batch_clear_and_len(db):
     assert b"d" not in db
 
 
+def test_a_batch_that_fails_to_write_keeps_its_writes(path):
+    with wisckey.DB(path, max_batch_size=1 << 20) as db:
+        batch = db.write_batch()
+        batch.put(b"a", b"x" * (600 << 10))
+        batch.put(b"b", b"y" * (600 << 10))
+        batch.delete(b"c")
+        with pytest.raises(wisckey.InvalidArgumentError, match="max_batch_size"):
+            batch.write()
+        assert len(batch) == 3 and b"a" not in db
+        with pytest.raises(wisckey.InvalidArgumentError, match="max_batch_size"):
+            batch.write()  # the same writes, refused again
+        batch.clear()
+        assert len(batch) == 0
+        batch.put(b"small", b"v")
+        batch.write()
+        assert db[b"small"] == b"v" and b"a" not in db and len(batch) == 0
+        with pytest.raises(wisckey.InvalidArgumentError, match="already written"):
+            batch.write()
+        pending = db.write_batch()
+        pending.put(b"later", b"v")
+    with pytest.raises(wisckey.ClosedError):
+        pending.write()
+    assert len(pending) == 1
+
+
+def test_an_iterator_over_large_values_fetches_few_at_a_time(path):
+    big = lambda i: bytes([i]) * (4 << 20)  # noqa: E731
+    db = wisckey.DB(path)
+    for i in range(6):
+        db.put(b"%d" % i, big(i))
+    assert list(db.iterator()) == [(b"%d" % i, big(i)) for i in range(6)]
+    assert list(db.iterator(reverse=True, include_key=False)) == [big(i) for i in range(5, -1, -1)]
+    it = db.iterator()
+    assert next(it) == (b"0", big(0))
+    db.close()
+    with pytest.raises(wisckey.ClosedError):  # the second value was not fetched with the first
+        next(it)
+
+
+def test_a_closed_or_finished_iterator_releases_its_snapshot(path):
+    def pinned(db):
+        """Segments GC removed that stay on disk because a snapshot may read them."""
+        db.gc()
+        return [s["segment"] for s in db.stats()["value_log"]["segments"]
+                if s["state"] == "pinned_by_readers"]
+
+    # Small segments, so the overwritten first round fills sealed segments GC collects.
+    with wisckey.DB(path, vlog_segment_size=1 << 16) as db:
+        for i in range(300):
+            db.put(b"%04d" % i, bytes([0]) * 2000)
+        held = db.iterator()
+        next(held)
+        with db.iterator() as closed:
+            next(closed)
+        finished = db.iterator(start=b"0290")
+        assert len(list(finished)) == 10
+        for i in range(300):
+            db.put(b"%04d" % i, bytes([1]) * 2000)
+        assert pinned(db), "the open iterator holds its snapshot"
+        held.close()
+        assert pinned(db) == [], "no iterator holds a snapshot any more"
+        assert next(closed, None) is None and next(finished, None) is None
+
+
+def test_only_bytes_bytearray_and_memoryview_are_keys_and_values(db):
+    import array
+
+    with pytest.raises(TypeError, match="array"):
+        db.put(array.array("i", [1]), b"v")
+    with pytest.raises(TypeError, match="array"):
+        db.put(b"k", array.array("b", [1]))
+
+    class HasToBytes:
+        def tobytes(self):
+            raise AssertionError("never called")
+
+    with pytest.raises(TypeError, match="HasToBytes"):
+        db.get(HasToBytes())
+    assert list(db) == []
+    db.put(memoryview(b"key"), memoryview(bytearray(b"value")))
+    assert db[memoryview(b"key")] == b"value"
+    released = memoryview(b"key")
+    released.release()
+    with pytest.raises(ValueError, match="released"):  # memoryview's own error, not hidden
+        db.get(released)
+
+
 def test_snapshot_close_closed_and_iteration(db):
     for i in range(300):
         db.put(b"%03d" % i, b"old")
