@@ -10,9 +10,12 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
+use wisckey::checksum;
 use wisckey::fs::{FileSystem, MemFs, PowerLoss};
 use wisckey::iter::InternalIterator;
-use wisckey::sstable::Table;
+use wisckey::key::{make_internal_key, parse_internal_key, seek_key, ValueKind};
+use wisckey::sstable::format::{block_trailer, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
+use wisckey::sstable::{Block, Table, TableBuilder, TableOptions};
 use wisckey::version::VersionEdit;
 use wisckey::vlog::format::{decode_record, SegmentHeader};
 use wisckey::vlog::{ValuePointer, VlogOptions};
@@ -63,6 +66,150 @@ pub fn table(data: &[u8]) {
     let _ = it.status();
     it.seek(b"key\x00\x00\x00\x00\x00\x00\x00\x01");
     let _ = it.status();
+}
+
+/// A valid table with edits whose checksums are made valid again, so the bytes reach the
+/// block, index and filter decoders behind the checksums (random bytes never get past
+/// them: [`table`] mostly tests the checksum checks). The input is a list of 3-byte edits
+/// `(position u16 LE, byte)`: the byte is XORed into the template table at the position
+/// modulo its length (0 sets the byte to 0). Then every block trailer of the template's
+/// layout and the footer get the checksum of their new contents. The table is opened,
+/// iterated both ways, sought, looked up and salvaged; none of it may panic, loop without
+/// end or allocate without bound.
+pub fn table_checksummed(data: &[u8]) {
+    let (template, blocks) = checksummed_table_template();
+    let mut bytes = template.clone();
+    for edit in data.chunks_exact(3) {
+        let at = usize::from(u16::from_le_bytes([edit[0], edit[1]])) % bytes.len();
+        bytes[at] = if edit[2] == 0 { 0 } else { bytes[at] ^ edit[2] };
+    }
+    for handle in blocks {
+        let end = (handle.offset + handle.size) as usize;
+        let trailer = block_trailer(&bytes[handle.offset as usize..end], bytes[end]);
+        // The type byte stays as edited: a non-zero type must be refused, checksum or not.
+        bytes[end + 1..end + BLOCK_TRAILER_LEN].copy_from_slice(&trailer[1..]);
+    }
+    let footer = bytes.len() - FOOTER_LEN;
+    let crc = checksum::mask(checksum::crc32c(&bytes[footer..footer + 44]));
+    bytes[footer + 44..footer + 48].copy_from_slice(&crc.to_le_bytes());
+
+    let fs = MemFs::new();
+    let path = Path::new("/t/000001.sst");
+    fs.set_contents(path, &bytes).expect("memfs");
+    let file = fs.open_read(path).expect("memfs");
+    let opened = Table::open(file, 1, "fuzz.sst".into(), bytes.len() as u64, None);
+    let unedited = data.len() < 3;
+    let table = match opened {
+        Ok(table) => Arc::new(table),
+        Err(e) if unedited => panic!("the unedited template does not open: {e}"),
+        Err(_) => return,
+    };
+    if unedited {
+        // The checksum rewrite must leave a valid table valid, or every edited input would
+        // stop at a checksum again.
+        let mut entries = 0u64;
+        table.salvage_entries(&mut |_, _| entries += 1, &mut |e, _, _| panic!("{e}"));
+        assert_eq!(entries, table.num_entries());
+    }
+    let mut it = table.iter();
+    let mut steps = 0;
+    it.seek_to_first();
+    while it.valid() && steps < 10_000 {
+        let _ = parse_internal_key(it.key());
+        it.next();
+        steps += 1;
+    }
+    let _ = it.status();
+    it.seek_to_last();
+    while it.valid() && steps < 20_000 {
+        it.prev();
+        steps += 1;
+    }
+    let _ = it.status();
+    for i in 0..CHECKSUMMED_TABLE_KEYS + 1 {
+        let user_key = checksummed_table_key(i);
+        let target = seek_key(&user_key, u64::MAX >> 8);
+        it.seek(&target);
+        if it.valid() {
+            it.prev();
+        }
+        let _ = table.get(&target);
+        let _ = table.approximate_block_of(&target);
+    }
+    let mut entries = 0usize;
+    table.salvage_entries(&mut |_, _| entries += 1, &mut |_, _, _| {});
+}
+
+const CHECKSUMMED_TABLE_KEYS: usize = 60;
+
+fn checksummed_table_key(i: usize) -> Vec<u8> {
+    format!("user-key-{i:03}").into_bytes()
+}
+
+/// The template of [`table_checksummed`]: small blocks (several data blocks, restart points
+/// inside each), a filter, and entries of every kind — inline values, value pointers,
+/// tombstones, several versions of a key — with the handles of all its blocks.
+fn checksummed_table_template() -> &'static (Vec<u8>, Vec<BlockHandle>) {
+    static TEMPLATE: OnceLock<(Vec<u8>, Vec<BlockHandle>)> = OnceLock::new();
+    TEMPLATE.get_or_init(|| {
+        let fs = MemFs::new();
+        let path = Path::new("/t/000001.sst");
+        let file = fs.create(path).expect("memfs");
+        let options = TableOptions {
+            block_size: 256,
+            restart_interval: 4,
+            bloom_bits_per_key: 10,
+        };
+        let mut builder = TableBuilder::new(file, "template.sst".into(), options);
+        for i in 0..CHECKSUMMED_TABLE_KEYS {
+            let user_key = checksummed_table_key(i);
+            let versions = 1 + i % 3;
+            for v in 0..versions {
+                let seq = (1000 - 3 * i - v) as u64;
+                let (kind, value) = match (i + v) % 3 {
+                    0 => (ValueKind::Deletion, Vec::new()),
+                    1 => (ValueKind::Value, vec![i as u8; i % 40]),
+                    _ => {
+                        let ptr = ValuePointer {
+                            segment: 1 + (i % 4) as u64,
+                            offset: 32 + 100 * i as u64,
+                            len: 60 + i as u32,
+                        };
+                        let mut encoded = Vec::new();
+                        ptr.encode(&mut encoded);
+                        (ValueKind::ValuePointer, encoded)
+                    }
+                };
+                let ikey = make_internal_key(&user_key, seq, kind);
+                builder.add(&ikey, &value).expect("sorted entries");
+            }
+        }
+        builder.finish().expect("memfs");
+        let bytes = fs.contents(path).expect("memfs");
+        let footer_at = bytes.len() - FOOTER_LEN;
+        let footer =
+            Footer::decode(&bytes[footer_at..], "template", footer_at as u64).expect("footer");
+        let mut blocks = vec![footer.index];
+        if footer.filter.size > 0 {
+            blocks.push(footer.filter);
+        }
+        let index_end = (footer.index.offset + footer.index.size) as usize;
+        let index = Block::new(
+            bytes[footer.index.offset as usize..index_end].to_vec(),
+            Arc::from("template"),
+            footer.index.offset,
+        )
+        .expect("index block");
+        let index = Arc::new(index);
+        let mut entries = index.iter();
+        entries.seek_to_first();
+        while entries.valid() {
+            blocks.push(BlockHandle::decode_varint(entries.value()).expect("data handle"));
+            entries.next();
+        }
+        assert!(blocks.len() > 4, "the template has several data blocks");
+        (bytes, blocks)
+    })
 }
 
 /// The files of a small database (manifest, CURRENT, a table, one value-log segment with
@@ -344,6 +491,8 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
             .filter(|(n, _)| n.ends_with(".sst"))
             .map(|(_, b)| b.clone())
             .collect(),
+        // A few edits in the first data block, the index and the footer region.
+        "table_checksummed" => vec![vec![], vec![5, 0, 1, 40, 0, 0x80], vec![0xf0, 0xff, 4]],
         _ => Vec::new(),
     }
 }
@@ -352,10 +501,11 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
 pub type Target = fn(&[u8]);
 
 /// Every target by name.
-pub const TARGETS: [(&str, Target); 6] = [
+pub const TARGETS: [(&str, Target); 7] = [
     ("vlog_record", vlog_record),
     ("version_edit", version_edit),
     ("table", table),
+    ("table_checksummed", table_checksummed),
     ("segment_recovery", segment_recovery),
     ("manifest", manifest),
     ("model_ops", model_ops),
