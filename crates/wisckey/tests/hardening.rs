@@ -332,6 +332,16 @@ fn damaged_log_record_before_synced_records_is_refused_then_salvaged_on_request(
         recovery_mode: RecoveryMode::SalvagePrefix,
         ..options
     };
+    // A read-only salvage leaves the damage on disk: it refuses to copy it into a checkpoint.
+    let reader = Db::open_read_only(dir, salvage.clone()).expect("read-only salvage");
+    assert_eq!(reader.recovery_report().salvaged.len(), 1);
+    let elsewhere = tempfile::tempdir().expect("tempdir");
+    match reader.checkpoint(elsewhere.path().join("copy")) {
+        Err(Error::InvalidArgument(msg)) => assert!(msg.contains("SalvagePrefix"), "{msg}"),
+        other => panic!("checkpoint of a read-only salvage: {other:?}"),
+    }
+    drop(reader);
+    assert_eq!(dir_contents(dir), before);
     let db = Db::open(dir, salvage).expect("salvage");
     let report = db.recovery_report();
     assert_eq!(report.salvaged.len(), 1, "{report:?}");
@@ -465,12 +475,10 @@ fn a_newest_segment_whose_header_names_another_segment_is_refused() {
     assert_eq!(dir_contents(dir), before, "nothing deleted or cut");
 }
 
-/// Defect: damage at the end of a finished segment, followed by a next segment that holds
-/// only its header, was taken for a torn tail: open cut the finished segment at the damage
-/// and deleted the next one, although the next segment's header records that the finished
-/// one had been synced past the damage (the writer syncs a segment before it starts the next).
-#[test]
-fn damage_in_a_segment_synced_before_the_next_was_started_is_refused() {
+/// Puts, nothing flushed, until the log rolls into a second segment; then the directory as a
+/// power cut right after the roll leaves it: the finished segment (synced by the roll) and
+/// the next one holding only its header. Returns them and the options.
+fn a_roll_then_power_cut() -> (tempfile::TempDir, Options, String, String) {
     let live = tempfile::tempdir().expect("tempdir");
     let options = Options {
         memtable_size: 64 << 20,
@@ -487,20 +495,48 @@ fn damage_in_a_segment_synced_before_the_next_was_started_is_refused() {
     crash_copy(live.path(), crashed.path());
     drop(db);
     let dir = crashed.path();
-    let names = names_with(dir, ".vlog");
-    let (finished, next) = (&names[0], &names[1]);
-    // The next segment as a crash right after its creation leaves it: a header, no record.
-    let mut bytes = std::fs::read(dir.join(next)).expect("read");
+    let mut names = names_with(dir, ".vlog");
+    let next = names.pop().expect("next segment");
+    let finished = names.pop().expect("finished segment");
+    let mut bytes = std::fs::read(dir.join(&next)).expect("read");
     bytes.truncate(32);
-    std::fs::write(dir.join(next), &bytes).expect("write");
+    std::fs::write(dir.join(&next), &bytes).expect("write");
+    (crashed, options, finished, next)
+}
+
+/// Defect: damage at the end of a finished segment, followed by a next segment that holds
+/// only its header, was taken for a torn tail: open cut the finished segment at the damage
+/// and deleted the next one, although the next segment's header records that the finished
+/// one had been synced past the damage (the writer syncs a segment before it starts the next).
+#[test]
+fn damage_in_a_segment_synced_before_the_next_was_started_is_refused() {
+    let (crashed, options, finished, _) = a_roll_then_power_cut();
+    let dir = crashed.path();
     // A byte of the finished segment's last value.
-    let mut bytes = std::fs::read(dir.join(finished)).expect("read");
+    let mut bytes = std::fs::read(dir.join(&finished)).expect("read");
     let last_value = bytes
         .windows(6)
         .rposition(|w| w == b"value-")
         .expect("a value");
     bytes[last_value + 3] ^= 0x01;
-    std::fs::write(dir.join(finished), &bytes).expect("write");
+    std::fs::write(dir.join(&finished), &bytes).expect("write");
+    let before = dir_contents(dir);
+    let text = assert_corruption(Db::open(dir, options), "synced up to offset");
+    assert!(
+        text.contains(finished.as_str()),
+        "names the segment: {text}"
+    );
+    assert_eq!(dir_contents(dir), before, "nothing deleted or cut");
+}
+
+/// The same with the finished segment's end missing (its file cut short): the bytes the
+/// next segment's header says were synced are gone, which no crash does.
+#[test]
+fn a_segment_shorter_than_its_synced_end_is_refused() {
+    let (crashed, options, finished, _) = a_roll_then_power_cut();
+    let dir = crashed.path();
+    let bytes = std::fs::read(dir.join(&finished)).expect("read");
+    std::fs::write(dir.join(&finished), &bytes[..bytes.len() - 200]).expect("cut");
     let before = dir_contents(dir);
     let text = assert_corruption(Db::open(dir, options), "synced up to offset");
     assert!(

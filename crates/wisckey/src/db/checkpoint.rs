@@ -61,6 +61,15 @@ pub(crate) fn checkpoint(inner: &DbInner, target: &Path) -> Result<CheckpointRep
             target.display()
         )));
     }
+    if inner.read_only && !inner.recovery_report.salvaged.is_empty() {
+        // A read-only open that salvaged left the damage on disk (it changes nothing), and
+        // the copy would carry it: a read-write open with salvage cuts it first.
+        return Err(Error::InvalidArgument(format!(
+            "this read-only handle stepped over log damage (RecoveryMode::SalvagePrefix); a \
+             copy would carry it. Open {} read-write with SalvagePrefix once, then checkpoint",
+            inner.dir.display()
+        )));
+    }
     let _no_gc = inner.gc_lock.lock();
     if !inner.read_only {
         // Everything acknowledged so far reaches the log file (a read-only handle has

@@ -299,7 +299,15 @@ fn sample_stale(inner: &DbInner, choice: &VictimChoice, active: u64) -> Result<u
         let estimate = if sampled == 0 {
             0
         } else {
-            (records as u128 * u128::from(dead) / u128::from(sampled)) as u64
+            let scaled = (records as u128 * u128::from(dead) / u128::from(sampled)) as u64;
+            // A prefix is no proof about the rest: a segment whose sampled part is all dead
+            // may be live after it, and a segment with nothing live is collected under any
+            // target (it costs nothing), so a partial sample never makes it look so.
+            if sampled < records {
+                scaled.min(records - 1)
+            } else {
+                scaled
+            }
         };
         inner.gc_samples.lock().insert(
             segment,

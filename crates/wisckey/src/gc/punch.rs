@@ -138,7 +138,9 @@ impl PunchQueue {
                 continue;
             };
             // Ranges the flush reported past the sealed size cannot be records of it.
+            let before = ready.len();
             ready.retain(|&start, end| start < sealed_size && *end <= sealed_size);
+            self.ready_ranges -= before - ready.len();
             let mut merged = (*meta.punched).clone();
             for (&start, &end) in ready.iter() {
                 add_range(&mut merged, start, end);
@@ -273,6 +275,27 @@ mod tests {
         // Segment 2's range stays until a neighbour makes a whole block; 3 waits for the
         // head; 4 and 5 are forgotten.
         assert_eq!(q.ready.keys().copied().collect::<Vec<_>>(), vec![2, 3]);
+    }
+
+    /// Defect: ranges dropped for lying past the sealed size stayed counted, so the count
+    /// drifted up to its cap and then every newly ready range was discarded.
+    #[test]
+    fn ranges_past_the_sealed_size_are_dropped_from_the_count_too() {
+        let mut q = PunchQueue::default();
+        q.push(vec![(1, 4000, 9000), (1, 20_000, 500)], Vec::new(), 0);
+        q.promote(None);
+        assert_eq!(q.ready_ranges, 2);
+        let listed = BTreeMap::from([(1, sealed(16_384, &[]))]);
+        let removed = BTreeSet::new();
+        let at = PunchLimits {
+            listed: &listed,
+            head_segment: 9,
+            removed: &removed,
+        };
+        let (record, _) = q.take(at);
+        assert_eq!(record, vec![(1, 4000, 9000)]);
+        assert!(q.is_empty());
+        assert_eq!(q.ready_ranges, 0, "nothing is ready, nothing is counted");
     }
 
     #[test]

@@ -98,6 +98,10 @@ pub struct DbIterator<'a> {
     iter: MergingIterator,
     sequence: SequenceNumber,
     version: Arc<Version>,
+    /// The snapshot the iterator reads at, held for as long as it lives: `version` pins the
+    /// files the current state uses, but values visible at an older snapshot may lie in
+    /// segments GC collected since, which only a live snapshot keeps on disk (and unpunched).
+    _snapshot: Option<crate::snapshot::Snapshot>,
     lower: Option<Vec<u8>>,
     upper: Option<Vec<u8>>,
     direction: Direction,
@@ -184,6 +188,7 @@ impl DbIterator<'_> {
             iter,
             sequence,
             version,
+            _snapshot: opts.snapshot.clone(),
             lower: opts.lower_bound.clone(),
             upper: opts.upper_bound.clone(),
             direction: Direction::Forward,

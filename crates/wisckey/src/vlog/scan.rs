@@ -10,9 +10,11 @@
 //!   torn, zero-filled, fails its checksum, or a batch without its `LAST_IN_BATCH` record.
 //!   That is a torn tail only if nothing after it was ever synced. It is *damage* when
 //!   - a later segment holds a complete batch (the writer syncs a segment before starting
-//!     the next, so a crash cannot leave a hole), or
+//!     the next, so a crash cannot leave a hole),
 //!   - a valid record carrying `FLAG_SYNCED_BEFORE` follows in the same segment (that flag
-//!     says every byte before it was durable, so the bad bytes were synced data).
+//!     says every byte before it was durable, so the bad bytes were synced data), or
+//!   - the next segment's valid header records a `prev_segment_end` past where the records
+//!     end (the writer synced this segment that far before it wrote that header).
 //!
 //! [`scan_log`] reports damage with where it is and what lies after it; [`scan`] turns it
 //! into `Corruption`. Recovery refuses damage unless the user asked for salvage.
@@ -168,12 +170,11 @@ pub fn scan_segments(
             ));
         }
         let next = segments.get(i + 1).copied();
-        let declared_end = match next {
-            Some(n) if n == segment + 1 => {
-                next_segment_prev_end(fs, dir, n)?.filter(|&end| end >= from && end <= file_len)
-            }
+        let declared = match next {
+            Some(n) if n == segment + 1 => next_segment_prev_end(fs, dir, n)?,
             _ => None,
         };
+        let declared_end = declared.filter(|&end| end >= from && end <= file_len);
         let limit = declared_end.unwrap_or(file_len);
         let mut segment_scan = SegmentScan::new(file, &name, segment, limit, opts);
         segment_scan.copy_values_below = copy_values_below;
@@ -191,13 +192,13 @@ pub fn scan_segments(
                 "a record that fails its checks is followed by synced records (at offset {offset})"
             )
         });
-        if let Some(synced_to) = declared_end.filter(|&declared| declared > end) {
+        if let Some(synced_to) = declared.filter(|&declared| declared > end) {
             // The writer synced this segment to `synced_to` before it wrote the next
-            // segment's header, so the bytes that fail here were durable: damage, not a
-            // torn tail, even with no valid record after them.
+            // segment's header, so the bytes that fail (or are missing: a file shorter than
+            // that) were durable: damage, not a torn tail, even with no valid record after.
             reason.get_or_insert_with(|| {
                 format!(
-                    "the records end at a record that fails its checks, but segment {}'s \
+                    "the records end at offset {end} of {file_len} bytes, but segment {}'s \
                      header says this segment was synced up to offset {synced_to}",
                     segment + 1
                 )
