@@ -461,7 +461,7 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
         let (choice, head_segment, active) = choose(inner, policy)?;
         // Far behind with work it can do, background GC runs flat out; writers are slowed
         // only if that still loses ground.
-        let amp = choice.space_amp();
+        let amp = choice.space_amp_gc_can_lower();
         let far_behind = paced
             && !choice.victims.is_empty()
             && amp > policy.space_amp_target * WRITE_DELAY_FACTOR;

@@ -99,6 +99,17 @@ impl VictimChoice {
     pub fn space_amp(&self) -> f64 {
         space_amp(self.log_bytes, self.live_bytes)
     }
+
+    /// [`VictimChoice::space_amp`] without the segments GC already collected that readers
+    /// still pin: what GC's own progress is measured by. Those wait only for readers, so
+    /// they must not make GC look as if it were losing ground and slow writers down.
+    pub fn space_amp_gc_can_lower(&self) -> f64 {
+        let pinned: u64 = (self.segments.iter())
+            .filter(|s| s.state == SegmentState::PinnedByReaders)
+            .map(|s| s.size - s.punched_bytes)
+            .sum();
+        space_amp(self.log_bytes.saturating_sub(pinned), self.live_bytes)
+    }
 }
 
 /// Bytes on disk per live byte; 1.0 when there is nothing on disk.
@@ -385,6 +396,30 @@ mod tests {
         assert_eq!(choice.victims, vec![2]);
         assert_eq!(choice.segments[1].punched_bytes, 8 * MIB - 4096);
         assert_eq!(choice.log_bytes, 30 * MIB - (8 * MIB - 4096));
+    }
+
+    /// Collected segments that readers pin stay on disk and in `space_amp`, but not in
+    /// what GC's progress (and the writer slowdown) is judged by.
+    #[test]
+    fn segments_pinned_by_readers_are_not_garbage_gc_can_lower() {
+        let listed = BTreeMap::from([(2, meta(Some(10 * MIB), 0))]);
+        let sizes: BTreeMap<u64, u64> = [(1, 10 * MIB), (2, 10 * MIB), (3, MIB)]
+            .into_iter()
+            .collect();
+        let removed = BTreeSet::from([1]);
+        let choice = pick_victims(
+            &listed,
+            &sizes,
+            3,
+            3,
+            &removed,
+            &BTreeMap::new(),
+            policy(1.5),
+        );
+        assert_eq!(choice.segments[0].state, SegmentState::PinnedByReaders);
+        let live = choice.live_bytes as f64;
+        assert!((choice.space_amp() - (21 * MIB) as f64 / live).abs() < 1e-9);
+        assert!((choice.space_amp_gc_can_lower() - (11 * MIB) as f64 / live).abs() < 1e-9);
     }
 
     #[test]
