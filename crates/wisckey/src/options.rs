@@ -90,7 +90,8 @@ pub struct Options {
     /// Memtable size that triggers a switch and background flush. Default 64 MiB.
     pub memtable_size: usize,
     /// A memtable is also switched once this many value-log bytes were written since it
-    /// started, which bounds how much log must be replayed on open. Default 512 MiB.
+    /// started, which bounds how much log must be replayed on open. Default 512 MiB; at
+    /// least 1 KiB.
     pub memtable_max_log_bytes: u64,
     /// Immutable memtables waiting for flush before writers stall. Default 2.
     pub max_immutable_memtables: usize,
@@ -348,6 +349,10 @@ impl Options {
         check(
             self.max_immutable_memtables >= 1,
             "max_immutable_memtables must be at least 1",
+        )?;
+        check(
+            self.memtable_max_log_bytes >= 1024,
+            "memtable_max_log_bytes must be at least 1024 bytes",
         )?;
         check(
             self.block_size >= 64,

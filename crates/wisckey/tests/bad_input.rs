@@ -201,3 +201,25 @@ fn nonsensical_options_are_rejected_at_open() {
         other => panic!("expected InvalidArgument, got {other:?}"),
     }
 }
+
+/// Defect: `memtable_max_log_bytes = 0` was accepted, and then every memtable was "full"
+/// from birth: the first write switched empty memtables until the flush queue filled and
+/// never returned, while the background thread flushed empty memtables (a manifest edit
+/// and an fsync each) without end.
+#[test]
+fn a_memtable_log_budget_of_zero_is_rejected_at_open() {
+    let fs = MemFs::new();
+    let options = Options {
+        memtable_max_log_bytes: 0,
+        ..mem_options(&fs)
+    };
+    match Db::open("/db", options) {
+        Err(Error::InvalidArgument(msg)) => {
+            assert!(msg.contains("memtable_max_log_bytes"), "{msg}")
+        }
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+    assert!(!fs
+        .exists(std::path::Path::new("/db/CURRENT"))
+        .expect("exists"));
+}

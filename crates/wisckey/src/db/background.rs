@@ -244,6 +244,7 @@ fn flush_memtable(inner: &DbInner, imm: ImmutableMemtable) -> Result<()> {
             state.pending_outputs.remove(&n);
         }
         let front = state.imms.pop_front();
+        state.imms_flushed += 1;
         debug_assert!(front.is_some_and(|f| Arc::ptr_eq(&f.table, &imm.table)));
         // A reader that captured its view before this install may still follow a pointer
         // to a record found dead here; one that captures after it sees the shadowing entry
@@ -423,16 +424,19 @@ fn compact_once(inner: &DbInner) -> Result<()> {
     }
 }
 
-/// Blocks until every immutable memtable is flushed (or a background error is latched, or
-/// flushes keep failing for lack of disk space for a while: that error is returned).
+/// Blocks until every immutable memtable that exists at the call is flushed (or a
+/// background error is latched, or flushes keep failing for lack of disk space for a while:
+/// that error is returned). Memtables switched after the call are not waited for: writers
+/// that keep switching them would otherwise hold the caller for as long as they write.
 pub(crate) fn wait_for_flushes(inner: &DbInner) -> Result<()> {
     let mut state = inner.state.lock();
+    let target = state.imms_flushed + state.imms.len() as u64;
     let mut no_space_since: Option<std::time::Instant> = None;
     loop {
         if let Some(e) = &state.bg_error {
             return Err(e.clone());
         }
-        if state.imms.is_empty() {
+        if state.imms_flushed >= target {
             return Ok(());
         }
         if inner.shutting_down.load(Ordering::Acquire) {

@@ -73,6 +73,10 @@ pub(crate) struct State {
     pub mem: Arc<MemTable>,
     /// Oldest first.
     pub imms: VecDeque<ImmutableMemtable>,
+    /// Immutable memtables flushed (popped from `imms`) since open: a waiter for the ones
+    /// that exist now waits for this count, not for `imms` to be empty, which writers may
+    /// keep it from ever being.
+    pub imms_flushed: u64,
     pub versions: VersionSet,
     pub bg_error: Option<Error>,
     /// Set while background work fails for lack of disk space (not latched: it is retried,

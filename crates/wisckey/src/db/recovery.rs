@@ -216,6 +216,7 @@ pub(crate) fn open(
     let state = State {
         mem: Arc::new(mem),
         imms: VecDeque::new(),
+        imms_flushed: 0,
         versions,
         bg_error: None,
         no_space: None,

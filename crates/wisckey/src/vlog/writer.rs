@@ -714,6 +714,11 @@ impl VlogWriter {
                 self.sync_failure = Some(e.clone());
                 return Err(e);
             }
+            // The cut freed the blocks preallocated past the records too: if the next
+            // segment cannot be created and writes go on here, they must preallocate
+            // again (a write-out into space a compaction took meanwhile would poison the
+            // writer, where a failed preallocation fails the group cleanly).
+            self.reserved_to = self.flushed_len;
         }
         if cut
             || self.synced_end < self.flushed_end()
