@@ -302,11 +302,14 @@ fn sample_stale(inner: &DbInner, choice: &VictimChoice, active: u64) -> Result<u
             let scaled = (records as u128 * u128::from(dead) / u128::from(sampled)) as u64;
             // A prefix is no proof about the rest: a segment whose sampled part is all dead
             // may be live after it, and a segment with nothing live is collected under any
-            // target (it costs nothing), so a partial sample never makes it look so.
-            if sampled < records {
-                scaled.min(records - 1)
-            } else {
+            // target (it costs nothing), so a sample that stopped before the records ended
+            // never makes it look so. (One that read them all, punched ranges stepped over,
+            // is exact.)
+            let read_to_the_end = sampled < SAMPLE_BYTES;
+            if read_to_the_end {
                 scaled
+            } else {
+                scaled.min(records.saturating_sub(1))
             }
         };
         inner.gc_samples.lock().insert(

@@ -271,7 +271,8 @@ impl Db {
     ///   is opened unlocked (creating it would be a write).
     /// - No background thread runs (no flush, compaction or GC), and every call that would
     ///   write — `put`, `delete`, `write`, `delete_range`, `flush`, `sync`, `compact_range`,
-    ///   `gc`, `checkpoint` — fails with [`Error::ReadOnly`]. `close` writes nothing.
+    ///   `gc` — fails with [`Error::ReadOnly`]. [`Db::checkpoint`] copies without writing to
+    ///   the database. `close` writes nothing.
     /// - `create_if_missing` is ignored: a missing database is `InvalidArgument`.
     ///
     /// ```
