@@ -445,6 +445,9 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
     let _clear = ClearDelay(inner);
     punch_if_wanted(inner, policy, paced)?;
     let mut total = GcOutcome::default();
+    // Set once a step met a full disk; victims that failed for space are not tried again.
+    let mut full_disk: Option<Error> = None;
+    let mut failed_for_space: BTreeSet<u64> = BTreeSet::new();
     let mut taken = StepsTaken::default();
     // The log's space amplification when the latest victim's collection began.
     let mut amp_before_victim: Option<f64> = None;
@@ -461,7 +464,18 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
         if let Some(e) = inner.state.lock().bg_error.clone() {
             return Err(e);
         }
-        let (choice, head_segment, active) = choose(inner, policy)?;
+        let (mut choice, head_segment, active) = choose(inner, policy)?;
+        if full_disk.is_some() {
+            // On a full disk only victims with nothing live can still be collected: the
+            // others need log space for their relocations.
+            let nothing_live: BTreeSet<u64> = (choice.segments.iter())
+                .filter(|s| s.live_bytes == 0)
+                .map(|s| s.segment)
+                .collect();
+            choice
+                .victims
+                .retain(|v| nothing_live.contains(v) && !failed_for_space.contains(v));
+        }
         // Far behind with work it can do, background GC runs flat out; writers are slowed
         // only if that still loses ground.
         let amp = choice.space_amp_gc_can_lower();
@@ -482,14 +496,27 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
         match step {
             GcStep::Flush => {
                 taken.flushed = true;
-                super::write::force_memtable_switch(inner)?;
-                super::background::wait_for_flushes(inner)?;
-                punch_if_wanted(inner, policy, paced)?;
+                let flushed = super::write::force_memtable_switch(inner)
+                    .and_then(|()| super::background::wait_for_flushes(inner));
+                match flushed {
+                    // A step that meets a full disk is passed over: what needs no space
+                    // may still be collected (it is `taken`, so it is not tried again).
+                    Err(e) if e.is_no_space() => full_disk = Some(e),
+                    other => {
+                        other?;
+                        punch_if_wanted(inner, policy, paced)?;
+                    }
+                }
             }
             GcStep::SealAndFlush => {
                 taken.sealed = true;
-                unblock_head(inner)?;
-                punch_if_wanted(inner, policy, paced)?;
+                match unblock_head(inner) {
+                    Err(e) if e.is_no_space() => full_disk = Some(e),
+                    other => {
+                        other?;
+                        punch_if_wanted(inner, policy, paced)?;
+                    }
+                }
             }
             GcStep::Sample => {
                 taken.sampled = true;
@@ -510,9 +537,19 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
                     log::error!("wisckey: value-log GC skips segment {victim}: {e}");
                     inner.state.lock().gc_unreadable.insert(victim);
                 }
+                Err(e) if e.is_no_space() => {
+                    failed_for_space.insert(victim);
+                    full_disk = Some(e);
+                }
                 Err(e) => return Err(e),
             },
             GcStep::Done => break,
+        }
+    }
+    if let Some(e) = full_disk {
+        if total.segments_collected == 0 {
+            // Nothing could be done without space: the caller learns why.
+            return Err(e);
         }
     }
     super::background::delete_obsolete_files(inner)?;
