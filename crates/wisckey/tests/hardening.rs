@@ -71,6 +71,15 @@ fn assert_corruption(result: Result<Db, Error>, needle: &str) -> String {
     }
 }
 
+/// Opens `dir` expecting `Corruption` that mentions `needle` and names `file`, with every
+/// file of the directory left as it was.
+fn assert_refused_untouched(dir: &Path, options: Options, needle: &str, file: &str) {
+    let before = dir_contents(dir);
+    let text = assert_corruption(Db::open(dir, options), needle);
+    assert!(text.contains(file), "names {file}: {text}");
+    assert_eq!(dir_contents(dir), before, "nothing deleted or cut");
+}
+
 /// Defect: with CURRENT deleted, open with the default `create_if_missing` succeeded with an
 /// empty database and deleted every table and value-log segment.
 #[test]
@@ -470,9 +479,7 @@ fn a_newest_segment_whose_header_names_another_segment_is_refused() {
     let mut bytes = std::fs::read(dir.join(&newest)).expect("read");
     bytes[..32].copy_from_slice(&header);
     std::fs::write(dir.join(&newest), &bytes).expect("write");
-    let before = dir_contents(dir);
-    assert_corruption(Db::open(dir, options), "header names segment 1");
-    assert_eq!(dir_contents(dir), before, "nothing deleted or cut");
+    assert_refused_untouched(dir, options, "header names segment 1", &newest);
 }
 
 /// Puts, nothing flushed, until the log rolls into a second segment; then the directory as a
@@ -520,13 +527,7 @@ fn damage_in_a_segment_synced_before_the_next_was_started_is_refused() {
         .expect("a value");
     bytes[last_value + 3] ^= 0x01;
     std::fs::write(dir.join(&finished), &bytes).expect("write");
-    let before = dir_contents(dir);
-    let text = assert_corruption(Db::open(dir, options), "synced up to offset");
-    assert!(
-        text.contains(finished.as_str()),
-        "names the segment: {text}"
-    );
-    assert_eq!(dir_contents(dir), before, "nothing deleted or cut");
+    assert_refused_untouched(dir, options, "synced up to offset", &finished);
 }
 
 /// The same with the finished segment's end missing (its file cut short): the bytes the
@@ -537,13 +538,7 @@ fn a_segment_shorter_than_its_synced_end_is_refused() {
     let dir = crashed.path();
     let bytes = std::fs::read(dir.join(&finished)).expect("read");
     std::fs::write(dir.join(&finished), &bytes[..bytes.len() - 200]).expect("cut");
-    let before = dir_contents(dir);
-    let text = assert_corruption(Db::open(dir, options), "synced up to offset");
-    assert!(
-        text.contains(finished.as_str()),
-        "names the segment: {text}"
-    );
-    assert_eq!(dir_contents(dir), before, "nothing deleted or cut");
+    assert_refused_untouched(dir, options, "synced up to offset", &finished);
 }
 
 /// Defect: on a full disk, buffered (acknowledged) puts were lost with no crash, and the

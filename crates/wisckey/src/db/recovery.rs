@@ -520,9 +520,7 @@ fn plan_replay(
         } else {
             report.torn_tail_bytes += torn.len;
         }
-    }
-    if let Some(torn) = torn_last_segment {
-        present.retain(|&s| s != torn);
+        present.retain(|&s| s != torn.segment);
     }
     if let Some(listed) = loaded.vlog_segments() {
         // A segment below the newest listed one that the manifest does not list was removed

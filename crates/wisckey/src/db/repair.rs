@@ -841,7 +841,6 @@ pub(crate) fn set_aside(
     copies: &[PathBuf],
 ) -> Result<String> {
     let lost = dir.join(LOST_DIR);
-    fs.create_dir_all(&lost)?;
     let mut n = 1u64;
     let target = loop {
         let candidate = lost.join(format!("{label}-{n}"));
@@ -850,9 +849,7 @@ pub(crate) fn set_aside(
         }
         n += 1;
     };
-    fs.create_dir_all(&target)?;
-    fs.sync_dir(dir)?;
-    fs.sync_dir(&lost)?;
+    crate::fs::create_dir_all_durably(fs, &target)?;
     for path in copies {
         if let Some(name) = path.file_name() {
             super::checkpoint::copy_file(fs, fs, path, &target.join(name), fs.file_size(path)?)?;
