@@ -45,8 +45,9 @@ const BACKGROUND_MIN_DEAD_FRACTION: f64 = 0.2;
 /// victims, background GC stops yielding; if it still loses ground, writers are slowed
 /// (about 1 ms per write group) so it catches up.
 const WRITE_DELAY_FACTOR: f64 = 1.25;
-/// Record bytes read from the start of a segment to estimate its dead fraction.
-const SAMPLE_BYTES: u64 = 1 << 20;
+/// A segment's dead fraction is estimated from this many windows of records spread over it
+/// (1 MiB in all), or from all its records when it is no larger than that.
+const SAMPLE_WINDOWS: (u64, u64) = (16, 64 << 10);
 /// Segments sampled at most per round of victim choice.
 const SAMPLES_PER_ROUND: usize = 4;
 
@@ -286,30 +287,29 @@ fn sample_stale(inner: &DbInner, choice: &VictimChoice, active: u64) -> Result<u
     };
     for &(segment, size) in &stale {
         let punched = punched_ranges(inner, segment);
-        let sampled = sample_segment(source(inner), segment, &punched, SAMPLE_BYTES, &index);
-        let (dead, sampled) = match sampled {
-            Ok(found) => found,
+        let sampled = sample_segment(source(inner), segment, &punched, SAMPLE_WINDOWS, &index);
+        let records = size.saturating_sub(crate::vlog::SEGMENT_HEADER_LEN);
+        // Punched records were dead when punched and are never read by a sample.
+        let punched_dead = (punched.iter().map(|(&start, &end)| end - start).sum::<u64>())
+            .min(records);
+        let estimate = match sampled {
+            Ok(sample) if sample.complete => sample.dead + punched_dead,
+            Ok(sample) if sample.sampled > 0 => {
+                let unpunched = records - punched_dead;
+                let scaled = punched_dead
+                    + (unpunched as u128 * u128::from(sample.dead) / u128::from(sample.sampled))
+                        as u64;
+                // Windows are no proof about the bytes between them: a segment whose sampled
+                // records are all dead may be live elsewhere, and a segment with nothing live
+                // is collected under any target (it costs nothing), so a partial sample never
+                // makes it look so.
+                scaled.min(records.saturating_sub(1))
+            }
+            Ok(_) => 0,
             // Deleted meanwhile (a concurrent collection), or unreadable: not sampled.
             Err(e) => {
                 log::debug!("wisckey: GC could not sample segment {segment}: {e}");
-                (0, 0)
-            }
-        };
-        let records = size.saturating_sub(crate::vlog::SEGMENT_HEADER_LEN);
-        let estimate = if sampled == 0 {
-            0
-        } else {
-            let scaled = (records as u128 * u128::from(dead) / u128::from(sampled)) as u64;
-            // A prefix is no proof about the rest: a segment whose sampled part is all dead
-            // may be live after it, and a segment with nothing live is collected under any
-            // target (it costs nothing), so a sample that stopped before the records ended
-            // never makes it look so. (One that read them all, punched ranges stepped over,
-            // is exact.)
-            let read_to_the_end = sampled < SAMPLE_BYTES;
-            if read_to_the_end {
-                scaled
-            } else {
-                scaled.min(records.saturating_sub(1))
+                0
             }
         };
         inner.gc_samples.lock().insert(

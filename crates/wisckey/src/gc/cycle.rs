@@ -138,42 +138,56 @@ pub fn collect_segment(
     Ok(outcome)
 }
 
-/// Estimates the dead fraction of sealed segment `segment` from its first `max_bytes` of
-/// records: each put record is live if the index's newest pointer for its key is that
-/// record (the same hint collection uses). Dead counts in the manifest lag behind the truth
-/// (a pointer is counted dead only when the entry shadowing it is flushed; garbage from
-/// before manifest format 4 may not be counted at all); a sample does not, and a record
-/// once dead stays dead, so a sample stays a fair estimate as the log grows.
-/// Returns `(dead bytes, bytes sampled)`.
+/// What [`sample_segment`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentSample {
+    /// Bytes of the records read that are dead.
+    pub dead: u64,
+    /// Bytes of the records read.
+    pub sampled: u64,
+    /// Every record of the segment was read: `dead` is the segment's dead bytes, exactly.
+    pub complete: bool,
+}
+
+/// Estimates the dead fraction of sealed segment `segment` from about `windows *
+/// window_bytes` of its records, read in windows spread over the segment
+/// (`vlog::sample_segment_records`): each put record is live if the index's newest pointer
+/// for its key is that record (the same hint collection uses). Dead counts in the manifest
+/// lag behind the truth (a pointer is counted dead only when the entry shadowing it is
+/// flushed; garbage from before manifest format 4 may not be counted at all); a sample
+/// does not, and a record once dead stays dead, so a sample stays a fair estimate as the
+/// log grows.
 pub fn sample_segment(
     src: SegmentSource<'_>,
     segment: u64,
     punched: &BTreeMap<u64, u64>,
-    max_bytes: u64,
+    (windows, window_bytes): (u64, u64),
     index: &dyn GcIndex,
-) -> Result<(u64, u64)> {
+) -> Result<SegmentSample> {
     let mut dead = 0u64;
     let mut sampled = 0u64;
-    vlog::scan_segment_prefix(
+    let coverage = vlog::sample_segment_records(
         src.fs,
         src.dir,
         segment,
         punched,
-        max_bytes,
+        windows,
+        window_bytes,
         src.options,
-        0,
-        &mut |batch| {
-            for record in batch {
-                let len = u64::from(record.ptr.len);
-                sampled += len;
-                let live = record.kind == ValueKind::Value
-                    && index.newest_pointer(&record.key)? == Some(record.ptr);
-                if !live {
-                    dead += len;
-                }
+        &mut |record| {
+            let len = u64::from(record.ptr.len);
+            sampled += len;
+            let live = record.kind == ValueKind::Value
+                && index.newest_pointer(&record.key)? == Some(record.ptr);
+            if !live {
+                dead += len;
             }
-            Ok(true)
+            Ok(())
         },
     )?;
-    Ok((dead, sampled))
+    Ok(SegmentSample {
+        dead,
+        sampled,
+        complete: coverage.complete,
+    })
 }

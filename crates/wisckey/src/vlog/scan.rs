@@ -233,27 +233,69 @@ pub fn scan_segments(
     })
 }
 
-/// Hands the complete batches at the start of segment `n` to `f` until about `max_bytes`
-/// of records have been handed over, `f` returns `false`, or the valid records end (GC's
-/// sampling of a sealed segment). Values of `copy_values_below` bytes or more are not
-/// copied. Reads only; where the records end is not checked.
+/// Whether a [`sample_segment_records`] read every record of the segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SampleCoverage {
+    /// The records were read from the first to the end of the file: a count over them is
+    /// exact, not an estimate.
+    pub complete: bool,
+}
+
+/// Hands records of sealed segment `n` to `f` one at a time (GC's sampling; values are not
+/// copied). A segment whose records fit in `windows * window_bytes` is read whole. A larger
+/// one is cut into `windows` equal strata and about `window_bytes` of records are read from
+/// the middle of each, so a sample sees the whole segment's mix rather than its oldest
+/// part. A window starts at the first record found at or after its offset (every byte
+/// offset is tried, as [`probe_segment_body`] does; a false find inside a value is
+/// possible but has another record's offset, so it never reads as live), steps over
+/// `punched` ranges, and ends early at a record that fails its checks. Reads only.
 #[allow(clippy::too_many_arguments)]
-pub fn scan_segment_prefix(
+pub fn sample_segment_records(
     fs: &dyn FileSystem,
     dir: &Path,
     n: u64,
     punched: &BTreeMap<u64, u64>,
-    max_bytes: u64,
+    windows: u64,
+    window_bytes: u64,
     opts: &VlogOptions,
-    copy_values_below: usize,
-    f: &mut dyn FnMut(&[ScannedRecord]) -> Result<bool>,
-) -> Result<()> {
-    let mut seen = 0u64;
-    scan_from_start(fs, dir, n, punched, opts, copy_values_below, &mut |batch| {
-        seen += batch.iter().map(|r| u64::from(r.ptr.len)).sum::<u64>();
-        Ok(f(batch)? && seen < max_bytes)
-    })?;
-    Ok(())
+    f: &mut dyn FnMut(&ScannedRecord) -> Result<()>,
+) -> Result<SampleCoverage> {
+    let path = vlog_file_name(dir, n);
+    let name = path.display().to_string();
+    let file = open_segment(fs, &path, &name, n)?;
+    let len = file.len()?;
+    let mut scan = SegmentScan::new(file, &name, n, len, opts);
+    scan.punched = punched;
+    let body = len.saturating_sub(SEGMENT_HEADER_LEN);
+    let windows = windows.max(1);
+    if body <= windows.saturating_mul(window_bytes) {
+        let end = scan.read_records(SEGMENT_HEADER_LEN, u64::MAX, f)?;
+        return Ok(SampleCoverage {
+            complete: end == len,
+        });
+    }
+    // Reads sized to a window, not to a replay's long runs.
+    scan.read_chunk = usize::try_from(window_bytes).unwrap_or(READ_CHUNK);
+    let stratum = body / windows;
+    let mut read_to = SEGMENT_HEADER_LEN;
+    for i in 0..windows {
+        let stratum_start = SEGMENT_HEADER_LEN + i * stratum;
+        let stratum_end = stratum_start + stratum;
+        let wanted = (stratum_start + stratum / 2).saturating_sub(window_bytes / 2);
+        let from = wanted.max(read_to).max(SEGMENT_HEADER_LEN);
+        if from >= stratum_end {
+            continue;
+        }
+        let start = if from == SEGMENT_HEADER_LEN {
+            Some(from)
+        } else {
+            scan.record_boundary_in(from, stratum_end)?
+        };
+        if let Some(start) = start {
+            read_to = scan.read_records(start, window_bytes, f)?;
+        }
+    }
+    Ok(SampleCoverage { complete: false })
 }
 
 /// Hands every record of sealed segment `n` to `f` (GC's collection), stepping over the
@@ -397,6 +439,8 @@ struct SegmentScan<'a> {
     copy_values_below: usize,
     /// Record ranges punched out of the segment (start -> end): stepped over, never read.
     punched: &'a BTreeMap<u64, u64>,
+    /// Bytes read at a time (more when a single record is larger).
+    read_chunk: usize,
     window_start: u64,
     window: Vec<u8>,
 }
@@ -417,6 +461,7 @@ impl<'a> SegmentScan<'a> {
             opts,
             copy_values_below: usize::MAX,
             punched: &NO_PUNCHED_RANGES,
+            read_chunk: READ_CHUNK,
             window_start: 0,
             window: Vec::new(),
         }
@@ -427,7 +472,7 @@ impl<'a> SegmentScan<'a> {
         let cached = offset >= self.window_start
             && offset + len as u64 <= self.window_start + self.window.len() as u64;
         if !cached {
-            let want = (len.max(READ_CHUNK) as u64).min(self.limit - offset) as usize;
+            let want = (len.max(self.read_chunk) as u64).min(self.limit - offset) as usize;
             self.window.resize(want, 0);
             self.file
                 .read_exact_at(offset, &mut self.window, self.name)?;
@@ -437,17 +482,112 @@ impl<'a> SegmentScan<'a> {
         Ok(&self.window[start..start + len])
     }
 
+    /// The first record boundary in `[from, until)`: the end of a punched range `from` lies
+    /// in, else the first offset where a record passes its checks, else the start of the
+    /// first punched range in the span (a range starts where a record did). `None` if there
+    /// is none.
+    fn record_boundary_in(&mut self, from: u64, until: u64) -> Result<Option<u64>> {
+        let inside = (self.punched.range(..=from).next_back())
+            .filter(|&(_, &end)| end > from)
+            .map(|(_, &end)| end);
+        if let Some(end) = inside {
+            return Ok((end < until).then_some(end));
+        }
+        let next_range = (self.punched.range(from..).next())
+            .map(|(&start, _)| start)
+            .filter(|&start| start < until);
+        let search_until = next_range.unwrap_or(until);
+        match self.next_valid_record(from, search_until)? {
+            Some((at, _, _)) => Ok(Some(at)),
+            None => Ok(next_range),
+        }
+    }
+
+    /// Hands records one at a time from record boundary `from` until `max_bytes` of records
+    /// were handed over or a record fails its checks (batches are not assembled: a sample
+    /// wants records), stepping over punched ranges. Returns the offset after the last
+    /// record or range stepped over.
+    fn read_records(
+        &mut self,
+        from: u64,
+        max_bytes: u64,
+        f: &mut dyn FnMut(&ScannedRecord) -> Result<()>,
+    ) -> Result<u64> {
+        let (segment, opts) = (self.segment, self.opts);
+        let mut offset = from;
+        let mut handed = 0u64;
+        while handed < max_bytes && self.limit.saturating_sub(offset) >= RECORD_HEADER_LEN as u64
+        {
+            let next_punched = self.punched.range(offset..).next().map(|(&s, &e)| (s, e));
+            if let Some((_, end)) = next_punched.filter(|&(start, _)| start == offset) {
+                if end > self.limit {
+                    break;
+                }
+                offset = end;
+                continue;
+            }
+            let available = self.limit - offset;
+            let header = self.bytes(offset, RECORD_HEADER_LEN)?;
+            let Ok(len) = record_len_from_header(header, available, opts) else {
+                break;
+            };
+            if next_punched.is_some_and(|(start, _)| start < offset + len as u64) {
+                break;
+            }
+            let bytes = self.bytes(offset, len)?;
+            let Ok((record, _)) = decode_record(bytes, opts) else {
+                break;
+            };
+            f(&ScannedRecord {
+                ptr: ValuePointer {
+                    segment,
+                    offset,
+                    len: len as u32,
+                },
+                sequence: record.sequence,
+                kind: record.kind,
+                key: record.key.to_vec(),
+                value: Vec::new(),
+                value_len: record.value.len(),
+            })?;
+            offset += len as u64;
+            handed += len as u64;
+        }
+        Ok(offset)
+    }
+
     /// Looks at every byte offset after `end` (where replay stopped) for records that pass
     /// their checks. Returns how many it found (stepping over each one found) and the offset
     /// of the first that carries `FLAG_SYNCED_BEFORE`, if any. Reads only what is below
     /// `limit`; a torn tail is usually short, and damage is usually followed by a valid
     /// record right after the damaged one, so this rarely reads much.
     fn probe_after(&mut self, end: u64) -> Result<(u64, Option<u64>)> {
-        let opts = self.opts;
         let mut found = 0u64;
         let mut synced = None;
         let mut offset = end + 1;
-        while self.limit.saturating_sub(offset) >= RECORD_HEADER_LEN as u64 {
+        while let Some((at, len, flags)) = self.next_valid_record(offset, self.limit)? {
+            found += 1;
+            if flags & FLAG_SYNCED_BEFORE != 0 && synced.is_none() {
+                synced = Some(at);
+            }
+            offset = at + len as u64;
+        }
+        Ok((found, synced))
+    }
+
+    /// The first byte offset in `[offset, search_until)` where a record that passes its
+    /// checks starts (the record may end past `search_until`, not past `limit`), with its
+    /// length and flags.
+    fn next_valid_record(
+        &mut self,
+        mut offset: u64,
+        search_until: u64,
+    ) -> Result<Option<(u64, usize, u8)>> {
+        let opts = self.opts;
+        let search_until = search_until.min(self.limit);
+        while offset < search_until
+            && self.limit.saturating_sub(offset) >= RECORD_HEADER_LEN as u64
+        {
             let available = self.limit - offset;
             let header = self.bytes(offset, RECORD_HEADER_LEN)?;
             if header.iter().all(|&b| b == 0) {
@@ -471,19 +611,15 @@ impl<'a> SegmentScan<'a> {
                 offset += 1;
                 continue;
             }
-            found += 1;
-            if flags & FLAG_SYNCED_BEFORE != 0 && synced.is_none() {
-                synced = Some(offset);
-            }
-            offset += len as u64;
+            return Ok(Some((offset, len, flags)));
         }
-        Ok((found, synced))
+        Ok(None)
     }
 
     /// The first offset at or after `offset` whose byte is not zero, or `limit`.
     fn next_nonzero(&mut self, mut offset: u64) -> Result<u64> {
         while offset < self.limit {
-            let n = (self.limit - offset).min(READ_CHUNK as u64) as usize;
+            let n = (self.limit - offset).min(self.read_chunk as u64) as usize;
             let bytes = self.bytes(offset, n)?;
             if let Some(i) = bytes.iter().position(|&b| b != 0) {
                 return Ok(offset + i as u64);

@@ -363,3 +363,92 @@ fn scan_does_not_copy_values_at_or_above_the_copy_limit() {
         ]
     );
 }
+
+/// Writes `n` single-record batches of random values (100..1,100 bytes) into segment 1
+/// (large enough for all) and returns their pointers, in log order.
+fn write_random_records(fs: &MemFs, o: &VlogOptions, n: usize, seed: u64) -> Vec<ValuePointer> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut w = VlogWriter::create(Arc::new(fs.clone()), dir(), 1, o.clone()).expect("create");
+    let mut ptrs = Vec::new();
+    for i in 0..n {
+        let key = format!("k{i:05}").into_bytes();
+        let value: Vec<u8> = (0..rng.gen_range(100..1100)).map(|_| rng.gen()).collect();
+        let entry = BatchEntry {
+            kind: ValueKind::Value,
+            key: &key,
+            value: &value,
+        };
+        ptrs.extend(w.append_batch(1 + i as u64, &[entry]).expect("append"));
+    }
+    w.sync().expect("sync");
+    assert!(ptrs.iter().all(|p| p.segment == 1), "one segment");
+    ptrs
+}
+
+fn sample(
+    fs: &MemFs,
+    o: &VlogOptions,
+    punched: &BTreeMap<u64, u64>,
+    windows: u64,
+    window_bytes: u64,
+) -> (Vec<ValuePointer>, SampleCoverage) {
+    let mut seen = Vec::new();
+    let coverage =
+        sample_segment_records(fs, &dir(), 1, punched, windows, window_bytes, o, &mut |r| {
+            seen.push(r.ptr);
+            Ok(())
+        })
+        .expect("sample");
+    (seen, coverage)
+}
+
+/// GC's sample: a segment that fits the budget is read whole (exactly); a larger one is
+/// read in windows that start at true record boundaries found by search, cover every part
+/// of the segment, never read a record twice and step over punched ranges.
+#[test]
+fn samples_read_windows_spread_over_the_segment_from_true_record_boundaries() {
+    let fs = MemFs::new();
+    let o = opts(4 << 20);
+    let written = write_random_records(&fs, &o, 2000, 7);
+    let len = fs.file_size(&seg(1)).expect("size");
+
+    let (whole, coverage) = sample(&fs, &o, &NO_PUNCHED_RANGES, 4, len);
+    assert_eq!(whole, written, "a segment within the budget is read whole");
+    assert!(coverage.complete);
+
+    let (windows, window_bytes) = (16u64, 8 << 10);
+    let (seen, coverage) = sample(&fs, &o, &NO_PUNCHED_RANGES, windows, window_bytes);
+    assert!(!coverage.complete);
+    assert!(seen.iter().all(|p| written.contains(p)), "only true records");
+    assert!(seen.windows(2).all(|w| w[0].offset < w[1].offset), "no record twice");
+    let handed: u64 = seen.iter().map(|p| u64::from(p.len)).sum();
+    assert!(handed <= windows * (window_bytes + 1200), "{handed} bytes read");
+    let stratum = (len - SEGMENT_HEADER_LEN) / windows;
+    for i in 0..windows {
+        let (lo, hi) = (
+            SEGMENT_HEADER_LEN + i * stratum,
+            SEGMENT_HEADER_LEN + (i + 1) * stratum,
+        );
+        assert!(
+            seen.iter().any(|p| p.offset >= lo && p.offset < hi),
+            "stratum {i} ({lo}..{hi}) was not sampled"
+        );
+    }
+
+    // Punch ~10 KB of records around the middle of stratum 3, where its window would start.
+    let middle = SEGMENT_HEADER_LEN + 3 * stratum + stratum / 2;
+    let first = written.iter().position(|p| p.end() > middle - 6000).expect("a record");
+    let (start, end) = (written[first].offset, written[first + 16].end());
+    assert!(start < middle - window_bytes / 2 && end > middle - window_bytes / 2);
+    let punched = BTreeMap::from([(start, end)]);
+    let (seen, _) = sample(&fs, &o, &punched, windows, window_bytes);
+    assert!(seen.iter().all(|p| written.contains(p)), "only true records");
+    assert!(
+        seen.iter().all(|p| p.end() <= start || p.offset >= end),
+        "a punched record was read"
+    );
+    assert!(
+        seen.iter().any(|p| p.offset == end),
+        "the window resumes at the punched range's end"
+    );
+}
