@@ -600,7 +600,12 @@ impl DbIterator<'_> {
                     if !follows || self.run.bytes + u64::from(ptr.len) > MAX_RUN_BYTES {
                         self.issue_run();
                     }
-                    self.run.live.get_or_insert(live);
+                    // The log only grows, so the newest limit holds for every read of the
+                    // run; the first pointer's may end before a later one, written out since.
+                    match &mut self.run.live {
+                        Some(run_live) if run_live.end >= live.end => {}
+                        run_live => *run_live = Some(live),
+                    }
                     self.run.bytes += u64::from(ptr.len);
                     let key = entry.user_key.clone();
                     self.run.reads.push(QueuedRead {

@@ -22,7 +22,7 @@ use parking_lot::{Mutex, MutexGuard};
 
 use super::reader::extract_value;
 use super::{LiveRange, ValuePointer, VlogOptions, VlogReader, VlogWriter};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::position::LogPosition;
 
 /// Where a pointer's value comes from: already read out of the write buffer, or a
@@ -121,7 +121,19 @@ impl ValueLog {
 
     /// Where the record `ptr` addresses is read from: the write buffer (returned verified:
     /// checksum, length, kind and `key`) while it is not yet flushed, else a file read to do.
+    /// A length no record can have is `Corruption` here, before any caller sizes a buffer
+    /// by it (a damaged pointer may claim up to 4 GiB).
     pub fn locate(&self, ptr: &ValuePointer, key: &[u8]) -> Result<PointerRead> {
+        let len = u64::from(ptr.len);
+        if len < super::RECORD_HEADER_LEN as u64 || len > self.options.max_record_len() {
+            return Err(Error::corruption(
+                crate::filename::vlog_file_name(self.reader.dir(), ptr.segment)
+                    .display()
+                    .to_string(),
+                ptr.offset,
+                "value pointer: impossible record length",
+            ));
+        }
         let record_end = LogPosition::new(ptr.segment, ptr.end());
         // The published position may lag behind the writer; only when the record looks
         // unflushed is the writer consulted.
@@ -139,5 +151,53 @@ impl ValueLog {
             ptr: *ptr,
             live: LiveRange { end: flushed },
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::fs::{FileSystem, MemFs};
+    use crate::vlog::RECORD_HEADER_LEN;
+
+    /// A damaged pointer's length is refused before a reader sizes a buffer by it.
+    #[test]
+    fn a_pointer_with_an_impossible_length_is_corruption_before_any_read_is_planned() {
+        let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+        let dir = PathBuf::from("/db");
+        fs.create_dir_all(&dir).expect("mkdir");
+        let options = VlogOptions {
+            segment_size: 1 << 20,
+            buffer_size: 4096,
+            max_key_size: 64,
+            max_value_size: 4096,
+            preallocate_size: 0,
+            write_back_interval: 0,
+            direct_writes: false,
+            zero_fill_size: 0,
+        };
+        let writer =
+            VlogWriter::create(Arc::clone(&fs), dir.clone(), 1, options.clone()).expect("create");
+        let reader = VlogReader::new(Arc::clone(&fs), dir, options.clone());
+        let log = ValueLog::new(writer, reader, options.clone());
+        let at = |len: u32| ValuePointer {
+            segment: 1,
+            offset: 32,
+            len,
+        };
+        for len in [u32::MAX, options.max_record_len() as u32 + 1, 1] {
+            let err = log.locate(&at(len), b"k").expect_err("impossible length");
+            assert!(
+                err.to_string().contains("impossible record length"),
+                "{len}: {err}"
+            );
+        }
+        let fits = RECORD_HEADER_LEN as u32 + 10;
+        assert!(matches!(
+            log.locate(&at(fits), b"k"),
+            Ok(PointerRead::File { .. })
+        ));
     }
 }

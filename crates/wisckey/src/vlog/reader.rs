@@ -96,6 +96,11 @@ impl VlogReader {
         }
     }
 
+    /// The database directory the segments are in.
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
+    }
+
     /// Keeps up to `bytes` of recently read values in memory (0: no cache).
     pub fn with_value_cache(mut self, bytes: usize) -> VlogReader {
         self.value_cache = (bytes > 0).then(|| ValueCache::new(bytes));
