@@ -23,6 +23,10 @@ use crate::vlog::punchable;
 /// Ready ranges kept at most (each a few dozen bytes); beyond it, newly ready ranges are
 /// forgotten (their segments are still collected whole).
 const MAX_READY_RANGES: usize = 1 << 20;
+/// Ranges waiting for readers kept at most (24 bytes each): a snapshot held open while
+/// writes go on keeps every flush's dead ranges waiting; beyond this, a flush's ranges are
+/// forgotten (their segments are still collected whole).
+const MAX_WAITING_RANGES: usize = 1 << 20;
 
 /// Dead records found by one flush, waiting for the readers that could still reach them.
 #[derive(Debug)]
@@ -61,17 +65,21 @@ pub struct PunchQueue {
     /// Per segment, dead ranges no reader can reach (start -> end, merged), not yet punched.
     ready: BTreeMap<u64, BTreeMap<u64, u64>>,
     ready_ranges: usize,
+    /// Ranges in `waiting`, all batches together.
+    waiting_ranges: usize,
 }
 
 impl PunchQueue {
     /// Queues the dead records a flush found.
     pub fn push(
         &mut self,
-        ranges: Vec<(u64, u64, u64)>,
+        mut ranges: Vec<(u64, u64, u64)>,
         older_versions: Vec<Weak<Version>>,
         visible_at: u64,
     ) {
+        ranges.truncate(MAX_WAITING_RANGES - self.waiting_ranges);
         if !ranges.is_empty() {
+            self.waiting_ranges += ranges.len();
             self.waiting.push_back(Waiting {
                 ranges,
                 older_versions,
@@ -96,6 +104,7 @@ impl PunchQueue {
                 still_waiting.push_back(waiting);
                 continue;
             }
+            self.waiting_ranges -= waiting.ranges.len();
             for (segment, offset, len) in waiting.ranges {
                 if self.ready_ranges >= MAX_READY_RANGES {
                     break;
@@ -221,6 +230,27 @@ mod tests {
         add_range(&mut r, 50, 60);
         add_range(&mut r, 120, 130);
         assert_eq!(r, BTreeMap::from([(50, 60), (100, 400)]));
+    }
+
+    /// Defect: while a snapshot stayed open, every flush's dead ranges waited in memory
+    /// (24 bytes each) without bound.
+    #[test]
+    fn ranges_waiting_for_a_snapshot_are_bounded() {
+        let mut q = PunchQueue::default();
+        let batch: Vec<(u64, u64, u64)> = (0..4096u64).map(|i| (1, 32 + i * 100, 100)).collect();
+        for flush in 0..(MAX_WAITING_RANGES / batch.len() + 8) as u64 {
+            q.push(batch.clone(), Vec::new(), 10 + flush);
+        }
+        q.promote(Some(9));
+        let waiting: usize = q.waiting.iter().map(|w| w.ranges.len()).sum();
+        assert_eq!(waiting, MAX_WAITING_RANGES);
+        assert_eq!(q.waiting_ranges, waiting);
+        // Released: the count follows, and new ranges are taken again.
+        q.promote(None);
+        assert!(q.waiting.is_empty());
+        assert_eq!(q.waiting_ranges, 0);
+        q.push(vec![(2, 32, 100)], Vec::new(), 99);
+        assert_eq!(q.waiting_ranges, 1);
     }
 
     #[test]
