@@ -305,7 +305,8 @@ fn sample_stale(inner: &DbInner, choice: &VictimChoice, active: u64) -> Result<u
                 // makes it look so.
                 scaled.min(records.saturating_sub(1))
             }
-            Ok(_) => 0,
+            // Every window met punched ranges or found no record: what is punched is known.
+            Ok(_) => punched_dead.min(records.saturating_sub(1)),
             // Deleted meanwhile (a concurrent collection), or unreadable: not sampled.
             Err(e) => {
                 log::debug!("wisckey: GC could not sample segment {segment}: {e}");

@@ -212,6 +212,23 @@ pub fn record_len_from_header(
     Ok(total)
 }
 
+/// Whether a record header's one-byte fields and its length pairing could be valid (kind 0
+/// or 1, no unknown flag, a deletion without a value): the checks of [`decode_record`] that
+/// need no more than the header, for searches that try every byte offset and should not
+/// checksum a candidate's body when its header already rules it out.
+pub fn header_fields_valid(header: &[u8]) -> bool {
+    if header.len() < RECORD_HEADER_LEN {
+        return false;
+    }
+    let flags_known = header[21] & !KNOWN_FLAGS == 0;
+    let value_len = decode_fixed32(&header[8..]).unwrap_or(u32::MAX);
+    match ValueKind::from_u8(header[20]) {
+        Some(ValueKind::Value) => flags_known,
+        Some(ValueKind::Deletion) => flags_known && value_len == 0,
+        _ => false,
+    }
+}
+
 /// Decodes the record at the start of `buf`; returns it and its length. Every failure (short
 /// input, impossible length, checksum, unknown kind or flags) is an `Err(reason)` that the
 /// caller turns into `Error::Corruption` with its file and offset.

@@ -27,7 +27,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::format::{
-    decode_record, record_len_from_header, SegmentHeader, FLAG_SYNCED_BEFORE, SEGMENT_HEADER_LEN,
+    decode_record, header_fields_valid, record_len_from_header, SegmentHeader, FLAG_SYNCED_BEFORE,
+    SEGMENT_HEADER_LEN,
 };
 use super::{list_segments, ValuePointer, VlogOptions, RECORD_HEADER_LEN};
 use crate::error::{Error, Result};
@@ -242,13 +243,14 @@ pub struct SampleCoverage {
 }
 
 /// Hands records of sealed segment `n` to `f` one at a time (GC's sampling; values are not
-/// copied). A segment whose records fit in `windows * window_bytes` is read whole. A larger
-/// one is cut into `windows` equal strata and about `window_bytes` of records are read from
+/// copied). A segment with up to twice `windows * window_bytes` of records is read whole. A
+/// larger one is cut into `windows` equal strata and about `window_bytes` of records are read from
 /// the middle of each, so a sample sees the whole segment's mix rather than its oldest
 /// part. A window starts at the first record found at or after its offset (every byte
-/// offset is tried, as [`probe_segment_body`] does; a false find inside a value is
-/// possible but has another record's offset, so it never reads as live), steps over
-/// `punched` ranges, and ends early at a record that fails its checks. Reads only.
+/// offset is tried, as [`probe_segment_body`] does, within the stratum and until 16 windows'
+/// bytes of candidates have been checksummed; a false find inside a value is possible but
+/// has another record's offset, so it never reads as live, though it counts as dead), steps
+/// over `punched` ranges, and ends early at a record that fails its checks. Reads only.
 #[allow(clippy::too_many_arguments)]
 pub fn sample_segment_records(
     fs: &dyn FileSystem,
@@ -268,14 +270,16 @@ pub fn sample_segment_records(
     scan.punched = punched;
     let body = len.saturating_sub(SEGMENT_HEADER_LEN);
     let windows = windows.max(1);
-    if body <= windows.saturating_mul(window_bytes) {
+    // Up to twice the windows' bytes, reading everything costs about as much as windows
+    // would, and the count is exact.
+    if body <= windows.saturating_mul(window_bytes).saturating_mul(2) {
         let end = scan.read_records(SEGMENT_HEADER_LEN, u64::MAX, f)?;
         return Ok(SampleCoverage {
             complete: end == len,
         });
     }
     // Reads sized to a window, not to a replay's long runs.
-    scan.read_chunk = usize::try_from(window_bytes).unwrap_or(READ_CHUNK);
+    scan.read_chunk = usize::try_from(window_bytes.max(4096)).unwrap_or(READ_CHUNK);
     let stratum = body / windows;
     let mut read_to = SEGMENT_HEADER_LEN;
     for i in 0..windows {
@@ -441,6 +445,8 @@ struct SegmentScan<'a> {
     punched: &'a BTreeMap<u64, u64>,
     /// Bytes read at a time (more when a single record is larger).
     read_chunk: usize,
+    /// Bytes of candidates checksummed by searches for a record start (what bounds them).
+    searched_bytes: u64,
     window_start: u64,
     window: Vec<u8>,
 }
@@ -462,6 +468,7 @@ impl<'a> SegmentScan<'a> {
             copy_values_below: usize::MAX,
             punched: &NO_PUNCHED_RANGES,
             read_chunk: READ_CHUNK,
+            searched_bytes: 0,
             window_start: 0,
             window: Vec::new(),
         }
@@ -497,7 +504,8 @@ impl<'a> SegmentScan<'a> {
             .map(|(&start, _)| start)
             .filter(|&start| start < until);
         let search_until = next_range.unwrap_or(until);
-        match self.next_valid_record(from, search_until)? {
+        let checksum_budget = 16 * self.read_chunk as u64;
+        match self.next_valid_record(from, search_until, checksum_budget)? {
             Some((at, _, _)) => Ok(Some(at)),
             None => Ok(next_range),
         }
@@ -565,7 +573,7 @@ impl<'a> SegmentScan<'a> {
         let mut found = 0u64;
         let mut synced = None;
         let mut offset = end + 1;
-        while let Some((at, len, flags)) = self.next_valid_record(offset, self.limit)? {
+        while let Some((at, len, flags)) = self.next_valid_record(offset, self.limit, u64::MAX)? {
             found += 1;
             if flags & FLAG_SYNCED_BEFORE != 0 && synced.is_none() {
                 synced = Some(at);
@@ -577,11 +585,14 @@ impl<'a> SegmentScan<'a> {
 
     /// The first byte offset in `[offset, search_until)` where a record that passes its
     /// checks starts (the record may end past `search_until`, not past `limit`), with its
-    /// length and flags.
+    /// length and flags. `None` also when candidates whose headers pass have had
+    /// `checksum_budget` bytes checksummed without one passing (a search through values
+    /// full of header-like bytes stops there).
     fn next_valid_record(
         &mut self,
         mut offset: u64,
         search_until: u64,
+        mut checksum_budget: u64,
     ) -> Result<Option<(u64, usize, u8)>> {
         let opts = self.opts;
         let search_until = search_until.min(self.limit);
@@ -595,7 +606,8 @@ impl<'a> SegmentScan<'a> {
                 // direct writes' padding): an all-zero header never passes its checksum
                 // (`format` tests), so no record starts where its header would lie wholly
                 // inside the run. Step to the first offset whose header reaches past it.
-                let past_zeros = self.next_nonzero(offset)?;
+                let past_zeros =
+                    self.next_nonzero(offset, search_until + RECORD_HEADER_LEN as u64)?;
                 offset = (past_zeros + 1)
                     .saturating_sub(RECORD_HEADER_LEN as u64)
                     .max(offset + 1);
@@ -605,7 +617,16 @@ impl<'a> SegmentScan<'a> {
                 offset += 1;
                 continue;
             };
+            if !header_fields_valid(header) {
+                offset += 1;
+                continue;
+            }
             let flags = header[RECORD_HEADER_LEN - 1];
+            if checksum_budget < len as u64 {
+                return Ok(None);
+            }
+            checksum_budget -= len as u64;
+            self.searched_bytes += len as u64;
             let bytes = self.bytes(offset, len)?;
             if decode_record(bytes, opts).is_err() {
                 offset += 1;
@@ -616,17 +637,19 @@ impl<'a> SegmentScan<'a> {
         Ok(None)
     }
 
-    /// The first offset at or after `offset` whose byte is not zero, or `limit`.
-    fn next_nonzero(&mut self, mut offset: u64) -> Result<u64> {
-        while offset < self.limit {
-            let n = (self.limit - offset).min(self.read_chunk as u64) as usize;
+    /// The first offset at or after `offset` whose byte is not zero, or `until` (at most
+    /// `limit`) if there is none before it.
+    fn next_nonzero(&mut self, mut offset: u64, until: u64) -> Result<u64> {
+        let until = until.min(self.limit);
+        while offset < until {
+            let n = (until - offset).min(self.read_chunk as u64) as usize;
             let bytes = self.bytes(offset, n)?;
             if let Some(i) = bytes.iter().position(|&b| b != 0) {
                 return Ok(offset + i as u64);
             }
             offset += n as u64;
         }
-        Ok(self.limit)
+        Ok(until)
     }
 
     /// Replays complete batches from `from`; `on_batch` returns whether to go on. Returns the

@@ -452,3 +452,42 @@ fn samples_read_windows_spread_over_the_segment_from_true_record_boundaries() {
         "the window resumes at the punched range's end"
     );
 }
+
+/// A window's search for a record start inside a value whose every fourth byte offset looks
+/// like a record header (kind 1, no flags, 64 KiB key and value lengths) checksums a
+/// bounded number of bytes, where trying every candidate would checksum ~128 KiB per
+/// offset (gigabytes per window).
+#[test]
+fn a_search_through_header_like_values_is_bounded() {
+    let fs = MemFs::new();
+    let o = VlogOptions {
+        max_key_size: 1 << 20,
+        max_value_size: 4 << 20,
+        ..opts(16 << 20)
+    };
+    let mut w = VlogWriter::create(Arc::new(fs.clone()), dir(), 1, o.clone()).expect("create");
+    let value: Vec<u8> = [1u8, 0, 1, 0].repeat(1 << 20);
+    let entry = BatchEntry {
+        kind: ValueKind::Value,
+        key: b"tokens",
+        value: &value,
+    };
+    let ptrs = w.append_batch(1, &[entry]).expect("append");
+    w.sync().expect("sync");
+    let path = seg(1);
+    let name = path.display().to_string();
+    let file = fs.open_read(&path).expect("open");
+    let len = file.len().expect("len");
+    let mut scan = SegmentScan::new(file, &name, 1, len, &o);
+    scan.read_chunk = 64 << 10;
+    let inside = ptrs[0].offset + 4096;
+    let found = scan
+        .record_boundary_in(inside, inside + (1 << 20))
+        .expect("search");
+    assert_eq!(found, None, "no record starts inside the value");
+    assert!(
+        scan.searched_bytes <= 17 * (64 << 10),
+        "{} bytes checksummed",
+        scan.searched_bytes
+    );
+}
