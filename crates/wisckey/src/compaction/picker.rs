@@ -11,8 +11,8 @@
 //!   Ln: the first file after the level's compact pointer (wrapping around), expanded so a
 //!   user key is never split between a compacted and a left-behind file;
 //! - next_inputs: the files of the output level overlapping the inputs' user-key range;
-//!   grandparents: files two levels down overlapping inputs + next_inputs (the job uses them
-//!   to cut output files, and they bound trivial moves).
+//!   grandparents: files two levels down overlapping inputs + next_inputs (they bound
+//!   trivial moves; the job cuts outputs by size only).
 //!
 //! Thread-safety: pure functions over immutable data.
 
@@ -30,7 +30,7 @@ pub struct CompactionPolicy {
     pub level_size_multiplier: u64,
     /// Size at which the compaction job cuts output tables.
     pub target_file_size: u64,
-    /// Largest grandparent overlap allowed for a trivial move (and per output file).
+    /// Largest grandparent overlap allowed for a trivial move.
     pub max_grandparent_overlap_bytes: u64,
 }
 
@@ -42,7 +42,7 @@ impl Default for CompactionPolicy {
             level1_max_bytes: 64 << 20,
             level_size_multiplier: 10,
             target_file_size,
-            max_grandparent_overlap_bytes: 10 * target_file_size,
+            max_grandparent_overlap_bytes: target_file_size.saturating_mul(10),
         }
     }
 }

@@ -141,7 +141,7 @@ pub(crate) fn policy(inner: &DbInner) -> CompactionPolicy {
         level1_max_bytes: o.level1_max_bytes,
         level_size_multiplier: 10,
         target_file_size: o.target_file_size,
-        max_grandparent_overlap_bytes: o.target_file_size * 10,
+        max_grandparent_overlap_bytes: o.target_file_size.saturating_mul(10),
     }
 }
 

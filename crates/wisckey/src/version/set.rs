@@ -262,6 +262,9 @@ pub struct VersionSet {
     counters: Counters,
     /// Shared with an in-flight [`ManifestWrite`], which appends without the set's lock.
     manifest: Arc<Mutex<ManifestWriter>>,
+    /// `manifest`'s file number, readable without waiting for an append's write and sync
+    /// (the obsolete-file sweep asks for it under the database's state lock).
+    manifest_number: u64,
     /// Set between `prepare_apply` and `finish_apply`: the numbers a roll-over is writing
     /// (zeros for an append).
     in_flight: Option<[u64; 2]>,
@@ -421,6 +424,7 @@ impl VersionSet {
             current: Arc::new(loaded.version),
             older: Vec::new(),
             counters: loaded.counters,
+            manifest_number: manifest.number(),
             manifest: Arc::new(Mutex::new(manifest)),
             in_flight: None,
             manifest_broken: false,
@@ -453,6 +457,7 @@ impl VersionSet {
             current: Arc::new(version),
             older: Vec::new(),
             counters,
+            manifest_number: manifest.number(),
             manifest: Arc::new(Mutex::new(manifest)),
             in_flight: None,
             manifest_broken: false,
@@ -539,7 +544,7 @@ impl VersionSet {
             WriteKind::Roll {
                 number,
                 snapshot,
-                old: self.manifest.lock().number(),
+                old: self.manifest_number,
             }
         } else {
             edit.next_file_number = Some(counters.next_file_number);
@@ -580,6 +585,7 @@ impl VersionSet {
             ..
         } = write;
         if let (WriteKind::Roll { old, .. }, Some((writer, snapshot_len))) = (kind, rolled) {
+            self.manifest_number = writer.number();
             self.manifest = Arc::new(Mutex::new(writer));
             self.snapshot_len = snapshot_len;
             let _ = self.fs.remove(&manifest_file_name(&self.dir, old));
@@ -693,7 +699,7 @@ impl VersionSet {
     }
 
     pub fn manifest_file_number(&self) -> u64 {
-        self.manifest.lock().number()
+        self.manifest_number
     }
 
     /// Overrides the size at which the manifest rolls over (tests use a tiny limit).
