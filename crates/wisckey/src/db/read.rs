@@ -282,10 +282,23 @@ pub(crate) fn multi_get_within(
         Ready(Option<Vec<u8>>),
         Reading(Arc<PendingRead>),
     }
+    /// Every read handed to the pool. Dropped on every way out, it abandons them: after an
+    /// early return (budget passed, an error) a job not yet started skips its `pread` and
+    /// frees its buffer instead of reading a value nobody will take. On success every read
+    /// has been taken and abandoning a finished read changes nothing.
+    struct AbandonOnDrop(Vec<Arc<PendingRead>>);
+    impl Drop for AbandonOnDrop {
+        fn drop(&mut self) {
+            self.0.iter().for_each(|read| read.abandon());
+        }
+    }
     // The view (and so its version, which pins the segments read) lives until every read
     // is taken.
     let view = capture(inner, opts)?;
     touch_memtables(&view.sources, keys);
+    // Declared after `view`, so dropped before it: the reads are abandoned while the view
+    // still pins what they read.
+    let mut issued = AbandonOnDrop(Vec::new());
     let mut slots = Vec::with_capacity(keys.len());
     let mut bytes = 0usize;
     let mut over = |len: usize| {
@@ -309,8 +322,8 @@ pub(crate) fn multi_get_within(
                         }
                         Slot::Ready(Some(value))
                     }
-                    // The reads already started finish on their own and are dropped. The
-                    // pointer spans the record: its value is that less the header and key.
+                    // The reads already queued are abandoned (`issued`). The pointer spans
+                    // the record: its value is that less the header and key.
                     PointerRead::File { ptr, .. }
                         if over(
                             (ptr.len as usize)
@@ -321,6 +334,7 @@ pub(crate) fn multi_get_within(
                     }
                     PointerRead::File { ptr, live } => {
                         let read = PendingRead::new();
+                        issued.0.push(Arc::clone(&read));
                         let job = Arc::clone(&read);
                         let reader = Arc::clone(inner.vlog.reader());
                         let key = key.to_vec();
