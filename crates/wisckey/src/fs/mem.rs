@@ -60,14 +60,21 @@ enum DirOp {
     Link(PathBuf, InodeRef),
     Unlink(PathBuf),
     /// Atomic: after a power cut the file has its old name or its new one, never both.
-    Rename(PathBuf, PathBuf, InodeRef),
+    /// The flags say which of the two directories was synced since (a rename across
+    /// directories is durable once both were).
+    Rename(PathBuf, PathBuf, InodeRef, [bool; 2]),
 }
 
 impl DirOp {
-    fn within(&self, dir: &Path) -> bool {
+    /// Notes that `dir` was synced; returns whether the operation is durable now.
+    fn synced(&mut self, dir: &Path) -> bool {
         match self {
             DirOp::Link(path, _) | DirOp::Unlink(path) => parent_of(path) == dir,
-            DirOp::Rename(from, to, _) => parent_of(from) == dir && parent_of(to) == dir,
+            DirOp::Rename(from, to, _, sides) => {
+                sides[0] |= parent_of(from) == dir;
+                sides[1] |= parent_of(to) == dir;
+                sides[0] && sides[1]
+            }
         }
     }
 }
@@ -220,7 +227,7 @@ impl MemFs {
                     DirOp::Unlink(path) => {
                         image.live.remove(path);
                     }
-                    DirOp::Rename(from, to, inode) => {
+                    DirOp::Rename(from, to, inode, _) => {
                         image.live.remove(from);
                         let kept = survivor(inode, &mut rng);
                         image.live.insert(to.clone(), kept);
@@ -302,7 +309,12 @@ impl FileSystem for MemFs {
         }
         ns.live.remove(from);
         ns.live.insert(to.to_path_buf(), Arc::clone(&inode));
-        (ns.pending).push(DirOp::Rename(from.to_path_buf(), to.to_path_buf(), inode));
+        (ns.pending).push(DirOp::Rename(
+            from.to_path_buf(),
+            to.to_path_buf(),
+            inode,
+            [false; 2],
+        ));
         Ok(())
     }
 
@@ -360,7 +372,7 @@ impl FileSystem for MemFs {
             .map(|(path, inode)| (path.clone(), Arc::clone(inode)))
             .collect();
         ns.durable.extend(entries);
-        ns.pending.retain(|op| !op.within(dir));
+        ns.pending.retain_mut(|op| !op.synced(dir));
         Ok(())
     }
 
