@@ -157,11 +157,26 @@ fn a_read_error_in_seek_to_last_below_an_upper_bound_is_reported_not_a_key_past_
     it.status().expect_err("the failed read is reported");
 }
 
-/// Keys 0..400 in a deeper level, the table block holding key 100 damaged (one byte of
-/// its value flipped, so its checksum fails on every read).
-fn damaged_block_at_key_100(mem: &MemFs) {
+/// Keys 0..400 in a deeper level (or in one level-0 table), the table block holding key
+/// 100 damaged (one byte of its value flipped, so its checksum fails on every read).
+fn damaged_block_at_key_100(mem: &MemFs, in_level0: bool) {
     let db = Db::open(Path::new("/db"), options(Arc::new(mem.clone()))).expect("open");
-    fill_deeper_level(&db, 400);
+    if in_level0 {
+        for i in 0..400 {
+            db.put(key(i), inline_value(i)).expect("put");
+        }
+        db.flush().expect("flush");
+        for level in 1..7 {
+            assert_eq!(
+                db.property(&format!("wisckey.num-files-at-level{level}"))
+                    .expect("property"),
+                Some("0".to_string()),
+                "every table in level 0"
+            );
+        }
+    } else {
+        fill_deeper_level(&db, 400);
+    }
     db.close().expect("close");
     let needle = inline_value(100);
     let mut damaged = 0;
@@ -206,8 +221,14 @@ fn read_three_then(
 /// reported when the scan reaches it.
 #[test]
 fn an_error_met_only_by_the_read_ahead_does_not_break_a_later_prev_or_seek() {
+    for in_level0 in [false, true] {
+        read_ahead_error_case(in_level0);
+    }
+}
+
+fn read_ahead_error_case(in_level0: bool) {
     let mem = MemFs::new();
-    damaged_block_at_key_100(&mem);
+    damaged_block_at_key_100(&mem, in_level0);
     type Reposition = fn(&mut wisckey::DbIterator<'_>);
     let cases: [(&str, Reposition, Vec<u8>); 3] = [
         ("prev", |it| it.prev(), key(1)),
@@ -228,13 +249,13 @@ fn an_error_met_only_by_the_read_ahead_does_not_break_a_later_prev_or_seek() {
             let (at, status) = read_three_then(&db, &read, *reposition);
             assert!(
                 status.is_ok(),
-                "read-ahead {readahead}, {name}: {:?}",
+                "level 0 {in_level0}, read-ahead {readahead}, {name}: {:?}",
                 status.err()
             );
             assert_eq!(
                 at.as_deref(),
                 Some(&want[..]),
-                "read-ahead {readahead}, {name}"
+                "level 0 {in_level0}, read-ahead {readahead}, {name}"
             );
         }
         // The damage is not hidden: a scan over it still fails there.
@@ -262,7 +283,7 @@ fn an_error_met_only_by_the_read_ahead_does_not_break_a_later_prev_or_seek() {
 #[test]
 fn a_damaged_block_at_the_upper_bound_fails_seek_to_last() {
     let mem = MemFs::new();
-    damaged_block_at_key_100(&mem);
+    damaged_block_at_key_100(&mem, false);
     let db = Db::open(Path::new("/db"), options(Arc::new(mem.clone()))).expect("open");
     let read = ReadOptions {
         upper_bound: Some(key(100)),

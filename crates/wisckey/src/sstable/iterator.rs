@@ -1,9 +1,12 @@
 //! Two-level iterator over a table: the index block iterator picks a data block, a block
 //! iterator walks it. Empty data blocks are skipped in both directions.
 //!
-//! Invariants: the first error (I/O, checksum, bad handle, damaged entry) is latched for
-//! the iterator's life: from then on it is invalid and `status()` returns that error, so
-//! a scan can neither end silently early nor resume past damage.
+//! Invariants: the first error (I/O, checksum, bad handle, damaged entry) is latched until
+//! the next positioning call (`seek`, `seek_to_first`, `seek_to_last`): until then it is
+//! invalid and `status()` returns that error, so a scan can neither end silently early nor
+//! step past damage. A positioning call starts over (as a level iterator's does): the
+//! merged iterator above may have stepped ahead of what its caller has shown (scan
+//! read-ahead) and dropped such an error; damage on the new path is met again.
 //! Holds `Arc<Table>`, so it is `'static` and `Send`.
 
 use std::sync::Arc;
@@ -119,6 +122,7 @@ impl InternalIterator for TableIterator {
     }
 
     fn seek_to_first(&mut self) {
+        self.err = None;
         self.index.seek_to_first();
         self.load_data_block();
         if let Some(data) = &mut self.data {
@@ -128,6 +132,7 @@ impl InternalIterator for TableIterator {
     }
 
     fn seek_to_last(&mut self) {
+        self.err = None;
         self.index.seek_to_last();
         self.load_data_block();
         if let Some(data) = &mut self.data {
@@ -137,6 +142,7 @@ impl InternalIterator for TableIterator {
     }
 
     fn seek(&mut self, target: &[u8]) {
+        self.err = None;
         self.index.seek(target);
         self.load_data_block();
         if let Some(data) = &mut self.data {
