@@ -233,13 +233,12 @@ fn flush_memtable(inner: &DbInner, imm: ImmutableMemtable) -> Result<()> {
         let size = inner.fs.file_size(&vlog_file_name(&inner.dir, segment))?;
         edit.vlog_segments_sealed.push((segment, size));
     }
-    drop(one_install);
     // On failure the edit may still have reached the manifest: the table stays pending (never
     // swept) and the error is latched (or, for a full disk, retried) by the caller. Readers
     // see the memtable until the table is installed, in the same critical section.
     let dead_records = dead.take_records();
     drop(version);
-    super::install_edit(inner, edit, |state| {
+    super::install_edit_holding(inner, &one_install, edit, |state| {
         if let Some(n) = number {
             state.pending_outputs.remove(&n);
         }
@@ -254,6 +253,7 @@ fn flush_memtable(inner: &DbInner, imm: ImmutableMemtable) -> Result<()> {
             (inner.punches.lock()).push(dead_records, state.versions.older_versions(), visible);
         }
     })?;
+    drop(one_install);
     inner.bg_cv.notify_all();
     delete_obsolete_files(inner)
 }

@@ -1397,14 +1397,29 @@ fn validate_batch(batch: &WriteBatch, max_batch_size: usize) -> Result<()> {
 /// Makes `edit` durable in the manifest and installs it, holding `state` only to prepare
 /// and to install: readers and writers are not stalled for the manifest's fsync. `state`
 /// must not be held by the caller; `on_installed` runs under it right after the install (or
-/// is skipped on error). The caller holds `manifest_lock` from before it computed the edit
-/// when the edit depends on state that another install could change.
+/// is skipped on error). A caller whose edit depends on state another install could change
+/// takes `manifest_lock` before it computes the edit and uses [`install_edit_holding`].
 pub(crate) fn install_edit<T>(
     inner: &DbInner,
     edit: crate::version::VersionEdit,
     on_installed: impl FnOnce(&mut State) -> T,
 ) -> Result<T> {
-    let _one_install = inner.manifest_lock.lock();
+    let one_install = inner.manifest_lock.lock();
+    install_edit_holding(inner, &one_install, edit, on_installed)
+}
+
+/// [`install_edit`] for a caller that holds `manifest_lock` (`one_install`), taken before
+/// it computed the edit, so no other install lands in between.
+pub(crate) fn install_edit_holding<T>(
+    inner: &DbInner,
+    one_install: &parking_lot::MutexGuard<'_, ()>,
+    edit: crate::version::VersionEdit,
+    on_installed: impl FnOnce(&mut State) -> T,
+) -> Result<T> {
+    debug_assert!(
+        std::ptr::eq(parking_lot::MutexGuard::mutex(one_install), &inner.manifest_lock),
+        "the guard is this database's manifest_lock"
+    );
     let mut write = inner.state.lock().versions.prepare_apply(edit)?;
     let result = write.write();
     let mut state = inner.state.lock();
