@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use common::{HookFs, Hooks};
 use parking_lot::Mutex;
+use wisckey::fs::FileSystem;
 use wisckey::{Db, Options, Result};
 
 /// When armed, the next manifest fsync reports that it started and waits to be released.
@@ -128,4 +129,77 @@ fn writes_proceed_while_a_sweep_runs_during_a_manifest_sync() {
         .expect("a write completed while the manifest fsync was blocked")
         .expect("put");
     assert_eq!(db.get(b"k2").expect("get"), Some(b"v2".to_vec()));
+}
+
+/// Fails the next manifest append (when armed) with ENOSPC.
+#[derive(Debug, Default)]
+struct FailManifestAppendOnce {
+    armed: AtomicBool,
+}
+
+impl Hooks for FailManifestAppendOnce {
+    fn before_append(&self, path: &Path, _data: &[u8]) -> Result<()> {
+        let is_manifest = path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("MANIFEST-"));
+        if is_manifest && self.armed.swap(false, Ordering::SeqCst) {
+            return Err(wisckey::Error::io(
+                format!("append {}", path.display()),
+                std::io::Error::from_raw_os_error(libc::ENOSPC),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Defect: a flush whose manifest append failed on a full disk left its table pending
+/// (the edit might be on disk) and never released it, though the retry's install rewrote
+/// the manifest from memory without it: every failed attempt kept a table file on the
+/// full disk until the next open.
+#[test]
+fn a_table_of_a_failed_install_is_removed_once_a_later_install_succeeds() {
+    let fs = HookFs::new(FailManifestAppendOnce::default());
+    let db = Db::open("/db", Options::small_for_tests(Arc::new(fs.clone()))).expect("open");
+    for i in 0..100u32 {
+        db.put(format!("key{i:03}"), b"value").expect("put");
+    }
+    fs.hooks.armed.store(true, Ordering::SeqCst);
+    // The first install fails; the flush is retried (a full disk is not latched).
+    let mut tries = 0;
+    while let Err(e) = db.flush() {
+        assert!(e.is_no_space(), "{e}");
+        tries += 1;
+        assert!(tries < 100, "the flush never succeeded");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!fs.hooks.armed.load(Ordering::SeqCst), "the append failed");
+    // Another install runs the sweep after the failed attempt is released.
+    db.put(b"more", b"value").expect("put");
+    db.flush().expect("flush");
+    let tables_on_disk = fs
+        .mem
+        .list(Path::new("/db"))
+        .expect("list")
+        .into_iter()
+        .filter(|n| n.ends_with(".sst"))
+        .count();
+    let tables_listed: usize = (0..7)
+        .map(|level| {
+            db.property(&format!("wisckey.num-files-at-level{level}"))
+                .expect("property")
+                .expect("known property")
+                .parse::<usize>()
+                .expect("number")
+        })
+        .sum();
+    assert_eq!(
+        tables_on_disk, tables_listed,
+        "a table no version lists is left"
+    );
+    for i in 0..100u32 {
+        assert_eq!(
+            db.get(format!("key{i:03}")).expect("get"),
+            Some(b"value".to_vec())
+        );
+    }
 }

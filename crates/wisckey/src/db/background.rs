@@ -238,7 +238,7 @@ fn flush_memtable(inner: &DbInner, imm: ImmutableMemtable) -> Result<()> {
     // see the memtable until the table is installed, in the same critical section.
     let dead_records = dead.take_records();
     drop(version);
-    super::install_edit_holding(inner, &one_install, edit, |state| {
+    let installed = super::install_edit_holding(inner, &one_install, edit, |state| {
         if let Some(n) = number {
             state.pending_outputs.remove(&n);
         }
@@ -252,7 +252,12 @@ fn flush_memtable(inner: &DbInner, imm: ImmutableMemtable) -> Result<()> {
             let visible = inner.visible_seq.load(Ordering::Acquire);
             (inner.punches.lock()).push(dead_records, state.versions.older_versions(), visible);
         }
-    })?;
+    });
+    if let Err(e) = installed {
+        // Released once a later install succeeds (see `State::outputs_of_failed_installs`).
+        (inner.state.lock().outputs_of_failed_installs).extend(number);
+        return Err(e);
+    }
     drop(one_install);
     inner.bg_cv.notify_all();
     delete_obsolete_files(inner)

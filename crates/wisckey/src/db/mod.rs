@@ -86,6 +86,11 @@ pub(crate) struct State {
     /// Table numbers being written by a flush or compaction: not yet in any version, and
     /// not to be deleted as obsolete.
     pub pending_outputs: HashSet<u64>,
+    /// Outputs of installs whose manifest write failed: the edit may be on disk, so they
+    /// stay in `pending_outputs` until the next install succeeds. That one rewrote the
+    /// manifest from memory (a failed write makes the next one roll), so no manifest
+    /// CURRENT names refers to them any more and the sweep may take them.
+    pub outputs_of_failed_installs: Vec<u64>,
     /// Value-log segments GC removed from the log whose files are not deleted yet (a
     /// snapshot or iterator may still read them).
     pub gc_removed: std::collections::BTreeMap<u64, GcRemoval>,
@@ -1424,6 +1429,9 @@ pub(crate) fn install_edit_holding<T>(
     let result = write.write();
     let mut state = inner.state.lock();
     state.versions.finish_apply(write, result)?;
+    for n in std::mem::take(&mut state.outputs_of_failed_installs) {
+        state.pending_outputs.remove(&n);
+    }
     let installed = on_installed(&mut state);
     publish_read_sources(inner, &state);
     Ok(installed)

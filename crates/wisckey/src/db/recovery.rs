@@ -221,6 +221,7 @@ pub(crate) fn open(
         bg_error: None,
         no_space: None,
         pending_outputs: HashSet::new(),
+        outputs_of_failed_installs: Vec::new(),
         gc_removed: BTreeMap::new(),
         gc_freed_bytes: 0,
         gc_unreadable: BTreeSet::new(),
