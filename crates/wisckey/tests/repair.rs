@@ -447,3 +447,44 @@ fn deletes_that_compaction_purged_and_gc_collected_stay_deleted_after_repair() {
         );
     }
 }
+
+/// Defect: repair refused only a directory without tables and segments, so another
+/// engine's database (LevelDB: `CURRENT`, `MANIFEST-000005`, `000012.sst`, `000013.log`,
+/// `LOG`) had its tables, manifest and CURRENT moved to `lost/` and a new wisckey manifest
+/// written in their place. It is refused, and nothing in the directory changes.
+#[test]
+fn repair_refuses_another_engines_database_and_changes_nothing() {
+    let fs = MemFs::new();
+    let dir = Path::new("/leveldb");
+    fs.create_dir_all(dir).expect("mkdir");
+    let files: [(&str, &[u8]); 5] = [
+        ("CURRENT", b"MANIFEST-000005\n"),
+        ("MANIFEST-000005", b"leveldb manifest"),
+        ("000012.sst", b"leveldb table"),
+        ("000013.log", b"leveldb wal"),
+        ("LOG", b"leveldb info log"),
+    ];
+    for (name, bytes) in files {
+        fs.set_contents(&dir.join(name), bytes).expect("write");
+    }
+    let before: BTreeMap<String, Vec<u8>> = (fs.list(dir).expect("list").into_iter())
+        .map(|n| {
+            let bytes = fs.contents(&dir.join(&n)).expect("contents");
+            (n, bytes)
+        })
+        .collect();
+    let refused = Db::repair(dir, options(Arc::new(fs.clone())));
+    match &refused {
+        Err(Error::NotADatabase(why)) => {
+            assert!(why.contains("000013.log") || why.contains("LOG"), "{why}")
+        }
+        other => panic!("expected NotADatabase, got {other:?}"),
+    }
+    let after: BTreeMap<String, Vec<u8>> = (fs.list(dir).expect("list").into_iter())
+        .map(|n| {
+            let bytes = fs.contents(&dir.join(&n)).expect("contents");
+            (n, bytes)
+        })
+        .collect();
+    assert_eq!(after, before, "the directory changed");
+}

@@ -313,6 +313,18 @@ pub(crate) fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
             dir.display()
         )));
     }
+    // Before anything is written (the LOCK file included): repair rebuilds only what
+    // wisckey wrote, and moves every table, manifest and CURRENT aside, so another
+    // engine's database (LevelDB's `LOG`, RocksDB's `OPTIONS-*`, a WAL) is refused.
+    let foreign = (fs.list(dir)?.into_iter())
+        .find(|name| parse_file_name(name).is_none() && name.as_str() != LOST_DIR);
+    if let Some(name) = foreign {
+        return Err(Error::NotADatabase(format!(
+            "{} holds '{name}', which wisckey did not write: repair rebuilds only wisckey \
+             databases and changed nothing (move the file away if it does not belong there)",
+            dir.display()
+        )));
+    }
     let _lock = fs.lock(&dir.join(LOCK))?;
     let inventory = Inventory::take(&*fs, dir)?;
     if inventory.segments.is_empty() && inventory.tables.is_empty() {
