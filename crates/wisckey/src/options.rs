@@ -79,7 +79,8 @@ pub struct Options {
     /// to the OS when it fills, on a sync write, or after `vlog_flush_interval`. This, with the
     /// interval, bounds what a non-sync write can lose in a process crash.
     pub vlog_buffer_size: usize,
-    /// Longest time an appended record may sit in the write buffer. Default 10 ms.
+    /// Longest time an appended record may sit in the write buffer. Default 10 ms; at least
+    /// 100 µs.
     pub vlog_flush_interval: Duration,
     /// When true, every write (not only sync writes) reaches the operating system before it is
     /// acknowledged, so it survives the process being killed (not a power loss), as LevelDB
@@ -353,6 +354,12 @@ impl Options {
         check(
             self.memtable_max_log_bytes >= 1024,
             "memtable_max_log_bytes must be at least 1024 bytes",
+        )?;
+        // The log's flusher thread wakes every interval: a zero one never sleeps.
+        check(
+            self.vlog_flush_interval >= Duration::from_micros(100),
+            "vlog_flush_interval must be at least 100 microseconds (for writes that reach the \
+             OS before they are acknowledged, set write_through_to_os)",
         )?;
         check(
             self.block_size >= 64,

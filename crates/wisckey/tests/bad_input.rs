@@ -223,3 +223,23 @@ fn a_memtable_log_budget_of_zero_is_rejected_at_open() {
         .exists(std::path::Path::new("/db/CURRENT"))
         .expect("exists"));
 }
+
+/// Defect: a zero `vlog_flush_interval` was accepted, and the log's flusher thread then
+/// never slept: one core busy for as long as the database was open.
+#[test]
+fn a_zero_log_flush_interval_is_rejected_at_open() {
+    let fs = MemFs::new();
+    let options = Options {
+        vlog_flush_interval: std::time::Duration::ZERO,
+        ..mem_options(&fs)
+    };
+    match Db::open("/db", options) {
+        Err(Error::InvalidArgument(msg)) => {
+            assert!(msg.contains("vlog_flush_interval"), "{msg}")
+        }
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+    assert!(!fs
+        .exists(std::path::Path::new("/db/CURRENT"))
+        .expect("exists"));
+}
