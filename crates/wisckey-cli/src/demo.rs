@@ -4,6 +4,7 @@
 //! spelled as `wisckey-bench bench` spells them (`--num`, `--value_size`, `--db`, `--seed`).
 //! It never writes into an existing database: `--db` must name a new directory.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -14,10 +15,10 @@ use wisckey::{Db, Options};
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
-    /// Number of keys to write.
+    /// Number of keys to write (at least 1).
     #[arg(long, default_value_t = 200_000)]
     num: u64,
-    /// Value size in bytes.
+    /// Value size in bytes (at most the engine's maximum, 256 MiB).
     #[arg(long = "value_size", alias = "value-size", default_value_t = 1024)]
     value_size: usize,
     /// Database directory, which must not hold a database yet (default: a fresh temporary
@@ -45,17 +46,39 @@ fn value_of(i: u64, size: usize) -> Vec<u8> {
     v
 }
 
-fn report(name: &str, ops: u64, bytes: u64, started: Instant) {
+fn report(
+    out: &mut impl Write,
+    name: &str,
+    ops: u64,
+    bytes: u64,
+    started: Instant,
+) -> std::io::Result<()> {
     let secs = started.elapsed().as_secs_f64().max(1e-9);
-    println!(
+    writeln!(
+        out,
         "{name:<12} : {:>10.3} micros/op {:>10.0} ops/sec; {:>7.1} MB/s",
         secs * 1e6 / ops.max(1) as f64,
         ops as f64 / secs,
         bytes as f64 / secs / 1e6
-    );
+    )
 }
 
 pub fn run(args: &DemoArgs) -> Result<(), Box<dyn std::error::Error>> {
+    // Checked before anything is created: the engine would refuse every put of a larger
+    // value, and a value this size is allocated once per put and read.
+    if args.value_size > wisckey::MAX_VALUE_SIZE {
+        return Err(format!(
+            "--value_size {} exceeds the maximum value size of {} bytes",
+            args.value_size,
+            wisckey::MAX_VALUE_SIZE
+        )
+        .into());
+    }
+    // The phases draw keys from 0..num, an empty range when num is 0.
+    if args.num == 0 {
+        return Err("--num must be at least 1".into());
+    }
+    let mut out = std::io::stdout().lock();
     let temp;
     let path = match &args.db {
         Some(p) => p.clone(),
@@ -64,12 +87,13 @@ pub fn run(args: &DemoArgs) -> Result<(), Box<dyn std::error::Error>> {
             temp.path().join("db")
         }
     };
-    println!(
+    writeln!(
+        out,
         "wisckey demo: {} keys, 16-byte keys, {}-byte values, db at {}",
         args.num,
         args.value_size,
         path.display()
-    );
+    )?;
     let entry_bytes = 16 + args.value_size as u64;
     let mut rng = SmallRng::seed_from_u64(args.seed);
     // A demo never writes into someone's database.
@@ -85,16 +109,29 @@ pub fn run(args: &DemoArgs) -> Result<(), Box<dyn std::error::Error>> {
         db.put(key_of(i), value_of(i, args.value_size))?;
     }
     let fill_secs = started.elapsed().as_secs_f64();
-    report("fillrandom", args.num, args.num * entry_bytes, started);
+    report(
+        &mut out,
+        "fillrandom",
+        args.num,
+        args.num * entry_bytes,
+        started,
+    )?;
 
     let started = Instant::now();
     let found = read_random(&db, &mut rng, args)?;
-    report("readrandom", args.num, found * entry_bytes, started);
-    println!(
+    report(
+        &mut out,
+        "readrandom",
+        args.num,
+        found * entry_bytes,
+        started,
+    )?;
+    writeln!(
+        out,
         "  ({found} of {} found: as in db_bench, fillrandom drew its keys at random, so about \
          63% of the key space exists and a random read finds about that share)",
         args.num
-    );
+    )?;
 
     let started = Instant::now();
     let mut scanned = 0u64;
@@ -106,26 +143,34 @@ pub fn run(args: &DemoArgs) -> Result<(), Box<dyn std::error::Error>> {
         }
         scanned += 1;
     }
-    report("readseq", scanned, scanned * entry_bytes, started);
+    report(&mut out, "readseq", scanned, scanned * entry_bytes, started)?;
 
     let started = Instant::now();
     db.close()?;
     let db = Db::open(&path, Options::default())?;
     let reopen = started.elapsed();
     let replayed = db.recovery_report().replayed_records;
-    println!(
+    writeln!(
+        out,
         "{:<12} : {:>10.1} ms (close flushes the memtable; open replayed {replayed} log records)",
         "reopen",
         reopen.as_secs_f64() * 1e3
-    );
+    )?;
 
     let started = Instant::now();
     let found_again = read_random(&db, &mut rng, args)?;
-    report("readrandom", args.num, found_again * entry_bytes, started);
+    report(
+        &mut out,
+        "readrandom",
+        args.num,
+        found_again * entry_bytes,
+        started,
+    )?;
     let stats = db.stats()?;
     let levels = stats.level_files;
     db.close()?;
-    println!(
+    writeln!(
+        out,
         "summary: {scanned} distinct keys written ({:.1} MB of keys and values, {:.0} puts/s), \
          every value read back verified; value log {:.1} MB on disk, {:.1} MB live; tables per \
          level {levels:?}",
@@ -133,7 +178,7 @@ pub fn run(args: &DemoArgs) -> Result<(), Box<dyn std::error::Error>> {
         args.num as f64 / fill_secs.max(1e-9),
         stats.value_log.log_bytes as f64 / 1e6,
         stats.value_log.live_bytes as f64 / 1e6,
-    );
+    )?;
     Ok(())
 }
 

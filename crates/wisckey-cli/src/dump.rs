@@ -129,7 +129,7 @@ fn unhex(text: &str) -> CliResult<Vec<u8>> {
         .step_by(2)
         .map(|i| {
             let pair = text.get(i..i + 2).ok_or("hex is not ASCII")?;
-            u8::from_str_radix(pair, 16).map_err(|_| format!("'{pair}' is not a hex byte").into())
+            crate::kv::hex_byte(pair).ok_or_else(|| format!("'{pair}' is not a hex byte").into())
         })
         .collect()
 }
@@ -255,10 +255,12 @@ fn read_native(
                     .map_err(|_| "dump cut inside an entry")?;
                 let mut record = Vec::new();
                 let key_len = read_varint(input, "a key length")?;
+                check_length(count, "key", key_len, wisckey::MAX_KEY_SIZE)?;
                 put_varint(&mut record, key_len);
                 let key = read_exact_vec(input, key_len, "a key")?;
                 record.extend_from_slice(&key);
                 let value_len = read_varint(input, "a value length")?;
+                check_length(count, "value", value_len, wisckey::MAX_VALUE_SIZE)?;
                 put_varint(&mut record, value_len);
                 let value = read_exact_vec(input, value_len, "a value")?;
                 record.extend_from_slice(&value);
@@ -276,10 +278,22 @@ fn read_native(
     }
 }
 
-fn read_exact_vec(input: &mut impl Read, len: u64, what: &str) -> CliResult<Vec<u8>> {
-    if len > u64::from(u32::MAX) {
-        return Err(format!("{what} of {len} bytes is larger than wisckey allows").into());
+/// Refuses a length no database could have written before anything is read for it: the
+/// checksum is checked only after the whole entry is in memory, so one damaged length would
+/// otherwise have the load buffer whatever follows, up to the length's gigabytes.
+fn check_length(entry: u64, what: &str, len: u64, max: usize) -> CliResult {
+    if len > max as u64 {
+        return Err(format!(
+            "entry {entry}: {what} length {len} exceeds the maximum {what} size of {max} bytes \
+             (no database holds one: the dump is damaged there)"
+        )
+        .into());
     }
+    Ok(())
+}
+
+/// `len` bytes (already checked against the engine's maxima by [`check_length`]).
+fn read_exact_vec(input: &mut impl Read, len: u64, what: &str) -> CliResult<Vec<u8>> {
     let mut bytes = Vec::new();
     input.take(len).read_to_end(&mut bytes)?;
     if bytes.len() as u64 != len {
@@ -301,7 +315,8 @@ pub fn load(args: &LoadArgs) -> CliResult {
         create_if_missing: args.create,
         ..Options::default()
     };
-    let db = Db::open(&args.db, options)?;
+    let db = Db::open(&args.db, options)
+        .map_err(|e| crate::kv::missing_database(&args.db, e, "pass --create to create it"))?;
     if !args.merge && db.keys::<&[u8], _>(..)?.next().is_some() {
         db.close()?;
         return Err(format!(

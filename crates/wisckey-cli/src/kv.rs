@@ -98,7 +98,30 @@ fn open(path: &PathBuf) -> Result<Db, Box<dyn std::error::Error>> {
         create_if_missing: false,
         ..Options::default()
     };
-    Ok(Db::open(path, options)?)
+    Db::open(path, options).map_err(|e| {
+        missing_database(
+            path,
+            e,
+            "put and delete never create one: check the path, or create it with \
+             `wisckey load --create`",
+        )
+    })
+}
+
+/// The engine's "does not exist" names its option `create_if_missing`, which a command-line
+/// user cannot set; `hint` says what to do instead. Any other error passes unchanged.
+pub(crate) fn missing_database(
+    path: &std::path::Path,
+    e: wisckey::Error,
+    hint: &str,
+) -> Box<dyn std::error::Error> {
+    // Without CURRENT, an open that refuses to create reports a missing database as
+    // InvalidArgument (data files without CURRENT are Corruption, and stay so).
+    if matches!(e, wisckey::Error::InvalidArgument(_)) && !path.join("CURRENT").exists() {
+        format!("database {} does not exist ({hint})", path.display()).into()
+    } else {
+        Box::new(e)
+    }
 }
 
 /// For the commands that only read: nothing in the directory changes, and other read-only
@@ -136,9 +159,18 @@ fn parse_hex(text: &str) -> Result<Vec<u8>, String> {
         .step_by(2)
         .map(|i| {
             let pair = text.get(i..i + 2).ok_or("not ASCII")?;
-            u8::from_str_radix(pair, 16).map_err(|_| format!("'{pair}' is not a hex byte"))
+            hex_byte(pair).ok_or_else(|| format!("'{pair}' is not a hex byte"))
         })
         .collect()
+}
+
+/// The byte two hex digits spell. Only digits: `u8::from_str_radix` alone would also take
+/// a sign, reading `+a` as 0x0a.
+pub(crate) fn hex_byte(pair: &str) -> Option<u8> {
+    if pair.len() != 2 || !pair.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    u8::from_str_radix(pair, 16).ok()
 }
 
 /// `\xNN`, `\\`, `\n`, `\r`, `\t`, `\0`; every other character as its UTF-8 bytes.
@@ -159,10 +191,8 @@ pub fn unescape(text: &str) -> Result<Vec<u8>, String> {
             Some('0') => out.push(0),
             Some('x') => {
                 let pair: String = chars.by_ref().take(2).collect();
-                let byte = (pair.len() == 2)
-                    .then(|| u8::from_str_radix(&pair, 16).ok())
-                    .flatten()
-                    .ok_or_else(|| format!("'\\x{pair}' needs two hex digits"))?;
+                let byte =
+                    hex_byte(&pair).ok_or_else(|| format!("'\\x{pair}' needs two hex digits"))?;
                 out.push(byte);
             }
             Some(other) => return Err(format!("unknown escape '\\{other}'")),
@@ -196,7 +226,7 @@ pub fn get(args: &GetArgs) -> CliResult {
     db.close()?;
     match value {
         Some(value) => {
-            println!("{}", args.encoding.show(&value));
+            writeln!(std::io::stdout().lock(), "{}", args.encoding.show(&value))?;
             Ok(())
         }
         None => Err(format!("key '{}' not found", args.encoding.show(&key)).into()),
@@ -249,8 +279,12 @@ pub fn scan(args: &ScanArgs) -> CliResult {
         .into_iter()
         .flatten()
         .min();
+    // Opened before the range is looked at, so a wrong path is reported even when the range
+    // is empty.
+    let db = open_read_only(&args.db)?;
     if let (Some(l), Some(u)) = (&lower, &upper) {
         if l >= u {
+            db.close()?;
             return Ok(()); // Nothing can be in it.
         }
     }
@@ -259,7 +293,6 @@ pub fn scan(args: &ScanArgs) -> CliResult {
         Some(k) => Bound::Included(k),
         None => Bound::Unbounded,
     };
-    let db = open_read_only(&args.db)?;
     {
         // A --limit is the scan's length: its value reads start at the seek, all at once.
         let options = wisckey::ReadOptions {
@@ -308,5 +341,11 @@ mod tests {
         assert_eq!(parse_hex("0x6b00ff").expect("hex"), b"k\x00\xff");
         assert!(parse_hex("abc").is_err());
         assert!(parse_hex("zz").is_err());
+        // A sign is not a hex digit, though `u8::from_str_radix` accepts one.
+        assert!(parse_hex("+a+b").is_err());
+        assert!(parse_hex("-1").is_err());
+        assert!(unescape("\\x+f").is_err());
+        assert_eq!(hex_byte("Ff"), Some(0xff));
+        assert_eq!(hex_byte("+f"), None);
     }
 }

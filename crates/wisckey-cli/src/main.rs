@@ -11,13 +11,27 @@ mod kv;
 mod maint;
 mod serve;
 
+use std::process::ExitCode;
+
 use clap::{Parser, Subcommand};
+
+/// A command failed (the reason is one line on stderr), or `get` found no value.
+const EXIT_FAILED: u8 = 1;
+/// `check` found damage, or could not open the database because its files are damaged.
+const EXIT_DAMAGED: u8 = 2;
+/// The command line was wrong. clap's default for this is 2, which scripts would read as
+/// "`check` found damage"; sysexits.h's EX_USAGE keeps the two apart.
+const EXIT_USAGE: u8 = 64;
 
 #[derive(Debug, Parser)]
 #[command(
     name = "wisckey",
     version,
-    about = "wisckey: a key-value store that keeps keys in an LSM-tree and values in a value log"
+    about = "wisckey: a key-value store that keeps keys in an LSM-tree and values in a value log",
+    after_help = "Exit status: 0 success (also when a reader of the output, such as `head`, \
+                  closes it early); 1 the command failed, or `get` found no value; 2 `check` \
+                  found damage or the database's files are too damaged to open; 64 a usage \
+                  error."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -45,7 +59,7 @@ enum Command {
     /// Copy the database into a new directory (a backup that opens on its own).
     Checkpoint(maint::CheckpointArgs),
     /// Compact the whole key index (keys and pointers; values stay where they are).
-    Compact(maint::StatsArgs),
+    Compact(maint::CompactArgs),
     /// Value-log garbage collection on an existing database (offline: open, collect, close).
     Gc(maint::GcArgs),
     /// Rewrite the values of a key range (--from, --to; default all) in key order, so scans
@@ -55,19 +69,32 @@ enum Command {
     /// collected, space amplification, GC totals.
     Stats(maint::StatsArgs),
     /// Read everything (tables, every key's value, sealed value-log segments) and report
-    /// what does not verify, by file and offset; exit status 2 if anything does not.
-    Check(maint::StatsArgs),
+    /// what does not verify, by file and offset; exit status 2 if anything does not, or if
+    /// the files are too damaged to open.
+    Check(maint::CheckArgs),
     /// Rebuild the key index (tables, manifest, CURRENT) from the value log and whatever
     /// table entries still read, when they are damaged or lost. Deletes nothing: replaced
     /// files go to DIR/lost/repair-N/. The database must not be open.
-    Repair(maint::StatsArgs),
+    Repair(maint::RepairArgs),
     /// Serve the database over the Redis protocol (RESP2, RESP3) until SHUTDOWN or SIGTERM:
     /// redis-cli, Redis client libraries and redis-benchmark work unchanged.
     Serve(serve::ServeArgs),
 }
 
-fn main() {
-    let cli = Cli::parse();
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Printing fails only when stdout or stderr is gone; the status still tells.
+            let _ = e.print();
+            // --help and --version are "errors" clap prints on stdout; they succeed.
+            return if e.use_stderr() {
+                ExitCode::from(EXIT_USAGE)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
     let result = match cli.command {
         Command::Demo(args) => demo::run(&args),
         Command::Get(args) => kv::get(&args),
@@ -85,8 +112,36 @@ fn main() {
         Command::Repair(args) => maint::repair(&args),
         Command::Serve(args) => serve::run(&args),
     };
-    if let Err(e) = result {
-        eprintln!("wisckey: {e}");
-        std::process::exit(1);
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        // The reader of our output stopped reading (`| head`): it has what it wanted.
+        Err(e) if stdout_closed(e.as_ref()) => ExitCode::SUCCESS,
+        Err(e) => match e.downcast_ref::<maint::Damaged>() {
+            // `check` already printed what it found on stdout.
+            Some(maint::Damaged::Reported) => ExitCode::from(EXIT_DAMAGED),
+            Some(maint::Damaged::Unreadable(e)) => {
+                eprintln!("wisckey: {e}");
+                ExitCode::from(EXIT_DAMAGED)
+            }
+            None => {
+                eprintln!("wisckey: {e}");
+                ExitCode::from(EXIT_FAILED)
+            }
+        },
     }
+}
+
+/// True when `e` is a write to a pipe whose reader has closed it. Rust ignores SIGPIPE, so
+/// such a write fails with EPIPE instead of ending the process as it would a C tool. Only
+/// standard output is a pipe we write to (`dump --out` refuses to overwrite, so it never
+/// names a FIFO that exists).
+fn stdout_closed(e: &(dyn std::error::Error + 'static)) -> bool {
+    let kind = match e.downcast_ref::<std::io::Error>() {
+        Some(e) => Some(e.kind()),
+        // `dump --format jsonl` writes through serde_json, which wraps the I/O error.
+        None => e
+            .downcast_ref::<serde_json::Error>()
+            .and_then(serde_json::Error::io_error_kind),
+    };
+    kind == Some(std::io::ErrorKind::BrokenPipe)
 }

@@ -9,10 +9,9 @@
 //! rate and ETA (`Db::check_with_progress`); `gc`, `cluster` and `repair`, which report no
 //! progress within the call, show a spinner with the elapsed time.
 
+use std::io::{IsTerminal, Write};
 use std::ops::Bound;
 use std::path::PathBuf;
-
-use std::io::IsTerminal;
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -75,6 +74,70 @@ pub struct StatsArgs {
     /// Print the statistics as JSON.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The database directory.
+    #[arg(long)]
+    db: PathBuf,
+    /// Print the report (counts read, each problem by file and offset) as JSON; the exit
+    /// status is the same.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CompactArgs {
+    /// The database directory.
+    #[arg(long)]
+    db: PathBuf,
+    /// Print the number of tables per level after compacting as a JSON array.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RepairArgs {
+    /// The database directory.
+    #[arg(long)]
+    db: PathBuf,
+    /// Print the repair report (what was read, rebuilt, moved aside and found damaged) as
+    /// JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The database's files are damaged: `check` exits with status 2 for this, 1 for every
+/// other failure, so a script can tell damage from a wrong path or a locked database.
+#[derive(Debug)]
+pub enum Damaged {
+    /// The report on stdout names the damage.
+    Reported,
+    /// The damage stopped `check` before it could report (the open, most often).
+    Unreadable(wisckey::Error),
+}
+
+impl std::fmt::Display for Damaged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Damaged::Reported => write!(f, "the database is damaged"),
+            Damaged::Unreadable(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for Damaged {}
+
+/// `Damaged` when `e` says stored bytes do not verify. Only `Corruption` does: a missing
+/// directory, a permission or I/O error, a lock, a directory that is not a database or a
+/// newer format version are no evidence the files are damaged.
+fn damage_or(e: wisckey::Error) -> Box<dyn std::error::Error> {
+    if e.is_corruption() {
+        Box::new(Damaged::Unreadable(e))
+    } else {
+        Box::new(e)
+    }
 }
 
 #[derive(Debug, Args)]
@@ -151,12 +214,14 @@ pub fn gc(args: &GcArgs) -> Result<(), Box<dyn std::error::Error>> {
     let done = done?;
     let after = db.stats()?;
     db.close()?;
+    let mut out = std::io::stdout().lock();
     if args.json {
         let report = serde_json::json!({ "gc": done, "before": before, "after": after });
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
         return Ok(());
     }
-    println!(
+    writeln!(
+        out,
         "collected {} segments in {:.1} s: read {}, relocated {} records ({}), dropped {} dead records; punched out {}",
         done.segments_collected,
         started.elapsed().as_secs_f64(),
@@ -165,15 +230,16 @@ pub fn gc(args: &GcArgs) -> Result<(), Box<dyn std::error::Error>> {
         mib(done.bytes_relocated),
         done.records_dropped,
         mib(after.gc.bytes_punched)
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "value log: {} -> {} (live {}), space amplification {:.2} -> {:.2}",
         mib(before.value_log.log_bytes),
         mib(after.value_log.log_bytes),
         mib(after.value_log.live_bytes),
         before.value_log.space_amp,
         after.value_log.space_amp
-    );
+    )?;
     Ok(())
 }
 
@@ -193,18 +259,20 @@ pub fn cluster(args: &ClusterArgs) -> Result<(), Box<dyn std::error::Error>> {
         let db = open_read_only(&args.db)?;
         let estimate = db.cluster_values_estimate((from, to))?;
         db.close()?;
+        let mut out = std::io::stdout().lock();
         if args.json {
             let report = serde_json::json!({ "estimate": estimate });
-            println!("{}", serde_json::to_string_pretty(&report)?);
+            writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
         } else {
-            println!(
+            writeln!(
+                out,
                 "{} keys ({} values in the log): a pass would move {} values ({}) and leave {} already in runs",
                 estimate.keys_examined,
                 estimate.values_in_log,
                 estimate.values_relocated,
                 mib(estimate.bytes_relocated),
                 estimate.values_kept
-            );
+            )?;
         }
         return Ok(());
     }
@@ -226,13 +294,15 @@ pub fn cluster(args: &ClusterArgs) -> Result<(), Box<dyn std::error::Error>> {
     let (done, gc) = done?;
     let after = db.stats()?;
     db.close()?;
+    let mut out = std::io::stdout().lock();
     if args.json {
         let report =
             serde_json::json!({ "cluster": done, "gc": gc, "before": before, "after": after });
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
         return Ok(());
     }
-    println!(
+    writeln!(
+        out,
         "examined {} keys ({} values in the log) in {:.1} s: relocated {} values ({}) in key order, left {} already in runs, {} changed meanwhile",
         done.keys_examined,
         done.values_in_log,
@@ -241,19 +311,21 @@ pub fn cluster(args: &ClusterArgs) -> Result<(), Box<dyn std::error::Error>> {
         mib(done.bytes_relocated),
         done.values_kept,
         done.values_changed
-    );
+    )?;
     if let Some(gc) = gc {
-        println!(
+        writeln!(
+            out,
             "collected {} segments, dropped {} dead records",
             gc.segments_collected, gc.records_dropped
-        );
+        )?;
     }
-    println!(
+    writeln!(
+        out,
         "value log: {} -> {} (live {})",
         mib(before.value_log.log_bytes),
         mib(after.value_log.log_bytes),
         mib(after.value_log.live_bytes)
-    );
+    )?;
     Ok(())
 }
 
@@ -261,16 +333,17 @@ pub fn stats(args: &StatsArgs) -> Result<(), Box<dyn std::error::Error>> {
     let db = open_read_only(&args.db)?;
     let stats = db.stats()?;
     db.close()?;
+    let mut out = std::io::stdout().lock();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&stats)?);
+        writeln!(out, "{}", serde_json::to_string_pretty(&stats)?)?;
     } else {
-        print_stats(&stats);
+        print_stats(&mut out, &stats)?;
     }
     Ok(())
 }
 
-pub fn check(args: &StatsArgs) -> Result<(), Box<dyn std::error::Error>> {
-    let db = open_read_only(&args.db)?;
+pub fn check(args: &CheckArgs) -> Result<(), Box<dyn std::error::Error>> {
+    let db = Db::open_read_only(&args.db, Options::default()).map_err(damage_or)?;
     let progress = check_bar();
     let mut phase = None;
     let report = db.check_with_progress(|p| {
@@ -288,12 +361,27 @@ pub fn check(args: &StatsArgs) -> Result<(), Box<dyn std::error::Error>> {
         progress.set_position(p.done);
     });
     progress.finish_and_clear();
-    let report = report?;
+    let report = report.map_err(damage_or)?;
     db.close()?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+    let printed = print_check(&mut std::io::stdout().lock(), &report, args.json);
+    // The status is the verdict, so it says "damaged" even when the report could not be
+    // written whole (`check | head -1` closed the pipe, say).
+    if !report.is_ok() {
+        return Err(Box::new(Damaged::Reported));
+    }
+    printed
+}
+
+fn print_check(
+    out: &mut impl Write,
+    report: &wisckey::CheckReport,
+    json: bool,
+) -> Result<(), Box<dyn std::error::Error>> {
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(report)?)?;
     } else {
-        println!(
+        writeln!(
+            out,
             "read {} tables ({} entries), {} keys ({} values in the log), {} sealed segments ({} records)",
             report.tables,
             report.table_entries,
@@ -301,20 +389,20 @@ pub fn check(args: &StatsArgs) -> Result<(), Box<dyn std::error::Error>> {
             report.pointers,
             report.segments,
             report.segment_records
-        );
+        )?;
         for p in &report.problems {
             match p.offset {
-                Some(offset) => println!("problem: {} at offset {offset}: {}", p.file, p.what),
-                None => println!("problem: {}: {}", p.file, p.what),
+                Some(offset) => {
+                    writeln!(out, "problem: {} at offset {offset}: {}", p.file, p.what)?
+                }
+                None => writeln!(out, "problem: {}: {}", p.file, p.what)?,
             }
         }
         if report.is_ok() {
-            println!("no problems found");
+            writeln!(out, "no problems found")?;
         }
     }
-    if !report.is_ok() {
-        std::process::exit(2);
-    }
+    out.flush()?;
     Ok(())
 }
 
@@ -324,7 +412,9 @@ pub fn checkpoint(args: &CheckpointArgs) -> Result<(), Box<dyn std::error::Error
     let started = std::time::Instant::now();
     let report = db.checkpoint(&args.to)?;
     db.close()?;
-    println!(
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
         "copied {} tables ({}) and {} value-log segments ({}) to {} in {:.1} s",
         report.tables,
         mib(report.table_bytes),
@@ -332,75 +422,83 @@ pub fn checkpoint(args: &CheckpointArgs) -> Result<(), Box<dyn std::error::Error
         mib(report.segment_bytes),
         args.to.display(),
         started.elapsed().as_secs_f64()
-    );
+    )?;
     Ok(())
 }
 
-pub fn compact(args: &StatsArgs) -> Result<(), Box<dyn std::error::Error>> {
+pub fn compact(args: &CompactArgs) -> Result<(), Box<dyn std::error::Error>> {
     let db = open(&args.db)?;
     let started = std::time::Instant::now();
     db.compact_range(None, None)?;
     let stats = db.stats()?;
     db.close()?;
+    let mut out = std::io::stdout().lock();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&stats.level_files)?);
+        writeln!(out, "{}", serde_json::to_string_pretty(&stats.level_files)?)?;
     } else {
-        println!(
+        writeln!(
+            out,
             "compacted in {:.1} s; tables per level: {:?}",
             started.elapsed().as_secs_f64(),
             stats.level_files
-        );
+        )?;
     }
     Ok(())
 }
 
-pub fn repair(args: &StatsArgs) -> Result<(), Box<dyn std::error::Error>> {
+pub fn repair(args: &RepairArgs) -> Result<(), Box<dyn std::error::Error>> {
     let progress = spinner("repair");
     progress.set_message("rebuilding the key index from the value log");
     let report = Db::repair(&args.db, Options::default());
     progress.finish_and_clear();
     let report = report?;
+    let mut out = std::io::stdout().lock();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
         return Ok(());
     }
-    println!(
+    writeln!(
+        out,
         "read {} tables ({} entries) and {} value-log segments ({} records)",
         report.tables_read, report.table_entries, report.segments_scanned, report.log_records
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "rebuilt the key index: {} keys in {} tables ({} deleted keys kept as deletes), last sequence {}; new writes go to segment {}",
         report.keys, report.tables_written, report.deleted_keys, report.last_sequence, report.new_segment
-    );
+    )?;
     if report.zeroed_log_bytes + report.damaged_log_bytes + report.incomplete_batch_records > 0 {
-        println!(
+        writeln!(
+            out,
             "stepped over {} zeroed and {} damaged log bytes; left out {} records of incomplete batches",
             report.zeroed_log_bytes, report.damaged_log_bytes, report.incomplete_batch_records
-        );
+        )?;
     }
     if !report.moved_to.is_empty() {
-        println!(
+        writeln!(
+            out,
             "moved the {} replaced files to {} (nothing was deleted)",
             report.moved.len(),
             args.db.join(&report.moved_to).display()
-        );
+        )?;
     }
     for p in &report.problems {
         match p.offset {
-            Some(offset) => println!("problem: {} at offset {offset}: {}", p.file, p.what),
-            None if p.file.is_empty() => println!("problem: {}", p.what),
-            None => println!("problem: {}: {}", p.file, p.what),
+            Some(offset) => writeln!(out, "problem: {} at offset {offset}: {}", p.file, p.what)?,
+            None if p.file.is_empty() => writeln!(out, "problem: {}", p.what)?,
+            None => writeln!(out, "problem: {}: {}", p.file, p.what)?,
         }
     }
     let unlisted = report.problems_total - report.problems.len() as u64;
     if unlisted > 0 {
-        println!("... and {unlisted} more problems");
+        writeln!(out, "... and {unlisted} more problems")?;
     }
     if report.lost_values > 0 {
-        println!(
+        writeln!(
+            out,
             "{} keys' newest values are not in the log; their reads report corruption",
             report.lost_values
-        );
+        )?;
     }
     Ok(())
 }
@@ -409,29 +507,33 @@ fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20))
 }
 
-fn print_stats(stats: &DbStats) {
+fn print_stats(out: &mut impl Write, stats: &DbStats) -> std::io::Result<()> {
     let log = &stats.value_log;
-    println!("{:>5} {:>6} {:>12}", "level", "tables", "bytes");
+    writeln!(out, "{:>5} {:>6} {:>12}", "level", "tables", "bytes")?;
     for (level, (files, bytes)) in stats.level_files.iter().zip(&stats.level_bytes).enumerate() {
-        println!("{level:>5} {files:>6} {:>12}", mib(*bytes));
+        writeln!(out, "{level:>5} {files:>6} {:>12}", mib(*bytes))?;
     }
-    println!(
+    writeln!(
+        out,
         "value log: {} on disk, {} live, space amplification {:.2} (background target {})",
         mib(log.log_bytes),
         mib(log.live_bytes),
         log.space_amp,
         log.space_amp_target
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "replay head in segment {}, writer in segment {}",
         log.head_segment, log.active_segment
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "{:>8} {:>12} {:>12} {:>12} {:>12}  state",
         "segment", "size", "live", "dead", "punched"
-    );
+    )?;
     for s in &log.segments {
-        println!(
+        writeln!(
+            out,
             "{:>8} {:>12} {:>12} {:>12} {:>12}  {:?}",
             s.segment,
             mib(s.size),
@@ -439,6 +541,7 @@ fn print_stats(stats: &DbStats) {
             mib(s.dead_bytes),
             mib(s.punched_bytes),
             s.state
-        );
+        )?;
     }
+    Ok(())
 }

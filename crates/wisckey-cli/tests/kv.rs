@@ -259,3 +259,173 @@ fn demo_runs_on_a_new_directory_and_refuses_an_existing_database() {
     let err = String::from_utf8_lossy(&again.stderr);
     assert!(err.contains("already exists"), "{err}");
 }
+
+/// A sign is not a hex digit: `+a+b` is refused, never read as 0a 0b (in `--hex`
+/// arguments, `\x` escapes and JSON lines' `key_hex`).
+#[test]
+fn hex_with_a_sign_is_refused() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path().join("db");
+    let db = wisckey::Db::open(&dir, wisckey::Options::default()).expect("create");
+    db.put([0x0a, 0x0b], "ab").expect("put");
+    db.put([0x0f], "f").expect("put");
+    db.close().expect("close");
+    let path = dir.to_str().expect("utf-8 path");
+
+    for args in [
+        vec!["get", "--db", path, "--hex", "+a+b"],
+        vec!["get", "--db", path, "\\x+f"],
+        vec!["put", "--db", path, "--hex", "+a+b", "00"],
+        vec!["delete", "--db", path, "--hex", "+a+b"],
+    ] {
+        let out = wisckey(&args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("is not hex") || err.contains("needs two hex digits"),
+            "{args:?}: {err}"
+        );
+    }
+    assert_eq!(ok(&["get", "--db", path, "--hex", "0a0b"]), "6162\n");
+
+    let jsonl = temp.path().join("signed.jsonl");
+    std::fs::write(&jsonl, "{\"key_hex\": \"+a+b\", \"value\": \"x\"}\n").expect("write");
+    let out = wisckey(&[
+        "load",
+        "--db",
+        path,
+        "--merge",
+        "--format",
+        "jsonl",
+        "--in",
+        jsonl.to_str().expect("utf-8"),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("is not a hex byte"), "{err}");
+    assert_eq!(ok(&["get", "--db", path, "--hex", "0a0b"]), "6162\n");
+}
+
+/// The database is opened before an empty range is noticed, so a wrong path is reported.
+#[test]
+fn an_empty_scan_range_still_reports_a_missing_database() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let missing = temp.path().join("typo");
+    let path = missing.to_str().expect("utf-8");
+    let out = wisckey(&["scan", "--db", path, "--from", "b", "--to", "a"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("does not exist"), "{err}");
+
+    let dir = temp.path().join("db");
+    wisckey::Db::open(&dir, wisckey::Options::default())
+        .expect("create")
+        .close()
+        .expect("close");
+    let path = dir.to_str().expect("utf-8");
+    assert_eq!(ok(&["scan", "--db", path, "--from", "b", "--to", "a"]), "");
+}
+
+/// A missing database is named as such, with what the operator can do: no engine option.
+#[test]
+fn put_and_load_on_a_missing_database_say_how_to_create_one() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let missing = temp.path().join("nothing-here");
+    let path = missing.to_str().expect("utf-8");
+    let empty = temp.path().join("empty.jsonl");
+    std::fs::write(&empty, "").expect("write");
+    let input = empty.to_str().expect("utf-8");
+    for (args, hint) in [
+        (vec!["put", "--db", path, "k", "v"], "wisckey load --create"),
+        (vec!["delete", "--db", path, "k"], "wisckey load --create"),
+        (
+            vec!["load", "--db", path, "--format", "jsonl", "--in", input],
+            "pass --create",
+        ),
+    ] {
+        let out = wisckey(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("does not exist"), "{args:?}: {err}");
+        assert!(err.contains(hint), "{args:?}: {err}");
+        assert!(!err.contains("create_if_missing"), "{args:?}: {err}");
+        assert!(!missing.exists(), "{args:?} created a database");
+    }
+}
+
+/// A native dump whose length field says more than any database holds is refused at that
+/// entry, by the limit, before the load reads (and buffers) what the length claims.
+#[test]
+fn load_refuses_a_length_over_the_engine_maximum() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let put_varint = |out: &mut Vec<u8>, mut v: u64| {
+        while v >= 0x80 {
+            out.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    };
+    for (key_len, value_len, says) in [
+        (
+            wisckey::MAX_KEY_SIZE as u64 + 1,
+            1,
+            "entry 0: key length 65537 exceeds the maximum key size of 65536 bytes",
+        ),
+        (
+            1,
+            u64::from(u32::MAX) - 1,
+            "entry 0: value length 4294967294 exceeds the maximum value size of 268435456 bytes",
+        ),
+    ] {
+        let mut dump = b"WKDUMP\x00\x01".to_vec();
+        dump.push(1);
+        dump.extend_from_slice(&[0; 4]); // a checksum, never reached
+        put_varint(&mut dump, key_len);
+        if key_len == 1 {
+            dump.push(b'k');
+            put_varint(&mut dump, value_len);
+        }
+        // Some of the bytes the length claims: enough to tell a refusal from a cut dump.
+        dump.extend(std::iter::repeat_n(b'v', 70_000));
+        let file = temp.path().join(format!("bad-{key_len}.dump"));
+        std::fs::write(&file, &dump).expect("write");
+        let db = temp.path().join(format!("db-{key_len}"));
+        let out = wisckey(&[
+            "load",
+            "--db",
+            db.to_str().expect("utf-8"),
+            "--create",
+            "--in",
+            file.to_str().expect("utf-8"),
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains(says), "{err}");
+    }
+}
+
+/// `demo` checks --value_size and --num before it creates anything.
+#[test]
+fn demo_refuses_a_value_size_over_the_maximum_and_zero_keys() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path().join("demo");
+    let path = dir.to_str().expect("utf-8");
+    let too_big = (wisckey::MAX_VALUE_SIZE + 1).to_string();
+    for (args, says) in [
+        (
+            vec!["demo", "--db", path, "--value_size", &too_big],
+            "exceeds the maximum value size",
+        ),
+        (
+            vec!["demo", "--db", path, "--value_size", "18446744073709551615"],
+            "exceeds the maximum value size",
+        ),
+        (vec!["demo", "--db", path, "--num", "0"], "--num"),
+    ] {
+        let out = wisckey(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!dir.exists(), "{args:?} created the database");
+    }
+}

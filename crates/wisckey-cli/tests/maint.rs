@@ -281,3 +281,94 @@ fn cluster_rewrites_a_range_in_key_order_and_collects_the_old_records() {
         );
     }
 }
+
+/// Damage that stops the read-only open (CURRENT lost beside the data, a table the manifest
+/// lists gone) is still damage: status 2, as when `check` reads it. A wrong path is not.
+#[test]
+fn check_exits_2_when_damage_stops_the_open_and_1_for_a_wrong_path() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path().join("db");
+    {
+        let db = Db::open(&dir, Options::default()).expect("open");
+        for i in 0..200u32 {
+            db.put(format!("k{i:05}"), vec![7u8; 500]).expect("put");
+        }
+        db.flush().expect("flush");
+        db.close().expect("close");
+    }
+    let path = dir.to_str().expect("utf-8 path");
+
+    let current = dir.join("CURRENT");
+    let saved = std::fs::read(&current).expect("read CURRENT");
+    std::fs::remove_file(&current).expect("lose CURRENT");
+    let out = wisckey(&["check", "--db", path]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("CURRENT"), "{err}");
+    std::fs::write(&current, &saved).expect("restore CURRENT");
+
+    let table = std::fs::read_dir(&dir)
+        .expect("list")
+        .map(|e| e.expect("entry").path())
+        .find(|p| p.extension().is_some_and(|x| x == "sst"))
+        .expect("a table");
+    let moved = temp.path().join("table.sst");
+    std::fs::rename(&table, &moved).expect("lose a table");
+    let out = wisckey(&["check", "--db", path]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("missing"), "{err}");
+    std::fs::rename(&moved, &table).expect("restore the table");
+    assert!(wisckey(&["check", "--db", path]).status.success());
+
+    let missing = temp.path().join("no-such-db");
+    let out = wisckey(&["check", "--db", missing.to_str().expect("utf-8")]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("does not exist"), "{err}");
+}
+
+/// A wrong command line exits with 64 (EX_USAGE), never 2, which means "damaged"; --help
+/// and --version succeed.
+#[test]
+fn usage_errors_exit_64_so_they_never_read_as_damage() {
+    for args in [
+        vec!["check"],
+        vec!["check", "--db", "/tmp", "--no-such-flag"],
+        vec!["get", "--db", "/tmp"],
+        vec!["no-such-command"],
+        vec![],
+    ] {
+        let out = wisckey(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(64),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    for args in [vec!["--help"], vec!["check", "--help"], vec!["--version"]] {
+        let out = wisckey(&args);
+        assert!(out.status.success(), "{args:?}");
+    }
+    let help = String::from_utf8(wisckey(&["--help"]).stdout).expect("utf-8 help");
+    assert!(help.contains("64 a usage error"), "{help}");
+}
+
+/// `check`, `compact` and `repair` each say what their --json prints (not "statistics").
+#[test]
+fn each_json_flag_says_what_it_prints() {
+    for (command, says) in [
+        ("check", "Print the report"),
+        ("compact", "tables per level"),
+        ("repair", "repair report"),
+        ("stats", "statistics"),
+    ] {
+        let help = String::from_utf8(wisckey(&[command, "--help"]).stdout).expect("utf-8");
+        let line = help
+            .lines()
+            .find(|l| l.trim_start().starts_with("--json"))
+            .unwrap_or_else(|| panic!("{command}: no --json in {help}"));
+        assert!(line.contains(says), "{command}: {line}");
+    }
+}
