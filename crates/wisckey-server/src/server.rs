@@ -331,10 +331,7 @@ async fn connection(
             }
         }
         input.drain(..pos);
-        if input.is_empty() && input.capacity() > 4 * READ_CHUNK {
-            // A large request came and went: do not keep its memory for the connection's life.
-            input = Vec::new();
-        }
+        trim_input(&mut input);
         // Stopped at the batch limit: more complete requests may be in `input` already.
         let full = batch.pending.len() >= max_batch;
         // Execute, writing replies whenever they reach the output-buffer limit.
@@ -423,12 +420,45 @@ async fn connection(
         if full {
             continue;
         }
-        // Everything decodable has been answered: read more.
+        // Everything decodable has been answered: read more, which may wait for good.
+        trim_replies(&mut batch.out);
         input.reserve(READ_CHUNK);
         let n = with_deadline(idle, &mut stop, stream.read_buf(&mut input)).await?;
         if n == 0 {
             return Ok(());
         }
+    }
+}
+
+/// Input capacity above which [`trim_input`] looks at the buffer at all.
+const TRIM_INPUT_ABOVE: usize = 4 * READ_CHUNK;
+/// Reply capacity a connection keeps while it waits for requests ([`trim_replies`]).
+const KEEP_REPLY_CAPACITY: usize = READ_CHUNK;
+
+/// After a batch is decoded: gives back the memory of requests that came and went, keeping
+/// the unread bytes. A 400 MB SET followed by two stray bytes must not keep 400 MB for the
+/// connection's life (the idle timeout is off by default). A buffer still filling with a
+/// large request is left alone: growth by doubling keeps its capacity under 4x its length
+/// (once past [`TRIM_INPUT_ABOVE`]), so it is never shrunk and regrown while it arrives.
+fn trim_input(input: &mut Vec<u8>) {
+    let capacity = input.capacity();
+    if capacity <= TRIM_INPUT_ABOVE {
+        return;
+    }
+    if input.is_empty() {
+        *input = Vec::new();
+    } else if capacity > 4 * input.len() {
+        input.shrink_to((2 * input.len()).max(READ_CHUNK));
+    }
+}
+
+/// Before waiting for more requests (the replies are written): gives back a large reply
+/// buffer, so a client that pipelined megabytes of replies and went quiet does not keep
+/// them. Buffers under 4x [`KEEP_REPLY_CAPACITY`] are kept, so small request/response
+/// traffic never reallocates.
+fn trim_replies(out: &mut Vec<u8>) {
+    if out.capacity() > 4 * KEEP_REPLY_CAPACITY {
+        out.shrink_to(KEEP_REPLY_CAPACITY);
     }
 }
 
@@ -564,4 +594,61 @@ pub fn serve(config: Config) -> Result<(), Error> {
         );
         server.run().await
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The input buffer gives back what a large request left behind, keeping the unread
+    /// bytes; a buffer that holds (or is receiving) a large request keeps its room.
+    #[test]
+    fn trim_input_gives_back_a_large_request_and_keeps_the_rest() {
+        let mut input = Vec::with_capacity(64 << 20);
+        input.extend_from_slice(b"*1");
+        trim_input(&mut input);
+        assert_eq!(input, b"*1", "the unread bytes are kept");
+        assert!(
+            input.capacity() <= 2 * READ_CHUNK,
+            "capacity {} kept for 2 bytes",
+            input.capacity()
+        );
+
+        let mut empty: Vec<u8> = Vec::with_capacity(64 << 20);
+        trim_input(&mut empty);
+        assert_eq!(empty.capacity(), 0);
+
+        // Arriving: 3 MiB of a request in a buffer grown by doubling.
+        let mut arriving = Vec::with_capacity(4 << 20);
+        arriving.resize(3 << 20, b'x');
+        let before = arriving.as_ptr();
+        trim_input(&mut arriving);
+        assert_eq!(arriving.capacity(), 4 << 20);
+        assert_eq!(arriving.as_ptr(), before, "not reallocated");
+
+        // The common case: a small buffer is not touched.
+        let mut small = Vec::with_capacity(READ_CHUNK);
+        small.extend_from_slice(b"PING\r\n");
+        trim_input(&mut small);
+        assert_eq!(small.capacity(), READ_CHUNK);
+    }
+
+    /// The reply buffer of a connection that goes back to waiting keeps a modest capacity,
+    /// whatever it held (32 MiB of pipelined replies is under the old 64 MiB threshold).
+    #[test]
+    fn trim_replies_keeps_a_modest_buffer_while_waiting() {
+        let mut out: Vec<u8> = Vec::with_capacity(32 << 20);
+        trim_replies(&mut out);
+        assert!(
+            out.capacity() <= KEEP_REPLY_CAPACITY,
+            "capacity {} kept while idle",
+            out.capacity()
+        );
+
+        let mut small: Vec<u8> = Vec::with_capacity(2 * KEEP_REPLY_CAPACITY);
+        let before = small.as_ptr();
+        trim_replies(&mut small);
+        assert_eq!(small.capacity(), 2 * KEEP_REPLY_CAPACITY);
+        assert_eq!(small.as_ptr(), before, "not reallocated");
+    }
 }

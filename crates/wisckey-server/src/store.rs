@@ -107,16 +107,33 @@ pub struct KeyGuard<'a> {
 }
 
 impl Store {
-    /// Wraps an open database, checking (or writing, if it is new) the keyspace format
-    /// version. `max_batch_size` is the engine's (`Options::max_batch_size`): the batched
-    /// write path keeps its pending batches well under it.
+    /// Wraps an open database, checking (or writing, if it is empty) the keyspace format
+    /// version. A database that holds keys but no version was written by something else
+    /// (an application, `wisckey load`) and is refused, nothing written: serving it would
+    /// read its `d` keys as damaged values and let the sweeper delete `e` keys that parse as
+    /// past expiries. `max_batch_size` is the engine's (`Options::max_batch_size`): the
+    /// batched write path keeps its pending batches well under it.
     pub fn new(db: Db, durability: Durability, max_batch_size: usize) -> Result<Store, Error> {
         match db.get(format::META_VERSION_KEY)? {
-            None => db.put_opt(
-                format::META_VERSION_KEY,
-                format::FORMAT_VERSION.to_string(),
-                &WriteOptions { sync: true },
-            )?,
+            None => {
+                if let Some(first) = db.keys::<&[u8], _>(..)?.next() {
+                    let first = first?;
+                    return Err(Error::Format(format!(
+                        "the database holds keys (the first is {:?}) but no {:?} key, so \
+                         wisckey serve did not create it; refusing to serve it, since the \
+                         server would read and delete keys it does not own. Serve an empty \
+                         or new directory (copy the data in through the server), or one \
+                         that wisckey serve created",
+                        String::from_utf8_lossy(&first[..first.len().min(64)]),
+                        String::from_utf8_lossy(format::META_VERSION_KEY),
+                    )));
+                }
+                db.put_opt(
+                    format::META_VERSION_KEY,
+                    format::FORMAT_VERSION.to_string(),
+                    &WriteOptions { sync: true },
+                )?
+            }
             Some(v) if v == format::FORMAT_VERSION.to_string().as_bytes() => {}
             Some(v) => {
                 return Err(Error::Format(format!(
@@ -520,26 +537,31 @@ impl Store {
         Ok(n)
     }
 
-    /// Deletes every user key and expiry entry, `chunk` keys per batch (not atomic as a
-    /// whole: a concurrent write may survive or be deleted). Returns how many it deleted.
-    pub fn flush_all(&self, chunk: usize) -> Result<u64, Error> {
+    /// Deletes every user key and expiry entry, in batches of at most `max_keys` keys and a
+    /// quarter of the engine's `max_batch_size` in key bytes (not atomic as a whole: a
+    /// concurrent write may survive or be deleted). Returns how many it deleted.
+    pub fn flush_all(&self, max_keys: usize) -> Result<u64, Error> {
+        // Keys run up to 64 KiB, so a count alone can pass `max_batch_size` (10,000 such
+        // keys are 640 MiB against 512): the engine would refuse that batch, and every
+        // retry would meet the same first keys. A quarter leaves room for one more key.
+        let max_bytes = self.max_batch_size / 4;
         let mut total = 0u64;
         for ns in [format::NS_DATA, format::NS_EXPIRY] {
             loop {
-                let keys: Vec<Vec<u8>> = self
-                    .db
-                    .keys(vec![ns]..vec![ns + 1])?
-                    .take(chunk)
-                    .collect::<Result<_, _>>()?;
-                if keys.is_empty() {
+                let mut batch = WriteBatch::new();
+                let mut n = 0usize;
+                for k in self.db.keys(vec![ns]..vec![ns + 1])? {
+                    batch.delete(k?);
+                    n += 1;
+                    if n >= max_keys || batch.payload_bytes() >= max_bytes {
+                        break;
+                    }
+                }
+                if n == 0 {
                     break;
                 }
-                let mut batch = WriteBatch::new();
-                for k in &keys {
-                    batch.delete(k);
-                }
                 self.write(batch)?;
-                total += keys.len() as u64;
+                total += n as u64;
             }
         }
         Ok(total)

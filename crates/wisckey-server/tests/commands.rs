@@ -842,3 +842,266 @@ fn every_command_checks_its_arity_and_error_texts() -> R<()> {
     assert_eq!(cmd("PING").query::<String>(&mut c)?, "PONG");
     Ok(())
 }
+
+/// A database that holds keys but no keyspace version was written by something else (an
+/// application, `wisckey load`): the server refuses it and writes nothing, rather than read
+/// its `d` keys as damaged values and let the sweeper delete `e` keys that parse as past
+/// expiries. An empty one is still taken.
+#[test]
+fn serve_refuses_a_database_it_did_not_create() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let past_expiry = [&b"e"[..], &1u64.to_be_bytes(), b"user"].concat();
+    {
+        let db = wisckey::Db::open(dir.path(), wisckey::Options::default()).expect("open");
+        db.put("dapp-key", "application value").expect("put");
+        db.put(&past_expiry, "keep me").expect("put");
+        db.close().expect("close");
+    }
+    let mut config = wisckey_server::Config::new(dir.path());
+    config.bind = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+    let runtime = wisckey_server::runtime(&config).expect("runtime");
+    let refused = runtime.block_on(wisckey_server::Server::bind(config));
+    let message = match refused {
+        Ok(_) => panic!("a database with foreign keys was served"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        message.contains("wisckey serve did not create it") && message.contains("dapp-key"),
+        "{message}"
+    );
+    let db = wisckey::Db::open(dir.path(), wisckey::Options::default()).expect("reopen");
+    assert_eq!(
+        db.get("dapp-key").expect("get").as_deref(),
+        Some(&b"application value"[..])
+    );
+    assert_eq!(
+        db.get(&past_expiry).expect("get").as_deref(),
+        Some(&b"keep me"[..])
+    );
+    assert_eq!(
+        db.get("mformat-version").expect("get"),
+        None,
+        "nothing written"
+    );
+    assert_eq!(db.keys::<&[u8], _>(..).expect("keys").count(), 2);
+    db.close().expect("close");
+
+    // An empty database (here one whose only key was deleted) is initialised and served.
+    let empty = tempfile::tempdir().expect("tempdir");
+    {
+        let db = wisckey::Db::open(empty.path(), wisckey::Options::default()).expect("open");
+        db.put("gone", "x").expect("put");
+        db.delete("gone").expect("delete");
+        db.close().expect("close");
+    }
+    let s = TestServer::start_in(empty, |_| {});
+    let mut c = s.client();
+    assert_eq!(cmd("DBSIZE").query::<i64>(&mut c).expect("DBSIZE"), 0);
+}
+
+/// SHUTDOWN takes only Redis 7's arguments (NOSAVE, SAVE, NOW, FORCE, ABORT, any case):
+/// anything else, or an illegal combination, is a syntax error and the server keeps running.
+#[test]
+fn shutdown_with_an_unknown_argument_is_refused() -> R<()> {
+    let s = TestServer::start(|_| {});
+    let mut c = s.client();
+    cmd("SET").arg("k").arg("v").query::<()>(&mut c)?;
+    for args in [
+        &["NOSAVEE"][..],
+        &["now", "please"],
+        &["NOSAVE", "SAVE"],
+        &["ABORT", "NOW"],
+    ] {
+        assert_eq!(
+            err_text(cmd("SHUTDOWN").arg(args).query(&mut c)),
+            "ERR syntax error",
+            "SHUTDOWN {args:?}"
+        );
+        assert_eq!(cmd("PING").query::<String>(&mut c)?, "PONG", "{args:?}");
+    }
+    assert_eq!(
+        err_text(cmd("SHUTDOWN").arg("abort").query(&mut c)),
+        "ERR No shutdown in progress."
+    );
+    assert_eq!(cmd("GET").arg("k").query::<String>(&mut c)?, "v");
+    // The accepted options shut down (no reply, as in Redis).
+    assert!(cmd("SHUTDOWN")
+        .arg("nosave")
+        .arg("NOW")
+        .arg("Force")
+        .query::<Value>(&mut c)
+        .is_err());
+    let _ = s.wait();
+    Ok(())
+}
+
+/// FLUSHDB bounds each delete batch by bytes as well as keys: with long keys, a batch of
+/// 10,000 would pass the engine's `max_batch_size` and be refused on every try.
+#[test]
+fn flushdb_deletes_long_keys_past_the_engine_batch_limit() -> R<()> {
+    let s = TestServer::start(|c| {
+        c.enable_flushdb = true;
+        c.engine.max_batch_size = 1 << 20;
+    });
+    let mut c = s.client();
+    // 40 keys of 60,000 bytes: 2.4 MB of keys in each namespace, over 1 MiB.
+    for i in 0..40 {
+        let key = format!("{i:02}{}", "k".repeat(60_000 - 2));
+        cmd("SET")
+            .arg(key)
+            .arg("v")
+            .arg("EX")
+            .arg(1000)
+            .query::<()>(&mut c)?;
+    }
+    assert_eq!(cmd("DBSIZE").query::<i64>(&mut c)?, 40);
+    assert_eq!(cmd("FLUSHDB").query::<String>(&mut c)?, "OK");
+    assert_eq!(cmd("DBSIZE").query::<i64>(&mut c)?, 0);
+    let info: String = cmd("INFO").arg("keyspace").query(&mut c)?;
+    assert!(!info.contains("db0:"), "{info}");
+    Ok(())
+}
+
+/// HELLO ... SETNAME validates the name as CLIENT SETNAME does.
+#[test]
+fn hello_setname_refuses_what_client_setname_refuses() -> R<()> {
+    let s = TestServer::start(|_| {});
+    let mut c = s.client();
+    cmd("CLIENT")
+        .arg("SETNAME")
+        .arg("before")
+        .query::<()>(&mut c)?;
+    let refused = "ERR Client names cannot contain spaces, newlines or special characters.";
+    for name in ["a b", "a\nb", "caf\u{e9}"] {
+        assert_eq!(
+            err_text(cmd("CLIENT").arg("SETNAME").arg(name).query(&mut c)),
+            refused
+        );
+        assert_eq!(
+            err_text(cmd("HELLO").arg(2).arg("SETNAME").arg(name).query(&mut c)),
+            refused,
+            "HELLO SETNAME {name:?}"
+        );
+    }
+    assert_eq!(
+        cmd("CLIENT").arg("GETNAME").query::<String>(&mut c)?,
+        "before"
+    );
+    cmd("HELLO")
+        .arg(2)
+        .arg("SETNAME")
+        .arg("after")
+        .query::<Value>(&mut c)?;
+    assert_eq!(
+        cmd("CLIENT").arg("GETNAME").query::<String>(&mut c)?,
+        "after"
+    );
+    // The empty name clears it, through either command.
+    cmd("HELLO")
+        .arg(2)
+        .arg("SETNAME")
+        .arg("")
+        .query::<Value>(&mut c)?;
+    assert_eq!(
+        cmd("CLIENT")
+            .arg("GETNAME")
+            .query::<Option<String>>(&mut c)?,
+        None
+    );
+    Ok(())
+}
+
+/// EXPIRE and friends take Redis 7's NX/XX/GT/LT: set only if the key has no expiry (NX),
+/// has one (XX), the new one is later (GT; no expiry counts as infinite) or earlier (LT);
+/// 0 when not set.
+#[test]
+fn expire_options_nx_xx_gt_lt() -> R<()> {
+    let s = TestServer::start(|_| {});
+    let mut c = s.client();
+    let mut expire = |args: &[&str]| -> R<i64> { cmd("EXPIRE").arg(args).query(&mut c) };
+    let ttl = |c: &mut redis::Connection, key: &str| -> R<i64> { cmd("TTL").arg(key).query(c) };
+    cmd("SET").arg("k").arg("v").query::<()>(&mut s.client())?;
+    assert_eq!(expire(&["k", "100", "XX"])?, 0, "XX: no expiry yet");
+    assert_eq!(expire(&["k", "100", "GT"])?, 0, "GT: none is infinite");
+    assert_eq!(expire(&["k", "100", "nx"])?, 1);
+    assert_eq!(expire(&["k", "200", "NX"])?, 0, "NX: has one");
+    assert_eq!(expire(&["k", "50", "GT"])?, 0);
+    assert_eq!(expire(&["k", "200", "gt"])?, 1);
+    assert_eq!(expire(&["k", "300", "LT"])?, 0);
+    assert_eq!(expire(&["k", "150", "LT"])?, 1);
+    assert_eq!(expire(&["k", "150", "LT"])?, 0, "LT: equal is not less");
+    assert_eq!(expire(&["k", "120", "XX"])?, 1);
+    assert_eq!(expire(&["k", "500", "XX", "GT"])?, 1);
+    assert_eq!(expire(&["missing", "10", "NX"])?, 0);
+    let mut c2 = s.client();
+    assert!((495..=500).contains(&ttl(&mut c2, "k")?));
+
+    cmd("SET").arg("p").arg("v").query::<()>(&mut c2)?;
+    assert_eq!(expire(&["p", "100", "LT"])?, 1, "LT: less than infinite");
+    assert_eq!(
+        cmd("PEXPIRE")
+            .arg("p")
+            .arg(200_000)
+            .arg("LT")
+            .query::<i64>(&mut c2)?,
+        0
+    );
+    assert_eq!(
+        cmd("PEXPIRE")
+            .arg("p")
+            .arg(50_000)
+            .arg("lt")
+            .query::<i64>(&mut c2)?,
+        1
+    );
+    assert!((45..=50).contains(&ttl(&mut c2, "p")?));
+    let at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs()
+        + 1_000;
+    assert_eq!(
+        cmd("EXPIREAT")
+            .arg("p")
+            .arg(at)
+            .arg("NX")
+            .query::<i64>(&mut c2)?,
+        0
+    );
+    assert_eq!(
+        cmd("PEXPIREAT")
+            .arg("p")
+            .arg(at * 1000)
+            .arg("GT")
+            .query::<i64>(&mut c2)?,
+        1
+    );
+    assert!((995..=1_000).contains(&ttl(&mut c2, "p")?));
+    // A past time that passes the condition deletes the key, as without options.
+    assert_eq!(expire(&["p", "-1", "LT"])?, 1);
+    assert_eq!(cmd("EXISTS").arg("p").query::<i64>(&mut c2)?, 0);
+
+    for (args, text) in [
+        (
+            &["k", "10", "NX", "XX"][..],
+            "ERR NX and XX, GT or LT options at the same time are not compatible",
+        ),
+        (
+            &["k", "10", "GT", "LT"],
+            "ERR GT and LT options at the same time are not compatible",
+        ),
+        (&["k", "10", "SOON"], "ERR Unsupported option SOON"),
+    ] {
+        assert_eq!(
+            err_text(cmd("EXPIRE").arg(args).query(&mut c2)),
+            text,
+            "{args:?}"
+        );
+    }
+    assert!((495..=500).contains(&ttl(&mut c2, "k")?), "left as it was");
+    for name in ["expire", "pexpire", "expireat", "pexpireat"] {
+        let info: Vec<Vec<Value>> = cmd("COMMAND").arg("INFO").arg(name).query(&mut c2)?;
+        assert_eq!(info[0][1], Value::Int(-3), "{name}'s arity");
+    }
+    Ok(())
+}

@@ -1,5 +1,5 @@
-//! Keyspace commands: DEL/UNLINK, EXISTS, EXPIRE/PEXPIRE/EXPIREAT/PEXPIREAT, TTL/PTTL,
-//! PERSIST, TYPE, SCAN, DBSIZE, FLUSHDB/FLUSHALL.
+//! Keyspace commands: DEL/UNLINK, EXISTS, EXPIRE/PEXPIRE/EXPIREAT/PEXPIREAT (with Redis 7's
+//! NX/XX/GT/LT), TTL/PTTL, PERSIST, TYPE, SCAN, DBSIZE, FLUSHDB/FLUSHALL.
 //!
 //! SCAN's cursor stands for the next key, so a scan sees every key that exists from the
 //! scan's start to its end (Redis's guarantee), in key order, never twice. The cursor is a
@@ -30,6 +30,58 @@ pub(super) fn exists(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, 
     Ok(Reply::Integer(live as i64))
 }
 
+/// EXPIRE's NX/XX/GT/LT (Redis 7): when the new expiry is set, given the current one.
+#[derive(Debug, Clone, Copy, Default)]
+struct ExpireIf {
+    nx: bool,
+    xx: bool,
+    gt: bool,
+    lt: bool,
+}
+
+impl ExpireIf {
+    /// The options after the time, checked as Redis 7 checks them (texts included).
+    fn parse(options: Args<'_>) -> Result<ExpireIf, Reply> {
+        let mut c = ExpireIf::default();
+        for opt in options {
+            match opt.to_ascii_uppercase().as_slice() {
+                b"NX" => c.nx = true,
+                b"XX" => c.xx = true,
+                b"GT" => c.gt = true,
+                b"LT" => c.lt = true,
+                _ => {
+                    return Err(Reply::err(format!(
+                        "ERR Unsupported option {}",
+                        String::from_utf8_lossy(opt)
+                    )))
+                }
+            }
+        }
+        if c.nx && (c.xx || c.gt || c.lt) {
+            return Err(Reply::err(
+                "ERR NX and XX, GT or LT options at the same time are not compatible",
+            ));
+        }
+        if c.gt && c.lt {
+            return Err(Reply::err(
+                "ERR GT and LT options at the same time are not compatible",
+            ));
+        }
+        Ok(c)
+    }
+
+    /// Whether to set expiry `at` on a key whose expiry is `current` (`None`: none, which
+    /// GT and LT treat as infinite, as Redis does).
+    fn allows(self, current: Option<u64>, at: i64) -> bool {
+        let current = current.map(|c| i64::try_from(c).unwrap_or(i64::MAX));
+        let refused = (self.nx && current.is_some())
+            || (self.xx && current.is_none())
+            || (self.gt && current.is_none_or(|c| at <= c))
+            || (self.lt && current.is_some_and(|c| at >= c));
+        !refused
+    }
+}
+
 fn set_expiry(
     sh: &Shared,
     a: Args<'_>,
@@ -38,6 +90,10 @@ fn set_expiry(
     name: &str,
 ) -> Result<Reply, Error> {
     let key = &a[1];
+    let condition = match ExpireIf::parse(&a[3..]) {
+        Ok(c) => c,
+        Err(refused) => return Ok(refused),
+    };
     let Some(n) = parse_int(&a[2]) else {
         return Ok(not_integer());
     };
@@ -58,6 +114,9 @@ fn set_expiry(
     let Some(old) = sh.store.get(key)? else {
         return Ok(Reply::Integer(0));
     };
+    if !condition.allows(old.expires_at_ms, at) {
+        return Ok(Reply::Integer(0));
+    }
     if at <= now {
         sh.store.delete(&guard, &[key])?;
     } else {

@@ -171,8 +171,8 @@ pub static COMMANDS: &[Spec] = &[
     spec("del", -2, W, ALL, keys::del),
     spec("echo", 2, F, NONE, server::echo),
     spec("exists", -2, R, ALL, keys::exists),
-    spec("expire", 3, W, ONE, keys::expire),
-    spec("expireat", 3, W, ONE, keys::expireat),
+    spec("expire", -3, W, ONE, keys::expire),
+    spec("expireat", -3, W, ONE, keys::expireat),
     spec("flushall", -1, W, NONE, keys::flushdb),
     spec("flushdb", -1, W, NONE, keys::flushdb),
     spec("get", 2, R, ONE, strings::get),
@@ -190,8 +190,8 @@ pub static COMMANDS: &[Spec] = &[
     spec("mget", -2, R, ALL, strings::mget),
     spec("mset", -3, WD, (1, -1, 2), strings::mset),
     spec("persist", 2, W, ONE, keys::persist),
-    spec("pexpire", 3, W, ONE, keys::pexpire),
-    spec("pexpireat", 3, W, ONE, keys::pexpireat),
+    spec("pexpire", -3, W, ONE, keys::pexpire),
+    spec("pexpireat", -3, W, ONE, keys::pexpireat),
     spec("ping", -1, F, NONE, server::ping),
     spec("pttl", 2, R, ONE, keys::pttl),
     spec("quit", -1, A, NONE, server::ping),
@@ -253,13 +253,10 @@ pub fn execute(shared: &Shared, client: &mut Client, args: &[Vec<u8>]) -> (Reply
     match spec.name {
         "quit" => return (Reply::OK, After::Close),
         "shutdown" => {
-            let abort = args
-                .get(1)
-                .is_some_and(|a| a.eq_ignore_ascii_case(b"abort"));
-            if abort {
-                return (Reply::err("ERR No shutdown in progress."), After::Continue);
+            return match shutdown_refused(args) {
+                Some(refused) => (refused, After::Continue),
+                None => (Reply::OK, After::Shutdown),
             }
-            return (Reply::OK, After::Shutdown);
         }
         _ => {}
     }
@@ -267,6 +264,27 @@ pub fn execute(shared: &Shared, client: &mut Client, args: &[Vec<u8>]) -> (Reply
         Ok(reply) => (reply, After::Continue),
         Err(e) => (Reply::err(format!("ERR {e}")), After::Continue),
     }
+}
+
+/// Why SHUTDOWN's arguments do not shut the server down, as Redis 7 checks them: each is
+/// one of NOSAVE, SAVE, NOW, FORCE (accepted: there is nothing to save, close always
+/// flushes) or ABORT (no shutdown is ever pending), in any case; NOSAVE with SAVE, or
+/// ABORT with another, is a syntax error. A typo must not stop the server.
+fn shutdown_refused(args: &[Vec<u8>]) -> Option<Reply> {
+    let (mut abort, mut save, mut nosave, mut other) = (false, false, false, false);
+    for arg in &args[1..] {
+        match arg.to_ascii_uppercase().as_slice() {
+            b"NOSAVE" => nosave = true,
+            b"SAVE" => save = true,
+            b"NOW" | b"FORCE" => other = true,
+            b"ABORT" => abort = true,
+            _ => return Some(syntax_error()),
+        }
+    }
+    if (abort && (save || nosave || other)) || (save && nosave) {
+        return Some(syntax_error());
+    }
+    abort.then(|| Reply::err("ERR No shutdown in progress."))
 }
 
 /// Redis's text for an unknown command, including its first arguments (up to 128 bytes).

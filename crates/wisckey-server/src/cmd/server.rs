@@ -104,7 +104,10 @@ pub(super) fn hello(sh: &Shared, client: &mut Client, a: Args<'_>) -> Result<Rep
                 i += 3;
             }
             b"SETNAME" if i + 1 < a.len() => {
-                name = Some(a[i + 1].clone());
+                match client_name(&a[i + 1]) {
+                    Ok(valid) => name = Some(valid),
+                    Err(refused) => return Ok(refused),
+                }
                 i += 2;
             }
             _ => return Ok(syntax_error()),
@@ -113,7 +116,7 @@ pub(super) fn hello(sh: &Shared, client: &mut Client, a: Args<'_>) -> Result<Rep
     if !client.authed {
         return Ok(Reply::err("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"));
     }
-    if name.is_some() {
+    if let Some(name) = name {
         client.name = name;
     }
     client.resp3 = resp3;
@@ -140,16 +143,13 @@ pub(super) fn select(_: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, E
 pub(super) fn client(_: &Shared, client: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
     let sub = a[1].to_ascii_uppercase();
     Ok(match (sub.as_slice(), a.len()) {
-        (b"SETNAME", 3) => {
-            if a[2].iter().any(|&c| c <= b' ' || c > b'~') {
-                Reply::err(
-                    "ERR Client names cannot contain spaces, newlines or special characters.",
-                )
-            } else {
-                client.name = (!a[2].is_empty()).then(|| a[2].clone());
+        (b"SETNAME", 3) => match client_name(&a[2]) {
+            Ok(name) => {
+                client.name = name;
                 Reply::OK
             }
-        }
+            Err(refused) => refused,
+        },
         (b"GETNAME", 2) => client.name.clone().map_or(Reply::Nil, Reply::Bulk),
         (b"ID", 2) => Reply::Integer(client.id as i64),
         // Client libraries announce themselves; accepted and not kept.
@@ -163,6 +163,18 @@ pub(super) fn client(_: &Shared, client: &mut Client, a: Args<'_>) -> Result<Rep
             String::from_utf8_lossy(&a[1])
         )),
     })
+}
+
+/// A client name as CLIENT SETNAME and HELLO ... SETNAME take it (one rule for both, as in
+/// Redis): `None` for the empty name (clears it); refused if it has spaces, newlines or
+/// other bytes outside printable ASCII, which would break CLIENT LIST-style output.
+fn client_name(raw: &[u8]) -> Result<Option<Vec<u8>>, Reply> {
+    if raw.iter().any(|&c| c <= b' ' || c > b'~') {
+        return Err(Reply::err(
+            "ERR Client names cannot contain spaces, newlines or special characters.",
+        ));
+    }
+    Ok((!raw.is_empty()).then(|| raw.to_vec()))
 }
 
 fn command_info(spec: &super::Spec) -> Reply {
