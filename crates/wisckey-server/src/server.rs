@@ -430,10 +430,14 @@ async fn connection(
     }
 }
 
-/// Input capacity above which [`trim_input`] looks at the buffer at all.
-const TRIM_INPUT_ABOVE: usize = 4 * READ_CHUNK;
+/// Input capacity above which [`trim_input`] looks at the buffer at all. Pipelines of
+/// large values (16 SETs of 64 KiB are 1 MiB) stay under it, so their buffer is not freed
+/// and regrown, with its pages faulted in again, on every batch.
+const TRIM_INPUT_ABOVE: usize = 8 << 20;
+/// Reply capacity above which [`trim_replies`] shrinks the buffer (see `TRIM_INPUT_ABOVE`).
+const TRIM_REPLIES_ABOVE: usize = 8 << 20;
 /// Reply capacity a connection keeps while it waits for requests ([`trim_replies`]).
-const KEEP_REPLY_CAPACITY: usize = READ_CHUNK;
+const KEEP_REPLY_CAPACITY: usize = 1 << 20;
 
 /// After a batch is decoded: gives back the memory of requests that came and went, keeping
 /// the unread bytes. A 400 MB SET followed by two stray bytes must not keep 400 MB for the
@@ -454,10 +458,10 @@ fn trim_input(input: &mut Vec<u8>) {
 
 /// Before waiting for more requests (the replies are written): gives back a large reply
 /// buffer, so a client that pipelined megabytes of replies and went quiet does not keep
-/// them. Buffers under 4x [`KEEP_REPLY_CAPACITY`] are kept, so small request/response
-/// traffic never reallocates.
+/// them. Buffers up to [`TRIM_REPLIES_ABOVE`] are kept, so request/response traffic and
+/// ordinary pipelines never reallocate.
 fn trim_replies(out: &mut Vec<u8>) {
-    if out.capacity() > 4 * KEEP_REPLY_CAPACITY {
+    if out.capacity() > TRIM_REPLIES_ABOVE {
         out.shrink_to(KEEP_REPLY_CAPACITY);
     }
 }
