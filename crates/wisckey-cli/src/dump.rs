@@ -315,8 +315,15 @@ pub fn load(args: &LoadArgs) -> CliResult {
         create_if_missing: args.create,
         ..Options::default()
     };
-    let db = Db::open(&args.db, options)
-        .map_err(|e| crate::kv::missing_database(&args.db, e, "pass --create to create it"))?;
+    // With --create, an InvalidArgument is about the arguments (an empty path), not a
+    // missing database.
+    let db = Db::open(&args.db, options).map_err(|e| -> Box<dyn std::error::Error> {
+        if args.create {
+            Box::new(e)
+        } else {
+            crate::kv::missing_database(&args.db, e, "pass --create to create it")
+        }
+    })?;
     if !args.merge && db.keys::<&[u8], _>(..)?.next().is_some() {
         db.close()?;
         return Err(format!(

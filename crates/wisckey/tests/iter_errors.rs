@@ -369,3 +369,44 @@ fn a_multi_get_within_that_passes_its_budget_skips_the_reads_it_queued() {
         "{reads} of the 4 reads queued before the call gave up still read their files"
     );
 }
+
+/// A seek after an error the user was shown starts over: the iterator is valid with a
+/// clean status at the new position (it was valid with the old error still in `status()`,
+/// or, before positioning calls forgot errors, invalid for good), and the damage is met
+/// again when the scan reaches it.
+#[test]
+fn a_seek_after_a_reported_error_starts_over_and_meets_the_damage_again() {
+    let mem = MemFs::new();
+    damaged_block_at_key_100(&mem, false);
+    for readahead in [false, true] {
+        let mut opts = options(Arc::new(mem.clone()));
+        if !readahead {
+            opts.scan_readahead_entries = 0;
+        }
+        let db = Db::open(Path::new("/db"), opts).expect("open");
+        let mut it = db.iter(&ReadOptions::default()).expect("iter");
+        it.seek_to_first();
+        while it.valid() {
+            it.next();
+        }
+        it.status().expect_err("the scan meets the damaged block");
+        it.seek(b"a");
+        assert!(it.valid(), "read-ahead {readahead}: a fresh position");
+        assert_eq!(it.key(), key(0));
+        it.status()
+            .unwrap_or_else(|e| panic!("read-ahead {readahead}: stale error {e}"));
+        let mut last = Vec::new();
+        while it.valid() {
+            last = it.key().to_vec();
+            it.next();
+        }
+        let err = it.status().expect_err("the damage is met again");
+        assert!(matches!(err, Error::Corruption { .. }), "{err}");
+        assert!(
+            last < key(100),
+            "read-ahead {readahead}: scanned on to {last:?}"
+        );
+        drop(it);
+        db.close().expect("close");
+    }
+}

@@ -111,8 +111,13 @@ fn writes_proceed_while_a_sweep_runs_during_a_manifest_sync() {
             })
         })
     };
-    // Give the round time to reach its sweep.
-    std::thread::sleep(Duration::from_millis(300));
+    // With the fix the round ends (its sweep waits for nothing); without it the round
+    // blocks in its sweep holding the state lock. Either way, wait until it has had time
+    // to get there.
+    let started = std::time::Instant::now();
+    while !collector.is_finished() && started.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let (write_tx, write_rx) = mpsc::channel();
     let writer = {
         let db = Arc::clone(&db);

@@ -488,3 +488,20 @@ fn repair_refuses_another_engines_database_and_changes_nothing() {
         .collect();
     assert_eq!(after, before, "the directory changed");
 }
+
+/// Names other programs leave in any directory (NFS's `.nfsXXXX` for a deleted file still
+/// held open, a mount root's `lost+found`) do not make repair refuse a wisckey database.
+#[test]
+fn repair_passes_over_dot_files_and_lost_and_found() {
+    let fs = MemFs::new();
+    let dir = Path::new(DIR);
+    let db = Db::open(dir, options(Arc::new(fs.clone()))).expect("open");
+    db.put(b"k", b"v").expect("put");
+    db.close().expect("close");
+    fs.set_contents(&dir.join(".nfs000000000001"), b"x")
+        .expect("write");
+    fs.create_dir_all(&dir.join("lost+found")).expect("mkdir");
+    Db::repair(dir, options(Arc::new(fs.clone()))).expect("repair");
+    let db = Db::open(dir, options(Arc::new(fs.clone()))).expect("open");
+    assert_eq!(db.get(b"k").expect("get"), Some(b"v".to_vec()));
+}

@@ -233,8 +233,9 @@ fn flush_memtable(inner: &DbInner, imm: ImmutableMemtable) -> Result<()> {
         let size = inner.fs.file_size(&vlog_file_name(&inner.dir, segment))?;
         edit.vlog_segments_sealed.push((segment, size));
     }
-    // On failure the edit may still have reached the manifest: the table stays pending (never
-    // swept) and the error is latched (or, for a full disk, retried) by the caller. Readers
+    // On failure the edit may still have reached the manifest: the table stays pending (not
+    // swept) until a later install succeeds, and the error is latched (or, for a full disk,
+    // retried) by the caller. Readers
     // see the memtable until the table is installed, in the same critical section.
     let dead_records = dead.take_records();
     drop(version);

@@ -46,7 +46,7 @@ const BACKGROUND_MIN_DEAD_FRACTION: f64 = 0.2;
 /// (about 1 ms per write group) so it catches up.
 const WRITE_DELAY_FACTOR: f64 = 1.25;
 /// A segment's dead fraction is estimated from this many windows of records spread over it
-/// (1 MiB in all), or from all its records when it is no larger than that.
+/// (1 MiB in all), or from all its records when they are at most twice that.
 const SAMPLE_WINDOWS: (u64, u64) = (16, 64 << 10);
 /// Segments sampled at most per round of victim choice.
 const SAMPLES_PER_ROUND: usize = 4;

@@ -1399,6 +1399,19 @@ fn validate_batch(batch: &WriteBatch, max_batch_size: usize) -> Result<()> {
     Ok(())
 }
 
+/// The first of `names` that wisckey does not write (`lost/` excepted). With
+/// `incidental_ok`, names other programs leave in any directory are passed over: dot-files
+/// (NFS renames a deleted file that is still open to `.nfsXXXX`, and wisckey deletes files
+/// readers may hold) and a mount root's `lost+found`.
+pub(crate) fn first_foreign_name(names: &[String], incidental_ok: bool) -> Option<&String> {
+    names.iter().find(|name| {
+        let incidental = name.starts_with('.') || name.as_str() == "lost+found";
+        crate::filename::parse_file_name(name).is_none()
+            && name.as_str() != LOST_DIR
+            && !(incidental_ok && incidental)
+    })
+}
+
 /// Makes `edit` durable in the manifest and installs it, holding `state` only to prepare
 /// and to install: readers and writers are not stalled for the manifest's fsync. `state`
 /// must not be held by the caller; `on_installed` runs under it right after the install (or

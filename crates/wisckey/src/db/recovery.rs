@@ -364,8 +364,7 @@ fn check_new_directory(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Re
         };
     }
     let names = fs.list(dir)?;
-    let foreign = |n: &&String| parse_file_name(n).is_none() && n.as_str() != super::LOST_DIR;
-    if let Some(foreign) = names.iter().find(foreign) {
+    if let Some(foreign) = super::first_foreign_name(&names, false) {
         return Err(Error::NotADatabase(format!(
             "{} has no CURRENT file and holds '{foreign}', which wisckey did not write",
             dir.display()

@@ -316,9 +316,9 @@ pub(crate) fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
     // Before anything is written (the LOCK file included): repair rebuilds only what
     // wisckey wrote, and moves every table, manifest and CURRENT aside, so another
     // engine's database (LevelDB's `LOG`, RocksDB's `OPTIONS-*`, a WAL) is refused.
-    let foreign = (fs.list(dir)?.into_iter())
-        .find(|name| parse_file_name(name).is_none() && name.as_str() != LOST_DIR);
-    if let Some(name) = foreign {
+    // Dot-files and `lost+found` are passed over: an NFS mount leaves `.nfsXXXX` files
+    // behind in a database directory as a matter of course.
+    if let Some(name) = super::first_foreign_name(&fs.list(dir)?, true) {
         return Err(Error::NotADatabase(format!(
             "{} holds '{name}', which wisckey did not write: repair rebuilds only wisckey \
              databases and changed nothing (move the file away if it does not belong there)",

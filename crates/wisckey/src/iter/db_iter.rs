@@ -312,7 +312,8 @@ impl DbIterator<'_> {
         })
     }
 
-    /// The first error met; an iterator that hit one is not valid.
+    /// The first error met since the last positioning call (`seek`, `seek_to_first`,
+    /// `seek_to_last`); an iterator that hit one is not valid.
     pub fn status(&self) -> Result<()> {
         match &self.error {
             Some(e) => Err(e.clone()),
@@ -800,6 +801,10 @@ impl DbIterator<'_> {
         // An error the user never reached is not theirs: without read-ahead it would not
         // have been met either.
         self.ahead_error = None;
+        // One the user did reach belongs to the old position: a positioning call starts
+        // over (the inner iterators forget it too) and meets it again if it lies on the
+        // new path, so the iterator is never valid with an error in `status()`.
+        self.error = None;
     }
 
     /// The window of the first refill after a positioning call (without a hint).

@@ -247,8 +247,8 @@ pub struct SampleCoverage {
 /// larger one is cut into `windows` equal strata and about `window_bytes` of records are read from
 /// the middle of each, so a sample sees the whole segment's mix rather than its oldest
 /// part. A window starts at the first record found at or after its offset (every byte
-/// offset is tried, as [`probe_segment_body`] does, within the stratum and until 16 windows'
-/// bytes of candidates have been checksummed; a false find inside a value is possible but
+/// offset is tried, as [`probe_segment_body`] does, within the stratum and until 16 times
+/// `window_bytes` of candidates have failed their checksums; a false find inside a value is possible but
 /// has another record's offset, so it never reads as live, though it counts as dead), steps
 /// over `punched` ranges, and ends early at a record that fails its checks. Reads only.
 #[allow(clippy::too_many_arguments)]
@@ -290,12 +290,7 @@ pub fn sample_segment_records(
         if from >= stratum_end {
             continue;
         }
-        let start = if from == SEGMENT_HEADER_LEN {
-            Some(from)
-        } else {
-            scan.record_boundary_in(from, stratum_end)?
-        };
-        if let Some(start) = start {
+        if let Some(start) = scan.record_boundary_in(from, stratum_end)? {
             read_to = scan.read_records(start, window_bytes, f)?;
         }
     }
@@ -585,9 +580,9 @@ impl<'a> SegmentScan<'a> {
 
     /// The first byte offset in `[offset, search_until)` where a record that passes its
     /// checks starts (the record may end past `search_until`, not past `limit`), with its
-    /// length and flags. `None` also when candidates whose headers pass have had
-    /// `checksum_budget` bytes checksummed without one passing (a search through values
-    /// full of header-like bytes stops there).
+    /// length and flags. `None` also once candidates whose headers pass but whose checksums
+    /// fail have used up `checksum_budget` bytes (a search through values full of
+    /// header-like bytes stops there, after at most the budget and one record more).
     fn next_valid_record(
         &mut self,
         mut offset: u64,
@@ -622,13 +617,15 @@ impl<'a> SegmentScan<'a> {
                 continue;
             }
             let flags = header[RECORD_HEADER_LEN - 1];
-            if checksum_budget < len as u64 {
+            if checksum_budget == 0 {
                 return Ok(None);
             }
-            checksum_budget -= len as u64;
             self.searched_bytes += len as u64;
             let bytes = self.bytes(offset, len)?;
             if decode_record(bytes, opts).is_err() {
+                // Only candidates that fail count: the record sought may be larger than
+                // the whole budget.
+                checksum_budget = checksum_budget.saturating_sub(len as u64);
                 offset += 1;
                 continue;
             }

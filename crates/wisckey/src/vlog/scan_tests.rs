@@ -485,9 +485,39 @@ fn a_search_through_header_like_values_is_bounded() {
         .record_boundary_in(inside, inside + (1 << 20))
         .expect("search");
     assert_eq!(found, None, "no record starts inside the value");
+    // The budget (16 windows) and at most one candidate more (~128 KiB).
     assert!(
-        scan.searched_bytes <= 17 * (64 << 10),
+        scan.searched_bytes <= 16 * (64 << 10) + (1 << 18),
         "{} bytes checksummed",
         scan.searched_bytes
     );
+}
+
+/// Records larger than a window's whole search budget are still found: only candidates
+/// that fail their checksums count against it.
+#[test]
+fn windows_find_records_larger_than_their_search_budget() {
+    let fs = MemFs::new();
+    let o = VlogOptions {
+        max_value_size: 4 << 20,
+        ..opts(64 << 20)
+    };
+    let mut rng = SmallRng::seed_from_u64(11);
+    let mut w = VlogWriter::create(Arc::new(fs.clone()), dir(), 1, o.clone()).expect("create");
+    let mut written = Vec::new();
+    for i in 0..12u64 {
+        let key = format!("big{i}").into_bytes();
+        let value: Vec<u8> = (0..(3 << 19)).map(|_| rng.gen()).collect();
+        let entry = BatchEntry {
+            kind: ValueKind::Value,
+            key: &key,
+            value: &value,
+        };
+        written.extend(w.append_batch(1 + i, &[entry]).expect("append"));
+    }
+    w.sync().expect("sync");
+    let (seen, coverage) = sample(&fs, &o, &NO_PUNCHED_RANGES, 16, 64 << 10);
+    assert!(!coverage.complete);
+    assert!(seen.iter().all(|p| written.contains(p)), "only true records");
+    assert!(seen.len() >= 4, "{} records of 1.5 MiB sampled", seen.len());
 }
