@@ -261,17 +261,7 @@ fn read_ahead_error_case(in_level0: bool) {
         // The damage is not hidden: a scan over it still fails there.
         let mut it = db.iter(&read).expect("iter");
         it.seek(b"a");
-        let mut last = Vec::new();
-        while it.valid() {
-            last = it.key().to_vec();
-            it.next();
-        }
-        let err = it.status().expect_err("the scan meets the damaged block");
-        assert!(matches!(err, Error::Corruption { .. }), "{err}");
-        assert!(
-            last < key(100),
-            "read-ahead {readahead}: scanned on to {last:?}"
-        );
+        scan_stops_at_the_damage(&mut it, readahead);
         drop(it);
         db.close().expect("close");
     }
@@ -395,18 +385,24 @@ fn a_seek_after_a_reported_error_starts_over_and_meets_the_damage_again() {
         assert_eq!(it.key(), key(0));
         it.status()
             .unwrap_or_else(|e| panic!("read-ahead {readahead}: stale error {e}"));
-        let mut last = Vec::new();
-        while it.valid() {
-            last = it.key().to_vec();
-            it.next();
-        }
-        let err = it.status().expect_err("the damage is met again");
-        assert!(matches!(err, Error::Corruption { .. }), "{err}");
-        assert!(
-            last < key(100),
-            "read-ahead {readahead}: scanned on to {last:?}"
-        );
+        scan_stops_at_the_damage(&mut it, readahead);
         drop(it);
         db.close().expect("close");
     }
+}
+
+/// Steps `it` forward to its end and checks that it stopped with `Corruption` before the
+/// damaged block at key 100, never past it.
+fn scan_stops_at_the_damage(it: &mut wisckey::DbIterator<'_>, readahead: bool) {
+    let mut last = Vec::new();
+    while it.valid() {
+        last = it.key().to_vec();
+        it.next();
+    }
+    let err = it.status().expect_err("the scan meets the damaged block");
+    assert!(matches!(err, Error::Corruption { .. }), "{err}");
+    assert!(
+        last < key(100),
+        "read-ahead {readahead}: scanned on to {last:?}"
+    );
 }

@@ -42,8 +42,13 @@ impl Hooks for BlockManifestSync {
     }
 }
 
-#[test]
-fn reads_proceed_while_the_manifest_is_being_synced() {
+/// A database holding `k` = `v` whose flush (running in the returned thread) is blocked in
+/// its manifest fsync until something is sent on the returned channel.
+fn flush_blocked_in_manifest_sync() -> (
+    Arc<Db>,
+    std::thread::JoinHandle<Result<()>>,
+    mpsc::Sender<()>,
+) {
     let fs = HookFs::new(BlockManifestSync::default());
     let db =
         Arc::new(Db::open("/db", Options::small_for_tests(Arc::new(fs.clone()))).expect("open"));
@@ -53,7 +58,6 @@ fn reads_proceed_while_the_manifest_is_being_synced() {
     *fs.hooks.started.lock() = Some(started_tx);
     *fs.hooks.release.lock() = Some(release_rx);
     fs.hooks.armed.store(true, Ordering::SeqCst);
-
     let flusher = {
         let db = Arc::clone(&db);
         std::thread::spawn(move || db.flush())
@@ -61,6 +65,12 @@ fn reads_proceed_while_the_manifest_is_being_synced() {
     started_rx
         .recv_timeout(Duration::from_secs(10))
         .expect("the flush reached the manifest fsync");
+    (db, flusher, release_tx)
+}
+
+#[test]
+fn reads_proceed_while_the_manifest_is_being_synced() {
+    let (db, flusher, release_tx) = flush_blocked_in_manifest_sync();
     let (read_tx, read_rx) = mpsc::channel();
     let reader = {
         let db = Arc::clone(&db);
@@ -83,23 +93,7 @@ fn reads_proceed_while_the_manifest_is_being_synced() {
 /// meanwhile.
 #[test]
 fn writes_proceed_while_a_sweep_runs_during_a_manifest_sync() {
-    let fs = HookFs::new(BlockManifestSync::default());
-    let db =
-        Arc::new(Db::open("/db", Options::small_for_tests(Arc::new(fs.clone()))).expect("open"));
-    db.put(b"k", b"v").expect("put");
-    let (started_tx, started_rx) = mpsc::channel();
-    let (release_tx, release_rx) = mpsc::channel();
-    *fs.hooks.started.lock() = Some(started_tx);
-    *fs.hooks.release.lock() = Some(release_rx);
-    fs.hooks.armed.store(true, Ordering::SeqCst);
-
-    let flusher = {
-        let db = Arc::clone(&db);
-        std::thread::spawn(move || db.flush())
-    };
-    started_rx
-        .recv_timeout(Duration::from_secs(10))
-        .expect("the flush reached the manifest fsync");
+    let (db, flusher, release_tx) = flush_blocked_in_manifest_sync();
     let collector = {
         let db = Arc::clone(&db);
         std::thread::spawn(move || {
