@@ -246,7 +246,17 @@ fn read_native(
                 if total != count {
                     return Err(format!("dump says {total} entries, holds {count}").into());
                 }
-                return Ok(count);
+                // Two dumps concatenated (`cat a b | wisckey load`) would otherwise load
+                // the first alone and report success.
+                return match input.bytes().next() {
+                    None => Ok(count),
+                    Some(Err(e)) => Err(e.into()),
+                    Some(Ok(_)) => Err(format!(
+                        "bytes follow the dump's end marker (its {count} entries were loaded; \
+                         was more than one dump joined?)"
+                    )
+                    .into()),
+                };
             }
             1 => {
                 let mut crc = [0u8; 4];

@@ -300,3 +300,35 @@ fn a_failed_load_creates_nothing_or_says_what_it_kept() {
     );
     assert!(line.contains("now holds 0 keys"), "{line}");
 }
+
+/// Defect: bytes after a dump's end marker were ignored, so two dumps joined into one
+/// input (`cat a.dump b.dump | wisckey load --merge`) loaded the first alone and reported
+/// success.
+#[test]
+fn bytes_after_a_dumps_end_marker_fail_the_load() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let source = temp.path().join("source");
+    create(&source, 20, 100);
+    let dump = temp.path().join("a.dump");
+    let out = wisckey(&[
+        "dump",
+        "--db",
+        source.to_str().expect("utf-8 path"),
+        "--out",
+        dump.to_str().expect("utf-8 path"),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let once = std::fs::read(&dump).expect("read dump");
+    let joined = temp.path().join("joined.dump");
+    std::fs::write(&joined, [once.as_slice(), once.as_slice()].concat()).expect("write");
+    let target = temp.path().join("target");
+    let line = failure_line(&[
+        "load",
+        "--db",
+        target.to_str().expect("utf-8 path"),
+        "--create",
+        "--in",
+        joined.to_str().expect("utf-8 path"),
+    ]);
+    assert!(line.contains("end marker"), "{line}");
+}
