@@ -248,10 +248,17 @@ fn read_native(
                 }
                 // Two dumps concatenated (`cat a b | wisckey load`) would otherwise load
                 // the first alone and report success.
-                return match input.bytes().next() {
-                    None => Ok(count),
-                    Some(Err(e)) => Err(e.into()),
-                    Some(Ok(_)) => Err(format!(
+                let mut after = [0u8];
+                let read = loop {
+                    match input.read(&mut after) {
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        other => break other,
+                    }
+                };
+                return match read {
+                    Ok(0) => Ok(count),
+                    Err(e) => Err(e.into()),
+                    Ok(_) => Err(format!(
                         "bytes follow the dump's end marker (its {count} entries were loaded; \
                          was more than one dump joined?)"
                     )
