@@ -124,8 +124,7 @@ impl ValueLog {
     /// A length no record can have is `Corruption` here, before any caller sizes a buffer
     /// by it (a damaged pointer may claim up to 4 GiB).
     pub fn locate(&self, ptr: &ValuePointer, key: &[u8]) -> Result<PointerRead> {
-        let len = u64::from(ptr.len);
-        if len < super::RECORD_HEADER_LEN as u64 || len > self.options.max_record_len() {
+        if !self.options.record_len_possible(ptr.len) {
             return Err(Error::corruption(
                 crate::filename::vlog_file_name(self.reader.dir(), ptr.segment)
                     .display()

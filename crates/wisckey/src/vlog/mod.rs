@@ -111,6 +111,12 @@ impl VlogOptions {
             .saturating_add(self.max_key_size as u64)
             .saturating_add(self.max_value_size as u64)
     }
+
+    /// Whether some record could be `len` bytes long: at least a header, at most
+    /// [`VlogOptions::max_record_len`].
+    pub fn record_len_possible(&self, len: u32) -> bool {
+        (RECORD_HEADER_LEN as u64..=self.max_record_len()).contains(&u64::from(len))
+    }
 }
 
 /// Numbers of the value-log segments present in `dir`, ascending.

@@ -22,7 +22,7 @@ use arc_swap::ArcSwap;
 
 use super::cache::ValueCache;
 use super::format::{decode_record, SEGMENT_HEADER_LEN};
-use super::{ValuePointer, VlogOptions, RECORD_HEADER_LEN};
+use super::{ValuePointer, VlogOptions};
 use crate::error::{Error, Result};
 use crate::filename::vlog_file_name;
 use crate::fs::{BatchRead, FileSystem, ReadableFile};
@@ -483,8 +483,7 @@ impl VlogReader {
         if ptr.offset < SEGMENT_HEADER_LEN {
             return Err(bad("offset inside the segment header"));
         }
-        if (ptr.len as usize) < RECORD_HEADER_LEN || u64::from(ptr.len) > self.opts.max_record_len()
-        {
+        if !self.opts.record_len_possible(ptr.len) {
             return Err(bad("impossible record length"));
         }
         let past_end = ptr.offset.checked_add(u64::from(ptr.len)).is_none()
