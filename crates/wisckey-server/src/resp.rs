@@ -258,7 +258,8 @@ pub fn parse_int(s: &[u8]) -> Option<i64> {
 
 /// Splits an inline request into arguments like Redis's sdssplitargs: whitespace
 /// separates; "double quotes" understand \n \r \t \b \a \\ \" and \xHH; 'single quotes'
-/// understand \'. A closing quote must be followed by whitespace or the end.
+/// understand \'. A quote may open inside a word (`a"b c"` is one argument, `ab c`), and a
+/// closing quote must be followed by whitespace or the end.
 pub fn split_args(line: &[u8]) -> Result<Command, ProtocolError> {
     let mut args = Vec::new();
     let mut i = 0;
@@ -270,81 +271,88 @@ pub fn split_args(line: &[u8]) -> Result<Command, ProtocolError> {
             return Ok(args);
         }
         let mut arg = Vec::new();
-        match line[i] {
-            b'"' => {
-                i += 1;
-                loop {
-                    let Some(&c) = line.get(i) else {
-                        return Err(ProtocolError::UnbalancedQuotes);
-                    };
-                    match c {
-                        b'\\'
-                            if line.get(i + 1) == Some(&b'x')
-                                && line.len() > i + 3
-                                && line[i + 2].is_ascii_hexdigit()
-                                && line[i + 3].is_ascii_hexdigit() =>
-                        {
-                            arg.push((hex(line[i + 2]) << 4) | hex(line[i + 3]));
-                            i += 4;
-                        }
-                        b'\\' if i + 1 < line.len() => {
-                            arg.push(match line[i + 1] {
-                                b'n' => b'\n',
-                                b'r' => b'\r',
-                                b't' => b'\t',
-                                b'b' => 8,
-                                b'a' => 7,
-                                other => other,
-                            });
-                            i += 2;
-                        }
-                        b'"' => {
-                            i += 1;
-                            if line.get(i).is_some_and(|c| !c.is_ascii_whitespace()) {
-                                return Err(ProtocolError::UnbalancedQuotes);
-                            }
-                            break;
-                        }
-                        _ => {
-                            arg.push(c);
-                            i += 1;
-                        }
-                    }
+        while let Some(&c) = line.get(i).filter(|c| !c.is_ascii_whitespace()) {
+            match c {
+                b'"' => {
+                    i = double_quoted(line, i + 1, &mut arg)?;
+                    break;
                 }
-            }
-            b'\'' => {
-                i += 1;
-                loop {
-                    let Some(&c) = line.get(i) else {
-                        return Err(ProtocolError::UnbalancedQuotes);
-                    };
-                    match c {
-                        b'\\' if line.get(i + 1) == Some(&b'\'') => {
-                            arg.push(b'\'');
-                            i += 2;
-                        }
-                        b'\'' => {
-                            i += 1;
-                            if line.get(i).is_some_and(|c| !c.is_ascii_whitespace()) {
-                                return Err(ProtocolError::UnbalancedQuotes);
-                            }
-                            break;
-                        }
-                        _ => {
-                            arg.push(c);
-                            i += 1;
-                        }
-                    }
+                b'\'' => {
+                    i = single_quoted(line, i + 1, &mut arg)?;
+                    break;
                 }
-            }
-            _ => {
-                while i < line.len() && !line[i].is_ascii_whitespace() {
-                    arg.push(line[i]);
+                _ => {
+                    arg.push(c);
                     i += 1;
                 }
             }
         }
         args.push(arg);
+    }
+}
+
+/// Appends the "..." section that starts at `i` (after its opening quote) to `arg`;
+/// returns the offset after the closing quote.
+fn double_quoted(line: &[u8], mut i: usize, arg: &mut Vec<u8>) -> Result<usize, ProtocolError> {
+    loop {
+        let Some(&c) = line.get(i) else {
+            return Err(ProtocolError::UnbalancedQuotes);
+        };
+        match c {
+            b'\\'
+                if line.get(i + 1) == Some(&b'x')
+                    && line.len() > i + 3
+                    && line[i + 2].is_ascii_hexdigit()
+                    && line[i + 3].is_ascii_hexdigit() =>
+            {
+                arg.push((hex(line[i + 2]) << 4) | hex(line[i + 3]));
+                i += 4;
+            }
+            b'\\' if i + 1 < line.len() => {
+                arg.push(match line[i + 1] {
+                    b'n' => b'\n',
+                    b'r' => b'\r',
+                    b't' => b'\t',
+                    b'b' => 8,
+                    b'a' => 7,
+                    other => other,
+                });
+                i += 2;
+            }
+            b'"' => return after_closing_quote(line, i + 1),
+            _ => {
+                arg.push(c);
+                i += 1;
+            }
+        }
+    }
+}
+
+/// Appends the '...' section that starts at `i` (after its opening quote) to `arg`;
+/// returns the offset after the closing quote.
+fn single_quoted(line: &[u8], mut i: usize, arg: &mut Vec<u8>) -> Result<usize, ProtocolError> {
+    loop {
+        let Some(&c) = line.get(i) else {
+            return Err(ProtocolError::UnbalancedQuotes);
+        };
+        match c {
+            b'\\' if line.get(i + 1) == Some(&b'\'') => {
+                arg.push(b'\'');
+                i += 2;
+            }
+            b'\'' => return after_closing_quote(line, i + 1),
+            _ => {
+                arg.push(c);
+                i += 1;
+            }
+        }
+    }
+}
+
+fn after_closing_quote(line: &[u8], i: usize) -> Result<usize, ProtocolError> {
+    match line.get(i) {
+        Some(c) if !c.is_ascii_whitespace() => Err(ProtocolError::UnbalancedQuotes),
+        _ => Ok(i),
     }
 }
 
@@ -503,6 +511,19 @@ mod tests {
             }
         }
         assert_eq!(got, vec![args(&["SET", "\r\n", ""]), args(&["ECHO", "hi"])]);
+    }
+
+    #[test]
+    fn a_quote_may_open_inside_a_word_as_in_redis() {
+        assert_eq!(
+            split_args(b"SET k\"ey a\" x'y z' plain"),
+            Ok(args(&["SET", "key a", "xy z", "plain"]))
+        );
+        assert_eq!(
+            split_args(b"SET a\"b\"c v"),
+            Err(ProtocolError::UnbalancedQuotes)
+        );
+        assert_eq!(split_args(b"SET a'b"), Err(ProtocolError::UnbalancedQuotes));
     }
 
     #[test]

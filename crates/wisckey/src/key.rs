@@ -159,6 +159,17 @@ impl PartialOrd for InternalKey {
     }
 }
 
+/// A user key for messages: as text in quotes where it is printable ASCII, else as `0x` and
+/// hex, so two different keys never print alike.
+pub(crate) fn printable_key(key: &[u8]) -> String {
+    if key.iter().all(|b| b.is_ascii_graphic() || *b == b' ') {
+        format!("'{}'", String::from_utf8_lossy(key))
+    } else {
+        let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
+        format!("0x{hex}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

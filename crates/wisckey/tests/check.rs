@@ -142,3 +142,52 @@ fn check_reports_progress_through_its_three_passes() {
         .expect("values");
     assert_eq!(values.done, report.keys);
 }
+
+/// A damaged value is reported with its key, and keys that are not text are shown in hex:
+/// two keys a lossy text conversion would print alike stay apart.
+#[test]
+fn a_damaged_value_names_its_key_even_when_the_key_is_binary() {
+    let fs = MemFs::new();
+    let dir = Path::new("/db");
+    let db = Db::open(dir, options(&fs)).expect("open");
+    db.put([0xff, 0x01], vec![0xab; 700]).expect("put");
+    db.put([0xfe, 0x01], vec![0xcd; 700]).expect("put");
+    db.put("text key", vec![0xef; 700]).expect("put");
+    db.close().expect("close");
+
+    let damaged_value = |byte: u8| {
+        for name in files_ending(&fs, dir, ".vlog") {
+            let bytes = fs.contents(&dir.join(&name)).expect("contents");
+            if let Some(at) = bytes
+                .windows(700)
+                .position(|w| w.iter().all(|&b| b == byte))
+            {
+                damage(&fs, &dir.join(&name), at + 350);
+                return;
+            }
+        }
+        panic!("no segment holds the value of {byte:#x}");
+    };
+    damaged_value(0xab);
+    damaged_value(0xef);
+
+    let db = Db::open(dir, options(&fs)).expect("open");
+    let report = db.check().expect("check");
+    let whats: Vec<&str> = report.problems.iter().map(|p| p.what.as_str()).collect();
+    assert!(
+        whats.iter().any(|w| w.starts_with("value of key 0xff01: ")),
+        "{whats:?}"
+    );
+    assert!(
+        whats
+            .iter()
+            .any(|w| w.starts_with("value of key 'text key': ")),
+        "{whats:?}"
+    );
+    assert!(!whats.iter().any(|w| w.contains("0xfe01")), "{whats:?}");
+    assert!(
+        (report.problems.iter()).all(|p| p.file.ends_with(".vlog") && p.offset.is_some()),
+        "the segment and offset are kept: {:?}",
+        report.problems
+    );
+}

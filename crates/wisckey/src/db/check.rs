@@ -46,15 +46,28 @@ impl CheckReport {
     }
 
     fn add(&mut self, fallback_file: &str, error: Error) {
-        let (file, offset, what) = match error {
-            Error::Corruption {
-                file,
-                offset,
-                reason,
-            } => (file, Some(offset), reason),
-            other => (fallback_file.to_string(), None, other.to_string()),
-        };
+        let (file, offset, what) = located(error, fallback_file);
         self.problems.push(CheckProblem { file, offset, what });
+    }
+
+    /// A key's value that did not read: named by the file (and offset) that failed where the
+    /// error knows it, and always by the key, which is what a user acts on.
+    fn add_value(&mut self, key: &[u8], error: Error) {
+        let (file, offset, reason) = located(error, "the value log");
+        let what = format!("value of key {}: {reason}", crate::key::printable_key(key));
+        self.problems.push(CheckProblem { file, offset, what });
+    }
+}
+
+/// The file, offset and reason of an error; `fallback_file` where it names no file.
+fn located(error: Error, fallback_file: &str) -> (String, Option<u64>, String) {
+    match error {
+        Error::Corruption {
+            file,
+            offset,
+            reason,
+        } => (file, Some(offset), reason),
+        other => (fallback_file.to_string(), None, other.to_string()),
     }
 }
 
@@ -164,8 +177,7 @@ pub(crate) fn check(
             report.pointers += 1;
         }
         if let Err(e) = it.value() {
-            let key = String::from_utf8_lossy(it.key()).into_owned();
-            report.add(&format!("value of key {key:?}"), e);
+            report.add_value(it.key(), e);
         }
         it.next();
     }

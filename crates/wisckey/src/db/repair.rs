@@ -766,7 +766,7 @@ fn write_tables(
                             format!(
                                 "the newest value of key {} is not in the log{at}: reads of it \
                                  report corruption",
-                                printable_key(&key)
+                                crate::key::printable_key(&key)
                             ),
                         );
                     }
@@ -804,16 +804,6 @@ fn write_tables(
     report.tables_written = tables.len() as u64;
     let tables = tables.into_iter().map(|t| (OUTPUT_LEVEL, t)).collect();
     Ok((tables, live_bytes))
-}
-
-/// A key as text where it is printable ASCII, else as hex.
-fn printable_key(key: &[u8]) -> String {
-    if key.iter().all(|b| b.is_ascii_graphic() || *b == b' ') {
-        format!("'{}'", String::from_utf8_lossy(key))
-    } else {
-        let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
-        format!("0x{hex}")
-    }
 }
 
 fn finish_table(open: Option<(TableBuilder, FileMeta)>) -> Result<FileMeta> {
