@@ -117,7 +117,12 @@ impl ReadSources {
     pub(crate) fn of(state: &State) -> ReadSources {
         ReadSources {
             mem: Arc::clone(&state.mem),
-            imms: state.imms.iter().rev().map(|i| Arc::clone(&i.table)).collect(),
+            imms: state
+                .imms
+                .iter()
+                .rev()
+                .map(|i| Arc::clone(&i.table))
+                .collect(),
             version: state.versions.current(),
         }
     }
@@ -253,14 +258,29 @@ impl Db {
     /// # }
     /// ```
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
-        let (mut inner, report) = recovery::open(path.as_ref(), options, false)?;
+        let recovery::Recovered {
+            mut inner,
+            report,
+            flush_replayed,
+        } = recovery::open(path.as_ref(), options, false)?;
         inner.recovery_report = report;
         let inner = Arc::new(inner);
         let handles = background::spawn(Arc::clone(&inner))?;
-        Ok(Db {
+        let db = Db {
             inner,
             background: Mutex::new(handles),
-        })
+        };
+        if flush_replayed {
+            // Best effort: where it fails, the records stay in the memtable, and the next
+            // open replays them again through the new segment's link to the cut one.
+            if let Err(e) = db.flush() {
+                log::warn!(
+                    "wisckey: could not flush the records replayed before the log's new \
+                     segment: {e}"
+                );
+            }
+        }
+        Ok(db)
     }
 
     /// Opens the existing database in `path` for reading only: nothing in the directory is
@@ -295,7 +315,9 @@ impl Db {
     /// # }
     /// ```
     pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
-        let (mut inner, report) = recovery::open(path.as_ref(), options, true)?;
+        let recovery::Recovered {
+            mut inner, report, ..
+        } = recovery::open(path.as_ref(), options, true)?;
         inner.recovery_report = report;
         Ok(Db {
             inner: Arc::new(inner),
@@ -1435,7 +1457,10 @@ pub(crate) fn install_edit_holding<T>(
     on_installed: impl FnOnce(&mut State) -> T,
 ) -> Result<T> {
     debug_assert!(
-        std::ptr::eq(parking_lot::MutexGuard::mutex(one_install), &inner.manifest_lock),
+        std::ptr::eq(
+            parking_lot::MutexGuard::mutex(one_install),
+            &inner.manifest_lock
+        ),
         "the guard is this database's manifest_lock"
     );
     let mut write = inner.state.lock().versions.prepare_apply(edit)?;

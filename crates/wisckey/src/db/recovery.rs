@@ -73,11 +73,7 @@ pub struct SalvagedDamage {
     pub records_dropped: u64,
 }
 
-pub(crate) fn open(
-    dir: &Path,
-    mut options: Options,
-    read_only: bool,
-) -> Result<(DbInner, RecoveryReport)> {
+pub(crate) fn open(dir: &Path, mut options: Options, read_only: bool) -> Result<Recovered> {
     options.validate()?;
     if dir.as_os_str().is_empty() {
         return Err(Error::InvalidArgument(
@@ -157,16 +153,26 @@ pub(crate) fn open(
     let (vlog_writer, segments, new_head) = if read_only {
         read_only_log(&fs, dir, &plan, &replayed, &vlog_options)?
     } else {
-        finish_log(&fs, dir, &plan, &replayed, &vlog_options, &mut report)?
+        finish_log(
+            &fs,
+            dir,
+            loaded.next_vlog_segment(),
+            &plan,
+            &replayed,
+            &vlog_options,
+            &mut report,
+        )?
     };
     let next_segment = segments.last().map_or(1, |s| s + 1);
     let mut metas = BTreeMap::new();
+    // A segment the open just created is new whatever the manifest says of its number (a
+    // listed segment salvage set aside may have had it).
+    let created_segment = new_head.map(|_| vlog_writer.active_segment());
     for segment in segments {
-        let mut meta = loaded
-            .vlog_segment_metas()
-            .get(&segment)
-            .cloned()
-            .unwrap_or_default();
+        let mut meta = match loaded.vlog_segment_metas().get(&segment) {
+            Some(meta) if created_segment != Some(segment) => meta.clone(),
+            _ => Default::default(),
+        };
         // The writer never appends to a segment before its own: those sizes are final.
         if segment < vlog_writer.active_segment() && meta.sealed_size.is_none() {
             meta.sealed_size = Some(fs.file_size(&vlog_file_name(dir, segment))?);
@@ -277,7 +283,22 @@ pub(crate) fn open(
         super::space::ensure_reserve(&inner);
         super::background::delete_obsolete_files(&inner)?;
     }
-    Ok((inner, report))
+    Ok(Recovered {
+        inner,
+        report,
+        flush_replayed: created_segment.is_some() && replayed.log_bytes > 0,
+    })
+}
+
+/// What [`open`] built.
+pub(crate) struct Recovered {
+    pub inner: DbInner,
+    pub report: RecoveryReport,
+    /// The open started a new segment after the replayed records (a head segment cut short,
+    /// or salvage) and persisted the head before them: until they are in tables, every
+    /// open replays them again and must cross into the new segment. The caller flushes them
+    /// before handing the database out, so the head moves past them.
+    pub flush_replayed: bool,
 }
 
 /// The read-only counterpart of [`finish_log`]: changes nothing. The log's valid end is
@@ -485,7 +506,10 @@ fn plan_replay(
     let torn_segment = vlog::torn_last_segment(fs, dir, vlog_options)?;
     let torn_last_segment = torn_segment.as_ref().map(|t| t.segment);
     if let Some(torn) = &torn_segment {
-        if loaded.vlog_segments().is_some_and(|s| s.contains(&torn.segment)) {
+        if loaded
+            .vlog_segments()
+            .is_some_and(|s| s.contains(&torn.segment))
+        {
             // Listed segments were synced before the head passed into them.
             let name = vlog_file_name(dir, torn.segment).display().to_string();
             return Err(Error::corruption(
@@ -535,21 +559,47 @@ fn plan_replay(
 
     if let Some(listed) = loaded.vlog_segments() {
         let missing: Vec<u64> = listed.difference(&present_set).copied().collect();
+        // Tables point only below the head, so segments missing after it hold nothing but
+        // records that were never flushed: the suffix salvage gives up anyway (an earlier
+        // salvage open, cut short before its manifest, set them aside in `lost/`).
+        let only_after_head =
+            (loaded.vlog_head()).is_some_and(|head| missing.iter().all(|&s| s > head.segment));
         if let Some(&first) = missing.first() {
-            let name = vlog_file_name(dir, first).display().to_string();
-            return Err(Error::corruption(
-                name,
-                0,
-                format!(
+            if only_after_head && mode == RecoveryMode::SalvagePrefix {
+                report.salvaged.push(SalvagedDamage {
+                    at: LogPosition::new(first, 0),
+                    reason: format!(
+                        "{} of the segments {manifest_name} lists after the replay head are \
+                         missing: {:?}",
+                        missing.len(),
+                        missing.iter().take(16).collect::<Vec<_>>()
+                    ),
+                    bytes_dropped: 0,
+                    records_dropped: 0,
+                });
+            } else {
+                let name = vlog_file_name(dir, first).display().to_string();
+                let salvage_hint = if only_after_head {
+                    " (they all lie after the replay head: if an open with \
+                 RecoveryMode::SalvagePrefix was interrupted, it set them aside in lost/; open \
+                 with SalvagePrefix again to keep the log up to them)"
+                } else {
+                    ""
+                };
+                return Err(Error::corruption(
+                    name,
+                    0,
+                    format!(
                     "value-log segment is missing ({} of the {} segments {manifest_name} lists \
-                     are missing: {:?}). Their values cannot be read. Nothing was changed: \
-                     restore the files, or repair the database \
+                     are missing: {:?}){salvage_hint}. Their values cannot be read. Nothing was \
+                     changed: restore the files, or repair the database \
                      (`wisckey repair`, `Db::repair`)",
                     missing.len(),
                     listed.len(),
                     missing.iter().take(16).collect::<Vec<_>>()
                 ),
-            ));
+                ));
+            }
         }
     }
 
@@ -682,6 +732,7 @@ fn replay_value_log(
         fs,
         dir,
         &present_from_start,
+        plan.torn_last_segment.is_some(),
         start,
         vlog_options,
         options.value_threshold,
@@ -747,6 +798,7 @@ fn replay_value_log(
 fn finish_log(
     fs: &Arc<dyn FileSystem>,
     dir: &Path,
+    next_listed_segment: u64,
     plan: &ReplayPlan,
     replayed: &Replayed,
     vlog_options: &VlogOptions,
@@ -795,28 +847,40 @@ fn finish_log(
                 let mut file = fs.open_append(&vlog_file_name(dir, end.segment))?;
                 if file.len() > end.offset {
                     file.set_len(end.offset)?;
-                    file.sync_data()?;
                 }
+                file.sync_data()?;
             }
+            // Above every number the manifest ever gave out: a listed segment that salvage
+            // set aside must not lend its number (and its accounting) to a new one.
             let number = segments
                 .last()
                 .map_or(1, |s| s + 1)
-                .max(plan.torn_last_segment.map_or(0, |t| t + 1));
-            let mut writer = VlogWriter::create(
+                .max(plan.torn_last_segment.map_or(0, |t| t + 1))
+                .max(next_listed_segment);
+            // Where the log goes on from the segment just cut, the new header says where
+            // that one ends, so a replay that starts before it (the head persisted below)
+            // continues into this one.
+            let prev_segment_end = match replayed.end {
+                Some(end) if number == end.segment + 1 => end.offset,
+                _ => 0,
+            };
+            let mut writer = VlogWriter::create_following(
                 Arc::clone(fs),
                 dir.to_path_buf(),
                 number,
+                prev_segment_end,
                 vlog_options.clone(),
             )?;
             // The manifest will list it: its header must be durable first.
             writer.sync()?;
             segments.insert(number);
-            // Replay must not start in a segment shorter than the head recorded for it.
+            // Replay must not start in a segment shorter than the head recorded for it. With
+            // nothing replayed, it starts in the new segment.
             new_head = Some(match plan.start {
-                Some(start) => {
+                Some(start) if replayed.log_bytes > 0 => {
                     LogPosition::new(start.segment, start.offset.max(SEGMENT_HEADER_LEN))
                 }
-                None => LogPosition::new(number, SEGMENT_HEADER_LEN),
+                _ => LogPosition::new(number, SEGMENT_HEADER_LEN),
             });
             writer
         }

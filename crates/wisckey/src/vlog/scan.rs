@@ -125,17 +125,22 @@ pub fn scan_log(
         .into_iter()
         .filter(|&n| n >= start.segment)
         .collect();
-    scan_segments(fs, dir, &segments, start, opts, usize::MAX, f)
+    scan_segments(fs, dir, &segments, false, start, opts, usize::MAX, f)
 }
 
 /// [`scan_log`] over the given segments (ascending, the first being `start.segment`)
 /// instead of every segment present. Values of `copy_values_below` bytes or more are
 /// checked but not copied into the records handed to `f`, so replaying a batch holds its
 /// keys and small values, not its large values (recovery needs only their pointers).
+///
+/// `newer_segment_exists`: a segment newer than the last of `segments` exists (a torn one
+/// the caller leaves out): the last one was then synced whole too.
+#[allow(clippy::too_many_arguments)]
 pub fn scan_segments(
     fs: &dyn FileSystem,
     dir: &Path,
     segments: &[u64],
+    newer_segment_exists: bool,
     start: LogPosition,
     opts: &VlogOptions,
     copy_values_below: usize,
@@ -171,8 +176,13 @@ pub fn scan_segments(
             ));
         }
         let next = segments.get(i + 1).copied();
-        let declared = match next {
-            Some(n) if n == segment + 1 => next_segment_prev_end(fs, dir, n)?,
+        let has_successor = next.is_some() || newer_segment_exists;
+        let next_header = match next {
+            Some(n) if n == segment + 1 => Some(next_segment_header(fs, dir, n)?),
+            _ => None,
+        };
+        let declared = match next_header {
+            Some(NextHeader::Declares(end)) => Some(end),
             _ => None,
         };
         let declared_end = declared.filter(|&end| end >= from && end <= file_len);
@@ -180,7 +190,11 @@ pub fn scan_segments(
         let mut segment_scan = SegmentScan::new(file, &name, segment, limit, opts);
         segment_scan.copy_values_below = copy_values_below;
         let end = segment_scan.run(from, &mut |batch| f(batch).map(|()| true))?;
-        if declared_end == Some(end) {
+        // A successor whose header does not say where this segment ended was made by an
+        // open that cut this segment to its records and synced it first: the log goes on
+        // there when the records reach the file's end.
+        let undeclared_successor = next_header == Some(NextHeader::DoesNotSay) && end == file_len;
+        if declared_end == Some(end) || undeclared_successor {
             from = SEGMENT_HEADER_LEN;
             continue;
         }
@@ -205,7 +219,17 @@ pub fn scan_segments(
                 )
             });
         }
-        for &later in &segments[i + 1..] {
+        if has_successor && end < limit {
+            // The writer syncs a segment whole, cut to its last record, before it creates
+            // the next one: bytes that fail here were durable.
+            reason.get_or_insert_with(|| {
+                format!(
+                    "the records end at offset {end} of {limit} bytes, but a later segment \
+                     exists, so this segment was synced whole before it was created"
+                )
+            });
+        }
+        for (j, &later) in segments[i + 1..].iter().enumerate() {
             let later_len = fs.file_size(&vlog_file_name(dir, later))?;
             bytes_after += later_len.saturating_sub(SEGMENT_HEADER_LEN);
             let batches = count_records(fs, dir, later, opts)?;
@@ -213,6 +237,22 @@ pub fn scan_segments(
                 reason = Some(format!(
                     "hole in the value log: the log ends here but segment {later} holds valid batches"
                 ));
+            }
+            let later_has_successor = i + 2 + j < segments.len() || newer_segment_exists;
+            if later_has_successor && reason.is_none() {
+                // Synced whole before its successor was created, so neither an unreadable
+                // header nor bytes past it can be a torn tail.
+                if later_len > SEGMENT_HEADER_LEN {
+                    reason = Some(format!(
+                        "the log ends here, but segment {later} holds {later_len} bytes that \
+                         were synced before a later segment was created"
+                    ));
+                } else if next_segment_header(fs, dir, later)? == NextHeader::Unreadable {
+                    reason = Some(format!(
+                        "the header of segment {later} does not verify, but a later segment \
+                         exists, so it was synced before that one was created"
+                    ));
+                }
             }
             records_after += batches;
         }
@@ -371,19 +411,32 @@ fn read_header(file: &dyn ReadableFile, name: &str) -> Result<SegmentHeader> {
     SegmentHeader::decode(&buf, name)
 }
 
-/// `prev_segment_end` from segment `n`'s header, or `None` if the header is unreadable
-/// (a crash while creating the segment) or does not know it.
-fn next_segment_prev_end(fs: &dyn FileSystem, dir: &Path, n: u64) -> Result<Option<u64>> {
+/// What segment `n`'s header says of the segment before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NextHeader {
+    /// Its `prev_segment_end`: how far the previous segment was synced.
+    Declares(u64),
+    /// A valid header that does not know it (written by an open that started a new
+    /// segment after cutting the log, or by a version before the field).
+    DoesNotSay,
+    /// The header does not verify (a crash while creating the segment, or damage).
+    Unreadable,
+}
+
+fn next_segment_header(fs: &dyn FileSystem, dir: &Path, n: u64) -> Result<NextHeader> {
     let path = vlog_file_name(dir, n);
     let name = path.display().to_string();
     let file = fs.open_read(&path)?;
     match read_header(file.as_ref(), &name) {
-        Ok(h) if h.segment == n && h.prev_segment_end != 0 => Ok(Some(h.prev_segment_end)),
-        Ok(_) => Ok(None),
+        Ok(h) if h.segment == n && h.prev_segment_end != 0 => {
+            Ok(NextHeader::Declares(h.prev_segment_end))
+        }
+        Ok(h) if h.segment == n => Ok(NextHeader::DoesNotSay),
+        Ok(_) => Ok(NextHeader::Unreadable),
         Err(e @ (Error::Io { .. } | Error::NoSpace { .. } | Error::UnsupportedVersion { .. })) => {
             Err(e)
         }
-        Err(_) => Ok(None),
+        Err(_) => Ok(NextHeader::Unreadable),
     }
 }
 
@@ -519,8 +572,7 @@ impl<'a> SegmentScan<'a> {
         let (segment, opts) = (self.segment, self.opts);
         let mut offset = from;
         let mut handed = 0u64;
-        while handed < max_bytes && self.limit.saturating_sub(offset) >= RECORD_HEADER_LEN as u64
-        {
+        while handed < max_bytes && self.limit.saturating_sub(offset) >= RECORD_HEADER_LEN as u64 {
             let next_punched = self.punched.range(offset..).next().map(|(&s, &e)| (s, e));
             if let Some((_, end)) = next_punched.filter(|&(start, _)| start == offset) {
                 if end > self.limit {
@@ -591,8 +643,7 @@ impl<'a> SegmentScan<'a> {
     ) -> Result<Option<(u64, usize, u8)>> {
         let opts = self.opts;
         let search_until = search_until.min(self.limit);
-        while offset < search_until
-            && self.limit.saturating_sub(offset) >= RECORD_HEADER_LEN as u64
+        while offset < search_until && self.limit.saturating_sub(offset) >= RECORD_HEADER_LEN as u64
         {
             let available = self.limit - offset;
             let header = self.bytes(offset, RECORD_HEADER_LEN)?;

@@ -219,8 +219,11 @@ fn later_segments_without_valid_batches_are_garbage_not_holes() {
     let fs = MemFs::new();
     let o = opts(1 << 20);
     let (expected, w) = write_log(&fs, &o, &[1, 2]);
-    // A crash while creating segment 2, and a segment 3 holding only a torn record.
+    // A crash while creating segment 2.
     fs.set_contents(&seg(2), &[0u8; 10]).expect("set_contents");
+    assert_eq!(replay(&fs, &o), (expected.clone(), w.end()));
+    // A segment 3 holding only a torn record cannot follow that: the writer syncs a segment
+    // whole before it creates the next, so segment 2's header would have been durable.
     let mut torn = SegmentHeader {
         version: crate::vlog::FORMAT_VERSION,
         segment: 3,
@@ -237,7 +240,8 @@ fn later_segments_without_valid_batches_are_garbage_not_holes() {
     );
     torn.pop();
     fs.set_contents(&seg(3), &torn).expect("set_contents");
-    assert_eq!(replay(&fs, &o), (expected.clone(), w.end()));
+    let err = replay_from(&fs, LogPosition::new(1, 0), &o).expect_err("damage");
+    assert!(err.to_string().contains("does not verify"), "{err}");
     // A freshly rolled, still empty segment 2 is where the log continues.
     let header = SegmentHeader {
         version: crate::vlog::FORMAT_VERSION,
@@ -342,6 +346,7 @@ fn scan_does_not_copy_values_at_or_above_the_copy_limit() {
         &fs,
         &dir(),
         &segments,
+        false,
         LogPosition::new(1, 0),
         &o,
         64,
@@ -419,10 +424,19 @@ fn samples_read_windows_spread_over_the_segment_from_true_record_boundaries() {
     let (windows, window_bytes) = (16u64, 8 << 10);
     let (seen, coverage) = sample(&fs, &o, &NO_PUNCHED_RANGES, windows, window_bytes);
     assert!(!coverage.complete);
-    assert!(seen.iter().all(|p| written.contains(p)), "only true records");
-    assert!(seen.windows(2).all(|w| w[0].offset < w[1].offset), "no record twice");
+    assert!(
+        seen.iter().all(|p| written.contains(p)),
+        "only true records"
+    );
+    assert!(
+        seen.windows(2).all(|w| w[0].offset < w[1].offset),
+        "no record twice"
+    );
     let handed: u64 = seen.iter().map(|p| u64::from(p.len)).sum();
-    assert!(handed <= windows * (window_bytes + 1200), "{handed} bytes read");
+    assert!(
+        handed <= windows * (window_bytes + 1200),
+        "{handed} bytes read"
+    );
     let stratum = (len - SEGMENT_HEADER_LEN) / windows;
     for i in 0..windows {
         let (lo, hi) = (
@@ -437,12 +451,18 @@ fn samples_read_windows_spread_over_the_segment_from_true_record_boundaries() {
 
     // Punch ~10 KB of records around the middle of stratum 3, where its window would start.
     let middle = SEGMENT_HEADER_LEN + 3 * stratum + stratum / 2;
-    let first = written.iter().position(|p| p.end() > middle - 6000).expect("a record");
+    let first = written
+        .iter()
+        .position(|p| p.end() > middle - 6000)
+        .expect("a record");
     let (start, end) = (written[first].offset, written[first + 16].end());
     assert!(start < middle - window_bytes / 2 && end > middle - window_bytes / 2);
     let punched = BTreeMap::from([(start, end)]);
     let (seen, _) = sample(&fs, &o, &punched, windows, window_bytes);
-    assert!(seen.iter().all(|p| written.contains(p)), "only true records");
+    assert!(
+        seen.iter().all(|p| written.contains(p)),
+        "only true records"
+    );
     assert!(
         seen.iter().all(|p| p.end() <= start || p.offset >= end),
         "a punched record was read"
@@ -518,6 +538,9 @@ fn windows_find_records_larger_than_their_search_budget() {
     w.sync().expect("sync");
     let (seen, coverage) = sample(&fs, &o, &NO_PUNCHED_RANGES, 16, 64 << 10);
     assert!(!coverage.complete);
-    assert!(seen.iter().all(|p| written.contains(p)), "only true records");
+    assert!(
+        seen.iter().all(|p| written.contains(p)),
+        "only true records"
+    );
     assert!(seen.len() >= 4, "{} records of 1.5 MiB sampled", seen.len());
 }

@@ -187,6 +187,20 @@ impl VlogWriter {
         first_segment: u64,
         opts: VlogOptions,
     ) -> Result<VlogWriter> {
+        Self::create_following(fs, dir, first_segment, 0, opts)
+    }
+
+    /// [`VlogWriter::create`] for a segment that continues the log after segment
+    /// `first_segment - 1`, which the caller has cut to `prev_segment_end` bytes and synced:
+    /// its header says so, so replay goes on from that segment into this one (0: the log
+    /// does not go on from the segment before).
+    pub fn create_following(
+        fs: Arc<dyn FileSystem>,
+        dir: PathBuf,
+        first_segment: u64,
+        prev_segment_end: u64,
+        opts: VlogOptions,
+    ) -> Result<VlogWriter> {
         opts.validate()?;
         let path = vlog_file_name(&dir, first_segment);
         if fs.exists(&path)? {
@@ -195,7 +209,13 @@ impl VlogWriter {
                 path.display()
             )));
         }
-        let file = start_segment(fs.as_ref(), &path, first_segment, 0, opts.direct_writes)?;
+        let file = start_segment(
+            fs.as_ref(),
+            &path,
+            first_segment,
+            prev_segment_end,
+            opts.direct_writes,
+        )?;
         Ok(VlogWriter {
             fs,
             dir,

@@ -1,0 +1,242 @@
+//! Value-log damage that open must refuse rather than take for a torn tail, and salvage
+//! opens after which the log must still replay: once writes went on after them, and once
+//! one was cut short before its manifest. Each test failed on the code before its fix.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use wisckey::fs::{FaultFs, FaultKind, FaultOps, FsOp, PosixFs};
+use wisckey::{Db, Error, Options, RecoveryMode, WriteOptions};
+
+const SYNC: WriteOptions = WriteOptions { sync: true };
+
+/// Small segments; no flush happens on its own (the memtable holds everything written).
+fn options() -> Options {
+    Options {
+        disk_reserve_size: 0,
+        memtable_size: 64 << 20,
+        memtable_max_log_bytes: 64 << 20,
+        ..Options::small_for_tests(Arc::new(PosixFs::new()))
+    }
+}
+
+fn salvage(options: Options) -> Options {
+    Options {
+        recovery_mode: RecoveryMode::SalvagePrefix,
+        ..options
+    }
+}
+
+fn value(i: u32) -> Vec<u8> {
+    format!("value-{i:05}-")
+        .into_bytes()
+        .into_iter()
+        .cycle()
+        .take(300)
+        .collect()
+}
+
+/// Every regular file at the top of `dir` but LOCK, with its bytes.
+fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    (std::fs::read_dir(dir).expect("read_dir"))
+        .map(|e| e.expect("entry"))
+        .filter(|e| e.file_type().expect("type").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name != "LOCK")
+        .map(|name| {
+            let bytes = std::fs::read(dir.join(&name)).expect("read");
+            (name, bytes)
+        })
+        .collect()
+}
+
+fn segments(dir: &Path) -> Vec<String> {
+    (files(dir).into_keys())
+        .filter(|n| n.ends_with(".vlog"))
+        .collect()
+}
+
+/// The directory as a killed process leaves it (everything written to the OS is there).
+fn kill_image(live: &Path) -> tempfile::TempDir {
+    let copy = tempfile::tempdir().expect("tempdir");
+    for (name, bytes) in files(live) {
+        std::fs::write(copy.path().join(name), bytes).expect("copy");
+    }
+    copy
+}
+
+fn cut(path: &Path, len: u64) {
+    (std::fs::OpenOptions::new().write(true).open(path))
+        .and_then(|f| f.set_len(len))
+        .expect("truncate");
+}
+
+/// Defect: a segment with later segments behind it whose header (and first records) did
+/// not verify was taken for a torn tail: a strict open deleted it and every later segment,
+/// acknowledged records included, although the writer syncs a segment whole before it
+/// creates the next, so no crash leaves such a segment.
+#[test]
+fn a_damaged_header_of_a_segment_with_later_segments_is_refused_untouched() {
+    let live = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(live.path(), options()).expect("open");
+    let mut i = 0;
+    while segments(live.path()).len() < 3 {
+        db.put(format!("key{i:05}"), value(i)).expect("put");
+        i += 1;
+    }
+    db.sync().expect("sync");
+    let crashed = kill_image(live.path());
+    drop(db);
+    let dir = crashed.path();
+    let names = segments(dir);
+    // The newest holds only its header (a power cut right after the roll) ...
+    cut(&dir.join(&names[2]), 32);
+    // ... and the one before it lost its first 4 KiB, header included.
+    let middle = dir.join(&names[1]);
+    let mut bytes = std::fs::read(&middle).expect("read");
+    bytes[..4096].fill(0xa5);
+    std::fs::write(&middle, &bytes).expect("write");
+
+    let before = files(dir);
+    match Db::open(dir, options()) {
+        Err(e @ Error::Corruption { .. }) => {
+            let text = e.to_string();
+            assert!(text.contains("later segment"), "{text}");
+        }
+        Err(other) => panic!("expected Corruption, got {other:?}"),
+        Ok(_) => panic!("the open took the damage for a torn tail"),
+    }
+    assert_eq!(files(dir), before, "nothing deleted or cut");
+}
+
+/// A database whose replay head lies in segment `h` with two more segments after it,
+/// none of it flushed since, as a killed process leaves it. Returns the directory and the
+/// name of `h`.
+fn unflushed_segments_after_the_head() -> (tempfile::TempDir, String) {
+    let live = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(live.path(), options()).expect("open");
+    for i in 0..50 {
+        db.put(format!("flushed{i:05}"), value(i)).expect("put");
+    }
+    db.flush().expect("flush");
+    let head_segment = segments(live.path()).pop().expect("a segment");
+    let mut i = 0;
+    while segments(live.path()).len() < segments_through(&head_segment) + 2 {
+        db.put(format!("key{i:05}"), value(i)).expect("put");
+        i += 1;
+    }
+    db.sync().expect("sync");
+    let crashed = kill_image(live.path());
+    drop(db);
+    (crashed, head_segment)
+}
+
+/// How many segments there are up to and including `name` (numbers start at 1, no gaps).
+fn segments_through(name: &str) -> usize {
+    name.trim_end_matches(".vlog").parse().expect("number")
+}
+
+/// Defect: after a salvage open of a database whose head segment was cut short (with
+/// segments after it), the open started a new segment whose header did not link it to the
+/// log's end, and kept the head before the replayed records: writes acknowledged after the
+/// salvage, then a crash before the next flush, and every later open refused the log ("hole
+/// in the value log"); a second salvage would have set those writes aside.
+#[test]
+fn sync_writes_after_a_salvage_open_survive_a_crash_before_the_next_flush() {
+    let (crashed, head_segment) = unflushed_segments_after_the_head();
+    let dir = crashed.path();
+    cut(&dir.join(head_segment), 64);
+    assert!(
+        matches!(Db::open(dir, options()), Err(Error::Corruption { .. })),
+        "a head segment cut short is refused by a strict open"
+    );
+    let db = Db::open(dir, salvage(options())).expect("salvage open");
+    assert!(!db.recovery_report().salvaged.is_empty());
+    let survivors: Vec<String> = (0..2000)
+        .map(|i| format!("key{i:05}"))
+        .filter(|k| matches!(db.get(k), Ok(Some(_))))
+        .collect();
+    assert!(!survivors.is_empty(), "the segments after the head replay");
+    db.put_opt("after", "salvage", &SYNC).expect("sync put");
+    let again = kill_image(dir);
+    drop(db);
+
+    let db = Db::open(again.path(), options()).expect("a strict open after the crash");
+    assert_eq!(db.get("after").expect("get"), Some(b"salvage".to_vec()));
+    for k in &survivors {
+        assert!(matches!(db.get(k), Ok(Some(_))), "{k} still reads");
+    }
+}
+
+/// Defect: a salvage open that moved segments aside into `lost/` and then failed before
+/// its manifest was installed left a database no open would take: the old manifest lists
+/// the moved segments, and every open, salvage included, refused them as missing.
+#[test]
+fn a_salvage_open_cut_short_before_its_manifest_can_be_salvaged_again() {
+    let (crashed, head_segment) = unflushed_segments_after_the_head();
+    // An open lists every segment present in its manifest; killed before a flush, the head
+    // stays where it was.
+    let db = Db::open(crashed.path(), options()).expect("open");
+    let image = kill_image(crashed.path());
+    drop(db);
+    let dir = image.path();
+    // A bad sector in the first segment after the head.
+    let names = segments(dir);
+    let damaged = dir.join(&names[segments_through(&head_segment)]);
+    let mut bytes = std::fs::read(&damaged).expect("read");
+    let at = (bytes.windows(6).position(|w| w == b"value-")).expect("a value") + 3;
+    bytes[at] ^= 0x10;
+    std::fs::write(&damaged, &bytes).expect("write");
+    assert!(
+        matches!(Db::open(dir, options()), Err(Error::Corruption { .. })),
+        "the damage is refused by a strict open"
+    );
+
+    // Where a salvage open renames the new CURRENT into place (found on a copy).
+    let probe = kill_image(dir);
+    let fault = FaultFs::new(Arc::new(PosixFs::new()));
+    fault.record_calls(true);
+    let with_fault = |fault: &FaultFs| Options {
+        fs: Arc::new(fault.clone()),
+        ..salvage(options())
+    };
+    drop(Db::open(probe.path(), with_fault(&fault)).expect("salvage open of the copy"));
+    let renames: Vec<_> = (fault.recorded().into_iter())
+        .filter(|(op, _)| *op == FsOp::Rename)
+        .collect();
+    let current_rename = 1
+        + (renames.iter())
+            .position(|(_, path)| !path.to_string_lossy().ends_with(".vlog"))
+            .expect("a rename installs the manifest");
+    assert!(
+        current_rename > 1,
+        "segments were set aside first: {renames:?}"
+    );
+
+    let fault = FaultFs::new(Arc::new(PosixFs::new()));
+    fault.fail_at(
+        current_rename as u64,
+        FaultKind::Io,
+        FaultOps::Only(&[FsOp::Rename]),
+        true,
+    );
+    assert!(
+        Db::open(dir, with_fault(&fault)).is_err(),
+        "the install fails"
+    );
+    assert!(fault.tripped());
+
+    match Db::open(dir, options()) {
+        Err(e @ Error::Corruption { .. }) => {
+            assert!(e.to_string().contains("SalvagePrefix again"), "{e}")
+        }
+        other => panic!("a strict open refuses and says why: {other:?}"),
+    }
+    let db = Db::open(dir, salvage(options())).expect("salvage again");
+    assert!(matches!(db.get("flushed00000"), Ok(Some(_))));
+    db.put_opt("after", "salvage", &SYNC).expect("sync put");
+    db.close().expect("close");
+    let db = Db::open(dir, options()).expect("strict open");
+    assert_eq!(db.get("after").expect("get"), Some(b"salvage".to_vec()));
+}
