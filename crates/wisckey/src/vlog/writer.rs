@@ -609,16 +609,7 @@ impl VlogWriter {
             }
         }
         self.buf.clear();
-        // Keep room for as much as this write-out carried, up to `RETAINED_BUFFER_MAX`: a
-        // writer that commits large groups every time (a server's rounds of pipelined
-        // 16 KiB SETs: 5-8 MB each) would otherwise give the memory back and fault it in
-        // again, zeroed, page by page, for every group (page faults: 18% of such a server's
-        // cycles, nearly all from encoding records into this buffer).
-        // Room a single large batch needed is given back at the next, smaller, write-out.
-        let keep = written.min(RETAINED_BUFFER_MAX).max(self.opts.buffer_size);
-        if self.buf.capacity() > 2 * keep {
-            self.buf.shrink_to(keep);
-        }
+        keep_room_for(&mut self.buf, written, self.opts.buffer_size);
         result
     }
 
@@ -700,8 +691,11 @@ impl VlogWriter {
         drop(in_flight);
         match result {
             Ok(()) => {
-                self.flushed_len += bytes.len() as u64;
+                let written = bytes.len();
+                self.flushed_len += written as u64;
                 self.spare = Arc::try_unwrap(bytes).unwrap_or_default();
+                self.spare.clear();
+                keep_room_for(&mut self.spare, written, self.opts.buffer_size);
                 self.start_write_back_if_due();
                 Ok(())
             }
@@ -865,6 +859,20 @@ impl WritableFile for LentFile {
 }
 
 /// Creates a segment file and writes its header; on failure removes what was created.
+/// Shrinks an emptied buffer that carried `written` bytes to the room worth keeping. It keeps
+/// room for as much as the write-out carried, up to `RETAINED_BUFFER_MAX`: a writer that
+/// commits large groups every time (a server's rounds of pipelined 16 KiB SETs: 5-8 MB each)
+/// would otherwise give the memory back and fault it in again, zeroed, page by page, for
+/// every group (page faults: 18% of such a server's cycles, nearly all from encoding records
+/// into this buffer). Room a single large batch needed is given back at the next, smaller,
+/// write-out.
+fn keep_room_for(buf: &mut Vec<u8>, written: usize, buffer_size: usize) {
+    let keep = written.min(RETAINED_BUFFER_MAX).max(buffer_size);
+    if buf.capacity() > 2 * keep {
+        buf.shrink_to(keep);
+    }
+}
+
 fn start_segment(
     fs: &dyn FileSystem,
     path: &std::path::Path,

@@ -829,6 +829,29 @@ fn room_kept_for_the_next_group_is_bounded() {
     );
 }
 
+/// The same with direct writes, whose write-outs hand the buffer to a thread and get it back
+/// as the spare: the spare is bounded too (it kept a whole outsized group's room for good).
+#[test]
+fn room_kept_in_the_spare_buffer_of_pipelined_write_outs_is_bounded() {
+    let (_mem, fs) = new_fs();
+    let o = VlogOptions {
+        max_value_size: 8 << 20,
+        ..pipelined(1 << 30, 4 << 10)
+    };
+    let mut w = new_writer(&fs, o);
+    let value = vec![3u8; 8 << 20];
+    let keys: Vec<String> = (0..9).map(|i| format!("big{i}")).collect();
+    let entries: Vec<BatchEntry> = keys.iter().map(|k| put(k.as_bytes(), &value)).collect();
+    w.append_batch(1, &entries).expect("append");
+    w.sync_write().expect("sync write");
+    assert!(
+        w.spare.capacity() <= 2 * RETAINED_BUFFER_MAX && w.buf.capacity() <= 2 * RETAINED_BUFFER_MAX,
+        "capacities {} and {} after a 72 MiB group",
+        w.spare.capacity(),
+        w.buf.capacity()
+    );
+}
+
 #[test]
 fn a_reserved_group_stays_in_one_segment_and_a_failed_one_is_discarded_whole() {
     // Two batches of one group that together pass the segment's target size: once, the
