@@ -116,12 +116,13 @@ class DB:
     ) -> "Iterator":
         """Entries in key order, as (key, value) tuples (or keys, or values): between
         `start` (inclusive) and `stop` (exclusive), or under `prefix`; reverse=True from the
-        end. Reads one snapshot (`snapshot`, or one taken now)."""
+        end. Reads one snapshot (`snapshot`, or one taken now). ClosedError if the database
+        or `snapshot` is closed."""
     def snapshot(self) -> "Snapshot":
         """A consistent view of the database as it is now, with the same read methods."""
     def stats(self) -> dict[str, Any]:
         """Statistics: tables per level, value-log segments with live and dead bytes, GC
-        totals."""
+        totals. Floats may be infinite (value_log.space_amp_target with GC off)."""
     def gc(self) -> dict[str, Any]:
         """Value-log garbage collection now (compacts the key index first); returns what it
         did and the value log's space_amp after it."""
@@ -153,7 +154,7 @@ class WriteBatch:
     def write(self) -> None:
         """Writes the batch (all or nothing). A batch is written once; a second write()
         raises InvalidArgumentError. A write that fails keeps the batch's writes, to retry
-        or clear()."""
+        or clear(). Other threads' calls on the batch wait for a write in flight."""
     def __len__(self) -> int:
         """`len(batch)`: the number of puts and deletes added (0 once written)."""
     def __enter__(self) -> "WriteBatch":
@@ -172,7 +173,8 @@ class Snapshot:
     def __contains__(self, key: _Bytes) -> bool:
         """`key in snap`: whether `key` had a value at the snapshot (reads no value)."""
     def __iter__(self) -> "Iterator":
-        """(key, value) pairs at the snapshot in key order."""
+        """(key, value) pairs at the snapshot in key order; ClosedError once the snapshot
+        or its database is closed."""
     def multi_get(self, keys: Iterable[_Bytes]) -> list[Optional[bytes]]:
         """Values of `keys` at the snapshot (None where a key had none)."""
     def iterator(
@@ -185,12 +187,14 @@ class Snapshot:
         include_value: bool = True,
     ) -> "Iterator":
         """DB.iterator at this snapshot. The iterator keeps its own hold on the snapshot:
-        it goes on after close()."""
+        it goes on after close(). ClosedError once the snapshot or its database is
+        closed."""
     @property
     def closed(self) -> bool:
         """Whether the snapshot was released (close()) or its database closed."""
     def close(self) -> None:
-        """Releases the snapshot; reads through it then raise ClosedError. Idempotent."""
+        """Releases the snapshot; reads through it then raise ClosedError (a read in
+        flight in another thread finishes at the snapshot). Idempotent."""
     def __enter__(self) -> "Snapshot":
         """Returns the snapshot itself."""
     def __exit__(self, *exc: Any) -> bool:
@@ -205,11 +209,11 @@ class Iterator(_PyIterator[Any]):
     def __next__(self) -> Union[Tuple[bytes, bytes], bytes]:
         """The next entry. StopIteration at the end; ClosedError when the database was
         closed before the entry was fetched. CorruptionError (or IOError) for an entry whose
-        value cannot be read; the next next() goes on with the entry after it. An error in
-        the key index itself ends the iteration."""
+        value cannot be read (raised before anything past it is read); the next next() goes
+        on with the entry after it. An error in the key index itself ends the iteration."""
     def close(self) -> None:
         """Stops the iteration and releases its snapshot; later next() raises
-        StopIteration."""
+        StopIteration, as does a next() in flight in another thread. Idempotent."""
     def __enter__(self) -> "Iterator":
         """Returns the iterator itself."""
     def __exit__(self, *exc: Any) -> bool:

@@ -1,5 +1,5 @@
-//! Python objects in and out: bytes-like arguments, `bytes` results, JSON-shaped reports,
-//! and the shared handle every call reaches the engine through.
+//! Python objects in and out: bytes-like arguments, `bytes` results, and the shared handle
+//! every call reaches the engine through.
 //!
 //! A `bytes` argument is borrowed, not copied: `bytes` is immutable and the caller's
 //! reference keeps it alive, so its buffer may be read with the GIL released. Anything
@@ -13,7 +13,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView, PyString};
 
-use crate::errors::{to_py_err, ClosedError, Error};
+use crate::errors::{to_py_err, ClosedError};
 
 /// The open database, shared by the `DB` object and everything made from it. Every call
 /// holds the read lock for its duration; `DB.close()` takes the write lock (waiting for
@@ -26,12 +26,24 @@ pub(crate) fn with_db<T: Send>(
     shared: &Shared,
     f: impl FnOnce(&engine::Db) -> engine::Result<T> + Send,
 ) -> PyResult<T> {
-    py.allow_threads(|| {
-        let guard = shared.read();
-        let db = guard.as_ref().ok_or(engine::Error::Closed)?;
-        f(db)
-    })
-    .map_err(to_py_err)
+    py.allow_threads(|| on_db(shared, f)).map_err(to_py_err)
+}
+
+/// Runs `f` on the open database, the read lock held for the call; for callers that
+/// released the GIL themselves.
+pub(crate) fn on_db<T>(
+    shared: &Shared,
+    f: impl FnOnce(&engine::Db) -> engine::Result<T>,
+) -> engine::Result<T> {
+    let guard = shared.read();
+    let db = guard.as_ref().ok_or(engine::Error::Closed)?;
+    f(db)
+}
+
+/// `ClosedError` unless the shared database is open (waiting, without the GIL, for a
+/// `close()` in progress).
+pub(crate) fn check_open(py: Python<'_>, shared: &Shared) -> PyResult<()> {
+    with_db(py, shared, |_| Ok(()))
 }
 
 /// Whether the shared database was closed (waiting, without the GIL, for a `close()` in
@@ -98,13 +110,6 @@ pub(crate) fn to_list(py: Python<'_>, values: Vec<Option<Vec<u8>>>) -> Py<PyList
     PyList::new_bound(py, items).unbind()
 }
 
-/// JSON text of a serde value, as Python objects (through `json.loads`).
-pub(crate) fn json_to_py(py: Python<'_>, value: &impl serde::Serialize) -> PyResult<PyObject> {
-    let text = serde_json::to_string(value).map_err(|e| Error::new_err(e.to_string()))?;
-    let loads = py.import_bound("json")?.getattr("loads")?;
-    Ok(loads.call1((text,))?.unbind())
-}
-
 /// Values of `keys` (an iterable of bytes-like), all read at one moment (at `snapshot` if
 /// given), the value-log reads in parallel.
 pub(crate) fn multi_get(
@@ -124,4 +129,14 @@ pub(crate) fn multi_get(
     };
     let values = with_db(py, shared, |db| db.multi_get_opt(&keys, &opts))?;
     Ok(to_list(py, values))
+}
+
+/// One of the engine's reports (stats, check, GC and clustering outcomes) as Python objects:
+/// structs become dicts, sequences lists, unit enum variants their names. Floats stay floats,
+/// infinity included (`gc_space_amp_target` may be infinite; JSON, which this went through
+/// before, has no infinity).
+pub(crate) fn report_to_py(py: Python<'_>, report: &impl serde::Serialize) -> PyResult<PyObject> {
+    pythonize::pythonize(py, report)
+        .map(|obj| obj.unbind())
+        .map_err(|e| crate::errors::Error::new_err(e.to_string()))
 }

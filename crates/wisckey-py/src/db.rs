@@ -15,7 +15,7 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use crate::batch::WriteBatch;
 use crate::convert::{
-    bytes_of, is_closed, json_to_py, multi_get, optional_bytes, to_bytes, with_db, Shared,
+    bytes_of, check_open, is_closed, multi_get, optional_bytes, to_bytes, with_db, Shared,
 };
 use crate::errors::to_py_err;
 use crate::iterator::{Iterator, Span};
@@ -207,7 +207,7 @@ impl Db {
     /// Entries in key order, as `(key, value)` tuples (or keys, or values): between `start`
     /// (inclusive) and `stop` (exclusive), or under `prefix`; `reverse=True` from the end.
     /// Reads one snapshot (`snapshot`, or one taken now). `include_value=False` reads no
-    /// value at all.
+    /// value at all. ClosedError if the database or `snapshot` is closed.
     #[pyo3(signature = (start = None, stop = None, prefix = None, reverse = false, include_key = true, include_value = true, snapshot = None))]
     #[allow(clippy::too_many_arguments)]
     fn iterator(
@@ -222,7 +222,11 @@ impl Db {
         snapshot: Option<&Snapshot>,
     ) -> PyResult<Iterator> {
         let snapshot = match snapshot {
-            Some(s) => s.held()?.clone(),
+            Some(s) => {
+                let held = s.held()?;
+                check_open(py, &self.shared)?;
+                held
+            }
             None => with_db(py, &self.shared, |db| Ok(db.snapshot()))?,
         };
         let span = Span {
@@ -247,7 +251,7 @@ impl Db {
     /// GC totals.
     fn stats(&self, py: Python<'_>) -> PyResult<PyObject> {
         let stats = with_db(py, &self.shared, |db| db.stats())?;
-        json_to_py(py, &stats)
+        crate::convert::report_to_py(py, &stats)
     }
 
     /// Value-log garbage collection now (compacts the key index first); returns what it did
@@ -298,7 +302,7 @@ impl Db {
     ) -> PyResult<PyObject> {
         let range = start_stop_range(start, stop)?;
         let done = with_db(py, &self.shared, |db| db.cluster_values(range))?;
-        json_to_py(py, &done)
+        crate::convert::report_to_py(py, &done)
     }
 
     /// What `cluster_values(start, stop)` would move now, without moving anything (reads
@@ -312,14 +316,14 @@ impl Db {
     ) -> PyResult<PyObject> {
         let range = start_stop_range(start, stop)?;
         let estimate = with_db(py, &self.shared, |db| db.cluster_values_estimate(range))?;
-        json_to_py(py, &estimate)
+        crate::convert::report_to_py(py, &estimate)
     }
 
     /// Reads and verifies everything; returns the report (a dict; `problems` is empty when
     /// the database is sound).
     fn check(&self, py: Python<'_>) -> PyResult<PyObject> {
         let report = with_db(py, &self.shared, |db| db.check())?;
-        json_to_py(py, &report)
+        crate::convert::report_to_py(py, &report)
     }
 }
 

@@ -1,19 +1,26 @@
 //! `wisckey.Iterator`: entries of a key range at one snapshot, fetched in chunks.
 //!
-//! No Python object borrows the engine across calls: each chunk is a fresh engine range
+//! No Python object borrows the engine across calls: each chunk is a fresh engine cursor
 //! from just past the last key returned (or before it, in reverse) at the same snapshot,
 //! so the database can be closed between chunks (the next chunk raises `ClosedError`).
 //! A chunk keeps the engine's errors in their places among the entries: a value that
-//! cannot be read is raised at its entry, and the iteration goes on past it.
+//! cannot be read is raised at its entry, and the iteration goes on past it. Such an
+//! entry ends its chunk, so a run of unreadable values is read one `next()` at a time.
+//!
+//! The class is frozen (its methods take `&self`). What changes sits in `state`, a mutex
+//! held only briefly and never across an engine call or a call into Python; `fetching`
+//! lets one thread at a time fetch a chunk and is taken only with the GIL released. So
+//! `close()` from another thread never waits for a fetch in flight: the fetch finds the
+//! iterator closed when it is done and drops its chunk.
 
 use std::collections::VecDeque;
-use std::ops::Bound as KeyBound;
 
+use parking_lot::Mutex;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
-use crate::convert::{to_bytes, with_db, Shared};
+use crate::convert::{on_db, to_bytes, Shared};
 use crate::errors::to_py_err;
 
 /// Entries an iterator fetches from the engine per chunk, at most.
@@ -39,19 +46,36 @@ pub(crate) struct Span {
 /// Entries in key order at one snapshot, made by `DB.iterator()` (or `iter(db)`,
 /// `Snapshot.iterator()`): `(key, value)` tuples, or keys, or values. A context manager;
 /// `close()` ends it early.
-#[pyclass(module = "wisckey")]
+#[pyclass(module = "wisckey", frozen)]
 pub(crate) struct Iterator {
     shared: Shared,
+    reverse: bool,
+    include_key: bool,
+    include_value: bool,
+    state: Mutex<State>,
+    /// Held (without the GIL) by the one thread fetching a chunk.
+    fetching: Mutex<()>,
+}
+
+/// What an iterator has left.
+struct State {
     /// `None` once nothing is left to fetch (the end was fetched, or `close()`): a held
     /// snapshot keeps compaction and GC from dropping old versions.
     snapshot: Option<engine::Snapshot>,
     /// Lower bound (inclusive) and upper bound (exclusive) of what is still ahead.
     lower: Option<Vec<u8>>,
     upper: Option<Vec<u8>>,
-    reverse: bool,
-    include_key: bool,
-    include_value: bool,
     buffered: VecDeque<Entry>,
+}
+
+/// A chunk fetched from the engine.
+struct Chunk {
+    entries: Vec<Entry>,
+    /// The key the next chunk starts past (after it; before it in reverse): the chunk's
+    /// last entry's, whether it read or not. `None`: the chunk holds no entry.
+    last_key: Option<Vec<u8>>,
+    /// The range ended within the chunk (or an error in the key index ended it).
+    ended: bool,
 }
 
 impl Iterator {
@@ -73,84 +97,162 @@ impl Iterator {
         let empty = matches!((&lower, &upper), (Some(l), Some(u)) if l >= u);
         Ok(Iterator {
             shared,
-            snapshot: (!empty).then_some(snapshot),
-            lower,
-            upper,
             reverse: span.reverse,
             include_key: span.include_key,
             include_value: span.include_value,
-            buffered: VecDeque::new(),
+            state: Mutex::new(State {
+                snapshot: (!empty).then_some(snapshot),
+                lower,
+                upper,
+                buffered: VecDeque::new(),
+            }),
+            fetching: Mutex::new(()),
         })
     }
 
-    /// Fetches the next chunk of entries (at the snapshot) and narrows the bounds past it;
-    /// releases the snapshot once the chunk reaches the end.
-    fn refill(&mut self, py: Python<'_>) -> PyResult<()> {
-        let Some(snapshot) = &self.snapshot else {
-            return Ok(());
+    /// The next entry (None: the end, or closed), fetching a chunk if none is buffered.
+    /// Runs without the GIL.
+    fn next_entry(&self) -> engine::Result<Option<Entry>> {
+        let _one_fetch_at_a_time = self.fetching.lock();
+        // Another thread may have fetched (or closed) while this one waited.
+        let (snapshot, lower, upper) = {
+            let mut state = self.state.lock();
+            if let Some(entry) = state.buffered.pop_front() {
+                return Ok(Some(entry));
+            }
+            match &state.snapshot {
+                Some(s) => (s.clone(), state.lower.clone(), state.upper.clone()),
+                None => return Ok(None),
+            }
         };
-        let lower = match &self.lower {
-            Some(l) => KeyBound::Included(l.as_slice()),
-            None => KeyBound::Unbounded,
-        };
-        let upper = match &self.upper {
-            Some(u) => KeyBound::Excluded(u.as_slice()),
-            None => KeyBound::Unbounded,
-        };
+        let chunk = self.fetch(snapshot, lower, upper)?;
+        let mut state = self.state.lock();
+        if state.snapshot.is_none() {
+            return Ok(None); // closed during the fetch: its chunk is dropped
+        }
+        if chunk.ended {
+            state.snapshot = None;
+        } else if let Some(last) = chunk.last_key {
+            if self.reverse {
+                state.upper = Some(last);
+            } else {
+                let mut after = last;
+                after.push(0);
+                state.lower = Some(after);
+            }
+        }
+        state.buffered.extend(chunk.entries);
+        Ok(state.buffered.pop_front())
+    }
+
+    /// The next chunk of entries between `lower` and `upper` at `snapshot`.
+    fn fetch(
+        &self,
+        snapshot: engine::Snapshot,
+        lower: Option<Vec<u8>>,
+        upper: Option<Vec<u8>>,
+    ) -> engine::Result<Chunk> {
         let opts = engine::ReadOptions {
-            snapshot: Some(snapshot.clone()),
+            snapshot: Some(snapshot),
             keys_only: !self.include_value,
+            lower_bound: lower,
+            upper_bound: upper,
             ..engine::ReadOptions::default()
         };
         let (reverse, with_values) = (self.reverse, self.include_value);
-        let (chunk, ended) = with_db(py, &self.shared, |db| {
-            let range = db.range_opt::<&[u8], _>((lower, upper), &opts)?;
-            let key_only = |k: engine::Result<Vec<u8>>| k.map(|k| (k, Vec::new()));
-            Ok(match (with_values, reverse) {
-                (true, false) => take_chunk(range),
-                (true, true) => take_chunk(range.rev()),
-                (false, false) => take_chunk(range.keys().map(key_only)),
-                (false, true) => take_chunk(range.keys().rev().map(key_only)),
-            })
-        })?;
-        if ended {
-            self.snapshot = None;
-        } else if let Some((last, _)) = chunk.iter().rev().find_map(|e| e.as_ref().ok()) {
+        on_db(&self.shared, |db| {
+            let mut cursor = match db.iter(&opts) {
+                Ok(cursor) => cursor,
+                Err(e) => return Ok(Chunk::failed(e)),
+            };
             if reverse {
-                self.upper = Some(last.clone());
+                cursor.seek_to_last();
             } else {
-                let mut after = last.clone();
-                after.push(0);
-                self.lower = Some(after);
+                cursor.seek_to_first();
             }
-        }
-        self.buffered.extend(chunk);
-        Ok(())
+            let steps = std::iter::from_fn(|| {
+                if !cursor.valid() {
+                    return cursor.status().err().map(Step::Failed);
+                }
+                let key = cursor.key().to_vec();
+                let value = if with_values {
+                    cursor.value()
+                } else {
+                    Ok(Vec::new())
+                };
+                if reverse {
+                    cursor.prev();
+                } else {
+                    cursor.next();
+                }
+                Some(Step::Entry(key, value))
+            });
+            Ok(take_chunk(steps))
+        })
     }
 }
 
-/// The next chunk of `entries`, and whether they ended within it. A chunk ends after an
-/// entry, never after an error: the next chunk starts past the chunk's last key, so it
-/// never meets an error already reported. (The engine moves past a value it could not
-/// read; an error that stops it ends `entries`.)
-fn take_chunk(entries: impl std::iter::Iterator<Item = Entry>) -> (Vec<Entry>, bool) {
-    let mut chunk = Vec::new();
-    let (mut count, mut bytes) = (0, 0);
-    for entry in entries {
-        let full = match &entry {
-            Ok((key, value)) => {
-                count += 1;
-                bytes += key.len() + value.len();
-                count >= ITER_CHUNK || bytes >= ITER_CHUNK_BYTES
-            }
-            Err(_) => false,
-        };
-        chunk.push(entry);
-        if full {
-            return (chunk, false);
+/// One step of an engine cursor.
+enum Step {
+    /// An entry: its key, and its value or why the value could not be read.
+    Entry(Vec<u8>, engine::Result<Vec<u8>>),
+    /// The cursor itself failed (the key index): nothing follows.
+    Failed(engine::Error),
+}
+
+impl Chunk {
+    /// The chunk of a cursor that failed to open: the error, then the end.
+    fn failed(e: engine::Error) -> Chunk {
+        Chunk {
+            entries: vec![Err(e)],
+            last_key: None,
+            ended: true,
         }
     }
-    (chunk, true)
+}
+
+/// The next chunk of `steps`: at most `ITER_CHUNK` entries or about `ITER_CHUNK_BYTES`
+/// (at least one entry), and it ends at an entry whose value could not be read, so the
+/// error is raised before anything past it is read. The next chunk starts past the
+/// chunk's last key, so it never meets an entry (or an error) already reported. An error
+/// of the cursor itself ends the iteration.
+fn take_chunk(steps: impl std::iter::Iterator<Item = Step>) -> Chunk {
+    let mut entries = Vec::new();
+    let mut bytes = 0;
+    for step in steps {
+        match step {
+            Step::Failed(e) => {
+                entries.push(Err(e));
+                break;
+            }
+            Step::Entry(key, Err(e)) => {
+                entries.push(Err(e));
+                return Chunk {
+                    entries,
+                    last_key: Some(key),
+                    ended: false,
+                };
+            }
+            Step::Entry(key, Ok(value)) => {
+                bytes += key.len() + value.len();
+                entries.push(Ok((key, value)));
+                if entries.len() >= ITER_CHUNK || bytes >= ITER_CHUNK_BYTES {
+                    let last_key = entries.last().and_then(|e| e.as_ref().ok());
+                    let last_key = last_key.map(|(key, _)| key.clone());
+                    return Chunk {
+                        entries,
+                        last_key,
+                        ended: false,
+                    };
+                }
+            }
+        }
+    }
+    Chunk {
+        entries,
+        last_key: None,
+        ended: true,
+    }
 }
 
 /// The smallest key above every key starting with `prefix` (None: there is none).
@@ -177,12 +279,14 @@ impl Iterator {
     /// closed before the entry was fetched. CorruptionError (or IOError) for an entry whose
     /// value cannot be read; the next `next()` goes on with the entry after it. An error
     /// in the key index itself ends the iteration.
-    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<PyObject>> {
-        if self.buffered.is_empty() {
-            self.refill(py)?;
-        }
-        let Some(entry) = self.buffered.pop_front() else {
-            return Ok(None);
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<PyObject>> {
+        let buffered = self.state.lock().buffered.pop_front();
+        let entry = match buffered {
+            Some(entry) => entry,
+            None => match py.allow_threads(|| self.next_entry()).map_err(to_py_err)? {
+                Some(entry) => entry,
+                None => return Ok(None),
+            },
         };
         let (key, value) = entry.map_err(to_py_err)?;
         let item = match (self.include_key, self.include_value) {
@@ -197,10 +301,14 @@ impl Iterator {
     }
 
     /// Stops the iteration and releases what it holds (its snapshot too); later `next()`
-    /// raises StopIteration.
-    fn close(&mut self) {
-        self.snapshot = None;
-        self.buffered.clear();
+    /// raises StopIteration. A `next()` in flight in another thread returns StopIteration
+    /// (or the entry it had). Idempotent.
+    fn close(&self) {
+        let released = {
+            let mut state = self.state.lock();
+            (state.snapshot.take(), std::mem::take(&mut state.buffered))
+        };
+        drop(released);
     }
 
     /// Returns the iterator itself.
@@ -210,7 +318,7 @@ impl Iterator {
 
     /// Closes the iterator.
     #[pyo3(signature = (*_exc))]
-    fn __exit__(&mut self, _exc: &Bound<'_, PyTuple>) -> bool {
+    fn __exit__(&self, _exc: &Bound<'_, PyTuple>) -> bool {
         self.close();
         false
     }

@@ -3,7 +3,7 @@
 //!
 //! One file per Python class (`db`, `batch`, `snapshot`, `iterator`), with `options`
 //! (keyword options onto `engine::Options`), `convert` (bytes in and out, the shared
-//! handle) and `errors` (the exception hierarchy).
+//! handle, the engine's reports as dicts) and `errors` (the exception hierarchy).
 //!
 //! Invariants:
 //! - keys and values are bytes-like in and `bytes` out; a `str` is a `TypeError`;
@@ -14,9 +14,14 @@
 //!   for its duration (one lock per call), `close()` takes the write lock (waiting for calls
 //!   in flight), takes the `Db` out and closes it before letting go; an iterator, snapshot
 //!   or batch used after that raises `ClosedError`, never touches freed memory;
-//! - an iterator reads one snapshot, fetching entries in chunks (a fresh range from just
-//!   after the last key each time, at most 256 entries or about 4 MiB), so no Python
-//!   object borrows the engine across calls; it lets go of the snapshot at its end.
+//! - an iterator reads one snapshot, fetching entries in chunks (a fresh cursor from just
+//!   after the last key each time, at most 256 entries or about 4 MiB, ending at an entry
+//!   whose value cannot be read), so no Python object borrows the engine across calls; it
+//!   lets go of the snapshot at its end;
+//! - `Snapshot`, `Iterator` and `WriteBatch` are frozen (methods take `&self`, as `DB`'s
+//!   do): what changes (the snapshot held, an iterator's position, a batch) sits in a
+//!   mutex held only briefly, never across an engine call or a call into Python, so a
+//!   call from another thread (or re-entrant) never fails with pyo3's "Already borrowed".
 
 // pyo3 0.22's `#[pymethods]` expansion converts each `PyResult` error into itself, which
 // this clippy flags at every method signature.

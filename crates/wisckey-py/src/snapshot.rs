@@ -3,46 +3,56 @@
 //! The object holds an engine snapshot until `close()`; its reads then raise
 //! `ClosedError`, as they do once the database is closed. Iterators made from it hold the
 //! engine snapshot themselves and outlive its `close()`.
+//!
+//! The class is frozen (its methods take `&self`): the engine snapshot sits in a mutex
+//! held only to clone it or take it out, never across an engine call or a call into
+//! Python. A read clones it first, so a `close()` from another thread (or from the keys
+//! iterable of a `multi_get`) never waits for a read in flight, nor fails because of one:
+//! the read finishes at the snapshot it started with, and the next one raises
+//! `ClosedError`.
 
 use std::sync::Arc;
 
+use parking_lot::Mutex;
 use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
 use crate::convert::{
-    bytes_of, closed, is_closed, multi_get, optional_bytes, to_bytes, with_db, Shared,
+    bytes_of, check_open, closed, is_closed, multi_get, optional_bytes, to_bytes, with_db, Shared,
 };
 use crate::iterator::{Iterator, Span};
 
 /// A consistent view of the database, made by `DB.snapshot()`: `get`, `snap[key]`,
 /// `key in snap`, `multi_get`, `iterator` and `for key, value in snap` read the database
 /// as it was then. A context manager; `close()` (or leaving the `with` block) releases it.
-#[pyclass(module = "wisckey")]
+#[pyclass(module = "wisckey", frozen)]
 pub(crate) struct Snapshot {
     shared: Shared,
     /// `None` once released.
-    snapshot: Option<engine::Snapshot>,
+    snapshot: Mutex<Option<engine::Snapshot>>,
 }
 
 impl Snapshot {
     pub(crate) fn new(shared: Shared, snapshot: engine::Snapshot) -> Snapshot {
         Snapshot {
             shared,
-            snapshot: Some(snapshot),
+            snapshot: Mutex::new(Some(snapshot)),
         }
     }
 
-    /// The engine snapshot; `ClosedError` once released.
-    pub(crate) fn held(&self) -> PyResult<&engine::Snapshot> {
-        self.snapshot.as_ref().ok_or_else(|| closed("snapshot"))
+    /// The engine snapshot (a clone: a read in flight keeps its own); `ClosedError` once
+    /// released.
+    pub(crate) fn held(&self) -> PyResult<engine::Snapshot> {
+        let held = self.snapshot.lock().clone();
+        held.ok_or_else(|| closed("snapshot"))
     }
 
     /// The value of `key` at the snapshot.
     fn read(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Option<Vec<u8>>> {
         let key = bytes_of(key, "key")?;
         let opts = engine::ReadOptions {
-            snapshot: Some(self.held()?.clone()),
+            snapshot: Some(self.held()?),
             ..engine::ReadOptions::default()
         };
         with_db(py, &self.shared, |db| db.get_opt(&key, &opts))
@@ -77,7 +87,7 @@ impl Snapshot {
     fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
         let key = bytes_of(key, "key")?;
         let opts = engine::ReadOptions {
-            snapshot: Some(self.held()?.clone()),
+            snapshot: Some(self.held()?),
             keys_only: true,
             ..engine::ReadOptions::default()
         };
@@ -92,15 +102,17 @@ impl Snapshot {
 
     /// Values of `keys` at the snapshot (None where a key had none).
     fn multi_get(&self, py: Python<'_>, keys: &Bound<'_, PyAny>) -> PyResult<Py<PyList>> {
-        multi_get(py, &self.shared, keys, Some(self.held()?))
+        let snapshot = self.held()?;
+        multi_get(py, &self.shared, keys, Some(&snapshot))
     }
 
     /// `DB.iterator` at this snapshot. The iterator keeps its own hold on the snapshot:
-    /// it goes on after `close()`.
+    /// it goes on after `close()`. ClosedError once the snapshot or its database is closed.
     #[pyo3(signature = (start = None, stop = None, prefix = None, reverse = false, include_key = true, include_value = true))]
     #[allow(clippy::too_many_arguments)]
     fn iterator(
         &self,
+        py: Python<'_>,
         start: Option<&Bound<'_, PyAny>>,
         stop: Option<&Bound<'_, PyAny>>,
         prefix: Option<&Bound<'_, PyAny>>,
@@ -116,24 +128,29 @@ impl Snapshot {
             include_key,
             include_value,
         };
-        Iterator::new(Arc::clone(&self.shared), self.held()?.clone(), span)
+        let snapshot = self.held()?;
+        check_open(py, &self.shared)?;
+        Iterator::new(Arc::clone(&self.shared), snapshot, span)
     }
 
     /// `(key, value)` pairs at the snapshot in key order.
-    fn __iter__(&self) -> PyResult<Iterator> {
-        self.iterator(None, None, None, false, true, true)
+    fn __iter__(&self, py: Python<'_>) -> PyResult<Iterator> {
+        self.iterator(py, None, None, None, false, true, true)
     }
 
     /// Whether the snapshot was released (`close()`) or its database closed.
     #[getter]
     fn closed(&self, py: Python<'_>) -> bool {
-        self.snapshot.is_none() || is_closed(py, &self.shared)
+        let released = self.snapshot.lock().is_none();
+        released || is_closed(py, &self.shared)
     }
 
     /// Releases the snapshot (GC may then free what only it could read); reads through it
-    /// then raise ClosedError. Iterators made from it keep their own hold. Idempotent.
-    fn close(&mut self) {
-        self.snapshot = None;
+    /// then raise ClosedError. Iterators made from it keep their own hold, and so does a
+    /// read in flight (in another thread) until it returns. Idempotent.
+    fn close(&self) {
+        let released = self.snapshot.lock().take();
+        drop(released);
     }
 
     /// Returns the snapshot itself.
@@ -143,7 +160,7 @@ impl Snapshot {
 
     /// Releases the snapshot.
     #[pyo3(signature = (*_exc))]
-    fn __exit__(&mut self, _exc: &Bound<'_, PyTuple>) -> bool {
+    fn __exit__(&self, _exc: &Bound<'_, PyTuple>) -> bool {
         self.close();
         false
     }

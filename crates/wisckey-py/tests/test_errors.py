@@ -91,6 +91,75 @@ def test_iteration_yields_the_entries_around_a_damaged_value(path):
         assert list(db.iterator(include_value=False)) == [key(i) for i in range(200)]
 
 
+def _keys_with_a_run_of_damaged_values(path):
+    """Stores key00000..key02999 (values in the value log, in 1 MiB segments), then
+    overwrites all but the header of the second segment: a run of several hundred keys in
+    the middle, more than an iterator's chunk, whose values do not read. Returns the
+    indexes of those keys (found by reading each key)."""
+    with wisckey.DB(path, vlog_segment_size=1 << 20) as db:
+        for i in range(3000):
+            db.put(b"key%05d" % i, _value(i))
+    segments = sorted(glob.glob(os.path.join(path, "*.vlog")))
+    assert len(segments) >= 3
+    size = os.path.getsize(segments[1])
+    with open(segments[1], "r+b") as f:
+        f.seek(64)
+        f.write(b"\xff" * (size - 64))
+    damaged = []
+    with wisckey.DB(path) as db:
+        for i in range(3000):
+            try:
+                assert db.get(b"key%05d" % i) == _value(i)
+            except wisckey.CorruptionError:
+                damaged.append(i)
+    assert len(damaged) > 300 and damaged == list(range(damaged[0], damaged[-1] + 1))
+    return damaged
+
+
+def test_a_run_of_unreadable_values_is_raised_one_entry_at_a_time(path):
+    """Each unreadable value is raised at its entry, and ends the chunk the iterator
+    fetched: a next() never reads ahead through a run of them (nor buffers their errors).
+    After the first error of the run, a closed database is the very next next()'s
+    ClosedError."""
+    damaged = _keys_with_a_run_of_damaged_values(path)
+    first, last = damaged[0], damaged[-1]
+    key = lambda i: b"key%05d" % i  # noqa: E731
+
+    def walk(it):
+        seen = []
+        for _ in range(3001):  # bounded: an iterator stuck on an error would never end
+            try:
+                seen.append(next(it)[0])
+            except wisckey.CorruptionError:
+                seen.append(None)
+            except StopIteration:
+                return seen
+        raise AssertionError("the iteration did not end")
+
+    expected = [None if first <= i <= last else key(i) for i in range(3000)]
+    with wisckey.DB(path) as db:
+        assert walk(db.iterator()) == expected
+        assert walk(db.iterator(reverse=True)) == expected[::-1]
+        assert walk(db.iterator(start=key(first + 10), stop=key(last + 3))) == (
+            [None] * (last - first - 9) + [key(last + 1), key(last + 2)])
+        assert list(db.iterator(include_value=False)) == [key(i) for i in range(3000)]
+        for reverse in (False, True):
+            it = db.iterator(start=key(first - 2), stop=key(last + 3), reverse=reverse)
+            ahead = [key(last + 2), key(last + 1)] if reverse else [key(first - 2), key(first - 1)]
+            assert [next(it)[0], next(it)[0]] == ahead
+            with pytest.raises(wisckey.CorruptionError):
+                next(it)
+            with pytest.raises(wisckey.CorruptionError):
+                next(it)
+    with wisckey.DB(path) as db:
+        it = db.iterator(start=key(first))
+        with pytest.raises(wisckey.CorruptionError):
+            next(it)
+        db.close()
+        with pytest.raises(wisckey.ClosedError):  # not another buffered CorruptionError
+            next(it)
+
+
 def test_key_in_a_snapshot_reads_no_value(path):
     _keys_with_value_123_damaged(path)
     with wisckey.DB(path) as db:
@@ -160,6 +229,7 @@ def test_a_path_under_a_regular_file_is_an_io_error(tmp_path):
 def test_every_call_on_a_closed_database_is_a_closed_error(path):
     db = wisckey.DB(path)
     db.put(b"a", b"1")
+    snap = db.snapshot()
     db.close()
     calls = [
         lambda: db.get(b"a"), lambda: db.put(b"a", b"2"), lambda: db.delete(b"a"),
@@ -168,6 +238,10 @@ def test_every_call_on_a_closed_database_is_a_closed_error(path):
         lambda: db.multi_get([b"a"]), lambda: db.stats(), lambda: db.gc(),
         lambda: db.compact_range(), lambda: db.check(), lambda: db.write_batch().write(),
         lambda: db.cluster_values(), lambda: db.cluster_values_estimate(),
+        # A snapshot taken before close() and everything read through it.
+        lambda: db.iterator(snapshot=snap), lambda: snap.iterator(), lambda: iter(snap),
+        lambda: snap.get(b"a"), lambda: snap[b"a"], lambda: b"a" in snap,
+        lambda: snap.multi_get([b"a"]),
     ]
     for call in calls:
         with pytest.raises(wisckey.ClosedError):

@@ -222,3 +222,156 @@ def test_racing_closes_both_return_once_the_database_is_released(path):
         assert outcome == ["reopened", "reopened"], (attempt, outcome)
     with wisckey.DB(path) as db:
         assert db[b"019999"] == b"4" * 200
+
+
+def test_a_snapshot_closed_during_its_own_multi_get(path):
+    """close() called from inside a call on the snapshot (here by the keys' iterable)
+    releases it; the call in flight finishes at the snapshot it started with."""
+    db = wisckey.DB(path)
+    db.put(b"a", b"1")
+    snap = db.snapshot()
+    db.put(b"a", b"2")
+
+    def keys():
+        snap.close()
+        yield b"a"
+
+    assert snap.multi_get(keys()) == [b"1"]
+    assert snap.closed
+    with pytest.raises(wisckey.ClosedError):
+        snap.get(b"a")
+    with db.snapshot() as snap:
+        assert snap.multi_get(iter([b"a"])) == [b"2"]
+
+        def closing_keys():
+            snap.__exit__(None, None, None)
+            yield b"a"
+
+        assert snap.multi_get(closing_keys()) == [b"2"]
+        assert snap.closed
+    db.close()
+
+
+def _big_database(path, n=2000):
+    db = wisckey.DB(path, value_threshold=64)
+    for i in range(n):
+        db.put(b"%06d" % i, bytes([i % 251]) * 16_000)
+    return db
+
+
+def test_snapshot_closed_while_another_thread_reads_it(path):
+    """Leaving `with db.snapshot()` (or close()) while a worker thread is inside a read on
+    the snapshot releases it: the worker's later reads raise ClosedError, nothing raises
+    RuntimeError."""
+    db = _big_database(path)
+    keys = [b"%06d" % i for i in range(0, 2000, 3)]
+    try:
+        for attempt in range(20):
+            outcome, reading, stop = [], threading.Event(), threading.Event()
+
+            def worker(snap):
+                try:
+                    while not stop.is_set():
+                        assert len(snap.multi_get(keys)) == len(keys)
+                        reading.set()
+                        snap.get(keys[0])
+                        keys[1] in snap  # noqa: B015 - the call is the point
+                    outcome.append("stopped")
+                except wisckey.ClosedError:
+                    outcome.append("closed")
+                except BaseException as e:  # noqa: BLE001 - any other outcome fails the test
+                    outcome.append(repr(e))
+
+            snap = db.snapshot()
+            thread = threading.Thread(target=worker, args=(snap,), daemon=True)
+            try:
+                with snap:
+                    thread.start()
+                    assert reading.wait(timeout=60)
+                    time.sleep(0.001 * (attempt % 5))
+                    if attempt % 2:
+                        snap.close()
+            except BaseException:
+                stop.set()  # the worker would otherwise read on
+                raise
+            finally:
+                thread.join(timeout=60)
+            assert snap.closed
+            assert outcome == ["closed"], (attempt, outcome)
+    finally:
+        db.close()
+
+
+def test_iterator_closed_while_another_thread_iterates_it(path):
+    """close() while another thread is inside next() (fetching a chunk) stops the
+    iteration: no RuntimeError on either side, and the other thread's loop ends."""
+    db = _big_database(path)
+    try:
+        for attempt in range(20):
+            outcome, started = [], threading.Event()
+            it = db.iterator(reverse=attempt % 2 == 1)
+
+            def worker():
+                try:
+                    count = 0
+                    for _ in it:
+                        count += 1
+                        started.set()
+                    outcome.append(count)
+                except BaseException as e:  # noqa: BLE001 - any outcome but a count fails
+                    outcome.append(repr(e))
+                started.set()
+
+            thread = threading.Thread(target=worker, daemon=True)
+            thread.start()
+            try:
+                assert started.wait(timeout=60)
+                time.sleep(0.001 * (attempt % 5))
+                it.close()
+            finally:
+                thread.join(timeout=60)
+            assert len(outcome) == 1 and isinstance(outcome[0], int), (attempt, outcome)
+            assert next(it, None) is None
+    finally:
+        db.close()
+
+
+def test_a_batch_used_by_another_thread_while_it_is_written(path):
+    """len(), put() and a second write() from another thread while write() is in flight:
+    they wait for it or see it written, never RuntimeError."""
+    db = wisckey.DB(path)
+    try:
+        for attempt in range(10):
+            batch = db.write_batch(sync=True)
+            for i in range(20_000):
+                batch.put(b"%06d" % i, b"%d" % attempt * 50)
+            outcome, writing, stop = [], threading.Event(), threading.Event()
+
+            def other():
+                try:
+                    writing.wait(timeout=60)
+                    lengths = set()
+                    while not stop.is_set():
+                        lengths.add(len(batch))
+                    lengths.add(len(batch))
+                    outcome.append(sorted(lengths))
+                    with pytest.raises(wisckey.InvalidArgumentError, match="already written"):
+                        batch.put(b"late", b"x")
+                    with pytest.raises(wisckey.InvalidArgumentError, match="already written"):
+                        batch.write()
+                except BaseException as e:  # noqa: BLE001 - reported below
+                    outcome.append(repr(e))
+
+            thread = threading.Thread(target=other, daemon=True)
+            thread.start()
+            try:
+                writing.set()
+                batch.write()
+            finally:
+                stop.set()
+                thread.join(timeout=60)
+            assert len(outcome) == 1 and isinstance(outcome[0], list), (attempt, outcome)
+            assert set(outcome[0]) <= {20_000, 0} and outcome[0][0] == 0, outcome
+            assert db[b"019999"] == b"%d" % attempt * 50
+    finally:
+        db.close()

@@ -156,6 +156,17 @@ def test_stats_gc_compact_and_check(path):
         assert report["problems"] == [] and report["keys"] == 300
 
 
+def test_stats_keep_infinite_floats(path):
+    # gc_space_amp_target=inf turns background GC off; stats() reports it as it is.
+    with wisckey.DB(path, gc_space_amp_target=float("inf")) as db:
+        log = db.stats()["value_log"]
+        assert log["space_amp_target"] == float("inf")
+        assert isinstance(log["space_amp"], float) and isinstance(log["log_bytes"], int)
+        assert isinstance(log["segments"], list) and isinstance(log["segments"][0]["state"], str)
+    with wisckey.DB(path) as db:
+        assert db.stats()["value_log"]["space_amp_target"] == 1.5
+
+
 def test_cluster_values_rewrites_a_range_in_key_order(db):
     for i in range(400):
         j = (i * 157) % 400  # neighbours written far apart
