@@ -1,10 +1,14 @@
 //! A background failure (I/O error while flushing a memtable) is latched: the flush reports
 //! it, later writes return it even after the fault is gone, reads keep working, and a reopen
-//! recovers every acknowledged write from the value log.
+//! recovers every acknowledged write from the value log. A latched error that is not the
+//! log's own still lets buffered writes reach the OS (and `Db::sync` the disk); a failure to
+//! remove an obsolete file is not latched at all.
 
+use std::path::Path;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use wisckey::fs::{FaultFs, FaultKind, FaultOps, MemFs};
+use wisckey::fs::{FaultFs, FaultKind, FaultOps, FileSystem, FsOp, MemFs, PowerLoss};
 use wisckey::{Db, Error, Options, WriteOptions};
 
 #[test]
@@ -59,4 +63,159 @@ fn db_is_send_and_sync() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Db>();
     assert_send_sync::<wisckey::Snapshot>();
+}
+
+/// What a process kill leaves: every byte that reached the OS (live bytes, synced or not),
+/// nothing of the process's buffers. No locks are held in the image.
+fn kill_image(mem: &MemFs) -> MemFs {
+    let image = MemFs::new();
+    image.create_dir_all(Path::new("/db")).expect("mkdir");
+    for path in mem.file_names() {
+        if let Some(bytes) = mem.contents(&path) {
+            image.set_contents(&path, &bytes).expect("copy");
+        }
+    }
+    image
+}
+
+fn log_holds(mem: &MemFs, needle: &[u8]) -> bool {
+    mem.file_names()
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "vlog"))
+        .filter_map(|p| mem.contents(p))
+        .any(|bytes| bytes.windows(needle.len()).any(|w| w == needle))
+}
+
+const BUFFERED_VALUE: &[u8] = b"buffered-value-0123456789-acknowledged-not-synced";
+
+/// Opens a database on `fault`, acknowledges a non-sync put that stays in the log's buffer,
+/// then latches an EIO from the flush's table creation (not a log failure).
+fn latch_a_table_error(fault: &FaultFs, options: Options) -> Db {
+    let db = Db::open("/db", options).expect("open");
+    // The sync put writes the buffer out: the next write-out is not due for an interval.
+    db.put_opt(b"synced", b"1", &WriteOptions { sync: true })
+        .expect("sync put");
+    db.put(b"buffered", BUFFERED_VALUE).expect("buffered put");
+    fault.fail_at(1, FaultKind::Io, FaultOps::Only(&[FsOp::Create]), false);
+    let flush = db.flush();
+    assert!(matches!(flush, Err(Error::Io { .. })), "{flush:?}");
+    assert!(fault.tripped());
+    assert!(db.background_error().is_some(), "the error is latched");
+    db
+}
+
+/// Defect: after a latched error the log thread stopped writing the buffer out, so an
+/// acknowledged non-sync write stayed in the process's memory until `close`: a kill lost
+/// it, although `vlog_flush_interval` bounds how long such a write sits in user space.
+#[test]
+fn buffered_writes_still_reach_the_os_after_a_latched_table_error() {
+    let mem = MemFs::new();
+    let fault = FaultFs::new(Arc::new(mem.clone()));
+    let options = Options {
+        // Long enough that the buffered put is not written out before the error is latched.
+        vlog_flush_interval: Duration::from_secs(1),
+        gc_space_amp_target: f64::INFINITY,
+        ..Options::small_for_tests(Arc::new(fault.clone()))
+    };
+    let db = latch_a_table_error(&fault, options);
+    assert!(
+        !log_holds(&mem, BUFFERED_VALUE),
+        "the put is still in the buffer"
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !log_holds(&mem, BUFFERED_VALUE) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let image = kill_image(&mem);
+    assert!(
+        log_holds(&image, BUFFERED_VALUE),
+        "the log thread writes the buffer out within the interval despite the latched error"
+    );
+    // New writes stay refused.
+    assert!(matches!(db.put(b"later", b"x"), Err(Error::Io { .. })));
+    let after_kill = Db::open("/db", Options::small_for_tests(Arc::new(image))).expect("reopen");
+    assert_eq!(
+        after_kill.get(b"buffered").expect("get"),
+        Some(BUFFERED_VALUE.to_vec())
+    );
+    assert_eq!(after_kill.get(b"later").expect("get"), None);
+    drop(db);
+}
+
+/// Defect: `Db::sync` returned the latched error without syncing, so acknowledged writes
+/// could not be made durable short of `close`. A latched error that is not the log's own
+/// leaves the log intact: `sync` makes them durable (new writes stay refused).
+#[test]
+fn sync_after_a_latched_table_error_makes_acknowledged_writes_durable() {
+    let mem = MemFs::new();
+    let fault = FaultFs::new(Arc::new(mem.clone()));
+    let options = Options {
+        vlog_flush_interval: Duration::from_secs(60),
+        gc_space_amp_target: f64::INFINITY,
+        ..Options::small_for_tests(Arc::new(fault.clone()))
+    };
+    let db = latch_a_table_error(&fault, options);
+    db.sync()
+        .expect("sync writes the log out and syncs it despite the latched error");
+    let image = mem.power_loss_image(PowerLoss::DropUnsynced);
+    assert!(matches!(db.put(b"later", b"x"), Err(Error::Io { .. })));
+    let after_cut = Db::open("/db", Options::small_for_tests(Arc::new(image))).expect("reopen");
+    assert_eq!(
+        after_cut.get(b"buffered").expect("get"),
+        Some(BUFFERED_VALUE.to_vec())
+    );
+    assert_eq!(after_cut.get(b"synced").expect("get"), Some(b"1".to_vec()));
+    drop(db);
+}
+
+/// Defect: a failure to remove an obsolete file after a successful flush was latched, so
+/// the database refused every write until reopened, although a leftover file harms
+/// nothing. Now it is logged and the next sweep tries again.
+#[test]
+fn failing_to_remove_an_obsolete_file_is_not_latched() {
+    let mem = MemFs::new();
+    let fault = FaultFs::new(Arc::new(mem.clone()));
+    let options = Options {
+        gc_space_amp_target: f64::INFINITY,
+        ..Options::small_for_tests(Arc::new(fault.clone()))
+    };
+    let db = Db::open("/db", options.clone()).expect("open");
+    for i in 0..20u32 {
+        db.put(format!("k{i:03}"), vec![1u8; 100]).expect("put");
+    }
+    // A table no version lists: the sweep after the next flush removes it.
+    let leftover = Path::new("/db/900000.sst");
+    mem.set_contents(leftover, b"leftover").expect("plant");
+    fault.record_calls(true);
+    fault.fail_at(1, FaultKind::Io, FaultOps::Only(&[FsOp::Remove]), false);
+    db.flush().expect("flush");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !fault.tripped() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(fault.tripped(), "the sweep tried to remove the leftover");
+    let first_remove = fault
+        .recorded()
+        .into_iter()
+        .find(|(op, _)| *op == FsOp::Remove);
+    assert_eq!(
+        first_remove.map(|(_, path)| path),
+        Some(leftover.to_path_buf()),
+        "the failed remove was the sweep's"
+    );
+    fault.record_calls(false);
+    // The background thread has finished that flush before it takes up the next one.
+    db.put(b"after", b"x").expect("writes go on");
+    db.flush().expect("the next flush succeeds");
+    assert_eq!(db.background_error().map(|e| e.to_string()), None);
+    // That flush's sweep removes the leftover.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while mem.contents(leftover).is_some() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(mem.contents(leftover).is_none(), "the next sweep retried");
+    db.close().expect("close");
+    let db = Db::open("/db", options).expect("reopen");
+    assert_eq!(db.get(b"after").expect("get"), Some(b"x".to_vec()));
+    assert_eq!(db.get(b"k005").expect("get"), Some(vec![1u8; 100]));
 }

@@ -10,7 +10,9 @@
 //! REQUIRE: the caller holds `DbInner::compaction_lock`.
 
 use super::{CompactionTask, ShadowTracker};
-use crate::db::background::{allocate_table_number, delete_obsolete_files, table_options};
+use crate::db::background::{
+    allocate_table_number, discard_failed_output, sweep_obsolete_files, table_options,
+};
 use crate::db::{latch_error, DbInner};
 use crate::error::{Error, Result};
 use crate::filename::table_file_name;
@@ -59,7 +61,11 @@ pub(crate) fn run(inner: &DbInner, task: &CompactionTask) -> Result<()> {
                 }
             }
             Err(e) => {
-                release_outputs(inner, &outputs);
+                // Nothing refers to them: remove them now, not at the sweep after the next
+                // success (on a full disk each retry would leave more).
+                for &n in &outputs {
+                    discard_failed_output(inner, n);
+                }
                 return Err(e);
             }
         }
@@ -81,19 +87,13 @@ pub(crate) fn run(inner: &DbInner, task: &CompactionTask) -> Result<()> {
         }
         return Err(latch_error(inner, e));
     }
-    delete_obsolete_files(inner)
-}
-
-fn release_outputs(inner: &DbInner, numbers: &[u64]) {
-    let mut state = inner.state.lock();
-    for n in numbers {
-        state.pending_outputs.remove(n);
-    }
+    sweep_obsolete_files(inner);
+    Ok(())
 }
 
 /// Writes the merged, filtered inputs to new tables; returns their metadata. Every table
 /// number allocated is pushed to `numbers` (even if writing it fails) so the caller can
-/// release them.
+/// remove them and release their numbers.
 fn merge_inputs(
     inner: &DbInner,
     task: &CompactionTask,

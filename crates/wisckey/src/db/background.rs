@@ -4,8 +4,10 @@
 //! Two threads: `wisckey-bg` flushes immutable memtables (always first: writers may be
 //! stalled on them) and runs compactions; `wisckey-log` writes the value-log buffer out every
 //! `vlog_flush_interval` so a non-sync write reaches the OS within that bound even while a
-//! long compaction runs. Any error is latched in `State::bg_error`; the threads then stop
-//! doing work (reads still work, writes return the error).
+//! long compaction runs. Any error is latched in `State::bg_error`; `wisckey-bg` then stops
+//! doing work (reads still work, writes return the error). `wisckey-log` goes on writing the
+//! buffer out unless the log's writer failed itself (it is poisoned then): the acknowledged
+//! writes in it must not wait for `close` to reach the OS.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -82,6 +84,10 @@ fn run_background(inner: &DbInner) {
         };
         match result {
             Ok(()) => {
+                // This thread met the full disk and has now found space for a table: take
+                // the reserve back. One that deletes or GC spent comes back at the next open:
+                // taking it back after a flush while they go on (the disk still full) left
+                // them without space (`hardening::gc_gives_space_back_on_a_full_disk`).
                 let had_no_space = inner.state.lock().no_space.take().is_some();
                 if had_no_space {
                     super::space::ensure_reserve(inner);
@@ -98,8 +104,15 @@ fn run_background(inner: &DbInner) {
                 let mut state = inner.state.lock();
                 state.no_space = Some(e);
                 inner.bg_cv.notify_all();
-                if !released && !inner.shutting_down.load(Ordering::Acquire) {
-                    inner.bg_cv.wait_for(&mut state, NO_SPACE_RETRY);
+                // The full pause, not until the next notification: a caller waiting in
+                // `wait_for_flushes` notifies on every wake-up, and retrying at each one
+                // made a tight loop of failing table writes for as long as it waited.
+                let retry_at = std::time::Instant::now() + NO_SPACE_RETRY;
+                while !released
+                    && !inner.shutting_down.load(Ordering::Acquire)
+                    && std::time::Instant::now() < retry_at
+                {
+                    inner.bg_cv.wait_until(&mut state, retry_at);
                 }
             }
             Err(e) => {
@@ -118,13 +131,24 @@ fn run_log_flusher(inner: &DbInner) {
     let mut state = inner.state.lock();
     while !inner.shutting_down.load(Ordering::Acquire) {
         inner.bg_cv.wait_for(&mut state, interval);
-        if state.bg_error.is_some() || inner.shutting_down.load(Ordering::Acquire) {
+        if inner.shutting_down.load(Ordering::Acquire) {
             continue;
         }
+        let latched = state.bg_error.is_some();
         drop(state);
         if inner.vlog.since_write_out() >= interval {
-            match inner.vlog.with_writer(|vlog| vlog.flush()) {
-                Ok(()) => inner.vlog.wrote_out(),
+            // A latched error that is not the log's own (a table write failed, say) leaves
+            // the buffer intact: its acknowledged writes still go out within the interval.
+            // A writer that failed itself refuses (poisoned): what it held may be lost.
+            let written = inner.vlog.with_writer(|vlog| {
+                if latched && vlog.is_poisoned() {
+                    return Ok(false);
+                }
+                vlog.flush().map(|()| true)
+            });
+            match written {
+                Ok(true) => inner.vlog.wrote_out(),
+                Ok(false) => {}
                 Err(e) => {
                     latch_error(inner, e);
                 }
@@ -175,8 +199,7 @@ fn flush_memtable(inner: &DbInner, imm: ImmutableMemtable) -> Result<()> {
         match write_memtable_table(inner, &imm, n, &version, &mut dead) {
             Ok(meta) => edit.new_files.push((0, meta)),
             Err(e) => {
-                // Not referenced by any manifest: the sweep may remove the partial file.
-                inner.state.lock().pending_outputs.remove(&n);
+                discard_failed_output(inner, n);
                 return Err(e);
             }
         }
@@ -261,7 +284,35 @@ fn flush_memtable(inner: &DbInner, imm: ImmutableMemtable) -> Result<()> {
     }
     drop(one_install);
     inner.bg_cv.notify_all();
-    delete_obsolete_files(inner)
+    sweep_obsolete_files(inner);
+    Ok(())
+}
+
+/// Removes the partial table `number` whose write failed, then releases its number. No
+/// manifest refers to it; left in place it would hold disk space until the sweep after the
+/// next success (on a full disk, work is retried every 100 ms, each retry with a new
+/// number). Best effort: a table that cannot be removed now is the sweep's.
+pub(crate) fn discard_failed_output(inner: &DbInner, number: u64) {
+    let path = table_file_name(&inner.dir, number);
+    match inner.fs.remove(&path) {
+        Ok(()) => {}
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => log::warn!(
+            "wisckey: could not remove the partial table {}: {e}",
+            path.display()
+        ),
+    }
+    inner.state.lock().pending_outputs.remove(&number);
+}
+
+/// [`delete_obsolete_files`] where its failure must not fail the caller (after a flush or
+/// compaction was installed): it is only logged. The work is done, a leftover file harms
+/// nothing (it holds space until the next sweep removes it), and latching the error would
+/// refuse every write until a reopen.
+pub(crate) fn sweep_obsolete_files(inner: &DbInner) {
+    if let Err(e) = delete_obsolete_files(inner) {
+        log::warn!("wisckey: obsolete files stay until the next sweep: {e}");
+    }
 }
 
 /// Writes `imm` to table `number`. Every entry shadowed by a newer entry of its key is
@@ -521,6 +572,10 @@ pub(crate) fn compact_range(
 /// The directory is listed *before* the live and pending sets are read: a table created
 /// after the listing is not seen, and one seen in the listing was registered as pending
 /// before it was created, so it is in one of the two sets unless it is truly obsolete.
+///
+/// A file that cannot be removed does not stop the sweep (one that never can would
+/// otherwise keep every file after it in the listing); the first such error is returned
+/// once the others were tried.
 pub(crate) fn delete_obsolete_files(inner: &DbInner) -> Result<()> {
     let _one_sweeper = inner.deletion_lock.lock();
     let names = inner.fs.list(&inner.dir)?;
@@ -534,6 +589,7 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner) -> Result<()> {
         )
     };
     let removed_segments = segments_to_delete(inner, &names);
+    let mut first_error = None;
     for name in names {
         let obsolete = match parse_file_name(&name) {
             Some(FileKind::Table(n)) => !live.contains(&n) && !pending.contains(&n),
@@ -555,7 +611,10 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner) -> Result<()> {
             match inner.fs.remove(&inner.dir.join(&name)) {
                 Ok(()) => {}
                 Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(e),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                    continue;
+                }
             }
             if let Some(FileKind::ValueLog(n)) = parse_file_name(&name) {
                 let mut state = inner.state.lock();
@@ -565,7 +624,7 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner) -> Result<()> {
             }
         }
     }
-    Ok(())
+    first_error.map_or(Ok(()), Err)
 }
 
 /// Value-log segments among `names` that are no longer part of the log and that nothing

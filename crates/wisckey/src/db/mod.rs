@@ -203,6 +203,9 @@ pub(crate) struct DbInner {
     pub compaction_lock_misses: AtomicU64,
     /// The `RESERVE` file holds its space (see `space`).
     pub reserve_present: AtomicBool,
+    /// Held while the reserve file is created or released, so a release that races a
+    /// creation waits for it and gives its space back instead of finding no reserve.
+    pub reserve_lock: Mutex<()>,
     /// What open found and salvaged.
     pub recovery_report: RecoveryReport,
     /// Opened with [`Db::open_read_only`]: `fs` is a `ReadOnlyFs`, no background thread
@@ -1019,7 +1022,9 @@ impl Db {
         background::compact_range(&self.inner, begin, end)
     }
 
-    /// Makes every write acknowledged so far durable.
+    /// Makes every write acknowledged so far durable. It does so also after a background
+    /// error made the database refuse writes ([`Db::background_error`]), unless that error
+    /// was the value log's own (its writer then refuses, and the error is returned).
     ///
     /// ```
     /// # fn main() -> wisckey::Result<()> {

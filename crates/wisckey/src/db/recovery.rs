@@ -270,6 +270,7 @@ pub(crate) fn open(dir: &Path, mut options: Options, read_only: bool) -> Result<
         readers: std::sync::OnceLock::new(),
         compaction_lock_misses: AtomicU64::new(0),
         reserve_present: AtomicBool::new(false),
+        reserve_lock: Mutex::new(()),
         recovery_report: RecoveryReport::default(),
         options,
         read_only,
@@ -281,7 +282,7 @@ pub(crate) fn open(dir: &Path, mut options: Options, read_only: bool) -> Result<
     );
     if !read_only {
         super::space::ensure_reserve(&inner);
-        super::background::delete_obsolete_files(&inner)?;
+        super::background::sweep_obsolete_files(&inner);
     }
     Ok(Recovered {
         inner,

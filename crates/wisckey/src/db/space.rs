@@ -4,7 +4,9 @@
 //! `fallocate`, file length 0) so that the work which *frees* space — memtable flushes,
 //! manifest rewrites, open and close, deletes, and later value-log GC — can still complete
 //! when the device is full. The first ENOSPC such work meets deletes the reserve and the
-//! work is retried; the reserve is re-created once a flush succeeds again.
+//! work is retried. One a flush or compaction spent is re-created after the next successful
+//! one; one deletes or GC spent, at the next open (while they go on the disk is still full,
+//! and taking the space back would leave them without it).
 //!
 //! Invariants:
 //! - the reserve is never needed for correctness: without it (size 0, or a file system
@@ -18,10 +20,15 @@ use super::DbInner;
 use crate::filename::RESERVE;
 
 /// Creates the reserve file if it is missing and space allows; a failure is not an error
-/// (the database works without it) and is retried after the next successful flush.
+/// (the database works without it) and is retried after the next successful flush or
+/// compaction that followed one that met a full disk, and at open.
 pub(crate) fn ensure_reserve(inner: &DbInner) {
     let size = inner.options.disk_reserve_size;
-    if size == 0 || inner.reserve_present.load(Ordering::Acquire) {
+    if size == 0 || inner.read_only || inner.reserve_present.load(Ordering::Acquire) {
+        return;
+    }
+    let _creating = inner.reserve_lock.lock();
+    if inner.reserve_present.load(Ordering::Acquire) {
         return;
     }
     let path = inner.dir.join(RESERVE);
@@ -48,6 +55,7 @@ pub(crate) fn ensure_reserve(inner: &DbInner) {
 /// Deletes the reserve file so that work that must finish gets its space. Returns whether
 /// there was a reserve to give (the caller retries only then).
 pub(crate) fn release_reserve(inner: &DbInner) -> bool {
+    let _no_creation = inner.reserve_lock.lock();
     if !inner.reserve_present.swap(false, Ordering::AcqRel) {
         return false;
     }

@@ -140,9 +140,32 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, sync: bool) -> Result<()
     submit(inner, new_writer(Some(batch), sync, false)).map(drop)
 }
 
-/// Makes every acknowledged write durable.
+/// Makes every acknowledged write durable. After a latched error the log is synced all the
+/// same (see [`sync_despite_latched_error`]).
 pub(crate) fn sync_log(inner: &DbInner) -> Result<()> {
-    submit(inner, new_writer(None, true, false)).map(drop)
+    match submit(inner, new_writer(None, true, false)) {
+        Ok(_) => Ok(()),
+        Err(Error::Closed) => Err(Error::Closed),
+        Err(e) if inner.state.lock().bg_error.is_some() => sync_despite_latched_error(inner, e),
+        Err(e) => Err(e),
+    }
+}
+
+/// A latched error that is not the log's own (a table or manifest write failed, say)
+/// leaves every acknowledged write intact in the log: `Db::sync` still makes them durable,
+/// as `close` would, and succeeds. (New writes stay refused.) Where the log's writer
+/// failed itself it is poisoned: what it buffered may be lost, so it refuses, and `latched`
+/// is returned. No write leadership is needed: nothing is appended, and the writer's lock
+/// orders this with the log thread and any other sync.
+fn sync_despite_latched_error(inner: &DbInner, latched: Error) -> Result<()> {
+    inner.vlog.with_writer(|vlog| {
+        if vlog.is_poisoned() {
+            return Err(latched);
+        }
+        vlog.sync()
+    })?;
+    inner.vlog.wrote_out();
+    Ok(())
 }
 
 /// Switches the current memtable to immutable (if it holds anything) so it gets flushed.
