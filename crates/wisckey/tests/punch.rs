@@ -8,6 +8,7 @@ use std::sync::Arc;
 use wisckey::fs::{FileSystem, MemFs};
 use wisckey::{Db, DbStats, GcOptions, Options, ReadOptions};
 
+mod common;
 mod util;
 
 const VALUE_LEN: usize = 12 << 10;
@@ -346,5 +347,97 @@ fn a_check_while_gc_punches_reports_no_damage() {
         report.segments > 0 && report.segment_records > 0,
         "{report:?}"
     );
+    check(&db, &model, &ReadOptions::default());
+}
+
+/// Fails the next `n` appends to a manifest file with EIO.
+#[derive(Debug, Default)]
+struct FailManifestAppends {
+    n: std::sync::atomic::AtomicUsize,
+}
+
+impl common::Hooks for FailManifestAppends {
+    fn before_append(&self, path: &Path, _data: &[u8]) -> wisckey::Result<()> {
+        use std::sync::atomic::Ordering;
+        let manifest =
+            (path.file_name().and_then(|n| n.to_str())).is_some_and(|n| n.starts_with("MANIFEST-"));
+        if manifest
+            && (self.n)
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+        {
+            return Err(wisckey::Error::io(
+                format!("append {} (injected)", path.display()),
+                std::io::Error::other("EIO"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Defect: a punch whose manifest edit failed failed the whole collection before any victim
+/// was looked at (on a full disk, where every round punches first, GC returned `NoSpace`
+/// without trying even a segment with nothing live), and the ranges it had taken were lost.
+/// Now the ranges go back to the queue and the collection goes on. (EIO here: the
+/// background thread would collect a segment with nothing live before the test's `Db::gc`
+/// could, and on ENOSPC the collection goes on to those only.)
+#[test]
+fn a_failed_punch_neither_stops_the_collection_nor_loses_its_ranges() {
+    use std::sync::atomic::Ordering;
+    let fs = common::HookFs::new(FailManifestAppends::default());
+    let dir = Path::new("/db");
+    let db = Db::open(dir, options(Arc::new(fs.clone()))).expect("open");
+    let mut model = Model::new();
+    write_all(&db, 0..KEYS, 0, &mut model);
+    // Something queued, so this round probes for hole punching (which appends to a
+    // scratch file); its ranges lie in the head's segment, so nothing is punched yet.
+    write_all(&db, 0..2, 1, &mut model);
+    db.gc(&punch_only()).expect("gc");
+    // Half the keys overwritten again and again, with one new key each time: dead ranges
+    // wait in sealed segments that all stay partly live, which background GC leaves alone.
+    let round = |db: &Db, version: u32, model: &mut Model| {
+        write_all(db, (0..KEYS / 2).chain([KEYS + version]), version, model);
+    };
+    for version in 2..10 {
+        round(&db, version, &mut model);
+    }
+    // No compaction left for the background to do: the next manifest edit is the punch's.
+    db.compact_range(None, None).expect("compact");
+    let punched = |db: &Db| db.stats().expect("stats").gc.bytes_punched;
+    let before = punched(&db);
+    fs.hooks.n.store(1, Ordering::SeqCst);
+    db.gc(&punch_only())
+        .expect("a failed punch fails no collection");
+    assert_eq!(
+        fs.hooks.n.load(Ordering::SeqCst),
+        0,
+        "the punch's edit failed"
+    );
+    assert_eq!(punched(&db), before, "nothing recorded, nothing punched");
+    // The ranges were put back: the next round punches them.
+    db.gc(&punch_only()).expect("gc");
+    assert!(punched(&db) > before, "the ranges were lost");
+
+    // With new dead ranges ready, a collection whose punch fails collects all the same.
+    for version in 10..15 {
+        round(&db, version, &mut model);
+    }
+    db.compact_range(None, None).expect("compact");
+    fs.hooks.n.store(1, Ordering::SeqCst);
+    let done = db
+        .gc(&GcOptions {
+            compact_first: false,
+            ..GcOptions::default()
+        })
+        .expect("gc goes on past a failed punch");
+    assert_eq!(
+        fs.hooks.n.load(Ordering::SeqCst),
+        0,
+        "the punch's edit failed"
+    );
+    assert!(done.segments_collected > 0, "{done:?}");
+    check(&db, &model, &ReadOptions::default());
+    db.close().expect("close");
+    let db = Db::open(dir, options(Arc::new(fs.mem.clone()))).expect("reopen");
     check(&db, &model, &ReadOptions::default());
 }

@@ -11,6 +11,7 @@
 //!
 //! Only one collection runs at a time (`DbInner::gc_lock`).
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -290,8 +291,11 @@ fn sample_stale(inner: &DbInner, choice: &VictimChoice, active: u64) -> Result<u
         let sampled = sample_segment(source(inner), segment, &punched, SAMPLE_WINDOWS, &index);
         let records = size.saturating_sub(crate::vlog::SEGMENT_HEADER_LEN);
         // Punched records were dead when punched and are never read by a sample.
-        let punched_dead = (punched.iter().map(|(&start, &end)| end - start).sum::<u64>())
-            .min(records);
+        let punched_dead = (punched
+            .iter()
+            .map(|(&start, &end)| end - start)
+            .sum::<u64>())
+        .min(records);
         let estimate = match sampled {
             Ok(sample) if sample.complete => sample.dead + punched_dead,
             Ok(sample) if sample.sampled > 0 => {
@@ -307,10 +311,13 @@ fn sample_stale(inner: &DbInner, choice: &VictimChoice, active: u64) -> Result<u
             }
             // Every window met punched ranges or found no record: what is punched is known.
             Ok(_) => punched_dead.min(records.saturating_sub(1)),
-            // Deleted meanwhile (a concurrent collection), or unreadable: not sampled.
+            // Deleted meanwhile (a concurrent collection), or unreadable: not sampled. An
+            // earlier sample stays the estimate (a record once dead stays dead); none, and
+            // the count alone stands (0 never exceeds it). Either way it is not tried again
+            // before the log moves on.
             Err(e) => {
                 log::debug!("wisckey: GC could not sample segment {segment}: {e}");
-                0
+                (inner.gc_samples.lock().get(&segment)).map_or(0, |earlier| earlier.dead_bytes)
             }
         };
         inner.gc_samples.lock().insert(
@@ -403,10 +410,14 @@ fn punch_ready(inner: &DbInner) -> Result<u64> {
         return Ok(0);
     }
     let edit = VersionEdit {
-        vlog_punched: record,
+        vlog_punched: record.clone(),
         ..VersionEdit::default()
     };
-    install_edit(inner, edit, |_| ())?;
+    if let Err(e) = install_edit(inner, edit, |_| ()) {
+        // Not recorded, so not punched: the ranges wait for a later round.
+        inner.punches.lock().put_back(record);
+        return Err(e);
+    }
     let mut freed = 0;
     for span in spans {
         let path = vlog_file_name(&inner.dir, span.segment);
@@ -444,10 +455,10 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
         }
     }
     let _clear = ClearDelay(inner);
-    punch_if_wanted(inner, policy, paced)?;
     let mut total = GcOutcome::default();
     // Set once a step met a full disk; victims that failed for space are not tried again.
     let mut full_disk: Option<Error> = None;
+    punch_or_go_on(inner, policy, paced, &mut full_disk);
     let mut failed_for_space: BTreeSet<u64> = BTreeSet::new();
     let mut taken = StepsTaken::default();
     // The log's space amplification when the latest victim's collection began.
@@ -465,7 +476,11 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
         if let Some(e) = inner.state.lock().bg_error.clone() {
             return Err(e);
         }
-        let (mut choice, head_segment, active) = choose(inner, policy)?;
+        let (mut choice, head_segment, active) = match choose(inner, policy) {
+            Ok(chosen) => chosen,
+            Err(e) if ends_background_round(paced, &e) => break,
+            Err(e) => return Err(e),
+        };
         if full_disk.is_some() {
             // On a full disk only victims with nothing live can still be collected: the
             // others need log space for their relocations.
@@ -505,7 +520,7 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
                     Err(e) if e.is_no_space() => full_disk = Some(e),
                     other => {
                         other?;
-                        punch_if_wanted(inner, policy, paced)?;
+                        punch_or_go_on(inner, policy, paced, &mut full_disk);
                     }
                 }
             }
@@ -515,7 +530,7 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
                     Err(e) if e.is_no_space() => full_disk = Some(e),
                     other => {
                         other?;
-                        punch_if_wanted(inner, policy, paced)?;
+                        punch_or_go_on(inner, policy, paced, &mut full_disk);
                     }
                 }
             }
@@ -533,16 +548,24 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
                     totals.work.add(&outcome);
                     total.add(&outcome);
                 }
-                Err(e @ Error::Corruption { .. }) => {
-                    // Kept, reported, and not tried again until the next open.
+                // Kept, reported, and not tried again until the next open. A read error of
+                // the victim (EIO) is no reason to stop the database's writes either.
+                Err(CollectError::Unreadable(e)) if !e.is_corruption() => {
+                    log::warn!("wisckey: value-log GC skips segment {victim}, unread: {e}");
+                    inner.state.lock().gc_unreadable.insert(victim);
+                }
+                Err(
+                    CollectError::Unreadable(e) | CollectError::Other(e @ Error::Corruption { .. }),
+                ) => {
                     log::error!("wisckey: value-log GC skips segment {victim}: {e}");
                     inner.state.lock().gc_unreadable.insert(victim);
                 }
-                Err(e) if e.is_no_space() => {
+                Err(CollectError::IndexRead(e)) if ends_background_round(paced, &e) => break,
+                Err(CollectError::Other(e)) if e.is_no_space() => {
                     failed_for_space.insert(victim);
                     full_disk = Some(e);
                 }
-                Err(e) => return Err(e),
+                Err(CollectError::IndexRead(e) | CollectError::Other(e)) => return Err(e),
             },
             GcStep::Done => break,
         }
@@ -553,8 +576,10 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
             return Err(e);
         }
     }
-    super::background::delete_obsolete_files(inner)?;
-    Ok(total)
+    match super::background::delete_obsolete_files(inner) {
+        Err(e) if !ends_background_round(paced, &e) => Err(e),
+        _ => Ok(total),
+    }
 }
 
 /// Punches what is ready ([`punch_ready`]) if this round wants space back: a call of
@@ -586,6 +611,37 @@ fn punch_if_wanted(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result
     Ok(())
 }
 
+/// [`punch_if_wanted`], whose failure (a manifest edit that did not go through, say) does
+/// not fail the collection: it is logged, the ranges wait for a later round
+/// ([`punch_ready`] puts them back), and collection goes on — on a full disk, where every
+/// round punches first, collecting is how space comes back. Like any step that meets a full
+/// disk, one that fails for space leaves only victims with nothing live to collect.
+fn punch_or_go_on(
+    inner: &DbInner,
+    policy: VictimPolicy,
+    paced: bool,
+    full_disk: &mut Option<Error>,
+) {
+    if let Err(e) = punch_if_wanted(inner, policy, paced) {
+        log::warn!("wisckey: value-log GC could not punch (ranges kept for later): {e}");
+        if e.is_no_space() {
+            *full_disk = Some(e);
+        }
+    }
+}
+
+/// Whether background GC (`paced`) ends its round on `e`, a failed read of the log's
+/// directory or of the key index: an I/O error there changed nothing, the next round tries
+/// again, and stopping the database's writes for it (as a latched error would) is out of
+/// all proportion. Logged. `Db::gc`'s caller gets the error instead.
+fn ends_background_round(paced: bool, e: &Error) -> bool {
+    let ends = paced && matches!(e, Error::Io { .. });
+    if ends {
+        log::warn!("wisckey: value-log GC ends its round on a failed read: {e}");
+    }
+    ends
+}
+
 /// Whether GC, collecting flat out, is losing ground: the log's space amplification did not
 /// fall across the latest victim's collection. Before the first victim of a run it has not
 /// had its chance yet (a database opened far over its target is not throttled for that).
@@ -593,16 +649,77 @@ fn losing_ground(amp_now: f64, amp_before_victim: Option<f64>) -> bool {
     amp_before_victim.is_some_and(|before| amp_now >= before)
 }
 
+/// [`LsmIndex`] for one victim's collection, noting which of its calls failed: an error of
+/// the collection that came from neither came from reading the victim.
+struct WatchedIndex<'a> {
+    index: LsmIndex<'a>,
+    lookup_failed: Cell<bool>,
+    relocation_failed: Cell<bool>,
+}
+
+impl GcIndex for WatchedIndex<'_> {
+    fn newest_pointer(&self, key: &[u8]) -> Result<Option<ValuePointer>> {
+        let found = self.index.newest_pointer(key);
+        self.lookup_failed
+            .set(self.lookup_failed.get() || found.is_err());
+        found
+    }
+
+    fn relocate_if_unchanged(&self, relocations: Vec<Relocation>) -> Result<(u64, u64)> {
+        let relocated = self.index.relocate_if_unchanged(relocations);
+        self.relocation_failed
+            .set(self.relocation_failed.get() || relocated.is_err());
+        relocated
+    }
+}
+
+/// Why a victim's collection failed.
+#[derive(Debug)]
+enum CollectError {
+    /// Reading the victim failed (an I/O error or damaged bytes): it is kept, reported
+    /// `Unreadable` and skipped until the next open; nothing else is wrong.
+    Unreadable(Error),
+    /// A key-index lookup failed with an I/O error: nothing was changed.
+    IndexRead(Error),
+    /// Anything else: a relocation, the sync, the manifest edit, damage in the key index.
+    Other(Error),
+}
+
+impl From<Error> for CollectError {
+    fn from(e: Error) -> CollectError {
+        CollectError::Other(e)
+    }
+}
+
 /// Relocates `victim`'s survivors, then removes it from the log (manifest) and hands its
 /// file to the sweep.
-fn collect_one(inner: &DbInner, victim: u64, paced: bool) -> Result<GcOutcome> {
-    let index = LsmIndex {
-        inner,
-        paced,
-        frees_space: true,
+fn collect_one(
+    inner: &DbInner,
+    victim: u64,
+    paced: bool,
+) -> std::result::Result<GcOutcome, CollectError> {
+    let index = WatchedIndex {
+        index: LsmIndex {
+            inner,
+            paced,
+            frees_space: true,
+        },
+        lookup_failed: Cell::new(false),
+        relocation_failed: Cell::new(false),
     };
     let punched = punched_ranges(inner, victim);
-    let outcome = collect_segment(source(inner), victim, &punched, &index)?;
+    let outcome = (collect_segment(source(inner), victim, &punched, &index)).map_err(|e| {
+        if index.relocation_failed.get() {
+            CollectError::Other(e)
+        } else if index.lookup_failed.get() {
+            match e {
+                Error::Io { .. } => CollectError::IndexRead(e),
+                e => CollectError::Other(e),
+            }
+        } else {
+            CollectError::Unreadable(e)
+        }
+    })?;
     // A record was judged dead because a newer write or a delete shadows it; that write may
     // still sit unsynced in the log (a victim with no survivors relocates nothing, so no
     // relocation synced it). Make it durable before the victim leaves the log, or a power
@@ -767,7 +884,9 @@ pub(crate) fn run_background(inner: &Arc<DbInner>) {
 
 /// Errors of background GC and clustering: a full disk or a closing database is met again
 /// on the next round (GC is how space comes back); damage is logged (the data it concerns
-/// stays unreadable, the rest is served); anything else stops background work.
+/// stays unreadable, the rest is served); anything else stops background work. (GC's failed
+/// reads do not get here: [`run`] skips a victim that does not read, and a background round
+/// ends on a failed read of the key index or the directory.)
 fn background_failure(inner: &DbInner, what: &str, e: Error) {
     match e {
         Error::Closed => {}
@@ -853,12 +972,63 @@ pub(crate) fn stats(inner: &DbInner) -> Result<DbStats> {
 
 #[cfg(test)]
 mod tests {
-    use super::losing_ground;
+    use std::sync::Arc;
+
+    use super::{choose, losing_ground, sample_stale, VictimPolicy};
+    use crate::fs::{FaultFs, FaultKind, FaultOps, FsOp, MemFs};
+    use crate::{Db, Options};
+
+    /// Defect: a sample that failed (the segment did not read) was stored as an estimate of
+    /// 0 dead bytes, replacing a good earlier sample until the log moved on again.
+    #[test]
+    fn a_failed_sample_keeps_the_previous_estimate() {
+        let fault = FaultFs::new(Arc::new(MemFs::new()));
+        let options = Options {
+            gc_space_amp_target: f64::INFINITY,
+            ..Options::small_for_tests(Arc::new(fault.clone()))
+        };
+        let db = Db::open("/db", options).expect("open");
+        let key = |i: u32| format!("key{i:04}");
+        for i in 0..80u32 {
+            db.put(key(i), [1u8; 1000]).expect("put");
+        }
+        db.flush().expect("flush");
+        for i in (0..80u32).step_by(2) {
+            db.put(key(i), [2u8; 1000]).expect("overwrite");
+        }
+        db.flush().expect("flush");
+        let inner = &db.inner;
+        // Half dead, under this threshold: a segment that sampling looks at.
+        let policy = VictimPolicy {
+            space_amp_target: 100.0,
+            min_dead_fraction: 0.9,
+            order: Default::default(),
+        };
+        let (choice, _, active) = choose(inner, policy).expect("choose");
+        assert!(sample_stale(inner, &choice, active).expect("sample") > 0);
+        let good = inner.gc_samples.lock()[&1];
+        assert!(good.dead_bytes > 0, "{good:?}");
+        // The log has moved on (the sample is stale), and the disk fails every read.
+        let reads: &'static [FsOp] = &[FsOp::ReadAt, FsOp::OpenRead];
+        fault.fail_at(1, FaultKind::Io, FaultOps::Only(reads), true);
+        let sampled = sample_stale(inner, &choice, active + 1);
+        fault.clear();
+        assert!(sampled.is_ok(), "{sampled:?}");
+        let after = inner.gc_samples.lock()[&1];
+        assert_eq!(after.dead_bytes, good.dead_bytes, "the good estimate is kept");
+        assert_eq!(after.active_then, active + 1, "and not retried before the log moves");
+    }
 
     #[test]
     fn writers_are_slowed_only_after_a_victim_that_did_not_lower_the_log() {
-        assert!(!losing_ground(2.0, None), "no victim collected yet this run");
-        assert!(!losing_ground(1.6, Some(1.7)), "the victim brought the log down");
+        assert!(
+            !losing_ground(2.0, None),
+            "no victim collected yet this run"
+        );
+        assert!(
+            !losing_ground(1.6, Some(1.7)),
+            "the victim brought the log down"
+        );
         assert!(losing_ground(1.7, Some(1.7)), "no ground won");
         assert!(losing_ground(1.8, Some(1.7)), "writers outran the victim");
     }

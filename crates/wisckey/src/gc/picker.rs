@@ -5,7 +5,10 @@
 //! the replay head's segment (replay needs everything from the head on), and holds dead
 //! bytes. Among those, victims are taken by cost–benefit (LFS: `(1 - u) * age / (1 + u)`,
 //! `u` the live fraction, `age` the distance from the head in segments), over *all* sealed
-//! segments, until the log's projected space amplification is at the target.
+//! segments, until the log's projected space amplification is at the target. Segments GC
+//! already removed that readers still pin are left out of that measure: they wait only for
+//! the readers, and no victim lowers them (counting them, every victim collected under an
+//! open iterator raised the ratio and GC went on to rewrite every segment it could).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -104,12 +107,19 @@ impl VictimChoice {
     /// still pin: what GC's own progress is measured by. Those wait only for readers, so
     /// they must not make GC look as if it were losing ground and slow writers down.
     pub fn space_amp_gc_can_lower(&self) -> f64 {
-        let pinned: u64 = (self.segments.iter())
-            .filter(|s| s.state == SegmentState::PinnedByReaders)
-            .map(|s| s.size - s.punched_bytes)
-            .sum();
-        space_amp(self.log_bytes.saturating_sub(pinned), self.live_bytes)
+        space_amp(
+            self.log_bytes.saturating_sub(pinned_by_readers(&self.segments)),
+            self.live_bytes,
+        )
     }
+}
+
+/// Bytes on disk of the segments GC removed that readers still pin.
+fn pinned_by_readers(segments: &[SegmentView]) -> u64 {
+    (segments.iter())
+        .filter(|s| s.state == SegmentState::PinnedByReaders)
+        .map(|s| s.size - s.punched_bytes)
+        .sum()
 }
 
 /// Bytes on disk per live byte; 1.0 when there is nothing on disk.
@@ -198,7 +208,9 @@ pub fn pick_victims(
         VictimOrder::OldestFirst => candidates.sort_by_key(|s| s.segment),
     }
     let mut victims = Vec::new();
-    let mut projected = log_bytes;
+    // Judged without what readers pin: no victim lowers it
+    // ([`VictimChoice::space_amp_gc_can_lower`]).
+    let mut projected = log_bytes.saturating_sub(pinned_by_readers(&segments));
     for candidate in candidates {
         // A segment with nothing live costs nothing to collect (and may be mostly holes
         // already): it is always a victim.
@@ -250,9 +262,10 @@ pub struct StepsTaken {
 ///   once it exceeds both the slack the target leaves (`(target - 1) × live` of the log
 ///   before the head) and two
 ///   segments (so a big database is not made to flush more often);
-/// - over the target with garbage in the head's or the active segment (background: once it
-///   is at least `min_seal_size`): seal and flush first, so relocations do not land in a
-///   segment about to be collected;
+/// - over the target (judged, as victim choice is, without the segments readers pin) with
+///   garbage in the head's or the active segment (background: once it is at least
+///   `min_seal_size`): seal and flush first, so relocations do not land in a segment about
+///   to be collected;
 /// - collect the best victim;
 /// - no victim: sample once (counts lag), then flush once if the log has moved past the
 ///   head's segment, else done.
@@ -280,7 +293,8 @@ pub fn next_step(
     if !taken.flushed && active > head_segment && unflushed > allowance {
         return GcStep::Flush;
     }
-    let over = policy.space_amp_target <= 1.0 || choice.space_amp() > policy.space_amp_target;
+    let over =
+        policy.space_amp_target <= 1.0 || choice.space_amp_gc_can_lower() > policy.space_amp_target;
     let garbage_at_head = choice.segments.iter().any(|s| {
         matches!(
             s.state,
@@ -420,6 +434,45 @@ mod tests {
         let live = choice.live_bytes as f64;
         assert!((choice.space_amp() - (21 * MIB) as f64 / live).abs() < 1e-9);
         assert!((choice.space_amp_gc_can_lower() - (11 * MIB) as f64 / live).abs() < 1e-9);
+    }
+
+    /// Defect: victim choice measured the target with the pinned segments' bytes in, so each
+    /// victim collected under an open iterator raised the ratio and GC took the next one.
+    #[test]
+    fn segments_pinned_by_readers_do_not_make_victims_under_the_target() {
+        let listed = BTreeMap::from([
+            (2, meta(Some(10 * MIB), 5 * MIB)),
+            (3, meta(Some(10 * MIB), 5 * MIB)),
+        ]);
+        let sizes: BTreeMap<u64, u64> = [(1, 10 * MIB), (2, 10 * MIB), (3, 10 * MIB), (4, MIB)]
+            .into_iter()
+            .collect();
+        let pinned = BTreeSet::from([1]);
+        // Without segment 1 the log is at about 1.9 times its live bytes; with it, 2.8.
+        let choice = pick_victims(
+            &listed,
+            &sizes,
+            4,
+            4,
+            &pinned,
+            &BTreeMap::new(),
+            policy(2.0),
+        );
+        assert!(choice.space_amp() > 2.0 && choice.space_amp_gc_can_lower() < 2.0);
+        assert!(choice.victims.is_empty(), "{:?}", choice.victims);
+        let step = next_step(&choice, policy(2.0), 4, 4, 10 * MIB, 0, StepsTaken::default());
+        assert_eq!(step, GcStep::Sample);
+        // Over the target without them, the victims are chosen as before.
+        let choice = pick_victims(
+            &listed,
+            &sizes,
+            4,
+            4,
+            &pinned,
+            &BTreeMap::new(),
+            policy(1.5),
+        );
+        assert_eq!(choice.victims.len(), 1);
     }
 
     #[test]

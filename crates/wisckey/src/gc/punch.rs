@@ -105,17 +105,27 @@ impl PunchQueue {
                 continue;
             }
             self.waiting_ranges -= waiting.ranges.len();
-            for (segment, offset, len) in waiting.ranges {
-                if self.ready_ranges >= MAX_READY_RANGES {
-                    break;
-                }
-                let ranges = self.ready.entry(segment).or_default();
-                let before = ranges.len();
-                add_range(ranges, offset, offset + len);
-                self.ready_ranges = self.ready_ranges + ranges.len() - before;
-            }
+            self.make_ready(waiting.ranges);
         }
         self.waiting = still_waiting;
+    }
+
+    /// Returns ranges [`PunchQueue::take`] gave out to the ready set, when they could not be
+    /// recorded (the manifest edit failed): a later round takes them again.
+    pub fn put_back(&mut self, ranges: Vec<(u64, u64, u64)>) {
+        self.make_ready(ranges);
+    }
+
+    fn make_ready(&mut self, ranges: Vec<(u64, u64, u64)>) {
+        for (segment, offset, len) in ranges {
+            if self.ready_ranges >= MAX_READY_RANGES {
+                break;
+            }
+            let ranges = self.ready.entry(segment).or_default();
+            let before = ranges.len();
+            add_range(ranges, offset, offset + len);
+            self.ready_ranges = self.ready_ranges + ranges.len() - before;
+        }
     }
 
     /// Takes the ready ranges worth punching now: in segments that are sealed, before the
@@ -326,6 +336,28 @@ mod tests {
         assert_eq!(record, vec![(1, 4000, 9000)]);
         assert!(q.is_empty());
         assert_eq!(q.ready_ranges, 0, "nothing is ready, nothing is counted");
+    }
+
+    /// Defect: ranges taken for a punch whose manifest edit then failed were lost (never
+    /// punched; their segments only ever came back whole).
+    #[test]
+    fn ranges_put_back_after_a_failed_record_are_taken_again() {
+        let mut q = PunchQueue::default();
+        q.push(vec![(1, 4000, 9000), (1, 20_000, 100)], Vec::new(), 0);
+        q.promote(None);
+        let listed = BTreeMap::from([(1, sealed(1 << 20, &[]))]);
+        let removed = BTreeSet::new();
+        let at = PunchLimits {
+            listed: &listed,
+            head_segment: 9,
+            removed: &removed,
+        };
+        let (record, punch) = q.take(at);
+        assert_eq!(record, vec![(1, 4000, 9000)]);
+        q.put_back(record.clone());
+        assert_eq!(q.ready_ranges, 2);
+        assert_eq!(q.take(at), (record, punch));
+        assert_eq!(q.ready_ranges, 1, "the range too small to punch stays");
     }
 
     #[test]
