@@ -806,50 +806,34 @@ fn the_buffer_keeps_room_for_large_groups_and_gives_an_outsized_one_back() {
     );
 }
 
+/// With direct writes too, whose write-outs hand the buffer to a thread and get it back as
+/// the spare: the spare kept a whole outsized group's room for good.
 #[test]
 fn room_kept_for_the_next_group_is_bounded() {
-    let (_mem, fs) = new_fs();
-    let o = VlogOptions {
-        max_value_size: 8 << 20,
-        ..opts(1 << 30, 4 << 10)
-    };
-    let mut w = new_writer(&fs, o);
-    // Nine 8 MiB values in one group: 72 MiB written out at once, from a buffer grown to
-    // about 128 MiB. Keeping room for all of it would leave that; at most
-    // RETAINED_BUFFER_MAX stays (capacity up to twice that before it is cut).
-    let value = vec![3u8; 8 << 20];
-    let keys: Vec<String> = (0..9).map(|i| format!("big{i}")).collect();
-    let entries: Vec<BatchEntry> = keys.iter().map(|k| put(k.as_bytes(), &value)).collect();
-    w.append_batch(1, &entries).expect("append");
-    w.sync_write().expect("sync write");
-    assert!(
-        w.buf.capacity() <= 2 * RETAINED_BUFFER_MAX,
-        "capacity {} after a 72 MiB group",
-        w.buf.capacity()
-    );
-}
-
-/// The same with direct writes, whose write-outs hand the buffer to a thread and get it back
-/// as the spare: the spare is bounded too (it kept a whole outsized group's room for good).
-#[test]
-fn room_kept_in_the_spare_buffer_of_pipelined_write_outs_is_bounded() {
-    let (_mem, fs) = new_fs();
-    let o = VlogOptions {
-        max_value_size: 8 << 20,
-        ..pipelined(1 << 30, 4 << 10)
-    };
-    let mut w = new_writer(&fs, o);
-    let value = vec![3u8; 8 << 20];
-    let keys: Vec<String> = (0..9).map(|i| format!("big{i}")).collect();
-    let entries: Vec<BatchEntry> = keys.iter().map(|k| put(k.as_bytes(), &value)).collect();
-    w.append_batch(1, &entries).expect("append");
-    w.sync_write().expect("sync write");
-    assert!(
-        w.spare.capacity() <= 2 * RETAINED_BUFFER_MAX && w.buf.capacity() <= 2 * RETAINED_BUFFER_MAX,
-        "capacities {} and {} after a 72 MiB group",
-        w.spare.capacity(),
-        w.buf.capacity()
-    );
+    for base in [opts(1 << 30, 4 << 10), pipelined(1 << 30, 4 << 10)] {
+        let (_mem, fs) = new_fs();
+        let o = VlogOptions {
+            max_value_size: 8 << 20,
+            ..base
+        };
+        let mut w = new_writer(&fs, o);
+        // Nine 8 MiB values in one group: 72 MiB written out at once, from a buffer grown
+        // to about 128 MiB. Keeping room for all of it would leave that; at most
+        // RETAINED_BUFFER_MAX stays (capacity up to twice that before it is cut).
+        let value = vec![3u8; 8 << 20];
+        let keys: Vec<String> = (0..9).map(|i| format!("big{i}")).collect();
+        let entries: Vec<BatchEntry> = keys.iter().map(|k| put(k.as_bytes(), &value)).collect();
+        w.append_batch(1, &entries).expect("append");
+        w.sync_write().expect("sync write");
+        assert!(
+            w.buf.capacity() <= 2 * RETAINED_BUFFER_MAX
+                && w.spare.capacity() <= 2 * RETAINED_BUFFER_MAX,
+            "capacities {} and {} (spare) after a 72 MiB group, direct writes {}",
+            w.buf.capacity(),
+            w.spare.capacity(),
+            w.opts.direct_writes
+        );
+    }
 }
 
 #[test]
