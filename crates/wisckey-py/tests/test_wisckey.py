@@ -163,6 +163,10 @@ def test_stats_keep_infinite_floats(path):
         assert log["space_amp_target"] == float("inf")
         assert isinstance(log["space_amp"], float) and isinstance(log["log_bytes"], int)
         assert isinstance(log["segments"], list) and isinstance(log["segments"][0]["state"], str)
+        stats = db.stats()
+        # Per-level figures are lists, as they were when stats went through JSON.
+        assert stats["level_files"] == [0] * len(stats["level_files"])
+        assert isinstance(stats["level_bytes"], list)
     with wisckey.DB(path) as db:
         assert db.stats()["value_log"]["space_amp_target"] == 1.5
 

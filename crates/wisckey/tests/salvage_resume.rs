@@ -153,6 +153,20 @@ fn sync_writes_after_a_salvage_open_survive_a_crash_before_the_next_flush() {
     );
     let db = Db::open(dir, salvage(options())).expect("salvage open");
     assert!(!db.recovery_report().salvaged.is_empty());
+    // The new segment follows the last replayed one, and its header says where that ends
+    // (`prev_segment_end`, bytes 20..28), so a replay goes on into it.
+    let names = segments(dir);
+    let (last_replayed, new) = (&names[names.len() - 2], &names[names.len() - 1]);
+    assert_eq!(segments_through(new), segments_through(last_replayed) + 1);
+    let header = std::fs::read(dir.join(new)).expect("read");
+    let prev_end = u64::from_le_bytes(header[20..28].try_into().expect("8 bytes"));
+    let replayed_len = std::fs::metadata(dir.join(last_replayed))
+        .expect("stat")
+        .len();
+    assert_eq!(
+        prev_end, replayed_len,
+        "the new segment links to the replayed end"
+    );
     let survivors: Vec<String> = (0..2000)
         .map(|i| format!("key{i:05}"))
         .filter(|k| matches!(db.get(k), Ok(Some(_))))

@@ -137,12 +137,23 @@ pub struct ValueLogStats {
     pub active_segment: u64,
 }
 
+/// Per-level figures as a sequence of any length (serde's fixed-size arrays are tuples, which
+/// the Python binding would hand out as tuples, not lists).
+fn per_level<S: serde::Serializer, T: Serialize>(
+    values: &[T; NUM_LEVELS],
+    serializer: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    serializer.collect_seq(values)
+}
+
 /// A database's statistics: typed, and serialisable (`serde`) for tools.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DbStats {
     /// Table files per level.
+    #[serde(serialize_with = "per_level")]
     pub level_files: [usize; NUM_LEVELS],
     /// Table bytes per level.
+    #[serde(serialize_with = "per_level")]
     pub level_bytes: [u64; NUM_LEVELS],
     /// The value log: every segment, its live and dead bytes and why it is or is not collected.
     pub value_log: ValueLogStats,

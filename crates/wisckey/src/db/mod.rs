@@ -265,6 +265,7 @@ impl Db {
             mut inner,
             report,
             flush_replayed,
+            replayed_linked,
         } = recovery::open(path.as_ref(), options, false)?;
         inner.recovery_report = report;
         let inner = Arc::new(inner);
@@ -274,13 +275,17 @@ impl Db {
             background: Mutex::new(handles),
         };
         if flush_replayed {
-            // Best effort: where it fails, the records stay in the memtable, and the next
-            // open replays them again through the new segment's link to the cut one.
-            if let Err(e) = db.flush() {
-                log::warn!(
+            match db.flush() {
+                Ok(()) => {}
+                // The records stay in the memtable, and the next open replays them again
+                // through the new segment's link to the cut one.
+                Err(e) if replayed_linked => log::warn!(
                     "wisckey: could not flush the records replayed before the log's new \
                      segment: {e}"
-                );
+                ),
+                // Nothing leads a replay from them into the new segment: writes there would
+                // be a hole to the next open. Refuse now; the next open replays them again.
+                Err(e) => return Err(e),
             }
         }
         Ok(db)

@@ -284,10 +284,14 @@ pub(crate) fn open(dir: &Path, mut options: Options, read_only: bool) -> Result<
         super::space::ensure_reserve(&inner);
         super::background::sweep_obsolete_files(&inner);
     }
+    let flush_replayed = created_segment.is_some() && replayed.log_bytes > 0;
     Ok(Recovered {
         inner,
         report,
-        flush_replayed: created_segment.is_some() && replayed.log_bytes > 0,
+        flush_replayed,
+        // `finish_log` links the new segment to the replayed end when it follows it.
+        replayed_linked: !flush_replayed
+            || (created_segment.zip(replayed.end)).is_some_and(|(new, end)| new == end.segment + 1),
     })
 }
 
@@ -300,6 +304,10 @@ pub(crate) struct Recovered {
     /// open replays them again and must cross into the new segment. The caller flushes them
     /// before handing the database out, so the head moves past them.
     pub flush_replayed: bool,
+    /// The new segment's header links it to the replayed records' end, so replay reaches it
+    /// from them even without that flush. Where it does not (its number had to skip), the
+    /// open must fail if the flush does: writes into it would be lost to the next open.
+    pub replayed_linked: bool,
 }
 
 /// The read-only counterpart of [`finish_log`]: changes nothing. The log's valid end is
@@ -571,7 +579,7 @@ fn plan_replay(
                     at: LogPosition::new(first, 0),
                     reason: format!(
                         "{} of the segments {manifest_name} lists after the replay head are \
-                         missing: {:?}",
+                         missing: {:?} (how many records they held is not known)",
                         missing.len(),
                         missing.iter().take(16).collect::<Vec<_>>()
                     ),

@@ -257,6 +257,43 @@ fn later_segments_without_valid_batches_are_garbage_not_holes() {
     );
 }
 
+/// A segment an open started after cutting the log has `prev_segment_end` 0 when written by
+/// an older build: where the records before it reach their segment's end, the log goes on
+/// into it; where they do not, a later segment proves the bytes past them were synced.
+#[test]
+fn a_successor_whose_header_does_not_say_continues_a_log_that_reaches_its_end() {
+    let fs = MemFs::new();
+    let o = opts(1 << 20);
+    let (expected, w) = write_log(&fs, &o, &[1, 2]);
+    let mut next = SegmentHeader {
+        version: crate::vlog::FORMAT_VERSION,
+        segment: 2,
+        prev_segment_end: 0,
+    }
+    .encode();
+    encode_record(
+        &mut next,
+        9,
+        ValueKind::Value,
+        FLAG_LAST_IN_BATCH,
+        b"k",
+        b"v",
+    );
+    fs.set_contents(&seg(2), &next).expect("set_contents");
+    let (batches, end) = replay(&fs, &o);
+    assert_eq!(batches.len(), expected.len() + 1, "segment 2's batch replays");
+    assert_eq!(end, LogPosition::new(2, next.len() as u64));
+    assert_eq!(batches[..expected.len()], expected[..]);
+    // Bytes past segment 1's records: damage, since segment 2 exists.
+    let mut first = fs.contents(&seg(1)).expect("contents");
+    first.extend_from_slice(&[0xa5; 40]);
+    fs.set_contents(&seg(1), &first).expect("set_contents");
+    assert!(replay_from(&fs, LogPosition::new(1, 0), &o)
+        .expect_err("damage")
+        .is_corruption());
+    drop(w);
+}
+
 #[test]
 fn headers_are_checked() {
     let fs = MemFs::new();

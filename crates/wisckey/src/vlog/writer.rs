@@ -858,7 +858,6 @@ impl WritableFile for LentFile {
     }
 }
 
-/// Creates a segment file and writes its header; on failure removes what was created.
 /// Shrinks an emptied buffer that carried `written` bytes to the room worth keeping. It keeps
 /// room for as much as the write-out carried, up to `RETAINED_BUFFER_MAX`: a writer that
 /// commits large groups every time (a server's rounds of pipelined 16 KiB SETs: 5-8 MB each)
@@ -873,6 +872,7 @@ fn keep_room_for(buf: &mut Vec<u8>, written: usize, buffer_size: usize) {
     }
 }
 
+/// Creates a segment file and writes its header; on failure removes what was created.
 fn start_segment(
     fs: &dyn FileSystem,
     path: &std::path::Path,
@@ -893,7 +893,13 @@ fn start_segment(
     if let Err(e) = file.append(&header.encode()) {
         drop(file);
         // Best effort: a leftover file holds no valid header, and the next attempt recreates it.
-        let _ = fs.remove(path);
+        // The removal is made durable before the writer appends to the segment before this
+        // one again: a later segment file proves its predecessor complete to recovery.
+        if fs.remove(path).is_ok() {
+            if let Some(dir) = path.parent() {
+                let _ = fs.sync_dir(dir);
+            }
+        }
         return Err(e);
     }
     Ok(file)
