@@ -199,7 +199,7 @@ pub fn scan_segments(
             continue;
         }
         let at = LogPosition::new(segment, end);
-        let (records_here, synced_after) = segment_scan.probe_after(end)?;
+        let (records_here, synced_after, gave_up) = segment_scan.probe_after(end)?;
         let mut bytes_after = limit - end;
         let mut records_after = records_here;
         let mut reason = synced_after.map(|offset| {
@@ -207,6 +207,15 @@ pub fn scan_segments(
                 "a record that fails its checks is followed by synced records (at offset {offset})"
             )
         });
+        if gave_up {
+            reason.get_or_insert_with(|| {
+                format!(
+                    "the search for valid records after offset {end} gave up after checksumming \
+                     {PROBE_CHECKSUM_BUDGET} bytes of record-like bytes that do not verify: no \
+                     torn tail looks like that"
+                )
+            });
+        }
         if let Some(synced_to) = declared.filter(|&declared| declared > end) {
             // The writer synced this segment to `synced_to` before it wrote the next
             // segment's header, so the bytes that fail (or are missing: a file shorter than
@@ -458,7 +467,9 @@ pub fn probe_segment_body(
         return Ok((0, None));
     }
     // `probe_after` looks from one byte past where a scan stopped.
-    SegmentScan::new(file, &name, n, len, opts).probe_after(SEGMENT_HEADER_LEN - 1)
+    let (records, synced_at, _gave_up) =
+        SegmentScan::new(file, &name, n, len, opts).probe_after(SEGMENT_HEADER_LEN - 1)?;
+    Ok((records, synced_at))
 }
 
 /// Records in the complete batches at the start of segment `n`, right after its header slot
@@ -478,6 +489,10 @@ fn count_records(fs: &dyn FileSystem, dir: &Path, n: u64, opts: &VlogOptions) ->
     })?;
     Ok(records)
 }
+
+/// Bytes of candidates that pass a record header's checks but fail their checksum after
+/// which the search past the log's end gives up (a quarter of a second of checksumming).
+const PROBE_CHECKSUM_BUDGET: u64 = 256 << 20;
 
 /// Reads one segment's records through a read-ahead window.
 struct SegmentScan<'a> {
@@ -552,8 +567,8 @@ impl<'a> SegmentScan<'a> {
             .map(|(&start, _)| start)
             .filter(|&start| start < until);
         let search_until = next_range.unwrap_or(until);
-        let checksum_budget = 16 * self.read_chunk as u64;
-        match self.next_valid_record(from, search_until, checksum_budget)? {
+        let mut checksum_budget = 16 * self.read_chunk as u64;
+        match self.next_valid_record(from, search_until, &mut checksum_budget)? {
             Some((at, _, _)) => Ok(Some(at)),
             None => Ok(next_range),
         }
@@ -616,18 +631,25 @@ impl<'a> SegmentScan<'a> {
     /// of the first that carries `FLAG_SYNCED_BEFORE`, if any. Reads only what is below
     /// `limit`; a torn tail is usually short, and damage is usually followed by a valid
     /// record right after the damaged one, so this rarely reads much.
-    fn probe_after(&mut self, end: u64) -> Result<(u64, Option<u64>)> {
+    ///
+    /// The search gives up once candidates whose headers pass but whose checksums fail have
+    /// cost [`PROBE_CHECKSUM_BUDGET`] bytes (values built to look like record headers would
+    /// otherwise make it checksum for hours); the third value says so. A torn tail holds
+    /// the writer's own records, so it never comes near that.
+    fn probe_after(&mut self, end: u64) -> Result<(u64, Option<u64>, bool)> {
         let mut found = 0u64;
         let mut synced = None;
         let mut offset = end + 1;
-        while let Some((at, len, flags)) = self.next_valid_record(offset, self.limit, u64::MAX)? {
+        let mut budget = PROBE_CHECKSUM_BUDGET;
+        while let Some((at, len, flags)) = self.next_valid_record(offset, self.limit, &mut budget)?
+        {
             found += 1;
             if flags & FLAG_SYNCED_BEFORE != 0 && synced.is_none() {
                 synced = Some(at);
             }
             offset = at + len as u64;
         }
-        Ok((found, synced))
+        Ok((found, synced, budget == 0))
     }
 
     /// The first byte offset in `[offset, search_until)` where a record that passes its
@@ -639,7 +661,7 @@ impl<'a> SegmentScan<'a> {
         &mut self,
         mut offset: u64,
         search_until: u64,
-        mut checksum_budget: u64,
+        checksum_budget: &mut u64,
     ) -> Result<Option<(u64, usize, u8)>> {
         let opts = self.opts;
         let search_until = search_until.min(self.limit);
@@ -668,7 +690,7 @@ impl<'a> SegmentScan<'a> {
                 continue;
             }
             let flags = header[RECORD_HEADER_LEN - 1];
-            if checksum_budget == 0 {
+            if *checksum_budget == 0 {
                 return Ok(None);
             }
             self.searched_bytes += len as u64;
@@ -676,7 +698,7 @@ impl<'a> SegmentScan<'a> {
             if decode_record(bytes, opts).is_err() {
                 // Only candidates that fail count: the record sought may be larger than
                 // the whole budget.
-                checksum_budget = checksum_budget.saturating_sub(len as u64);
+                *checksum_budget = checksum_budget.saturating_sub(len as u64);
                 offset += 1;
                 continue;
             }

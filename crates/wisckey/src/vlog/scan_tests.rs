@@ -294,6 +294,35 @@ fn a_successor_whose_header_does_not_say_continues_a_log_that_reaches_its_end() 
     drop(w);
 }
 
+/// Bytes past the log's end that look like record headers but fail their checksums (values
+/// built that way) made the search for valid records past the end checksum each candidate's
+/// whole claimed length, without end; it gives up after a budget, and calls that damage.
+#[test]
+fn a_search_past_the_end_through_record_like_bytes_gives_up_and_calls_it_damage() {
+    let fs = MemFs::new();
+    let o = VlogOptions {
+        max_value_size: 64 << 10,
+        ..opts(1 << 20)
+    };
+    let (_, w) = write_log(&fs, &o, &[1, 2]);
+    let mut fake = Vec::new();
+    fake.extend_from_slice(&0xdead_beef_u32.to_le_bytes());
+    fake.extend_from_slice(&1u32.to_le_bytes());
+    fake.extend_from_slice(&65_000u32.to_le_bytes());
+    fake.extend_from_slice(&7u64.to_le_bytes());
+    fake.extend_from_slice(&[ValueKind::Value as u8, 0]);
+    assert_eq!(fake.len(), RECORD_HEADER_LEN);
+    let mut bytes = fs.contents(&seg(1)).expect("contents");
+    for _ in 0..5000 {
+        bytes.extend_from_slice(&fake);
+    }
+    bytes.extend(std::iter::repeat_n(0x5a, 70_000));
+    fs.set_contents(&seg(1), &bytes).expect("set_contents");
+    let err = replay_from(&fs, LogPosition::new(1, 0), &o).expect_err("damage");
+    assert!(err.to_string().contains("gave up"), "{err}");
+    drop(w);
+}
+
 #[test]
 fn headers_are_checked() {
     let fs = MemFs::new();
