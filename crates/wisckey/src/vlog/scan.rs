@@ -178,11 +178,11 @@ pub fn scan_segments(
         let next = segments.get(i + 1).copied();
         let has_successor = next.is_some() || newer_segment_exists;
         let next_header = match next {
-            Some(n) if n == segment + 1 => Some(next_segment_header(fs, dir, n)?),
+            Some(n) if n == segment + 1 => Some(header_of_segment(fs, dir, n)?),
             _ => None,
         };
         let declared = match next_header {
-            Some(NextHeader::Declares(end)) => Some(end),
+            Some(SegmentHeaderSays::Declares(end)) => Some(end),
             _ => None,
         };
         let declared_end = declared.filter(|&end| end >= from && end <= file_len);
@@ -193,7 +193,7 @@ pub fn scan_segments(
         // A successor whose header does not say where this segment ended was made by an
         // open that cut this segment to its records and synced it first: the log goes on
         // there when the records reach the file's end.
-        let undeclared_successor = next_header == Some(NextHeader::DoesNotSay) && end == file_len;
+        let undeclared_successor = next_header == Some(SegmentHeaderSays::DoesNotSay) && end == file_len;
         if declared_end == Some(end) || undeclared_successor {
             from = SEGMENT_HEADER_LEN;
             continue;
@@ -256,7 +256,7 @@ pub fn scan_segments(
                         "the log ends here, but segment {later} holds {later_len} bytes that \
                          were synced before a later segment was created"
                     ));
-                } else if next_segment_header(fs, dir, later)? == NextHeader::Unreadable {
+                } else if header_of_segment(fs, dir, later)? == SegmentHeaderSays::Unreadable {
                     reason = Some(format!(
                         "the header of segment {later} does not verify, but a later segment \
                          exists, so it was synced before that one was created"
@@ -422,7 +422,7 @@ fn read_header(file: &dyn ReadableFile, name: &str) -> Result<SegmentHeader> {
 
 /// What segment `n`'s header says of the segment before it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum NextHeader {
+enum SegmentHeaderSays {
     /// Its `prev_segment_end`: how far the previous segment was synced.
     Declares(u64),
     /// A valid header that does not know it (written by an open that started a new
@@ -432,20 +432,20 @@ enum NextHeader {
     Unreadable,
 }
 
-fn next_segment_header(fs: &dyn FileSystem, dir: &Path, n: u64) -> Result<NextHeader> {
+fn header_of_segment(fs: &dyn FileSystem, dir: &Path, n: u64) -> Result<SegmentHeaderSays> {
     let path = vlog_file_name(dir, n);
     let name = path.display().to_string();
     let file = fs.open_read(&path)?;
     match read_header(file.as_ref(), &name) {
         Ok(h) if h.segment == n && h.prev_segment_end != 0 => {
-            Ok(NextHeader::Declares(h.prev_segment_end))
+            Ok(SegmentHeaderSays::Declares(h.prev_segment_end))
         }
-        Ok(h) if h.segment == n => Ok(NextHeader::DoesNotSay),
-        Ok(_) => Ok(NextHeader::Unreadable),
+        Ok(h) if h.segment == n => Ok(SegmentHeaderSays::DoesNotSay),
+        Ok(_) => Ok(SegmentHeaderSays::Unreadable),
         Err(e @ (Error::Io { .. } | Error::NoSpace { .. } | Error::UnsupportedVersion { .. })) => {
             Err(e)
         }
-        Err(_) => Ok(NextHeader::Unreadable),
+        Err(_) => Ok(SegmentHeaderSays::Unreadable),
     }
 }
 
