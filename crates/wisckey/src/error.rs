@@ -58,7 +58,8 @@ pub enum Error {
     Locked(String),
     /// The database has been closed.
     Closed,
-    /// An internal invariant failed: a bug in wisckey, not damaged data. Please report it.
+    /// An internal invariant failed, or the engine panicked (caught and latched): a bug in
+    /// wisckey, not damaged data. Please report it.
     Internal(String),
     /// Work was abandoned before it ran (e.g. a scan's read-ahead after the iterator moved on).
     Aborted(String),
@@ -106,6 +107,27 @@ impl Error {
     pub fn is_corruption(&self) -> bool {
         matches!(self, Error::Corruption { .. })
     }
+
+    /// What a caught panic becomes: an [`Error::Internal`] naming where it happened and what
+    /// the panic said.
+    pub(crate) fn from_panic(what: &str, payload: &(dyn std::any::Any + Send)) -> Error {
+        let said = payload
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("a panic without a message");
+        Error::Internal(format!("{what} panicked: {said}"))
+    }
+}
+
+/// Runs `work` and turns a panic in it into [`Error::Internal`] (see [`Error::from_panic`]).
+/// For the engine's own threads and the write leader: a panic there must reach every caller
+/// as an error, not leave writers waiting for a thread that is gone.
+pub(crate) fn catch_panic<T>(what: &str, work: impl FnOnce() -> Result<T>) -> Result<T> {
+    // Unwind safety: whatever `work` left half-changed is never trusted again: every caller
+    // latches the error, which stops background work and refuses writes.
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
+        .unwrap_or_else(|payload| Err(Error::from_panic(what, payload.as_ref())))
 }
 
 impl fmt::Display for Error {

@@ -15,7 +15,7 @@ use std::thread::JoinHandle;
 
 use super::{latch_error, DbInner, ImmutableMemtable};
 use crate::compaction::{self, CompactionPolicy, ShadowTracker};
-use crate::error::{Error, Result};
+use crate::error::{catch_panic, Error, Result};
 use crate::filename::{parse_file_name, table_file_name, vlog_file_name, FileKind};
 use crate::gc::DeadBytes;
 use crate::iter::{InternalIterator, MergingIterator};
@@ -78,9 +78,11 @@ fn run_background(inner: &DbInner) {
                 inner.bg_cv.wait(&mut state);
             }
         };
+        // A panic is latched like any other failure (it is not a full disk): writers
+        // stalled on this flush get the error instead of waiting for a thread that is gone.
         let result = match work {
-            Work::Flush(imm) => flush_memtable(inner, imm),
-            Work::Compact => compact_once(inner),
+            Work::Flush(imm) => catch_panic("a memtable flush", || flush_memtable(inner, imm)),
+            Work::Compact => catch_panic("a compaction", || compact_once(inner)),
         };
         match result {
             Ok(()) => {
@@ -140,15 +142,23 @@ fn run_log_flusher(inner: &DbInner) {
             // A latched error that is not the log's own (a table write failed, say) leaves
             // the buffer intact: its acknowledged writes still go out within the interval.
             // A writer that failed itself refuses (poisoned): what it held may be lost.
-            let written = inner.vlog.with_writer(|vlog| {
-                if latched && vlog.is_poisoned() {
-                    return Ok(false);
-                }
-                vlog.flush().map(|()| true)
+            let written = catch_panic("the value log's timed write-out", || {
+                inner.vlog.with_writer(|vlog| {
+                    if latched && vlog.is_poisoned() {
+                        return Ok(false);
+                    }
+                    vlog.flush().map(|()| true)
+                })
             });
             match written {
                 Ok(true) => inner.vlog.wrote_out(),
                 Ok(false) => {}
+                // A broken invariant (a panic, say) ends this thread: retrying would meet it
+                // again every interval. `close` still writes the buffer out and syncs it.
+                Err(e @ Error::Internal(_)) => {
+                    latch_error(inner, e);
+                    return;
+                }
                 Err(e) => {
                     latch_error(inner, e);
                 }

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::{install_edit, DbInner, GcRemoval};
-use crate::error::{Error, Result};
+use crate::error::{catch_panic, Error, Result};
 use crate::filename::{parse_file_name, vlog_file_name, FileKind};
 use crate::gc::cluster::{ClusterOutcome, ClusterPlanner, CLUSTER_KEEP_RUN_BYTES};
 use crate::gc::cycle::{collect_segment, sample_segment, SegmentSource};
@@ -883,12 +883,15 @@ pub(crate) fn run_background(inner: &Arc<DbInner>) {
                 continue;
             }
         }
-        match run(inner, policy, true) {
+        // A panic becomes `Internal` and is latched (`background_failure`): a round cut
+        // short may have left its relocation half done, which only a reopen sorts out.
+        match catch_panic("value-log GC", || run(inner, policy, true)) {
             Ok(done) => busy = done.segments_collected > 0,
             Err(e) => background_failure(inner, "value-log GC", e),
         }
-        if auto_cluster_once(inner) {
-            busy = true;
+        match catch_panic("value clustering", || Ok(auto_cluster_once(inner))) {
+            Ok(looked) => busy |= looked,
+            Err(e) => background_failure(inner, "value clustering", e),
         }
     }
 }

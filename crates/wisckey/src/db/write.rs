@@ -233,7 +233,13 @@ fn submit(inner: &DbInner, writer: Writer) -> Result<(u64, u64)> {
     let group = collect_group(&inner.writers.queue.lock());
     debug_assert!(Arc::ptr_eq(&group[0], &me));
 
-    let result = lead(inner, &group);
+    // A panic while leading must not strand the followers and the next leader: they get
+    // the error, and it is latched (what the group left half done is not trusted again).
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lead(inner, &group)))
+        .unwrap_or_else(|payload| {
+            let panicked = Error::from_panic("a write (leading its group)", payload.as_ref());
+            Err(super::latch_error(inner, panicked))
+        });
 
     let next_leader = {
         let mut queue = inner.writers.queue.lock();
