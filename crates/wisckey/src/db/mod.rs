@@ -1004,7 +1004,17 @@ impl Db {
     /// ```
     pub fn flush(&self) -> Result<()> {
         self.inner.check_writable("flush")?;
-        write::force_memtable_switch(&self.inner)?;
+        match write::force_memtable_switch(&self.inner) {
+            // Every memtable slot is taken and a flush met the full disk: the switch refuses
+            // at once, with that flush's error even when space is back by now. Wait for the
+            // queued flushes as below (retried every 100 ms; `NoSpace` if the disk stays
+            // full), then switch.
+            Err(e) if e.is_no_space() => {
+                background::wait_for_flushes(&self.inner)?;
+                write::force_memtable_switch(&self.inner)?;
+            }
+            switched => switched?,
+        }
         background::wait_for_flushes(&self.inner)
     }
 

@@ -302,7 +302,14 @@ fn collect_group(queue: &VecDeque<Arc<Writer>>) -> Vec<Arc<Writer>> {
 
 fn lead(inner: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
     let leader = &group[0];
-    let mem = make_room(inner, leader.force_switch, leader.switch_even_if_empty)?;
+    let inserts_nothing = !leader.force_switch
+        && leader.relocations.lock().is_none()
+        && group.iter().all(|w| w.batch.lock().is_none());
+    let mem = if inserts_nothing {
+        memtable_as_it_is(inner)?
+    } else {
+        make_room(inner, leader.force_switch, leader.switch_even_if_empty)?
+    };
     if leader.force_switch {
         return Ok(());
     }
@@ -512,6 +519,17 @@ fn append_reserved(
         .log_bytes_in_mem
         .fetch_add(log_bytes, Ordering::Relaxed);
     Ok(pointers)
+}
+
+/// The memtable, for a group that inserts nothing (`Db::sync` alone). It needs no room, so
+/// it neither waits for a flush nor fails with `NoSpace` while flushes meet a full disk: then
+/// most of all, acknowledged writes must still be made durable.
+fn memtable_as_it_is(inner: &DbInner) -> Result<Arc<MemTable>> {
+    let state = inner.state.lock();
+    match &state.bg_error {
+        Some(e) => Err(e.clone()),
+        None => Ok(Arc::clone(&state.mem)),
+    }
 }
 
 /// Returns the memtable to insert into, switching and stalling as needed.
