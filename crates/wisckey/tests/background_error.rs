@@ -219,3 +219,31 @@ fn failing_to_remove_an_obsolete_file_is_not_latched() {
     assert_eq!(db.get(b"after").expect("get"), Some(b"x".to_vec()));
     assert_eq!(db.get(b"k005").expect("get"), Some(vec![1u8; 100]));
 }
+
+/// A value whose record was lost with a failed write-out reads as that failure (an I/O
+/// error), not as `Corruption`: no stored byte is damaged, the record never got there.
+#[test]
+fn a_record_lost_with_a_failed_write_out_reads_as_the_write_error() {
+    let mem = MemFs::new();
+    let fault = FaultFs::new(Arc::new(mem.clone()));
+    let options = Options {
+        // The record stays in the buffer until the sync below writes it out.
+        vlog_flush_interval: Duration::from_secs(3600),
+        gc_space_amp_target: f64::INFINITY,
+        ..Options::small_for_tests(Arc::new(fault.clone()))
+    };
+    let db = Db::open("/db", options).expect("open");
+    db.put(b"kept", vec![7u8; 200]).expect("put");
+    db.sync().expect("sync");
+    db.put(b"lost", vec![8u8; 200]).expect("put");
+    fault.fail_at(1, FaultKind::Io, FaultOps::Only(&[FsOp::Append]), true);
+    let synced = db.sync();
+    assert!(matches!(synced, Err(Error::Io { .. })), "{synced:?}");
+    match db.get(b"lost") {
+        Err(Error::Io { .. }) => {}
+        other => panic!("a record lost with the write-out: expected its Io error, got {other:?}"),
+    }
+    assert_eq!(db.get(b"kept").expect("get"), Some(vec![7u8; 200]));
+    fault.clear();
+    assert!(db.close().is_err(), "close reports the latched error");
+}

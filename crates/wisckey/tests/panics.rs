@@ -4,13 +4,16 @@
 //! refused, reads keep working, `close` reports it, and a reopen finds every acknowledged
 //! write. The panics are injected by a file system that panics on a chosen call.
 
+mod common;
+
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
+use common::{HookFs, Hooks};
 use parking_lot::Mutex;
-use wisckey::fs::{FileLock, FileSystem, MemFs, ReadableFile, WritableFile};
+use wisckey::fs::MemFs;
 use wisckey::{Db, Error, Options, Result, WriteOptions};
 
 /// Which call panics once armed: the op's name, the end of the file's name, and the thread
@@ -22,23 +25,14 @@ struct Trap {
     thread: Option<&'static str>,
 }
 
-/// `MemFs` with a trap: the first call matching it after `arm` panics (once).
-#[derive(Debug, Clone)]
-struct PanickingFs {
-    inner: MemFs,
-    trap: Arc<Mutex<Option<Trap>>>,
-    sprung: Arc<AtomicBool>,
+/// Hooks with a trap: the first call matching it after `arm` panics (once).
+#[derive(Debug, Default)]
+struct PanicTrap {
+    trap: Mutex<Option<Trap>>,
+    sprung: AtomicBool,
 }
 
-impl PanickingFs {
-    fn new(inner: MemFs) -> PanickingFs {
-        PanickingFs {
-            inner,
-            trap: Arc::new(Mutex::new(None)),
-            sprung: Arc::new(AtomicBool::new(false)),
-        }
-    }
-
+impl PanicTrap {
     fn arm(&self, op: &'static str, suffix: &'static str, thread: Option<&'static str>) {
         *self.trap.lock() = Some(Trap { op, suffix, thread });
     }
@@ -63,45 +57,20 @@ impl PanickingFs {
     }
 }
 
-impl FileSystem for PanickingFs {
-    fn create_dir_all(&self, dir: &Path) -> Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+impl Hooks for PanicTrap {
+    fn before_create(&self, path: &Path) -> Result<()> {
         self.check("create", path);
-        self.inner.create(path)
+        Ok(())
     }
-    fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        self.inner.open_append(path)
-    }
-    fn open_read(&self, path: &Path) -> Result<Arc<dyn ReadableFile>> {
-        self.inner.open_read(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> Result<()> {
-        self.inner.remove(path)
-    }
-    fn list(&self, dir: &Path) -> Result<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn exists(&self, path: &Path) -> Result<bool> {
-        self.inner.exists(path)
-    }
-    fn file_size(&self, path: &Path) -> Result<u64> {
+    fn before_file_size(&self, path: &Path) -> Result<()> {
         self.check("file_size", path);
-        self.inner.file_size(path)
+        Ok(())
     }
-    fn sync_dir(&self, dir: &Path) -> Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn punch_hole(&self, path: &Path, offset: u64, len: u64) -> Result<()> {
-        self.inner.punch_hole(path, offset, len)
-    }
-    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
-        self.inner.lock(path)
-    }
+}
+
+/// A `MemFs` (`fs.mem`, to reopen without the trap) behind the trap (`fs.hooks`).
+fn trapped_fs() -> HookFs<PanicTrap> {
+    HookFs::new(PanicTrap::default())
 }
 
 fn key(i: u32) -> Vec<u8> {
@@ -147,8 +116,8 @@ fn reopen_and_check(mem: MemFs, keys: u32, last_round: &[u32]) {
 
 #[test]
 fn a_panicking_flush_is_latched_and_stalled_writers_get_it() {
-    let mem = MemFs::new();
-    let fs = PanickingFs::new(mem.clone());
+    let fs = trapped_fs();
+    let mem = fs.mem.clone();
     let db =
         Arc::new(Db::open("/db", Options::small_for_tests(Arc::new(fs.clone()))).expect("open"));
     const KEYS: u32 = 200;
@@ -156,7 +125,7 @@ fn a_panicking_flush_is_latched_and_stalled_writers_get_it() {
         db.put(key(i), value(i, 0)).expect("put");
     }
     db.sync().expect("sync");
-    fs.arm("create", ".sst", Some("wisckey-bg"));
+    fs.hooks.arm("create", ".sst", Some("wisckey-bg"));
     // Enough writes to fill several memtables: the flush thread panics on the first table,
     // and the writers stall on immutable memtables nothing drains.
     let writer = Arc::clone(&db);
@@ -170,7 +139,7 @@ fn a_panicking_flush_is_latched_and_stalled_writers_get_it() {
         }
         Ok(())
     });
-    assert!(fs.sprung(), "the trap was never reached");
+    assert!(fs.hooks.sprung(), "the trap was never reached");
     let (e, round, failed_at) = outcome.expect_err("writes go on after a flush panicked");
     assert_internal_panic(&e);
     let latched = db.background_error().expect("the panic is latched");
@@ -197,15 +166,15 @@ fn a_panicking_flush_is_latched_and_stalled_writers_get_it() {
 
 #[test]
 fn a_panicking_write_leader_hands_the_error_to_its_group_and_the_next_writers() {
-    let mem = MemFs::new();
-    let fs = PanickingFs::new(mem.clone());
+    let fs = trapped_fs();
+    let mem = fs.mem.clone();
     let options = Options {
         // Sync writes: the leader itself appends, so it meets the next segment's creation.
         vlog_segment_size: 64 << 10,
         ..Options::small_for_tests(Arc::new(fs.clone()))
     };
     let db = Arc::new(Db::open("/db", options).expect("open"));
-    fs.arm("create", ".vlog", None);
+    fs.hooks.arm("create", ".vlog", None);
     const THREADS: u32 = 4;
     const KEYS: u32 = 100;
     let outcome = finishes("writers sharing a group with a panicked leader", {
@@ -238,7 +207,7 @@ fn a_panicking_write_leader_hands_the_error_to_its_group_and_the_next_writers() 
         }
     });
     assert!(
-        fs.sprung(),
+        fs.hooks.sprung(),
         "no segment was created: the trap was never reached"
     );
     let mut last_round = vec![0u32; (THREADS * KEYS) as usize];
@@ -281,8 +250,8 @@ fn a_panicking_write_leader_hands_the_error_to_its_group_and_the_next_writers() 
 
 #[test]
 fn a_panicking_gc_round_is_latched_not_lost() {
-    let mem = MemFs::new();
-    let fs = PanickingFs::new(mem.clone());
+    let fs = trapped_fs();
+    let mem = fs.mem.clone();
     let options = Options {
         vlog_segment_size: 64 << 10,
         gc_space_amp_target: 1.2,
@@ -291,10 +260,10 @@ fn a_panicking_gc_round_is_latched_not_lost() {
     let db = Db::open("/db", options).expect("open");
     const KEYS: u32 = 200;
     // The trap catches the GC thread's first look at a segment's size.
-    fs.arm("file_size", ".vlog", Some("wisckey-gc"));
+    fs.hooks.arm("file_size", ".vlog", Some("wisckey-gc"));
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut rounds = 0u32;
-    while !fs.sprung() {
+    while !fs.hooks.sprung() {
         assert!(Instant::now() < deadline, "GC never looked at a segment");
         for i in 0..KEYS {
             match db.put(key(i), value(i, rounds)) {

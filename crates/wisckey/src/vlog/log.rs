@@ -145,6 +145,12 @@ impl ValueLog {
                 return Ok(PointerRead::Buffered(value));
             }
             flushed = writer.flushed_end();
+            // Past what reached the file and not in the buffer: after a failed write-out
+            // that is a record the failure took with it (the buffer was dropped), so the
+            // read fails with that failure, not as damage. No stored byte is damaged.
+            if let Some(failure) = writer.failure().filter(|_| record_end > flushed) {
+                return Err(failure.clone());
+            }
         }
         Ok(PointerRead::File {
             ptr: *ptr,

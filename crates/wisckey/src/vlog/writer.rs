@@ -299,6 +299,11 @@ impl VlogWriter {
         self.sync_failure.is_some()
     }
 
+    /// The failure that poisoned this writer, if one did.
+    pub fn failure(&self) -> Option<&Error> {
+        self.sync_failure.as_ref()
+    }
+
     /// Encodes a batch whose first record gets sequence `first_seq` into the buffer, starting
     /// a new segment first if the batch would cross `segment_size` and the active segment
     /// already holds records (not within a reserved group: see [`VlogWriter::reserve`]).

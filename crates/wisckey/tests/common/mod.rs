@@ -1,6 +1,7 @@
 //! Shared by the integration tests: [`HookFs`], a `MemFs` wrapper that runs test-chosen
-//! [`Hooks`] around writable-file calls and positional reads (to count them, slow them down
-//! or fail them) and delegates everything else unchanged.
+//! [`Hooks`] around writable-file calls, positional reads, `create` and `file_size` (to
+//! count them, slow them down, fail them or panic in them) and delegates everything else
+//! unchanged.
 //!
 //! Thread-safety: `HookFs` is `Clone`; clones share the `MemFs` and the hooks, which must be
 //! `Send + Sync` because the engine calls them from its own threads.
@@ -27,6 +28,14 @@ pub trait Hooks: Send + Sync + std::fmt::Debug + 'static {
     }
     /// After a `read_at` that `before_read` let through (whatever its outcome).
     fn after_read(&self, _path: &Path) {}
+    /// Before `FileSystem::create`.
+    fn before_create(&self, _path: &Path) -> Result<()> {
+        Ok(())
+    }
+    /// Before `FileSystem::file_size`.
+    fn before_file_size(&self, _path: &Path) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Hooks that count value-log reads (`reads`).
@@ -135,6 +144,7 @@ impl<H: Hooks> FileSystem for HookFs<H> {
         self.mem.create_dir_all(dir)
     }
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.hooks.before_create(path)?;
         Ok(self.wrap(path, self.mem.create(path)?))
     }
     fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
@@ -160,6 +170,7 @@ impl<H: Hooks> FileSystem for HookFs<H> {
         self.mem.exists(path)
     }
     fn file_size(&self, path: &Path) -> Result<u64> {
+        self.hooks.before_file_size(path)?;
         self.mem.file_size(path)
     }
     fn sync_dir(&self, dir: &Path) -> Result<()> {
