@@ -9,6 +9,9 @@ use crate::error::{Error, Result};
 use crate::fs::{FileSystem, PosixFs};
 use crate::snapshot::Snapshot;
 
+
+/// Largest `memtable_size` accepted (see `Options::validate`).
+const MAX_MEMTABLE_SIZE: u64 = 64 << 30;
 /// Largest key accepted: 64 KiB. Keys live in the LSM-tree, whose blocks and compactions
 /// assume small keys; larger "keys" belong in the value.
 pub const MAX_KEY_SIZE: usize = 64 * 1024;
@@ -88,7 +91,8 @@ pub struct Options {
     /// process crash.
     pub write_through_to_os: bool,
 
-    /// Memtable size that triggers a switch and background flush. Default 64 MiB.
+    /// Memtable size that triggers a switch and background flush. Default 64 MiB; at least
+    /// 1 KiB, at most 64 GiB.
     pub memtable_size: usize,
     /// A memtable is also switched once this many value-log bytes were written since it
     /// started, which bounds how much log must be replayed on open. Default 512 MiB; at
@@ -346,6 +350,12 @@ impl Options {
         check(
             self.memtable_size >= 1024,
             "memtable_size must be at least 1024 bytes",
+        )?;
+        // A memtable numbers its entries in 32 bits; at 72 bytes or more charged per entry,
+        // this keeps it far below 2^32 of them.
+        check(
+            self.memtable_size as u64 <= MAX_MEMTABLE_SIZE,
+            "memtable_size must be at most 64 GiB",
         )?;
         check(
             self.max_immutable_memtables >= 1,

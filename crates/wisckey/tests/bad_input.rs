@@ -202,6 +202,21 @@ fn nonsensical_options_are_rejected_at_open() {
     }
 }
 
+/// A memtable numbers its entries in 32 bits; a size that could hold 2^32 of them is
+/// refused instead of returning older versions past that count.
+#[test]
+fn a_memtable_size_over_64_gib_is_rejected_at_open() {
+    let fs = MemFs::new();
+    let options = Options {
+        memtable_size: (64 << 30) + 1,
+        ..mem_options(&fs)
+    };
+    match Db::open("/db", options) {
+        Err(Error::InvalidArgument(msg)) => assert!(msg.contains("memtable_size"), "{msg}"),
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+}
+
 /// Defect: `memtable_max_log_bytes = 0` was accepted, and then every memtable was "full"
 /// from birth: the first write switched empty memtables until the flush queue filled and
 /// never returned, while the background thread flushed empty memtables (a manifest edit

@@ -157,8 +157,10 @@ impl MemTable {
             self.out_of_order.store(true, Ordering::Relaxed);
         }
         let at = self.entries.push(Entry { key, value, older });
-        // Each entry takes well over 64 bytes of memory: 2^32 of them cannot exist.
-        let at32 = u32::try_from(at).expect("a memtable holds fewer than 2^32 entries");
+        // Each entry is charged at least 72 bytes and `Options::validate` caps a memtable at
+        // 64 GiB (one write group more at most): fewer than 2^30 entries, far from the
+        // `NO_ENTRY` marker at 2^32 - 1.
+        let at32 = u32::try_from(at).expect("a memtable holds fewer than 2^32 - 1 entries");
         match newest {
             Some(newest) => *newest = slot(tag, at32),
             None => {

@@ -198,17 +198,23 @@ impl InternalIterator for BlockIter {
         self.err.is_none() && self.current < self.block.entries_end
     }
 
+    // A positioning call starts over: an error met on the old path is forgotten, damage on
+    // the new one is met again (a table iterator's seek after a damaged index entry must
+    // not fail for good).
     fn seek_to_first(&mut self) {
+        self.err = None;
         self.seek_to_restart(0);
         self.parse_next();
     }
 
     fn seek_to_last(&mut self) {
+        self.err = None;
         self.seek_to_restart(self.block.restarts.len() - 1);
         while self.parse_next() && self.next < self.block.entries_end {}
     }
 
     fn seek(&mut self, target: &[u8]) {
+        self.err = None;
         // Binary search for the last restart whose key is < target.
         let (mut left, mut right) = (0, self.block.restarts.len() - 1);
         while left < right {

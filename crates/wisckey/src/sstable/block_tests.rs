@@ -211,3 +211,37 @@ fn damaged_blocks_never_panic() {
         }
     }
 }
+
+/// After a damaged entry ended a scan, a positioning call starts over: a seek to an
+/// undamaged key is valid again (the error stuck, and every later seek of a table iterator
+/// over a damaged index block failed).
+#[test]
+fn a_seek_after_damage_starts_over() {
+    let entries = sample_entries(8);
+    let good = build(&entries, 4);
+    let mut it = good.iter();
+    it.seek_to_last();
+    let last_entry = it.current;
+    let mut data = good.data.clone();
+    // The last entry's `shared` length: more than any key before it.
+    data[last_entry] = 0x7f;
+    let damaged = Arc::new(Block::new(data, Arc::from("t"), 0).expect("restarts intact"));
+    let mut it = damaged.iter();
+    it.seek_to_first();
+    let mut seen = 0;
+    while it.valid() {
+        seen += 1;
+        it.next();
+    }
+    assert_eq!(seen, entries.len() - 1, "the damaged last entry ends the scan");
+    assert!(it.status().expect_err("damage reported").is_corruption());
+    it.seek(&entries[0].0);
+    assert!(it.valid(), "{:?}", it.status());
+    assert_eq!(it.key(), &entries[0].0[..]);
+    it.status().expect("the new path has no damage");
+    it.seek_to_first();
+    assert!(it.valid());
+    it.seek_to_last();
+    assert!(!it.valid(), "damage on the new path is met again");
+    assert!(it.status().is_err());
+}

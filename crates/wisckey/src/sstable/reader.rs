@@ -122,11 +122,16 @@ impl Table {
         let mut index = self.index.iter();
         index.seek(ikey);
         if index.valid() {
-            if let Ok(handle) = self.decode_index_handle(&index) {
-                return (handle.offset, handle.offset + handle.size);
+            let block = self.decode_index_handle(&index).ok().and_then(|handle| {
+                let end = handle.offset.checked_add(handle.size)?;
+                (end <= self.index.file_offset()).then_some((handle.offset, end))
+            });
+            if let Some(range) = block {
+                return range;
             }
         }
-        // Past the last block (or an undecodable handle: an estimate does not fail).
+        // Past the last block (or a handle that does not decode or reaches past the data
+        // blocks: an estimate does not fail).
         let end = self.index.file_offset();
         (end, end)
     }

@@ -447,6 +447,9 @@ fn checksummed_but_impossible_handles_are_corruption() {
         assert!(err.is_corruption(), "{value:?}: {err}");
         let err = scan_forward(&table).expect_err("bad handle");
         assert!(err.is_corruption(), "{value:?}: {err}");
+        // The size estimate neither overflows nor reaches past the data blocks.
+        let (start, end) = table.approximate_block_of(&entries[0].0);
+        assert!(start <= end && end <= 1 << 20, "{value:?}: ({start}, {end})");
     }
     // The footer's own handles are bounds-checked too (valid footer checksum).
     let bytes = build_table(&entries, small_options());
