@@ -196,3 +196,42 @@ fn new_directories_are_made_durable_in_their_parents() {
     );
     drop(reopened);
 }
+
+/// Two checkpoints racing to one target: one makes the copy, the other refuses. (Both
+/// passed the existence check, and the second rewrote the first's finished copy in place.)
+#[test]
+fn two_checkpoints_racing_to_one_target_make_one_copy() {
+    let fs = MemFs::new();
+    let db = Arc::new(Db::open(Path::new("/db"), options(&fs)).expect("open"));
+    for i in 0..300u64 {
+        db.put(key(i), value(i)).expect("put");
+    }
+    let expected = contents(&db);
+    let barrier = Arc::new(std::sync::Barrier::new(2));
+    let racers: Vec<_> = (0..2)
+        .map(|_| {
+            let (db, barrier) = (Arc::clone(&db), Arc::clone(&barrier));
+            std::thread::spawn(move || {
+                barrier.wait();
+                db.checkpoint(Path::new("/race"))
+            })
+        })
+        .collect();
+    let results: Vec<_> = racers
+        .into_iter()
+        .map(|r| r.join().expect("checkpoint thread"))
+        .collect();
+    assert_eq!(
+        results.iter().filter(|r| r.is_ok()).count(),
+        1,
+        "{results:?}"
+    );
+    assert!(
+        results
+            .iter()
+            .any(|r| matches!(r, Err(Error::InvalidArgument(_)))),
+        "{results:?}"
+    );
+    let copy = Db::open(Path::new("/race"), options(&fs)).expect("open the copy");
+    assert_eq!(contents(&copy), expected);
+}

@@ -10,9 +10,10 @@
 //!   would reach a copy through a hard link (tables are small next to the log);
 //! - GC neither collects nor punches while the copy is made (`gc_lock` is held), so every
 //!   segment read is complete and its punched ranges are the ones recorded;
-//! - never overwrites: the target must not exist; every copied file is synced, then the
-//!   directory, then the manifest and CURRENT (a crash leaves a directory without CURRENT,
-//!   which open refuses, never a half copy that opens).
+//! - never overwrites: the target must not exist, and the checkpoint holds the new
+//!   directory's `LOCK` while it copies (two checkpoints racing to one target: one refuses);
+//!   every copied file is synced, then the directory, then the manifest and CURRENT (a crash
+//!   leaves a directory without CURRENT, which open refuses, never a half copy that opens).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -91,6 +92,7 @@ pub(crate) fn checkpoint(inner: &DbInner, target: &Path) -> Result<CheckpointRep
     let head = head.unwrap_or(LogPosition::new(first, SEGMENT_HEADER_LEN));
 
     crate::fs::create_dir_all_durably(fs, target)?;
+    let _claim = claim_target(fs, target)?;
     let mut report = CheckpointReport {
         last_sequence,
         ..CheckpointReport::default()
@@ -147,6 +149,30 @@ pub(crate) fn checkpoint(inner: &DbInner, target: &Path) -> Result<CheckpointRep
     };
     VersionSet::write_rebuilt(fs, target, tables, segments, counters)?;
     Ok(report)
+}
+
+/// Takes the new directory's `LOCK` for this checkpoint and checks that nothing else is in
+/// it. Two checkpoints to one target (threads of one process, or read-only handles in two
+/// processes) can both pass the existence check before either creates the directory: the
+/// loser then finds the lock held, or, taking it once the winner is done, the winner's
+/// files, and refuses instead of overwriting a finished copy. The lock is released when
+/// the guard drops; the copy's own opens take the same file.
+fn claim_target(fs: &dyn FileSystem, target: &Path) -> Result<Box<dyn crate::fs::FileLock>> {
+    let taken = |what: &str| {
+        Error::InvalidArgument(format!(
+            "checkpoint target {} {what}; name a new directory",
+            target.display()
+        ))
+    };
+    let lock = match fs.lock(&target.join(crate::filename::LOCK)) {
+        Ok(lock) => lock,
+        Err(Error::Locked(_)) => return Err(taken("is being written by another checkpoint")),
+        Err(e) => return Err(e),
+    };
+    if fs.list(target)?.iter().any(|name| name != crate::filename::LOCK) {
+        return Err(taken("was filled by another checkpoint meanwhile"));
+    }
+    Ok(lock)
 }
 
 /// Copies the first `len` bytes of `from` (on `from_fs`) into a new file `to` (on `to_fs`),
