@@ -17,7 +17,7 @@
 //! it writes nothing and may run beside other read-only commands.
 
 use std::io::{BufRead, BufReader, BufWriter, IsTerminal, Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 use crc32c::crc32c;
@@ -102,13 +102,23 @@ fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
+/// A read of the dump that came short: "cut" where the input ended, the read's own error
+/// (with `what`) where it failed.
+fn cut_or_failed(e: std::io::Error, what: &str) -> Box<dyn std::error::Error> {
+    if e.kind() == std::io::ErrorKind::UnexpectedEof {
+        format!("dump cut inside {what}").into()
+    } else {
+        format!("reading the dump ({what}): {e}").into()
+    }
+}
+
 fn read_varint(input: &mut impl Read, what: &str) -> CliResult<u64> {
     let mut v = 0u64;
     for shift in (0..64).step_by(7) {
         let mut byte = [0u8];
         input
             .read_exact(&mut byte)
-            .map_err(|_| format!("dump ends inside {what}"))?;
+            .map_err(|e| cut_or_failed(e, what))?;
         v |= u64::from(byte[0] & 0x7f) << shift;
         if byte[0] & 0x80 == 0 {
             return Ok(v);
@@ -165,24 +175,57 @@ pub fn dump(args: &DumpArgs) -> CliResult {
         .unwrap_or_default();
     // Read-only: a dump never changes the database, and runs beside other readers.
     let db = Db::open_read_only(&args.db, Options::default())?;
-    let sink: Box<dyn Write> = match &args.out {
-        Some(path) => Box::new(
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(path)
-                .map_err(|e| format!("{}: {e}", path.display()))?,
-        ),
-        None => Box::new(std::io::stdout().lock()),
+    let count = match &args.out {
+        Some(path) => dump_to_file(&db, args, &prefix, path)?,
+        None => {
+            let mut out = BufWriter::new(std::io::stdout().lock());
+            let count = write_dump(&db, args, &prefix, &mut out)?;
+            out.flush()?;
+            count
+        }
     };
-    let mut out = BufWriter::new(sink);
+    db.close()?;
+    eprintln!("dumped {count} entries");
+    Ok(())
+}
+
+/// Writes the dump into the new file `path` (never an existing one) and makes it durable
+/// (the file, then its directory entry) before success is reported: an operator may remove
+/// the source once a dump succeeded. A dump that fails removes its partial file, which is
+/// its own, so it can be run again.
+fn dump_to_file(db: &Db, args: &DumpArgs, prefix: &[u8], path: &Path) -> CliResult<u64> {
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let written = (|| -> CliResult<u64> {
+        let mut out = BufWriter::new(file);
+        let count = write_dump(db, args, prefix, &mut out)?;
+        let file = out.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()?;
+        let dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        std::fs::File::open(dir)?.sync_all()?;
+        Ok(count)
+    })();
+    written.map_err(|e| {
+        let _ = std::fs::remove_file(path);
+        format!("{}: {e} (the partial dump was removed)", path.display()).into()
+    })
+}
+
+/// Writes every entry under `prefix` to `out` in the chosen format; returns how many.
+fn write_dump(db: &Db, args: &DumpArgs, prefix: &[u8], out: &mut impl Write) -> CliResult<u64> {
     let progress = bar("dump");
     let mut count = 0u64;
     if args.format == Format::Native {
         out.write_all(MAGIC)?;
     }
     let mut record = Vec::new();
-    for entry in db.prefix(&prefix)? {
+    for entry in db.prefix(prefix)? {
         let (key, value) = entry?;
         match args.format {
             Format::Native => {
@@ -200,7 +243,7 @@ pub fn dump(args: &DumpArgs) -> CliResult {
                     [json_field("key", &key), json_field("value", &value)]
                         .into_iter()
                         .collect();
-                serde_json::to_writer(&mut out, &object)?;
+                serde_json::to_writer(&mut *out, &object)?;
                 out.write_all(b"\n")?;
             }
         }
@@ -211,11 +254,8 @@ pub fn dump(args: &DumpArgs) -> CliResult {
         out.write_all(&[0])?;
         out.write_all(&count.to_le_bytes())?;
     }
-    out.flush()?;
     progress.finish_and_clear();
-    db.close()?;
-    eprintln!("dumped {count} entries");
-    Ok(())
+    Ok(count)
 }
 
 /// Entries read from a dump, each checked before it is handed out.
@@ -224,24 +264,28 @@ fn read_native(
     mut on_entry: impl FnMut(Vec<u8>, Vec<u8>) -> CliResult,
 ) -> CliResult<u64> {
     let mut magic = [0u8; 8];
-    input
-        .read_exact(&mut magic)
-        .map_err(|_| "not a wisckey dump: shorter than its header")?;
+    input.read_exact(&mut magic).map_err(|e| match e.kind() {
+        std::io::ErrorKind::UnexpectedEof => "not a wisckey dump: shorter than its header".into(),
+        _ => cut_or_failed(e, "its header"),
+    })?;
     if &magic != MAGIC {
         return Err("not a wisckey dump (bad magic; for JSON lines use --format jsonl)".into());
     }
     let mut count = 0u64;
     loop {
         let mut tag = [0u8];
-        input
-            .read_exact(&mut tag)
-            .map_err(|_| format!("dump cut after {count} entries (no end marker)"))?;
+        input.read_exact(&mut tag).map_err(|e| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => {
+                format!("dump cut after {count} entries (no end marker)").into()
+            }
+            _ => cut_or_failed(e, &format!("the tag of entry {count}")),
+        })?;
         match tag[0] {
             0 => {
                 let mut total = [0u8; 8];
-                input
-                    .read_exact(&mut total)
-                    .map_err(|_| "dump cut inside its end marker")?;
+                input.read_exact(&mut total).map_err(|e| {
+                    cut_or_failed(e, &format!("its end marker, after {count} entries"))
+                })?;
                 let total = u64::from_le_bytes(total);
                 if total != count {
                     return Err(format!("dump says {total} entries, holds {count}").into());
@@ -267,19 +311,20 @@ fn read_native(
             }
             1 => {
                 let mut crc = [0u8; 4];
+                let part = |what: &str| format!("entry {count}'s {what}");
                 input
                     .read_exact(&mut crc)
-                    .map_err(|_| "dump cut inside an entry")?;
+                    .map_err(|e| cut_or_failed(e, &part("checksum")))?;
                 let mut record = Vec::new();
-                let key_len = read_varint(input, "a key length")?;
+                let key_len = read_varint(input, &part("key length"))?;
                 check_length(count, "key", key_len, wisckey::MAX_KEY_SIZE)?;
                 put_varint(&mut record, key_len);
-                let key = read_exact_vec(input, key_len, "a key")?;
+                let key = read_exact_vec(input, key_len, &part("key"))?;
                 record.extend_from_slice(&key);
-                let value_len = read_varint(input, "a value length")?;
+                let value_len = read_varint(input, &part("value length"))?;
                 check_length(count, "value", value_len, wisckey::MAX_VALUE_SIZE)?;
                 put_varint(&mut record, value_len);
-                let value = read_exact_vec(input, value_len, "a value")?;
+                let value = read_exact_vec(input, value_len, &part("value"))?;
                 record.extend_from_slice(&value);
                 if unmask(u32::from_le_bytes(crc)) != crc32c(&record) {
                     return Err(format!(
@@ -312,7 +357,10 @@ fn check_length(entry: u64, what: &str, len: u64, max: usize) -> CliResult {
 /// `len` bytes (already checked against the engine's maxima by [`check_length`]).
 fn read_exact_vec(input: &mut impl Read, len: u64, what: &str) -> CliResult<Vec<u8>> {
     let mut bytes = Vec::new();
-    input.take(len).read_to_end(&mut bytes)?;
+    input
+        .take(len)
+        .read_to_end(&mut bytes)
+        .map_err(|e| cut_or_failed(e, what))?;
     if bytes.len() as u64 != len {
         return Err(format!("dump cut inside {what}").into());
     }
@@ -341,7 +389,17 @@ pub fn load(args: &LoadArgs) -> CliResult {
             crate::kv::missing_database(&args.db, e, "pass --create to create it")
         }
     })?;
-    if !args.merge && db.keys::<&[u8], _>(..)?.next().is_some() {
+    // A database whose first key does not read is not "holding keys": its error is the
+    // answer, not a hint to merge into it.
+    let first_key = db.keys::<&[u8], _>(..)?.next().transpose();
+    let holds_keys = match first_key {
+        Ok(first) => first.is_some(),
+        Err(e) => {
+            let _ = db.close();
+            return Err(e.into());
+        }
+    };
+    if !args.merge && holds_keys {
         db.close()?;
         return Err(format!(
             "{} already holds keys; nothing was loaded. Pass --merge to load into it \

@@ -232,6 +232,25 @@ fn dump_and_load_round_trip_every_byte_in_both_formats() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // Cut inside the first entry's checksum (after the 8-byte header and its tag byte):
+    // the message names the entry and what was cut.
+    bytes.truncate(11);
+    std::fs::write(&damaged_path, &bytes).expect("write");
+    let fresh = temp.path().join("fresh3");
+    let out = wisckey(&[
+        "load",
+        "--db",
+        fresh.to_str().expect("utf-8"),
+        "--in",
+        damaged_path.to_str().expect("utf-8"),
+        "--create",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("dump cut inside entry 0's checksum"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     // A prefix dump holds only its keys.
     let out = wisckey(&["dump", "--db", src, "--format", "jsonl", "--prefix", "text"]);

@@ -163,6 +163,49 @@ fn fill(path: &Path) {
     let _ = file.sync_all();
 }
 
+/// A dump that fails (here: its file's disk is full) removes its partial file, so it can
+/// be run again once space is back (the partial file made the rerun refuse: dumps never
+/// overwrite).
+#[test]
+fn a_failed_dump_removes_its_partial_file_and_can_be_run_again() {
+    let Some(mount) = TmpfsMount::new(24) else {
+        eprintln!("SKIPPED a_failed_dump_removes_its_partial_file_and_can_be_run_again: could not mount a tmpfs (needs root and mount rights)");
+        return;
+    };
+    let temp = tempfile::tempdir().expect("tempdir");
+    // About 16 MiB of entries, on the ordinary disk.
+    let source = temp.path().join("source");
+    create(&source, 2000, 8192);
+    let src = source.to_str().expect("utf-8");
+    fill(&mount.path.join("filler"));
+    let dump = mount.path.join("all.dump");
+    let dump_path = dump.to_str().expect("utf-8");
+    let line = failure_line(&["dump", "--db", src, "--out", dump_path]);
+    assert!(line.to_lowercase().contains("no space left"), "{line}");
+    assert!(!dump.exists(), "the failed dump left its partial file");
+    std::fs::remove_file(mount.path.join("filler")).expect("free space");
+    let out = wisckey(&["dump", "--db", src, "--out", dump_path]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fresh = temp.path().join("fresh");
+    let out = wisckey(&[
+        "load",
+        "--db",
+        fresh.to_str().expect("utf-8"),
+        "--in",
+        dump_path,
+        "--create",
+    ]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("loaded 2000 entries"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn a_full_disk_fails_the_load_with_one_line_and_loses_nothing() {
     let Some(mount) = TmpfsMount::new(24) else {
