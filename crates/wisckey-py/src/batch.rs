@@ -45,7 +45,7 @@ impl WriteBatch {
         if let Some(_no_write) = self.writing.try_lock() {
             return f(&mut self.batch.lock());
         }
-        py.allow_threads(|| {
+        py.detach(|| {
             let _no_write = self.writing.lock();
             let mut batch = self.batch.lock();
             f(&mut batch)
@@ -62,7 +62,7 @@ impl WriteBatch {
     /// an error, else nothing.
     fn write_once(&self, py: Python<'_>, again: bool) -> PyResult<()> {
         let sync = self.sync;
-        py.allow_threads(|| {
+        py.detach(|| {
             let _one_write = self.writing.lock();
             // The engine consumes the batch it is given, failed or not: it gets a copy, so
             // a failed write loses nothing here.
@@ -138,9 +138,9 @@ impl WriteBatch {
     fn __exit__(
         &self,
         py: Python<'_>,
-        exc_type: Option<PyObject>,
-        _exc: Option<PyObject>,
-        _tb: Option<PyObject>,
+        exc_type: Option<Py<PyAny>>,
+        _exc: Option<Py<PyAny>>,
+        _tb: Option<Py<PyAny>>,
     ) -> PyResult<bool> {
         let raised = exc_type.is_some_and(|t| !t.is_none(py));
         if raised && self.transaction {

@@ -26,7 +26,7 @@ pub(crate) fn with_db<T: Send>(
     shared: &Shared,
     f: impl FnOnce(&engine::Db) -> engine::Result<T> + Send,
 ) -> PyResult<T> {
-    py.allow_threads(|| on_db(shared, f)).map_err(to_py_err)
+    py.detach(|| on_db(shared, f)).map_err(to_py_err)
 }
 
 /// Runs `f` on the open database, the read lock held for the call; for callers that
@@ -49,7 +49,7 @@ pub(crate) fn check_open(py: Python<'_>, shared: &Shared) -> PyResult<()> {
 /// Whether the shared database was closed (waiting, without the GIL, for a `close()` in
 /// progress).
 pub(crate) fn is_closed(py: Python<'_>, shared: &Shared) -> bool {
-    py.allow_threads(|| shared.read().is_none())
+    py.detach(|| shared.read().is_none())
 }
 
 /// `ClosedError` for an object whose database or own hold is gone.
@@ -60,7 +60,7 @@ pub(crate) fn closed(what: &str) -> PyErr {
 /// The bytes of `bytes` (borrowed), `bytearray` or `memoryview` (copied); anything else is
 /// a TypeError naming its type, a `str` with a hint to encode it.
 pub(crate) fn bytes_of<'a>(obj: &'a Bound<'_, PyAny>, what: &str) -> PyResult<Cow<'a, [u8]>> {
-    if let Ok(bytes) = obj.downcast::<PyBytes>() {
+    if let Ok(bytes) = obj.cast::<PyBytes>() {
         return Ok(Cow::Borrowed(bytes.as_bytes()));
     }
     if obj.is_instance_of::<PyString>() {
@@ -68,15 +68,13 @@ pub(crate) fn bytes_of<'a>(obj: &'a Bound<'_, PyAny>, what: &str) -> PyResult<Co
             "{what} must be bytes-like, not str: encode it first (e.g. {what}.encode())"
         )));
     }
-    if let Ok(array) = obj.downcast::<PyByteArray>() {
+    if let Ok(array) = obj.cast::<PyByteArray>() {
         return Ok(Cow::Owned(array.to_vec()));
     }
-    if let Ok(view) = obj.downcast::<PyMemoryView>() {
+    if let Ok(view) = obj.cast::<PyMemoryView>() {
         // `tobytes()`: the buffer protocol is not in the stable ABI before Python 3.11.
         let copied = view.call_method0("tobytes")?;
-        return Ok(Cow::Owned(
-            copied.downcast::<PyBytes>()?.as_bytes().to_vec(),
-        ));
+        return Ok(Cow::Owned(copied.cast::<PyBytes>()?.as_bytes().to_vec()));
     }
     // Anything else, even with a buffer or a `tobytes()` (array.array, numpy values), is
     // refused: how its items become bytes is the caller's choice to make explicit.
@@ -97,17 +95,17 @@ pub(crate) fn optional_bytes(
 }
 
 /// A `bytes` object holding `value` (the one copy a result takes).
-pub(crate) fn to_bytes(py: Python<'_>, value: &[u8]) -> PyObject {
-    PyBytes::new_bound(py, value).into_any().unbind()
+pub(crate) fn to_bytes(py: Python<'_>, value: &[u8]) -> Py<PyAny> {
+    PyBytes::new(py, value).into_any().unbind()
 }
 
 /// A list of `bytes` or None, one per value.
-pub(crate) fn to_list(py: Python<'_>, values: Vec<Option<Vec<u8>>>) -> Py<PyList> {
+pub(crate) fn to_list(py: Python<'_>, values: Vec<Option<Vec<u8>>>) -> PyResult<Py<PyList>> {
     let items = values.into_iter().map(|v| match v {
         Some(v) => to_bytes(py, &v),
         None => py.None(),
     });
-    PyList::new_bound(py, items).unbind()
+    Ok(PyList::new(py, items)?.unbind())
 }
 
 /// Values of `keys` (an iterable of bytes-like), all read at one moment (at `snapshot` if
@@ -118,7 +116,7 @@ pub(crate) fn multi_get(
     keys: &Bound<'_, PyAny>,
     snapshot: Option<&engine::Snapshot>,
 ) -> PyResult<Py<PyList>> {
-    let keys: Vec<Bound<'_, PyAny>> = keys.iter()?.collect::<PyResult<_>>()?;
+    let keys: Vec<Bound<'_, PyAny>> = keys.try_iter()?.collect::<PyResult<_>>()?;
     let keys: Vec<Cow<'_, [u8]>> = keys
         .iter()
         .map(|k| bytes_of(k, "key"))
@@ -128,14 +126,14 @@ pub(crate) fn multi_get(
         ..engine::ReadOptions::default()
     };
     let values = with_db(py, shared, |db| db.multi_get_opt(&keys, &opts))?;
-    Ok(to_list(py, values))
+    to_list(py, values)
 }
 
 /// One of the engine's reports (stats, check, GC and clustering outcomes) as Python objects:
 /// structs become dicts, sequences lists, unit enum variants their names. Floats stay floats,
 /// infinity included (`gc_space_amp_target` may be infinite; JSON, which this went through
 /// before, has no infinity).
-pub(crate) fn report_to_py(py: Python<'_>, report: &impl serde::Serialize) -> PyResult<PyObject> {
+pub(crate) fn report_to_py(py: Python<'_>, report: &impl serde::Serialize) -> PyResult<Py<PyAny>> {
     pythonize::pythonize(py, report)
         .map(|obj| obj.unbind())
         .map_err(|e| crate::errors::Error::new_err(e.to_string()))

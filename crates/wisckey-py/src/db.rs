@@ -49,7 +49,7 @@ impl Db {
         let opts = options::from_kwargs(create_if_missing, error_if_exists, options)?;
         let shown = path.display().to_string();
         let db = py
-            .allow_threads(|| engine::Db::open(&path, opts))
+            .detach(|| engine::Db::open(&path, opts))
             .map_err(to_py_err)?;
         Ok(Db {
             shared: Arc::new(RwLock::new(Some(db))),
@@ -64,7 +64,7 @@ impl Db {
         // The engine closes under the write lock, so a racing `close()` (or `closed`)
         // returns only once the database is released. Every taker of the lock releases
         // the GIL first, so none of them waits for this one while holding the GIL.
-        py.allow_threads(|| {
+        py.detach(|| {
             let mut open = self.shared.write();
             open.take().map_or(Ok(()), engine::Db::close)
         })
@@ -98,7 +98,7 @@ impl Db {
     /// `<wisckey.DB '/path' (open)>` or `(closed)`.
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         let state = if self.closed(py) { "closed" } else { "open" };
-        let name = PyString::new_bound(py, &self.path).repr()?;
+        let name = PyString::new(py, &self.path).repr()?;
         Ok(format!("<wisckey.DB {name} ({state})>"))
     }
 
@@ -108,8 +108,8 @@ impl Db {
         &self,
         py: Python<'_>,
         key: &Bound<'_, PyAny>,
-        default: Option<PyObject>,
-    ) -> PyResult<PyObject> {
+        default: Option<Py<PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
         let key = bytes_of(key, "key")?;
         match with_db(py, &self.shared, |db| db.get(&key))? {
             Some(value) => Ok(to_bytes(py, &value)),
@@ -142,7 +142,7 @@ impl Db {
     }
 
     /// `db[key]`: the value of `key`; KeyError if it has none.
-    fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+    fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let bytes = bytes_of(key, "key")?;
         match with_db(py, &self.shared, |db| db.get(&bytes))? {
             Some(value) => Ok(to_bytes(py, &value)),
@@ -249,7 +249,7 @@ impl Db {
 
     /// Statistics (a dict): tables per level, value-log segments with live and dead bytes,
     /// GC totals.
-    fn stats(&self, py: Python<'_>) -> PyResult<PyObject> {
+    fn stats(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let stats = with_db(py, &self.shared, |db| db.stats())?;
         crate::convert::report_to_py(py, &stats)
     }
@@ -257,12 +257,12 @@ impl Db {
     /// Value-log garbage collection now (compacts the key index first); returns what it did
     /// (segments_collected, bytes_read, records_relocated, bytes_relocated, records_dropped)
     /// and the value log's space_amp after it.
-    fn gc(&self, py: Python<'_>) -> PyResult<PyObject> {
+    fn gc(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let (done, stats) = with_db(py, &self.shared, |db| {
             let done = db.gc(&engine::GcOptions::default())?;
             Ok((done, db.stats()?))
         })?;
-        let dict = PyDict::new_bound(py);
+        let dict = PyDict::new(py);
         dict.set_item("segments_collected", done.segments_collected)?;
         dict.set_item("bytes_read", done.bytes_read)?;
         dict.set_item("records_relocated", done.records_relocated)?;
@@ -299,7 +299,7 @@ impl Db {
         py: Python<'_>,
         start: Option<&Bound<'_, PyAny>>,
         stop: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<PyObject> {
+    ) -> PyResult<Py<PyAny>> {
         let range = start_stop_range(start, stop)?;
         let done = with_db(py, &self.shared, |db| db.cluster_values(range))?;
         crate::convert::report_to_py(py, &done)
@@ -313,7 +313,7 @@ impl Db {
         py: Python<'_>,
         start: Option<&Bound<'_, PyAny>>,
         stop: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<PyObject> {
+    ) -> PyResult<Py<PyAny>> {
         let range = start_stop_range(start, stop)?;
         let estimate = with_db(py, &self.shared, |db| db.cluster_values_estimate(range))?;
         crate::convert::report_to_py(py, &estimate)
@@ -321,7 +321,7 @@ impl Db {
 
     /// Reads and verifies everything; returns the report (a dict; `problems` is empty when
     /// the database is sound).
-    fn check(&self, py: Python<'_>) -> PyResult<PyObject> {
+    fn check(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let report = with_db(py, &self.shared, |db| db.check())?;
         crate::convert::report_to_py(py, &report)
     }

@@ -67,19 +67,16 @@ pub(crate) fn to_py_err(e: engine::Error) -> PyErr {
 /// Adds the exception classes to the module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
-    m.add("Error", py.get_type_bound::<Error>())?;
-    m.add("CorruptionError", py.get_type_bound::<CorruptionError>())?;
-    m.add("LockedError", py.get_type_bound::<LockedError>())?;
-    m.add("NoSpaceError", py.get_type_bound::<NoSpaceError>())?;
-    m.add("IOError", py.get_type_bound::<IOError>())?;
+    m.add("Error", py.get_type::<Error>())?;
+    m.add("CorruptionError", py.get_type::<CorruptionError>())?;
+    m.add("LockedError", py.get_type::<LockedError>())?;
+    m.add("NoSpaceError", py.get_type::<NoSpaceError>())?;
+    m.add("IOError", py.get_type::<IOError>())?;
     m.add(
         "InvalidArgumentError",
-        py.get_type_bound::<InvalidArgumentError>(),
+        py.get_type::<InvalidArgumentError>(),
     )?;
-    m.add(
-        "NotADatabaseError",
-        py.get_type_bound::<NotADatabaseError>(),
-    )?;
-    m.add("ClosedError", py.get_type_bound::<ClosedError>())?;
+    m.add("NotADatabaseError", py.get_type::<NotADatabaseError>())?;
+    m.add("ClosedError", py.get_type::<ClosedError>())?;
     Ok(())
 }

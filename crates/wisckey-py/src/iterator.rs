@@ -279,11 +279,11 @@ impl Iterator {
     /// closed before the entry was fetched. CorruptionError (or IOError) for an entry whose
     /// value cannot be read; the next `next()` goes on with the entry after it. An error
     /// in the key index itself ends the iteration.
-    fn __next__(&self, py: Python<'_>) -> PyResult<Option<PyObject>> {
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         let buffered = self.state.lock().buffered.pop_front();
         let entry = match buffered {
             Some(entry) => entry,
-            None => match py.allow_threads(|| self.next_entry()).map_err(to_py_err)? {
+            None => match py.detach(|| self.next_entry()).map_err(to_py_err)? {
                 Some(entry) => entry,
                 None => return Ok(None),
             },
@@ -291,8 +291,8 @@ impl Iterator {
         let (key, value) = entry.map_err(to_py_err)?;
         let item = match (self.include_key, self.include_value) {
             (true, true) => {
-                let pair = [PyBytes::new_bound(py, &key), PyBytes::new_bound(py, &value)];
-                PyTuple::new_bound(py, pair).into_any().unbind()
+                let pair = [PyBytes::new(py, &key), PyBytes::new(py, &value)];
+                PyTuple::new(py, pair)?.into_any().unbind()
             }
             (true, false) => to_bytes(py, &key),
             _ => to_bytes(py, &value),

@@ -23,10 +23,6 @@
 //!   mutex held only briefly, never across an engine call or a call into Python, so a
 //!   call from another thread (or re-entrant) never fails with pyo3's "Already borrowed".
 
-// pyo3 0.22's `#[pymethods]` expansion converts each `PyResult` error into itself, which
-// this clippy flags at every method signature.
-#![allow(clippy::useless_conversion)]
-
 mod batch;
 mod convert;
 mod db;

@@ -67,8 +67,8 @@ impl Snapshot {
         &self,
         py: Python<'_>,
         key: &Bound<'_, PyAny>,
-        default: Option<PyObject>,
-    ) -> PyResult<PyObject> {
+        default: Option<Py<PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
         match self.read(py, key)? {
             Some(value) => Ok(to_bytes(py, &value)),
             None => Ok(default.unwrap_or_else(|| py.None())),
@@ -76,7 +76,7 @@ impl Snapshot {
     }
 
     /// `snap[key]`: the value of `key` at the snapshot; KeyError if it had none.
-    fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+    fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         match self.read(py, key)? {
             Some(value) => Ok(to_bytes(py, &value)),
             None => Err(PyKeyError::new_err(key.clone().unbind())),
