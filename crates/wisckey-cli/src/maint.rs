@@ -467,11 +467,20 @@ pub fn repair(args: &RepairArgs) -> Result<(), Box<dyn std::error::Error>> {
         "rebuilt the key index: {} keys in {} tables ({} deleted keys kept as deletes), last sequence {}; new writes go to segment {}",
         report.keys, report.tables_written, report.deleted_keys, report.last_sequence, report.new_segment
     )?;
-    if report.zeroed_log_bytes + report.damaged_log_bytes + report.incomplete_batch_records > 0 {
+    let stepped_over = report.zeroed_log_bytes
+        + report.damaged_log_bytes
+        + report.punched_log_bytes
+        + report.torn_log_bytes;
+    if stepped_over + report.incomplete_batch_records > 0 {
         writeln!(
             out,
-            "stepped over {} zeroed and {} damaged log bytes; left out {} records of incomplete batches",
-            report.zeroed_log_bytes, report.damaged_log_bytes, report.incomplete_batch_records
+            "stepped over {} punched, {} zeroed and {} damaged log bytes; left out {} unsynced \
+             log bytes at the log's end ({} records of incomplete batches)",
+            report.punched_log_bytes,
+            report.zeroed_log_bytes,
+            report.damaged_log_bytes,
+            report.torn_log_bytes,
+            report.incomplete_batch_records
         )?;
     }
     if !report.moved_to.is_empty() {

@@ -23,18 +23,37 @@
 //!   entries are what compaction dropped; it is set aside with the rest. A manifest that
 //!   lists a missing table is not trusted for this, nor for its head (it may be stale: its
 //!   last edit torn off);
-//! - a batch is taken from the log when its last record is read, or when a gap (a punched
-//!   or damaged range) cuts it inside a segment (it was acknowledged whole; the gap is
-//!   reported); a batch still incomplete at the end of its segment was never acknowledged
-//!   (a batch never spans segments) and is left out, as open would;
-//! - every byte of an old segment that is not a record taken (gaps, an incomplete tail,
-//!   leftovers past the length the next segment's header names) is recorded as a punched
-//!   range, so readers, GC and `check` step over it; the bytes themselves stay;
+//! - the log is read as open and GC read it: the ranges a loadable manifest records as
+//!   punched are stepped over unread (their blocks may be gone; a record there was dead),
+//!   and stay recorded;
+//! - a batch is taken from the log when its last record is read, when a recorded punched
+//!   range cuts it (GC punches only sealed segments, whose batches were all acknowledged),
+//!   or when a gap or the segment's end cuts it and it starts in bytes known to have been
+//!   synced: the whole segment when the old manifest lists it as sealed, when the next
+//!   segment's header says how far it was synced (`prev_segment_end`: the writer synced it
+//!   before it started the next), or when the old manifest's replay head lies past it;
+//!   else up to a record carrying `FLAG_SYNCED_BEFORE`, up to the replay head, and up to
+//!   the end of a record a table entry points at (a flush syncs the log first). A gap in
+//!   synced bytes is damage (reported); the batch it cut was acknowledged whole;
+//! - elsewhere — the newest segment's unsynced end — the log ends, as open ends it, at the
+//!   first gap (a torn tail: nothing later says those bytes were synced) or at a batch
+//!   without its last record: that batch and everything after it in the segment are left
+//!   out, so a batch is all-or-nothing and the log a prefix. A later segment whose header
+//!   does not say where this one ended (repair's own fresh segment, left by a repair cut
+//!   short) proves nothing;
+//! - every byte of an old segment that is not a record taken (recorded punched ranges,
+//!   gaps, a torn tail, leftovers past the length the next segment's header names) is
+//!   recorded as a punched range, so readers, GC and `check` step over it; the bytes
+//!   themselves stay; no record taken lies in one (GC relocates every record taken that
+//!   the index points at before it collects the segment);
 //! - crash-safe at every step: the new tables and a fresh segment for new writes are
 //!   written and synced first, the replaced files moved aside next, CURRENT written last. A
 //!   crash before that leaves a directory that open refuses and repair redoes: the new
 //!   tables (tombstones included) are sources like any other;
-//! - holds the LOCK throughout, so it never runs beside an open database.
+//! - holds the LOCK throughout, so it never runs beside an open database;
+//! - a manifest, table or segment of a newer format (`UnsupportedVersion`), or a failing
+//!   device, stops it before it writes anything: only damage (`Corruption`, a missing
+//!   CURRENT) is rebuilt around.
 //!
 //! Memory: the newest entry of every key (key, sequence, pointer or inline value) and one
 //! segment's bytes at a time.
@@ -53,7 +72,9 @@ use crate::key::{make_internal_key, parse_internal_key, ValueKind};
 use crate::options::Options;
 use crate::position::LogPosition;
 use crate::sstable::{Table, TableBuilder, TableOptions};
-use crate::version::{FileMeta, RebuiltCounters, SegmentMeta, VersionSet, NUM_LEVELS};
+use crate::version::{
+    add_range, FileMeta, LoadedState, RebuiltCounters, SegmentMeta, VersionSet, NUM_LEVELS,
+};
 use crate::vlog::format::{
     decode_record, record_len_from_header, SegmentHeader, FLAG_LAST_IN_BATCH, FLAG_SYNCED_BEFORE,
 };
@@ -78,13 +99,20 @@ pub struct RepairReport {
     pub segments_scanned: u64,
     /// Records taken from the log.
     pub log_records: u64,
-    /// Bytes of old segments stepped over: all-zero ranges (punched holes, torn tails) and
-    /// damaged ones (listed in `problems`).
+    /// Bytes of synced log ranges stepped over that hold no record that verifies but only
+    /// zeros (holes punched where no loadable manifest records them, say).
     pub zeroed_log_bytes: u64,
-    /// Bytes of damaged ranges stepped over.
+    /// Bytes of synced log ranges stepped over that hold no record that verifies and not
+    /// only zeros: damage (listed in `problems`).
     pub damaged_log_bytes: u64,
-    /// Records of batches that were incomplete at the end of their segment (never
-    /// acknowledged), left out.
+    /// Bytes of the ranges the old manifest records as punched, stepped over unread (as
+    /// every reader of a segment does).
+    pub punched_log_bytes: u64,
+    /// Bytes left out at the end of the log that were never known to be synced: from a
+    /// batch without its last record, or from a hole that no later synced record vouches
+    /// for, to the segment's end (a torn tail, which open would cut off too).
+    pub torn_log_bytes: u64,
+    /// Records in those bytes (never acknowledged as far as the log can tell), left out.
     pub incomplete_batch_records: u64,
     /// Keys in the rebuilt index with a value, and keys whose newest entry is a delete.
     pub keys: u64,
@@ -336,11 +364,7 @@ pub(crate) fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
     let vlog_options = options.vlog_options();
     // The old manifest, where one still loads: which tables are live, where replay would
     // start, and numbers not to reuse.
-    let old_state = VersionSet::load(&*fs, dir).ok().or_else(|| {
-        let mut manifests = inventory.manifests.clone();
-        manifests.sort_unstable();
-        (manifests.iter().rev()).find_map(|&n| VersionSet::load_manifest(&*fs, dir, n).ok())
-    });
+    let old_state = load_old_manifest(&*fs, dir, &inventory)?;
     let listed = old_state.as_ref().map(|state| state.tables());
     // A manifest that lists a table the directory lacks is stale (its newest edit was lost)
     // or the table is: its head and its table set are not trusted then, only the key
@@ -381,11 +405,14 @@ pub(crate) fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
     coverage.last_table_sequence = index.last_table_sequence;
     let mut salvaged = BTreeMap::new();
     let mut bad_segments = Vec::new();
+    let old_segments = old_state.as_ref().map(LoadedState::vlog_segment_metas);
     for (i, &number) in inventory.segments.iter().enumerate() {
         let next = inventory.segments.get(i + 1).copied();
         let context = SegmentContext {
             number,
             next,
+            listed: old_segments.and_then(|segments| segments.get(&number)),
+            head: old_state.as_ref().and_then(LoadedState::vlog_head),
             vlog_options: &vlog_options,
             value_threshold: options.value_threshold,
             coverage: &coverage,
@@ -466,6 +493,34 @@ pub(crate) fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
     Ok(report)
 }
 
+/// The old manifest, where one still loads: the one CURRENT names, else the newest that
+/// loads. Damage (`Corruption`, `NotADatabase`: a missing or garbled CURRENT, a manifest
+/// without its magic) only means there is none to go by; anything else — a manifest of a
+/// newer format (`UnsupportedVersion`: a newer build's database, which this one must not
+/// rewrite in its own format), a failing device — stops the repair before it writes.
+fn load_old_manifest(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    inventory: &Inventory,
+) -> Result<Option<LoadedState>> {
+    let tolerated = |e: &Error| matches!(e, Error::Corruption { .. } | Error::NotADatabase(_));
+    match VersionSet::load(fs, dir) {
+        Ok(state) => return Ok(Some(state)),
+        Err(e) if tolerated(&e) => {}
+        Err(e) => return Err(e),
+    }
+    let mut manifests = inventory.manifests.clone();
+    manifests.sort_unstable();
+    for &number in manifests.iter().rev() {
+        match VersionSet::load_manifest(fs, dir, number) {
+            Ok(state) => return Ok(Some(state)),
+            Err(e) if tolerated(&e) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(None)
+}
+
 /// Offers every entry of table `number` that reads to `index`; damage is reported and its
 /// key range (from the index, or `listed`, the manifest's entry for the table) becomes a
 /// gap in `coverage`. Only an I/O error (the device, not the data) stops the repair.
@@ -485,7 +540,11 @@ fn read_table(
     let size = file.len()?;
     let table = match Table::open(file, number, name.clone(), size, None) {
         Ok(table) => table,
-        Err(e @ (Error::Io { .. } | Error::NoSpace { .. })) => return Err(e),
+        // A newer format is not damage: rebuilding it in this build's format would lose
+        // what this build cannot read.
+        Err(e @ (Error::Io { .. } | Error::NoSpace { .. } | Error::UnsupportedVersion { .. })) => {
+            return Err(e)
+        }
         Err(e) => {
             report.error(&name, e);
             let range = listed.map(|meta| (meta.smallest.as_slice(), meta.largest.as_slice()));
@@ -529,14 +588,43 @@ struct SegmentContext<'a> {
     number: u64,
     /// The next segment present, if any.
     next: Option<u64>,
+    /// What the old manifest, where one loads, records of this segment.
+    listed: Option<&'a SegmentMeta>,
+    /// The old manifest's replay head, where one loads (trusted or not: the log was synced
+    /// up to it either way).
+    head: Option<LogPosition>,
     vlog_options: &'a VlogOptions,
     value_threshold: usize,
     coverage: &'a Coverage,
 }
 
+/// One stretch of an old segment, as the first pass of [`salvage_segment`] found it.
+#[derive(Debug, Clone, Copy)]
+enum Piece {
+    /// A record that verifies.
+    Record {
+        at: u64,
+        len: usize,
+        sequence: u64,
+        last_in_batch: bool,
+    },
+    /// Bytes that hold no record that verifies.
+    Gap { start: u64, end: u64 },
+    /// A range the old manifest records as punched: stepped over unread, as every reader
+    /// of the segment does (its records were dead; its blocks may be deallocated).
+    Punched { start: u64, end: u64 },
+}
+
 /// Scans old segment `number` for every record that verifies, stepping over bytes that do
-/// not, and offers the records of complete batches to `index`. `None`: the segment's header
-/// does not verify (it is moved aside; a crash while creating it leaves that too).
+/// not and over the ranges the old manifest records as punched, and offers the records of
+/// complete batches to `index`. `None`: the segment's header does not verify (it is moved
+/// aside; a crash while creating it leaves that too).
+///
+/// Which batches are taken (see the module docs): a batch whose last record is read; a
+/// batch cut by a recorded punched range; a batch cut by a gap or by the segment's end
+/// that starts in bytes known to have been synced. Elsewhere — the unsynced end of the
+/// newest segment — a gap ends the log as it does for open (a torn tail): nothing from
+/// the batch it cuts on is taken.
 fn salvage_segment(
     fs: &dyn FileSystem,
     dir: &Path,
@@ -547,6 +635,8 @@ fn salvage_segment(
     let SegmentContext {
         number,
         next,
+        listed,
+        head,
         vlog_options,
         value_threshold,
         coverage,
@@ -579,61 +669,195 @@ fn salvage_segment(
         }
     };
     debug_assert_eq!(header.segment, number);
-    // Bytes past the length the next segment's header names were left by a failed write.
-    let mut limit = len;
-    if let Some(next) = next.filter(|&n| n == number + 1) {
-        if let Some(prev_end) = prev_segment_end(fs, dir, next)? {
-            if (SEGMENT_HEADER_LEN..=len).contains(&prev_end) {
-                limit = prev_end;
-            }
-        }
-    }
+    // Bytes past the length the next segment's header names were left by a failed write;
+    // the writer synced this segment up to that length before it wrote that header.
+    let declared_end = match next.filter(|&n| n == number + 1) {
+        Some(next) => prev_segment_end(fs, dir, next)?,
+        None => None,
+    };
+    let limit = declared_end
+        .filter(|end| (SEGMENT_HEADER_LEN..=len).contains(end))
+        .unwrap_or(len);
+    // Every byte below `limit` was synced: the engine sealed the segment (open cuts a torn
+    // tail before the writer moves on; repair records one as punched), the writer synced it
+    // before it started the next segment, or the replay head lies past it (a flush syncs
+    // the log up to the head it records). A later segment whose header does not say where
+    // this one ended (repair's own fresh segment, say) proves nothing: the newest
+    // segment's tail may be torn.
+    let synced_whole = declared_end.is_some()
+        || listed.is_some_and(|m| m.sealed_size.is_some())
+        || head.is_some_and(|h| h.segment > number);
+    // Ranges outside `[SEGMENT_HEADER_LEN, len)` cannot be records of this file.
+    let punched: BTreeMap<u64, u64> = (listed.iter().flat_map(|m| m.punched.iter()))
+        .map(|(&start, &end)| (start.max(SEGMENT_HEADER_LEN), end.min(len)))
+        .filter(|&(start, end)| start < end)
+        .collect();
+
+    let (pieces, last_synced_before) = find_pieces(&bytes, limit, &punched, vlog_options);
+    let taker = BatchTaker {
+        bytes: &bytes,
+        number,
+        vlog_options,
+        value_threshold,
+        coverage,
+    };
+    // Every byte below `synced_to` was synced, so a gap there is damage, not a torn tail,
+    // and a batch that starts below it was acknowledged whole: before a record carrying
+    // `FLAG_SYNCED_BEFORE` (it starts a batch), before the replay head (a batch boundary;
+    // a flush syncs the log up to it), up to the end of a record a table names (a flush
+    // syncs the log up to the end of the batches it holds).
+    let synced_to = if synced_whole {
+        limit
+    } else {
+        let head_offset = head.filter(|h| h.segment == number).map_or(0, |h| h.offset);
+        let named_end = (pieces.iter())
+            .filter_map(|piece| match *piece {
+                Piece::Record { at, len, .. } if taker.named_by_table(at, len, index) => {
+                    Some(at + len as u64)
+                }
+                _ => None,
+            })
+            .max();
+        (last_synced_before.unwrap_or(0))
+            .max(head_offset)
+            .max(named_end.unwrap_or(0))
+            .min(limit)
+    };
 
     let mut salvage = SegmentSalvage {
         len,
         ..SegmentSalvage::default()
     };
+    // Every recorded punched range stays punched: its blocks may be gone.
+    for (&start, &end) in &punched {
+        add_range(&mut salvage.skipped, start, end);
+    }
     let mut batch: Vec<(u64, usize)> = Vec::new();
+    // Where the log ends in this segment (a torn tail): nothing from here on is taken.
+    let mut torn_from: Option<u64> = None;
+    for piece in pieces {
+        if torn_from.is_some() {
+            if let Piece::Record { .. } = piece {
+                report.incomplete_batch_records += 1;
+            }
+            continue;
+        }
+        match piece {
+            Piece::Record {
+                at,
+                len,
+                sequence,
+                last_in_batch,
+            } => {
+                let follows = batch.last().is_none_or(|&(prev_at, _)| {
+                    let prev = crate::coding::decode_fixed64(&bytes[prev_at as usize + 12..]);
+                    prev.map(|p| p.wrapping_add(1)) == Some(sequence)
+                });
+                if !follows {
+                    taker.take(&mut batch, &mut salvage, index, report);
+                }
+                batch.push((at, len));
+                if last_in_batch {
+                    taker.take(&mut batch, &mut salvage, index, report);
+                }
+            }
+            Piece::Punched { start, end } => {
+                // GC punches only sealed segments, whose batches were all acknowledged: a
+                // batch around a punched record is handed over without it, as GC's scan
+                // does.
+                taker.take(&mut batch, &mut salvage, index, report);
+                report.punched_log_bytes += end - start;
+            }
+            Piece::Gap { start, end } => {
+                // The batch the gap cuts was acknowledged whole if it starts in synced
+                // bytes (a batch never spans segments).
+                if batch.first().is_some_and(|&(first, _)| first < synced_to) {
+                    taker.take(&mut batch, &mut salvage, index, report);
+                }
+                // Synced bytes that do not verify: damage, stepped over.
+                let damaged_end = end.min(synced_to);
+                if start < damaged_end {
+                    let damaged = &bytes[start as usize..damaged_end as usize];
+                    note_gap(damaged, &name, start, report);
+                    add_range(&mut salvage.skipped, start, damaged_end);
+                }
+                if end > synced_to {
+                    // A hole in bytes nothing says were synced: the log ends here, as open
+                    // would end it (a torn tail), with the batch the hole cuts.
+                    report.incomplete_batch_records += batch.len() as u64;
+                    let from = batch.first().map_or(start.max(synced_to), |&(at, _)| at);
+                    torn_from = Some(from);
+                    batch.clear();
+                }
+            }
+        }
+    }
+    if torn_from.is_none() && !batch.is_empty() {
+        let first = batch[0].0;
+        if first < synced_to {
+            // Synced, yet its last records are gone (the file was cut short): the batch
+            // was acknowledged whole.
+            report.problem(
+                &name,
+                Some(first),
+                format!(
+                    "the segment's records end inside a batch of which {} records remain; \
+                     they are taken (the segment was synced there, so the batch was complete)",
+                    batch.len()
+                ),
+            );
+            taker.take(&mut batch, &mut salvage, index, report);
+        } else {
+            // The newest write was cut short: never acknowledged (a batch never spans
+            // segments), left out as open would.
+            report.incomplete_batch_records += batch.len() as u64;
+            torn_from = Some(first);
+        }
+    }
+    if let Some(from) = torn_from {
+        report.torn_log_bytes += limit - from;
+        add_range(&mut salvage.skipped, from, limit);
+    }
+    if limit < len {
+        add_range(&mut salvage.skipped, limit, len);
+    }
+    Ok(Some(salvage))
+}
+
+/// The first pass over a segment's bytes below `limit`: its records that verify, the gaps
+/// between them, and the recorded `punched` ranges, in order; and the offset of the last
+/// record that carries `FLAG_SYNCED_BEFORE` (every byte before it had been synced).
+fn find_pieces(
+    bytes: &[u8],
+    limit: u64,
+    punched: &BTreeMap<u64, u64>,
+    vlog_options: &VlogOptions,
+) -> (Vec<Piece>, Option<u64>) {
+    let known_flags = FLAG_LAST_IN_BATCH | FLAG_SYNCED_BEFORE;
+    let mut pieces = Vec::new();
+    let mut last_synced_before = None;
     let mut gap_start: Option<u64> = None;
     let mut offset = SEGMENT_HEADER_LEN;
-    let known_flags = FLAG_LAST_IN_BATCH | FLAG_SYNCED_BEFORE;
-    let take = |batch: &mut Vec<(u64, usize)>,
-                salvage: &mut SegmentSalvage,
-                index: &mut KeyIndex,
-                report: &mut RepairReport| {
-        for (at, record_len) in batch.drain(..) {
-            let start = at as usize;
-            let Ok((record, _)) = decode_record(&bytes[start..start + record_len], vlog_options)
-            else {
-                continue; // Verified when it was found; cannot fail now.
-            };
-            let ptr = ValuePointer {
-                segment: number,
-                offset: at,
-                len: record_len as u32,
-            };
-            let inline = record.value.len() < value_threshold;
-            let may_win =
-                !coverage.covers(record.key, record.sequence, LogPosition::new(number, at));
-            let (key, value) = (record.key, record.value);
-            index.offer_record(
-                key,
-                record.sequence,
-                record.kind,
-                value,
-                ptr,
-                inline,
-                may_win,
-            );
-            salvage.record_bytes += record_len as u64;
-            report.log_records += 1;
+    while offset < limit {
+        let inside_punched = (punched.range(..=offset).next_back())
+            .filter(|&(_, &end)| end > offset)
+            .map(|(_, &end)| end.min(limit));
+        if let Some(end) = inside_punched {
+            if let Some(start) = gap_start.take() {
+                pieces.push(Piece::Gap { start, end: offset });
+            }
+            pieces.push(Piece::Punched { start: offset, end });
+            offset = end;
+            continue;
         }
-    };
-    while limit.saturating_sub(offset) >= RECORD_HEADER_LEN as u64 {
+        // A record must end before the next punched range: GC punches whole records.
+        let next_punched = punched.range(offset..).next().map(|(&start, _)| start);
+        let region_end = next_punched.map_or(limit, |start| start.min(limit));
         let at = offset as usize;
-        let available = limit - offset;
-        let record = record_len_from_header(&bytes[at..], available, vlog_options)
-            .ok()
+        let available = region_end - offset;
+        let record = (available >= RECORD_HEADER_LEN as u64)
+            .then(|| record_len_from_header(&bytes[at..], available, vlog_options).ok())
+            .flatten()
             .filter(|_| {
                 bytes[at + 20] <= ValueKind::Value as u8 && bytes[at + 21] & !known_flags == 0
             })
@@ -645,51 +869,112 @@ fn salvage_segment(
             gap_start.get_or_insert(offset);
             // A record's 22-byte header holds a non-zero byte, so none starts more than 21
             // bytes before the next non-zero byte: runs of zeros are crossed quickly.
-            let next_nonzero = bytes[at..limit as usize].iter().position(|&b| b != 0);
-            let skip = next_nonzero.map_or(limit - offset, |p| {
+            let next_nonzero = bytes[at..region_end as usize].iter().position(|&b| b != 0);
+            let skip = next_nonzero.map_or(available, |p| {
                 p.saturating_sub(RECORD_HEADER_LEN - 1) as u64
             });
             offset += skip.max(1);
             continue;
         };
         if let Some(start) = gap_start.take() {
-            // A gap inside the segment: the batch it cut was acknowledged whole.
-            take(&mut batch, &mut salvage, index, report);
-            note_gap(&bytes[start as usize..at], &name, start, report);
-            salvage.skipped.insert(start, offset);
+            pieces.push(Piece::Gap { start, end: offset });
         }
-        let follows = batch.last().is_none_or(|&(prev_at, _)| {
-            let prev = crate::coding::decode_fixed64(&bytes[prev_at as usize + 12..]);
-            prev.map(|p| p.wrapping_add(1)) == Some(sequence)
+        if bytes[at + 21] & FLAG_SYNCED_BEFORE != 0 {
+            last_synced_before = Some(offset);
+        }
+        pieces.push(Piece::Record {
+            at: offset,
+            len: record_len,
+            sequence,
+            last_in_batch,
         });
-        if !follows {
-            take(&mut batch, &mut salvage, index, report);
-        }
-        batch.push((offset, record_len));
         offset += record_len as u64;
-        if last_in_batch {
-            take(&mut batch, &mut salvage, index, report);
-        }
     }
-    // Whatever follows the last batch taken: a gap running to the end (a torn tail or
-    // damage), a batch without its last record, bytes past `limit`.
-    let tail_start = match (batch.first(), gap_start) {
-        (Some(&(first, _)), _) => first,
-        (None, Some(start)) => start,
-        (None, None) => offset,
-    };
-    report.incomplete_batch_records += batch.len() as u64;
     if let Some(start) = gap_start {
-        note_gap(&bytes[start as usize..limit as usize], &name, start, report);
+        pieces.push(Piece::Gap { start, end: limit });
     }
-    if tail_start < len {
-        salvage.skipped.insert(tail_start, len);
-    }
-    Ok(Some(salvage))
+    (pieces, last_synced_before)
 }
 
-/// Counts a stepped-over range: zeros (a punched hole, a torn tail) are expected; anything
-/// else is damage and listed.
+/// Offers the records of one segment to the index.
+struct BatchTaker<'a> {
+    bytes: &'a [u8],
+    number: u64,
+    vlog_options: &'a VlogOptions,
+    value_threshold: usize,
+    coverage: &'a Coverage,
+}
+
+impl BatchTaker<'_> {
+    /// Takes the records of `batch` (emptied): each may win for its key.
+    fn take(
+        &self,
+        batch: &mut Vec<(u64, usize)>,
+        salvage: &mut SegmentSalvage,
+        index: &mut KeyIndex,
+        report: &mut RepairReport,
+    ) {
+        for (at, record_len) in batch.drain(..) {
+            if self.offer(at, record_len, index) {
+                salvage.record_bytes += record_len as u64;
+                report.log_records += 1;
+            }
+        }
+    }
+
+    /// Whether a table entry read names record `at` (its key's newest entry is a pointer
+    /// to it): the write was flushed, and a flush syncs the log first.
+    fn named_by_table(&self, at: u64, record_len: usize, index: &KeyIndex) -> bool {
+        let start = at as usize;
+        let bytes = &self.bytes[start..start + record_len];
+        let Ok((record, _)) = decode_record(bytes, self.vlog_options) else {
+            return false;
+        };
+        let Some(newest) = index.newest.get(record.key) else {
+            return false;
+        };
+        let mut encoded = Vec::new();
+        self.pointer(at, record_len).encode(&mut encoded);
+        newest.sequence == record.sequence
+            && newest.kind == ValueKind::ValuePointer
+            && newest.value == encoded
+    }
+
+    fn pointer(&self, at: u64, record_len: usize) -> ValuePointer {
+        ValuePointer {
+            segment: self.number,
+            offset: at,
+            len: record_len as u32,
+        }
+    }
+
+    /// Offers one record; whether it decoded (it was verified when it was found; cannot
+    /// fail now).
+    fn offer(&self, at: u64, record_len: usize, index: &mut KeyIndex) -> bool {
+        let start = at as usize;
+        let bytes = &self.bytes[start..start + record_len];
+        let Ok((record, _)) = decode_record(bytes, self.vlog_options) else {
+            return false;
+        };
+        let ptr = self.pointer(at, record_len);
+        let inline = record.value.len() < self.value_threshold;
+        let at = LogPosition::new(self.number, at);
+        let may_win = !self.coverage.covers(record.key, record.sequence, at);
+        index.offer_record(
+            record.key,
+            record.sequence,
+            record.kind,
+            record.value,
+            ptr,
+            inline,
+            may_win,
+        );
+        true
+    }
+}
+
+/// Counts a stepped-over range of synced bytes: zeros are counted (a hole GC punched where
+/// no loadable manifest records it looks like that); anything else is damage and listed.
 fn note_gap(gap: &[u8], file: &str, start: u64, report: &mut RepairReport) {
     if gap.iter().all(|&b| b == 0) {
         report.zeroed_log_bytes += gap.len() as u64;
