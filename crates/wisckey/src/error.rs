@@ -108,6 +108,30 @@ impl Error {
         matches!(self, Error::Corruption { .. })
     }
 
+    /// A file whose format version is above `supported`: written by a newer build
+    /// (`UnsupportedVersion`, refused as it is), unless no build could have got that far,
+    /// more than [`MAX_VERSION_LEAD`] versions ahead: then the version field itself is
+    /// damaged (`Corruption`; a flipped high bit reads as version 2^30), which `Db::repair`
+    /// rebuilds around instead of refusing.
+    pub(crate) fn newer_version(file: &str, offset: u64, found: u32, supported: u32) -> Error {
+        if found.saturating_sub(supported) > MAX_VERSION_LEAD {
+            Error::corruption(
+                file,
+                offset,
+                format!(
+                    "format version {found}, far beyond this build's {supported}: the \
+                     version field is damaged"
+                ),
+            )
+        } else {
+            Error::UnsupportedVersion {
+                file: file.to_string(),
+                found,
+                supported,
+            }
+        }
+    }
+
     /// What a caught panic becomes: an [`Error::Internal`] naming where it happened and what
     /// the panic said.
     pub(crate) fn from_panic(what: &str, payload: &(dyn std::any::Any + Send)) -> Error {
@@ -119,6 +143,10 @@ impl Error {
         Error::Internal(format!("{what} panicked: {said}"))
     }
 }
+
+/// How many format versions ahead of this build a file may claim before its version field
+/// is taken for damage (see [`Error::newer_version`]); formats gain a version at a time.
+pub(crate) const MAX_VERSION_LEAD: u32 = 1000;
 
 /// Runs `work` and turns a panic in it into [`Error::Internal`] (see [`Error::from_panic`]).
 /// For the engine's own threads and the write leader: a panic there must reach every caller

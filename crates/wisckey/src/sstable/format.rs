@@ -123,11 +123,12 @@ impl Footer {
         }
         let version = decode_fixed32(&src[40..]).unwrap_or(0);
         if version > FORMAT_VERSION {
-            return Err(Error::UnsupportedVersion {
-                file: file.to_string(),
-                found: version,
-                supported: FORMAT_VERSION,
-            });
+            return Err(Error::newer_version(
+                file,
+                offset + 40,
+                version,
+                FORMAT_VERSION,
+            ));
         }
         let stored = decode_fixed32(&src[44..]).map(checksum::unmask);
         if stored != Some(checksum::crc32c(&src[..44])) {
@@ -186,6 +187,11 @@ mod tests {
             Footer::decode(&bytes, "t", 0),
             Err(Error::UnsupportedVersion { found: 2, .. })
         ));
+        // A version no build could have reached yet: the field is damaged.
+        bytes[40..44].copy_from_slice(&(1u32 << 30).to_le_bytes());
+        assert!(Footer::decode(&bytes, "t", 0)
+            .expect_err("damaged version")
+            .is_corruption());
         let mut bytes = sample().encode();
         bytes[50] ^= 1;
         let err = Footer::decode(&bytes, "t", 0).expect_err("bad magic");

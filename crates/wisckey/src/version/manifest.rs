@@ -142,11 +142,12 @@ pub(crate) fn read_manifest(
     let version = decode_fixed32(&data[MANIFEST_MAGIC.len()..])
         .ok_or_else(|| Error::corruption(&name, 8, "manifest header cut short"))?;
     if version > MANIFEST_FORMAT_VERSION {
-        return Err(Error::UnsupportedVersion {
-            file: name,
-            found: version,
-            supported: MANIFEST_FORMAT_VERSION,
-        });
+        return Err(Error::newer_version(
+            &name,
+            8,
+            version,
+            MANIFEST_FORMAT_VERSION,
+        ));
     }
     if version == 0 {
         return Err(Error::corruption(&name, 8, "manifest format version 0"));

@@ -255,6 +255,12 @@ fn manifest_header_is_checked() {
         recover(&fs),
         Err(Error::UnsupportedVersion { found, .. }) if found == MANIFEST_FORMAT_VERSION + 1
     ));
+    // A version no build could have reached yet (a flipped high bit): damage, which repair
+    // rebuilds around, not a newer database it must leave alone.
+    let mut flipped = good.clone();
+    flipped[10] ^= 0x08;
+    fs.write(&path, &flipped);
+    assert!(recover(&fs).expect_err("damaged version").is_corruption());
     let mut bad_magic = good.clone();
     bad_magic[0] ^= 0xff;
     fs.write(&path, &bad_magic);

@@ -84,11 +84,7 @@ impl SegmentHeader {
             .and_then(decode_fixed32)
             .ok_or_else(|| bad("truncated"))?;
         if version > FORMAT_VERSION {
-            return Err(Error::UnsupportedVersion {
-                file: file.to_string(),
-                found: version,
-                supported: FORMAT_VERSION,
-            });
+            return Err(Error::newer_version(file, 8, version, FORMAT_VERSION));
         }
         let body = buf.get(..28).ok_or_else(|| bad("truncated"))?;
         let stored = buf
@@ -428,6 +424,11 @@ mod tests {
             SegmentHeader::decode(&newer, "f"),
             Err(Error::UnsupportedVersion { found, .. }) if found == FORMAT_VERSION + 1
         ));
+        let mut far = buf.clone();
+        far[8..12].copy_from_slice(&(1u32 << 30).to_le_bytes());
+        assert!(SegmentHeader::decode(&far, "f")
+            .expect_err("damaged version")
+            .is_corruption());
         let mut flipped = buf.clone();
         flipped[15] ^= 0x10;
         assert!(SegmentHeader::decode(&flipped, "f")
