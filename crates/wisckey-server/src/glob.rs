@@ -21,14 +21,9 @@ pub fn matches(pattern: &[u8], s: &[u8]) -> bool {
                     continue;
                 }
                 b'[' => {
-                    if let Some((ok, next)) = class(pattern, p, s[i]) {
-                        if ok {
-                            p = next;
-                            i += 1;
-                            continue;
-                        }
-                    } else if s[i] == b'[' {
-                        p += 1;
+                    let (ok, next) = class(pattern, p, s[i]);
+                    if ok {
+                        p = next;
                         i += 1;
                         continue;
                     }
@@ -60,8 +55,10 @@ pub fn matches(pattern: &[u8], s: &[u8]) -> bool {
 }
 
 /// Matches byte `c` against the class starting at `pattern[start] == b'['`. Returns whether
-/// it matched and the index after the class; `None` if the class is unterminated.
-fn class(pattern: &[u8], start: usize, c: u8) -> Option<(bool, usize)> {
+/// it matched and the index after the class. As Redis's `stringmatchlen` reads it: `\x` is
+/// a literal x; `x-y` is a range (either order) whenever two more pattern bytes follow `x`,
+/// even if `y` is `]`; a class with no closing `]` takes the rest of the pattern.
+fn class(pattern: &[u8], start: usize, c: u8) -> (bool, usize) {
     let mut p = start + 1;
     let negate = pattern.get(p) == Some(&b'^');
     if negate {
@@ -69,27 +66,28 @@ fn class(pattern: &[u8], start: usize, c: u8) -> Option<(bool, usize)> {
     }
     let mut hit = false;
     loop {
-        let &b = pattern.get(p)?;
-        match b {
-            b']' => break,
-            b'\\' if p + 1 < pattern.len() => {
-                hit |= pattern[p + 1] == c;
-                p += 2;
-            }
-            _ if pattern.get(p + 1) == Some(&b'-')
-                && pattern.get(p + 2).is_some_and(|&e| e != b']') =>
-            {
-                let (lo, hi) = (b.min(pattern[p + 2]), b.max(pattern[p + 2]));
-                hit |= (lo..=hi).contains(&c);
-                p += 3;
-            }
-            _ => {
-                hit |= b == c;
-                p += 1;
-            }
+        let left = pattern.len() - p.min(pattern.len());
+        if left == 0 {
+            return (hit != negate, pattern.len());
         }
+        if pattern[p] == b'\\' && left >= 2 {
+            p += 1;
+            hit |= pattern[p] == c;
+        } else if pattern[p] == b']' {
+            break;
+        } else if left >= 3 && pattern[p + 1] == b'-' {
+            let (lo, hi) = (
+                pattern[p].min(pattern[p + 2]),
+                pattern[p].max(pattern[p + 2]),
+            );
+            hit |= (lo..=hi).contains(&c);
+            p += 2;
+        } else {
+            hit |= pattern[p] == c;
+        }
+        p += 1;
     }
-    Some((hit != negate, p + 1))
+    (hit != negate, p + 1)
 }
 
 #[cfg(test)]
@@ -109,6 +107,13 @@ mod tests {
             ("user:*:name", "user:42:name"),
             ("a\\*b", "a*b"),
             ("*a*b*c*", "xxaxxbxxcxx"),
+            // Redis's reading of odd classes: an unclosed one takes the rest of the
+            // pattern, `\]` is a literal `]`, and `a-]` is the range `]`..=`a`.
+            ("a[bc", "ab"),
+            ("a[bc", "ac"),
+            ("a[\\]", "a]"),
+            ("a[a-]", "a]"),
+            ("a[a-]", "a^"),
         ];
         let no: &[(&str, &str)] = &[
             ("h?llo", "hllo"),
@@ -118,6 +123,10 @@ mod tests {
             ("user:*", "use"),
             ("a\\*b", "axb"),
             ("abc", "abcd"),
+            ("a[", "a["),
+            ("*[", "x["),
+            ("a[a-]", "a-"),
+            ("a[bc", "a[bc"),
         ];
         for (p, s) in yes {
             assert!(matches(p.as_bytes(), s.as_bytes()), "{p} should match {s}");

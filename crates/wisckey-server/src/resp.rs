@@ -260,18 +260,22 @@ pub fn parse_int(s: &[u8]) -> Option<i64> {
 /// separates; "double quotes" understand \n \r \t \b \a \\ \" and \xHH; 'single quotes'
 /// understand \'. A quote may open inside a word (`a"b c"` is one argument, `ab c`), and a
 /// closing quote must be followed by whitespace or the end.
+///
+/// Whitespace as Redis's `sdssplitargs` has it: C's `isspace` between arguments and after a
+/// closing quote, but only space, tab, CR and LF end an unquoted argument (a form feed or
+/// vertical tab inside one is part of it).
 pub fn split_args(line: &[u8]) -> Result<Command, ProtocolError> {
     let mut args = Vec::new();
     let mut i = 0;
     loop {
-        while i < line.len() && line[i].is_ascii_whitespace() {
+        while i < line.len() && is_c_space(line[i]) {
             i += 1;
         }
         if i == line.len() {
             return Ok(args);
         }
         let mut arg = Vec::new();
-        while let Some(&c) = line.get(i).filter(|c| !c.is_ascii_whitespace()) {
+        while let Some(&c) = line.get(i).filter(|&&c| !ends_inline_arg(c)) {
             match c {
                 b'"' => {
                     i = double_quoted(line, i + 1, &mut arg)?;
@@ -351,7 +355,7 @@ fn single_quoted(line: &[u8], mut i: usize, arg: &mut Vec<u8>) -> Result<usize, 
 
 fn after_closing_quote(line: &[u8], i: usize) -> Result<usize, ProtocolError> {
     match line.get(i) {
-        Some(c) if !c.is_ascii_whitespace() => Err(ProtocolError::UnbalancedQuotes),
+        Some(&c) if !is_c_space(c) => Err(ProtocolError::UnbalancedQuotes),
         _ => Ok(i),
     }
 }
@@ -467,6 +471,16 @@ pub fn push_bulk(out: &mut Vec<u8>, data: &[u8]) {
     out.extend_from_slice(b"\r\n");
 }
 
+/// C's `isspace` in the C locale.
+fn is_c_space(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
+}
+
+/// What ends an unquoted inline argument in Redis.
+fn ends_inline_arg(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\n' | b'\r')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -524,6 +538,16 @@ mod tests {
             Err(ProtocolError::UnbalancedQuotes)
         );
         assert_eq!(split_args(b"SET a'b"), Err(ProtocolError::UnbalancedQuotes));
+    }
+
+    #[test]
+    fn a_form_feed_inside_an_inline_argument_is_part_of_it_as_in_redis() {
+        assert_eq!(
+            split_args(b"SET ik a\x0cb"),
+            Ok(args(&["SET", "ik", "a\x0cb"]))
+        );
+        // Between arguments it is whitespace, as C's isspace says.
+        assert_eq!(split_args(b"\x0cGET\x0b k"), Ok(args(&["GET\x0b", "k"])));
     }
 
     #[test]

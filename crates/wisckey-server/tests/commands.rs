@@ -146,6 +146,20 @@ fn strings_get_set_and_options() -> R<()> {
         ),
         "ERR value is not an integer or out of range"
     );
+    // As Redis: every option is parsed before the expiry's argument is checked, so a
+    // syntax error anywhere wins over a bad time.
+    for (time, extra) in [("abc", "KEEPTTL"), ("abc", "NX XX"), ("0", "NX XX")] {
+        let mut set = cmd("SET");
+        set.arg("k").arg("v").arg("EX").arg(time);
+        for word in extra.split(' ') {
+            set.arg(word);
+        }
+        assert_eq!(
+            err_text(set.query(&mut c)),
+            "ERR syntax error",
+            "EX {time} {extra}"
+        );
+    }
     assert_eq!(
         err_text(cmd("GET").query(&mut c)),
         "ERR wrong number of arguments for 'get' command"
@@ -232,6 +246,13 @@ fn multi_key_commands() -> R<()> {
     );
     assert_eq!(cmd("UNLINK").arg("b").query::<i64>(&mut c)?, 1);
     assert_eq!(cmd("EXISTS").arg("a").arg("b").query::<i64>(&mut c)?, 0);
+    // A key longer than any stored one is simply not there: the others are deleted (the
+    // whole DEL failed with the engine's key-size error).
+    let long = vec![b'k'; 70_000];
+    cmd("SET").arg("a").arg("1").query::<()>(&mut c)?;
+    assert_eq!(cmd("EXISTS").arg(&long).query::<i64>(&mut c)?, 0);
+    assert_eq!(cmd("DEL").arg("a").arg(&long).query::<i64>(&mut c)?, 1);
+    assert_eq!(cmd("GET").arg("a").query::<Option<String>>(&mut c)?, None);
     Ok(())
 }
 
@@ -558,7 +579,15 @@ fn server_and_connection_commands() -> R<()> {
     assert_eq!(hello.len(), 14);
     assert_eq!(
         err_text(cmd("HELLO").arg(4).query(&mut c)),
-        "NOPROTO sorry, this protocol version is not supported"
+        "NOPROTO unsupported protocol version"
+    );
+    assert_eq!(
+        err_text(cmd("HELLO").arg(2).arg("FOO").query(&mut c)),
+        "ERR Syntax error in HELLO option 'FOO'"
+    );
+    assert_eq!(
+        err_text(cmd("HELLO").arg(2).arg("AUTH").query(&mut c)),
+        "ERR Syntax error in HELLO option 'AUTH'"
     );
     let count: i64 = cmd("COMMAND").arg("COUNT").query(&mut c)?;
     let all: Vec<Value> = cmd("COMMAND").query(&mut c)?;

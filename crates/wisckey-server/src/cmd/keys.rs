@@ -15,7 +15,11 @@ use crate::store::now_ms;
 type Args<'a> = &'a [Vec<u8>];
 
 pub(super) fn del(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
-    let mut keys: Vec<&Vec<u8>> = a[1..].iter().collect();
+    // A key longer than the keyspace allows cannot exist: it is not there to delete (as
+    // EXISTS says), and it must not fail the deletion of the others.
+    let mut keys: Vec<&Vec<u8>> = (a[1..].iter())
+        .filter(|k| k.len() <= crate::format::MAX_USER_KEY)
+        .collect();
     keys.sort_unstable();
     keys.dedup();
     let guard = sh.store.lock(&keys);

@@ -81,11 +81,7 @@ pub(super) fn hello(sh: &Shared, client: &mut Client, a: Args<'_>) -> Result<Rep
         match crate::resp::parse_int(v) {
             Some(2) => resp3 = false,
             Some(3) => resp3 = true,
-            Some(_) => {
-                return Ok(Reply::err(
-                    "NOPROTO sorry, this protocol version is not supported",
-                ))
-            }
+            Some(_) => return Ok(Reply::err("NOPROTO unsupported protocol version")),
             None => {
                 return Ok(Reply::err(
                     "ERR Protocol version is not an integer or out of range",
@@ -110,7 +106,14 @@ pub(super) fn hello(sh: &Shared, client: &mut Client, a: Args<'_>) -> Result<Rep
                 }
                 i += 2;
             }
-            _ => return Ok(syntax_error()),
+            // Redis 7's text names the option (an unknown one, or one short of its
+            // arguments).
+            _ => {
+                return Ok(Reply::err(format!(
+                    "ERR Syntax error in HELLO option '{}'",
+                    String::from_utf8_lossy(&a[i])
+                )))
+            }
         }
     }
     if !client.authed {
@@ -188,20 +191,24 @@ fn command_info(spec: &super::Spec) -> Reply {
     ])
 }
 
-/// COMMAND, COMMAND COUNT, COMMAND INFO name..., COMMAND DOCS (empty: no docs kept).
+/// COMMAND, COMMAND COUNT, COMMAND INFO [name...], COMMAND DOCS (an empty map: no docs kept).
 pub(super) fn command(_: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
     let Some(sub) = a.get(1) else {
         return Ok(Reply::Array(COMMANDS.iter().map(command_info).collect()));
     };
     Ok(match sub.to_ascii_uppercase().as_slice() {
+        b"COUNT" if a.len() > 2 => wrong_args("command|count"),
         b"COUNT" => Reply::Integer(COMMANDS.len() as i64),
+        // Redis 7: no names means every command.
+        b"INFO" if a.len() == 2 => Reply::Array(COMMANDS.iter().map(command_info).collect()),
         b"INFO" => Reply::Array(
             a[2..]
                 .iter()
                 .map(|n| super::lookup(n).map_or(Reply::Nil, command_info))
                 .collect(),
         ),
-        b"DOCS" => Reply::Array(vec![]),
+        // A map, as Redis answers (no docs are kept, so an empty one).
+        b"DOCS" => Reply::Map(vec![]),
         _ => Reply::err(format!(
             "ERR unknown subcommand '{}'. Try COMMAND HELP.",
             String::from_utf8_lossy(sub)

@@ -40,10 +40,10 @@ pub(super) fn set(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Err
     }
     let now = now_ms();
     let (mut nx, mut xx, mut get, mut keepttl) = (false, false, false, false);
-    let mut expires: Option<u64> = None;
-    // Which of EX/PX/EXAT/PXAT set `expires`: as in Redis, repeating it is allowed (the
-    // last wins), mixing two is not.
-    let mut expiry_option: Option<Vec<u8>> = None;
+    // Which of EX/PX/EXAT/PXAT was given, and its argument: as in Redis, repeating it is
+    // allowed (the last wins), mixing two is not, and its argument is checked only after
+    // every option parsed (a syntax error anywhere comes first).
+    let mut expiry: Option<(Vec<u8>, &Vec<u8>)> = None;
     let mut i = 3;
     while i < a.len() {
         let opt = a[i].to_ascii_uppercase();
@@ -51,29 +51,33 @@ pub(super) fn set(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Err
             b"NX" if !xx => nx = true,
             b"XX" if !nx => xx = true,
             b"GET" => get = true,
-            b"KEEPTTL" if expires.is_none() => keepttl = true,
+            b"KEEPTTL" if expiry.is_none() => keepttl = true,
             b"EX" | b"PX" | b"EXAT" | b"PXAT"
-                if !keepttl && expiry_option.as_ref().is_none_or(|o| *o == opt) =>
+                if !keepttl && expiry.as_ref().is_none_or(|(o, _)| *o == opt) =>
             {
                 let Some(arg) = a.get(i + 1) else {
                     return Ok(syntax_error());
                 };
-                let unit = if opt.starts_with(b"E") { 1000 } else { 1 };
-                let absolute = opt.ends_with(b"AT");
-                if parse_int(arg).is_none() {
-                    return Ok(not_integer());
-                }
-                match expiry_ms(arg, unit, absolute, now) {
-                    Some(at) => expires = Some(at),
-                    None => return Ok(Reply::err("ERR invalid expire time in 'set' command")),
-                }
-                expiry_option = Some(opt);
+                expiry = Some((opt, arg));
                 i += 1;
             }
             _ => return Ok(syntax_error()),
         }
         i += 1;
     }
+    let expires = match &expiry {
+        None => None,
+        Some((opt, arg)) => {
+            if parse_int(arg).is_none() {
+                return Ok(not_integer());
+            }
+            let unit = if opt.starts_with(b"E") { 1000 } else { 1 };
+            match expiry_ms(arg, unit, opt.ends_with(b"AT"), now) {
+                Some(at) => Some(at),
+                None => return Ok(Reply::err("ERR invalid expire time in 'set' command")),
+            }
+        }
+    };
     let guard = sh.store.lock(&[key]);
     if !(nx || xx || get || keepttl) {
         sh.store.put(&guard, key, value, expires)?;
