@@ -24,6 +24,10 @@
 //!   of waiters can form with each other or with [`Store::lock`]'s ordered locking.
 //! - A failed commit replaces the reply of every command since the batch began with the
 //!   engine's error (`ERR ...`); the connection goes on.
+//! - Inside a transaction (after MULTI) nothing takes the batched path or the inline read
+//!   path: every command goes through [`cmd::execute`], which queues it; EXEC runs the
+//!   queue there too (`cmd/transaction.rs`), after the pending batch is committed and its
+//!   locks released, like any other command.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
@@ -107,6 +111,7 @@ fn read_key(args: &Command) -> Option<&[u8]> {
 /// a batch may run on the connection's own thread.
 pub(crate) fn read_only(client: &Client, pending: &VecDeque<Command>) -> bool {
     client.authed
+        && !client.in_multi()
         && pending.iter().all(|args| match args.first() {
             Some(name) => {
                 (args.len() == 2 && is(name, "get"))
@@ -446,7 +451,7 @@ pub(crate) fn run_batch(shared: &Shared, mut b: Batch, limit: usize) -> Batch {
     let lone = b.pending.len() == 1;
     while let Some(args) = b.pending.pop_front() {
         let resp3 = b.client.resp3;
-        if let Some(fast) = classify(b.client.authed, &args) {
+        if let Some(fast) = classify(b.client.authed && !b.client.in_multi(), &args) {
             shared
                 .stats
                 .commands_processed
@@ -543,11 +548,12 @@ pub(crate) struct Job {
 }
 
 /// Whether every command in `pending` takes the batched path (so the batch may go to the
-/// executor thread).
+/// executor thread): never inside a transaction, whose commands are queued.
 pub(crate) fn all_fast(client: &Client, pending: &VecDeque<Command>) -> bool {
-    pending
-        .iter()
-        .all(|args| classify(client.authed, args).is_some())
+    !client.in_multi()
+        && pending
+            .iter()
+            .all(|args| classify(client.authed, args).is_some())
 }
 
 /// Most connections' jobs one executor round takes.
@@ -737,7 +743,7 @@ pub(crate) fn run_reads(shared: &Shared, b: &mut Batch, limit: usize) {
         shared.store.prefetch(b.pending.iter().filter_map(read_key));
     }
     while let Some(args) = b.pending.pop_front() {
-        if b.client.authed && args.len() == 2 && is(&args[0], "get") {
+        if b.client.authed && !b.client.in_multi() && args.len() == 2 && is(&args[0], "get") {
             // GET with the value copied once, from where the engine holds it to the reply.
             gets += 1;
             let out = &mut b.out;

@@ -298,6 +298,7 @@ async fn connection(
             name: None,
             authed: config.requirepass.is_none(),
             resp3: false,
+            multi: None,
         },
         pending: VecDeque::new(),
         out: Vec::new(),

@@ -29,8 +29,24 @@
 //!   made, and every write it read (a write is appended before it becomes visible). Then
 //!   `make_durable` is not needed, which saves a second trip through the commit queue for a
 //!   lone SET or INCR from each of many clients.
+//! - Transactions (EXEC, `cmd/transaction.rs`): [`Store::begin_transaction`] takes every
+//!   stripe the transaction's keys need (in stripe order, as [`Store::lock`]) and marks
+//!   this thread as inside it. Until the [`Transaction`] is committed or dropped, this
+//!   thread's [`Store::lock`] skips the stripes it holds, [`Store::put`] and
+//!   [`Store::delete`] only record the key's new state in the transaction's overlay, and
+//!   every read (`get`, `read_with`, `live`, `multi_get_within`, `keys_from`,
+//!   `count_keys`) sees the overlay over the engine. [`Transaction::commit`] writes the
+//!   overlay as one `WriteBatch` (all or nothing after a crash; visible to other readers
+//!   at once), then the stripes are released: other connections never see part of a
+//!   transaction, and no writer changes its keys between two of its commands. Two
+//!   exceptions write what is pending first and then go on (documented in DESIGN.md):
+//!   FLUSHDB inside a transaction ([`Store::flush_all`], not atomic itself) and a write of
+//!   a caller-built batch ([`Store::write`]; no command does that inside a transaction:
+//!   EXEC runs MSET through [`Store::put`]). Outside a transaction the cost is one
+//!   thread-local flag read per call.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed, Ordering::SeqCst};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -57,6 +73,124 @@ thread_local! {
     static SYNC_WRITES: Cell<bool> = const { Cell::new(false) };
     /// Whether a synced write succeeded since [`Store::last_in_batch`] began.
     static SYNCED_WRITE: Cell<bool> = const { Cell::new(false) };
+    /// Inside [`Store::begin_transaction`] (the cheap check before [`TXN`] is looked at).
+    static IN_TXN: Cell<bool> = const { Cell::new(false) };
+    /// The transaction this thread is running, while [`IN_TXN`].
+    static TXN: RefCell<Option<TxnState>> = const { RefCell::new(None) };
+}
+
+/// What a transaction holds and has written so far (see the module docs).
+struct TxnState {
+    /// The stripes it holds (a bit per stripe).
+    held: [u64; STRIPES / 64],
+    /// The state each of its writes leaves: the value, or `None` for deleted.
+    overlay: BTreeMap<Vec<u8>, Option<Stored>>,
+    /// The engine bytes the overlay would write ([`pending_size`]).
+    bytes: usize,
+    /// The most `bytes` may reach: the engine's `max_batch_size`, which would refuse more.
+    limit: usize,
+    /// `bytes` passed `limit`: the overlay was dropped and the transaction will fail.
+    too_large: bool,
+}
+
+impl TxnState {
+    fn holds(&self, i: usize) -> bool {
+        self.held[i / 64] & (1 << (i % 64)) != 0
+    }
+}
+
+/// About what `key`'s pending state adds to the commit's batch: the engine key and value
+/// with their headers, and an expiry-index entry.
+fn pending_size(key: &[u8], state: &Option<Stored>) -> usize {
+    match state {
+        None => key.len() + 1,
+        Some(s) => {
+            let expiry = if s.expires_at_ms.is_some() {
+                key.len() + 9
+            } else {
+                0
+            };
+            key.len() + 1 + s.data.len() + 9 + expiry
+        }
+    }
+}
+
+/// The pending state of `key` in this thread's transaction: `None` if there is no
+/// transaction or it has not written `key`; `Some(None)` if it deleted it.
+fn txn_pending(key: &[u8]) -> Option<Option<Stored>> {
+    if !IN_TXN.get() {
+        return None;
+    }
+    TXN.with_borrow(|t| t.as_ref().and_then(|t| t.overlay.get(key).cloned()))
+}
+
+/// Records `key`'s new state in this thread's transaction; `false` if there is none.
+fn txn_record(key: &[u8], state: Option<Stored>) -> bool {
+    if !IN_TXN.get() {
+        return false;
+    }
+    TXN.with_borrow_mut(|t| match t {
+        Some(t) if t.too_large => true,
+        Some(t) => {
+            let added = pending_size(key, &state);
+            if let Some(old) = t.overlay.insert(key.to_vec(), state) {
+                t.bytes -= pending_size(key, &old);
+            }
+            t.bytes += added;
+            if t.bytes > t.limit {
+                // The engine would refuse the commit: give the memory back now.
+                t.too_large = true;
+                t.overlay = BTreeMap::new();
+                t.bytes = 0;
+            }
+            true
+        }
+        None => false,
+    })
+}
+
+/// A transaction's hold on its keys (see the module docs): made by
+/// [`Store::begin_transaction`]; [`Transaction::commit`] applies its writes. Dropped
+/// without a commit, it applies nothing (what [`Store::flush_all`] or [`Store::write`]
+/// wrote inside it stays). The stripes are released when it is dropped.
+pub struct Transaction<'s> {
+    store: &'s Store,
+    _held: Vec<MutexGuard<'s, ()>>,
+}
+
+impl std::fmt::Debug for Transaction<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transaction").finish_non_exhaustive()
+    }
+}
+
+impl Transaction<'_> {
+    /// Whether the transaction's writes passed the engine's `max_batch_size`: it can only
+    /// fail now (its pending writes were dropped), so the caller may stop running it.
+    pub fn too_large(&self) -> bool {
+        TXN.with_borrow(|t| t.as_ref().is_some_and(|t| t.too_large))
+    }
+
+    /// Writes everything the transaction wrote as one engine batch (synced inside
+    /// [`Store::last_in_batch`]), still holding its stripes, then releases them. The error
+    /// says why nothing was written.
+    pub fn commit(self) -> Result<(), String> {
+        if self.too_large() {
+            return Err(format!(
+                "its writes pass the engine's max_batch_size ({} bytes)",
+                self.store.max_batch_size
+            ));
+        }
+        self.store.txn_write_pending().map_err(|e| e.to_string())
+        // `self` drops here: the thread leaves the transaction, then the stripes go.
+    }
+}
+
+impl Drop for Transaction<'_> {
+    fn drop(&mut self) {
+        TXN.with_borrow_mut(|t| *t = None);
+        IN_TXN.set(false);
+    }
 }
 
 /// Milliseconds since the Unix epoch (0 if the clock is before it).
@@ -200,11 +334,21 @@ impl Store {
             .unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Locks the stripes of `keys` (in stripe order, each once).
+    /// Locks the stripes of `keys` (in stripe order, each once). Inside a transaction the
+    /// stripes it holds are skipped (its keys are already exclusive to this thread).
     pub fn lock<K: AsRef<[u8]>>(&self, keys: &[K]) -> KeyGuard<'_> {
         let mut idx: Vec<usize> = keys.iter().map(|k| self.stripe_of(k.as_ref())).collect();
         idx.sort_unstable();
         idx.dedup();
+        if IN_TXN.get() {
+            // EXEC takes the stripes of every key its commands name (the command table's
+            // key positions), so nothing is left to take here.
+            TXN.with_borrow(|t| {
+                if let Some(t) = t {
+                    idx.retain(|&i| !t.holds(i));
+                }
+            });
+        }
         // The guarded data is (), so a poisoned lock (a panic while held) protects nothing
         // that could be inconsistent: take it anyway.
         let held = idx
@@ -220,6 +364,9 @@ impl Store {
     }
 
     fn get_at(&self, key: &[u8], now: u64) -> Result<Option<Stored>, Error> {
+        if let Some(pending) = txn_pending(key) {
+            return Ok(pending.filter(|s| !s.is_expired(now)));
+        }
         match self.db.get(format::data_key(key))? {
             None => Ok(None),
             Some(raw) => {
@@ -266,6 +413,11 @@ impl Store {
         scratch: &mut Vec<u8>,
         use_value: impl FnOnce(&[u8], Option<u64>) -> R,
     ) -> Result<Option<R>, Error> {
+        if let Some(pending) = txn_pending(key) {
+            return Ok(pending
+                .filter(|s| !s.is_expired(now))
+                .map(|s| use_value(&s.data, s.expires_at_ms)));
+        }
         format::data_key_into(ekey, key);
         let lent = self
             .db
@@ -337,6 +489,52 @@ impl Store {
         keys: &[K],
         budget: usize,
     ) -> Result<Option<Vec<Option<Stored>>>, Error> {
+        if !IN_TXN.get() {
+            return self.multi_get_engine(keys, budget);
+        }
+        // Inside a transaction: its pending values count against the budget as read ones.
+        let now = now_ms();
+        let pending: Vec<Option<Option<Stored>>> =
+            keys.iter().map(|k| txn_pending(k.as_ref())).collect();
+        let held: usize = pending
+            .iter()
+            .flatten()
+            .flatten()
+            .map(|s| s.data.len())
+            .sum();
+        let Some(budget) = budget.checked_sub(held) else {
+            return Ok(None);
+        };
+        let rest: Vec<&[u8]> = (keys.iter().zip(&pending))
+            .filter(|(_, p)| p.is_none())
+            .map(|(k, _)| k.as_ref())
+            .collect();
+        let read = if rest.is_empty() {
+            Vec::new()
+        } else {
+            match self.multi_get_engine(&rest, budget)? {
+                Some(read) => read,
+                None => return Ok(None),
+            }
+        };
+        let mut read = read.into_iter();
+        Ok(Some(
+            pending
+                .into_iter()
+                .map(|p| match p {
+                    Some(state) => state.filter(|s| !s.is_expired(now)),
+                    None => read.next().flatten(),
+                })
+                .collect(),
+        ))
+    }
+
+    /// [`Store::multi_get_within`] from the engine alone.
+    fn multi_get_engine<K: AsRef<[u8]>>(
+        &self,
+        keys: &[K],
+        budget: usize,
+    ) -> Result<Option<Vec<Option<Stored>>>, Error> {
         let engine_keys: Vec<Vec<u8>> = keys.iter().map(|k| format::data_key(k.as_ref())).collect();
         let now = now_ms();
         let Some(raws) = self
@@ -397,6 +595,15 @@ impl Store {
         data: &[u8],
         expires_at_ms: Option<u64>,
     ) -> Result<(), Error> {
+        if IN_TXN.get() {
+            let pending = Stored {
+                data: data.to_vec(),
+                expires_at_ms,
+            };
+            if txn_record(key, Some(pending)) {
+                return Ok(());
+            }
+        }
         let mut batch = WriteBatch::new();
         Store::batch_put(&mut batch, key, data, expires_at_ms);
         let result = self.write(batch);
@@ -416,6 +623,12 @@ impl Store {
 
     /// Deletes `keys`. The caller holds their locks.
     pub fn delete<K: AsRef<[u8]>>(&self, _guard: &KeyGuard<'_>, keys: &[K]) -> Result<(), Error> {
+        if IN_TXN.get() {
+            for k in keys {
+                txn_record(k.as_ref(), None);
+            }
+            return Ok(());
+        }
         let mut batch = WriteBatch::new();
         for k in keys {
             batch.delete(format::data_key(k.as_ref()));
@@ -423,9 +636,92 @@ impl Store {
         self.write(batch)
     }
 
-    /// Applies a batch (unsynced: see [`Store::make_durable`]).
+    /// Applies a batch (unsynced: see [`Store::make_durable`]). Inside a transaction the
+    /// transaction's pending writes are written first (its batch is opaque here, so it
+    /// cannot join them): see the module docs.
     pub fn write(&self, batch: WriteBatch) -> Result<(), Error> {
+        if IN_TXN.get() {
+            self.txn_write_pending()?;
+        }
         self.write_with(batch, SYNC_WRITES.get())
+    }
+
+    /// Takes the stripes in `stripes` (any order, repeats allowed; each below [`STRIPES`])
+    /// in stripe order, waiting for each, and makes this thread run a transaction over the
+    /// keyspace until the returned [`Transaction`] is committed or dropped (see the module
+    /// docs). The caller holds no stripe. Every key the transaction's commands lock must
+    /// be in one of `stripes`.
+    pub fn begin_transaction(&self, mut stripes: Vec<usize>) -> Transaction<'_> {
+        debug_assert!(!IN_TXN.get(), "transactions do not nest");
+        stripes.sort_unstable();
+        stripes.dedup();
+        let mut held = [0u64; STRIPES / 64];
+        let guards = stripes
+            .iter()
+            .map(|&i| {
+                held[i / 64] |= 1 << (i % 64);
+                self.lock_stripe(i)
+            })
+            .collect();
+        TXN.with_borrow_mut(|t| {
+            *t = Some(TxnState {
+                held,
+                overlay: BTreeMap::new(),
+                bytes: 0,
+                limit: self.max_batch_size,
+                too_large: false,
+            })
+        });
+        IN_TXN.set(true);
+        Transaction {
+            store: self,
+            _held: guards,
+        }
+    }
+
+    /// Writes this thread's transaction's pending writes as one batch (each key's last
+    /// state only) and empties its overlay; nothing to do outside a transaction.
+    fn txn_write_pending(&self) -> Result<(), Error> {
+        if !IN_TXN.get() {
+            return Ok(());
+        }
+        let overlay = TXN.with_borrow_mut(|t| {
+            t.as_mut().map(|t| {
+                t.bytes = 0;
+                std::mem::take(&mut t.overlay)
+            })
+        });
+        let Some(overlay) = overlay.filter(|o| !o.is_empty()) else {
+            return Ok(());
+        };
+        let mut batch = WriteBatch::new();
+        let (mut ekey, mut evalue) = (Vec::new(), Vec::new());
+        let mut expiring = false;
+        // Consumed as it goes: each value is freed once copied into the batch.
+        for (key, state) in overlay {
+            match state {
+                Some(s) => {
+                    expiring |= s.expires_at_ms.is_some();
+                    Store::batch_put_via(
+                        &mut batch,
+                        &key,
+                        &s.data,
+                        s.expires_at_ms,
+                        &mut ekey,
+                        &mut evalue,
+                    );
+                }
+                None => {
+                    format::data_key_into(&mut ekey, &key);
+                    batch.delete(&ekey);
+                }
+            }
+        }
+        let result = self.write_with(batch, SYNC_WRITES.get());
+        if expiring {
+            self.note_expiry_written();
+        }
+        result
     }
 
     /// Applies a batch whose keys' stripes the caller holds; with `sync` (and
@@ -494,6 +790,9 @@ impl Store {
     /// Up to `count` user keys from `start` on (inclusive), in order, and the key after them
     /// if there is one (the next cursor).
     pub fn keys_from(&self, start: &[u8], count: usize) -> Result<KeyPage, Error> {
+        if IN_TXN.get() {
+            return self.keys_from_txn(start, count);
+        }
         let from = format::data_key(start);
         let to = vec![format::NS_DATA + 1];
         let mut keys = Vec::with_capacity(count.min(4096));
@@ -510,8 +809,65 @@ impl Store {
         Ok((keys, next))
     }
 
+    /// [`Store::keys_from`] inside a transaction: the engine's keys merged with the
+    /// transaction's pending ones (its deletes left out).
+    fn keys_from_txn(&self, start: &[u8], count: usize) -> Result<KeyPage, Error> {
+        // (key, whether it exists after the pending write)
+        let pending: Vec<(Vec<u8>, bool)> = TXN.with_borrow(|t| {
+            t.as_ref().map_or_else(Vec::new, |t| {
+                (t.overlay.range(start.to_vec()..))
+                    .map(|(k, v)| (k.clone(), v.is_some()))
+                    .collect()
+            })
+        });
+        let mut pending = pending.into_iter().peekable();
+        let from = format::data_key(start);
+        let to = vec![format::NS_DATA + 1];
+        let mut engine = self.db.keys(from..to)?;
+        let mut engine_next: Option<Vec<u8>> = None;
+        let mut keys = Vec::with_capacity(count.min(4096));
+        loop {
+            if engine_next.is_none() {
+                if let Some(k) = engine.next() {
+                    let mut k = k?;
+                    k.remove(0);
+                    engine_next = Some(k);
+                }
+            }
+            let order = match (&engine_next, pending.peek()) {
+                (None, None) => return Ok((keys, None)),
+                (Some(e), Some((p, _))) => e.cmp(p),
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+            };
+            if order == std::cmp::Ordering::Equal {
+                engine_next = None; // the pending state decides
+            }
+            let take_pending = order != std::cmp::Ordering::Less;
+            let (key, exists) = if take_pending {
+                match pending.next() {
+                    Some(p) => p,
+                    None => return Ok((keys, None)),
+                }
+            } else {
+                match engine_next.take() {
+                    Some(k) => (k, true),
+                    None => return Ok((keys, None)),
+                }
+            };
+            if !exists {
+                continue;
+            }
+            if keys.len() == count {
+                return Ok((keys, Some(key)));
+            }
+            keys.push(key);
+        }
+    }
+
     /// How many user keys exist (including expired ones the sweeper has not yet deleted,
-    /// as Redis's DBSIZE). A keys-only scan: O(keys).
+    /// as Redis's DBSIZE). A keys-only scan: O(keys). Inside a transaction, counting its
+    /// pending writes and deletes.
     pub fn count_keys(&self) -> Result<u64, Error> {
         let mut n = 0u64;
         for k in self
@@ -520,6 +876,23 @@ impl Store {
         {
             k?;
             n += 1;
+        }
+        if IN_TXN.get() {
+            let pending: Vec<(Vec<u8>, bool)> = TXN.with_borrow(|t| {
+                t.as_ref().map_or_else(Vec::new, |t| {
+                    (t.overlay.iter())
+                        .map(|(k, v)| (k.clone(), v.is_some()))
+                        .collect()
+                })
+            });
+            for (key, exists) in pending {
+                let stored = self.db.contains_key(format::data_key(&key))?;
+                match (stored, exists) {
+                    (false, true) => n += 1,
+                    (true, false) => n = n.saturating_sub(1),
+                    _ => {}
+                }
+            }
         }
         Ok(n)
     }
@@ -541,6 +914,8 @@ impl Store {
     /// quarter of the engine's `max_batch_size` in key bytes (not atomic as a whole: a
     /// concurrent write may survive or be deleted). Returns how many it deleted.
     pub fn flush_all(&self, max_keys: usize) -> Result<u64, Error> {
+        // Inside a transaction its pending writes go first, so the flush deletes them too.
+        self.txn_write_pending()?;
         // Keys run up to 64 KiB, so a count alone can pass `max_batch_size` (10,000 such
         // keys are 640 MiB against 512): the engine would refuse that batch, and every
         // retry would meet the same first keys. A quarter leaves room for one more key.

@@ -2,6 +2,9 @@
 //! the per-connection [`Client`] state, and the rules every command passes through before
 //! its handler runs (AUTH first when a password is set, arity, Redis's error texts).
 //!
+//! While a transaction is open (MULTI), commands that pass those rules are queued instead
+//! of run (`transaction.rs`).
+//!
 //! Handlers are plain blocking functions over the [`Shared`] state; the connection layer
 //! runs them on a blocking thread. A handler's `Err` is an engine or format failure and
 //! becomes an `ERR` reply; everything a client did wrong is an `Ok` error reply.
@@ -9,6 +12,9 @@
 mod keys;
 mod server;
 mod strings;
+mod transaction;
+
+pub use transaction::Multi;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
@@ -91,6 +97,22 @@ pub struct Client {
     pub authed: bool,
     /// Whether replies are RESP3 (`HELLO 3`); RESP2 otherwise.
     pub resp3: bool,
+    /// The open transaction's queue, between MULTI and EXEC/DISCARD.
+    pub multi: Option<Box<Multi>>,
+}
+
+impl Client {
+    /// Whether a transaction is open: commands are queued, not run.
+    pub fn in_multi(&self) -> bool {
+        self.multi.is_some()
+    }
+
+    /// A refused command inside a transaction makes EXEC discard it (Redis's rule).
+    fn flag_transaction(&mut self) {
+        if let Some(multi) = self.multi.as_deref_mut() {
+            multi.flag();
+        }
+    }
 }
 
 /// What the connection does after sending a command's reply.
@@ -141,12 +163,15 @@ const WD: &[&str] = &["write", "denyoom"];
 const R: &[&str] = &["readonly", "fast"];
 const F: &[&str] = &["fast"];
 const A: &[&str] = &["noscript", "loading", "stale", "fast", "no-auth"];
+const TX: &[&str] = &["noscript", "loading", "stale", "fast", "allow_busy"];
 const NONE: (i64, i64, i64) = (0, 0, 0);
 const ONE: (i64, i64, i64) = (1, 1, 1);
 const ALL: (i64, i64, i64) = (1, -1, 1);
 
 /// Every command the server knows. QUIT and SHUTDOWN are handled by [`execute`] itself
-/// (they change the connection, not the keyspace); their handlers are never called.
+/// (they change the connection, not the keyspace); their handlers are never called. The
+/// key positions also say which stripe locks EXEC takes (`transaction.rs`): a command that
+/// locks a key must name it there.
 pub static COMMANDS: &[Spec] = &[
     spec("append", 3, WD, ONE, strings::append),
     spec("auth", -2, A, NONE, server::auth),
@@ -169,7 +194,15 @@ pub static COMMANDS: &[Spec] = &[
     spec("decr", 2, WD, ONE, strings::decr),
     spec("decrby", 3, WD, ONE, strings::decrby),
     spec("del", -2, W, ALL, keys::del),
+    spec("discard", 1, TX, NONE, transaction::discard),
     spec("echo", 2, F, NONE, server::echo),
+    spec(
+        "exec",
+        1,
+        &["noscript", "loading", "stale", "skip_slowlog"],
+        NONE,
+        transaction::exec,
+    ),
     spec("exists", -2, R, ALL, keys::exists),
     spec("expire", -3, W, ONE, keys::expire),
     spec("expireat", -3, W, ONE, keys::expireat),
@@ -189,6 +222,7 @@ pub static COMMANDS: &[Spec] = &[
     ),
     spec("mget", -2, R, ALL, strings::mget),
     spec("mset", -3, WD, (1, -1, 2), strings::mset),
+    spec("multi", 1, TX, NONE, transaction::multi),
     spec("persist", 2, W, ONE, keys::persist),
     spec("pexpire", -3, W, ONE, keys::pexpire),
     spec("pexpireat", -3, W, ONE, keys::pexpireat),
@@ -217,6 +251,8 @@ pub static COMMANDS: &[Spec] = &[
     spec("ttl", 2, R, ONE, keys::ttl),
     spec("type", 2, R, ONE, keys::type_),
     spec("unlink", -2, W, ALL, keys::del),
+    spec("unwatch", 1, TX, NONE, transaction::unwatch),
+    spec("watch", -2, TX, ALL, transaction::watch),
 ];
 
 /// The table row for `name` (any case).
@@ -238,17 +274,35 @@ pub fn execute(shared: &Shared, client: &mut Client, args: &[Vec<u8>]) -> (Reply
     // Redis 7's order: an unknown command and a wrong argument count are reported before
     // the missing AUTH (neither runs anything).
     let Some(spec) = lookup(name) else {
+        client.flag_transaction();
         return (unknown_command(args), After::Continue);
     };
     let n = args.len() as i64;
     if (spec.arity > 0 && n != spec.arity) || n < -spec.arity {
+        client.flag_transaction();
         return (wrong_args(spec.name), After::Continue);
     }
     if !client.authed && !spec.flags.contains(&"no-auth") {
+        client.flag_transaction();
         return (
             Reply::err("NOAUTH Authentication required."),
             After::Continue,
         );
+    }
+    if let Some(multi) = client.multi.as_deref_mut() {
+        // Redis 7: these run at once inside a transaction; SHUTDOWN is refused (its
+        // `no-multi` flag); everything else is queued.
+        match spec.name {
+            "exec" | "discard" | "multi" | "watch" | "quit" => {}
+            "shutdown" => {
+                multi.flag();
+                return (
+                    Reply::err("ERR Command not allowed inside a transaction"),
+                    After::Continue,
+                );
+            }
+            _ => return (transaction::queue(shared, multi, args), After::Continue),
+        }
     }
     match spec.name {
         "quit" => return (Reply::OK, After::Close),

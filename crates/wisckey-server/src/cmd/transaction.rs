@@ -1,0 +1,260 @@
+//! Transactions: MULTI, EXEC, DISCARD, and WATCH / UNWATCH (not supported: see below).
+//!
+//! - **The queue** lives in the connection's [`Client`] (`Client::multi`). While it is
+//!   open, [`super::execute`] checks each command as Redis 7 does before queueing it: an
+//!   unknown command, a wrong argument count or a command refused inside a transaction
+//!   (SHUTDOWN) gets its error and marks the transaction, so EXEC answers `EXECABORT` and
+//!   runs nothing; anything else is queued and answered `QUEUED`. EXEC, DISCARD, MULTI,
+//!   WATCH and QUIT run at once. Runtime errors (INCR of a non-integer) are not known
+//!   until EXEC: that command's element of EXEC's reply is its error, the others run.
+//! - **Bounded**: a transaction holds at most `--max-multibulk-len` commands and
+//!   `--max-query-len` bytes of arguments (each argument counted with its buffer's 24-byte
+//!   header, each command with 24 more): the limits of one request, as if the transaction
+//!   were one. The command that would pass them gets an error, the queue is freed, every
+//!   later command gets the same error and EXEC answers `EXECABORT`. While EXEC runs, its
+//!   replies may add up to `--max-query-len` bytes, as MGET's (one more reply past it is
+//!   the most it holds; then EXEC answers an error and applies nothing), and its pending
+//!   writes to the engine's `max_batch_size`, which would refuse a larger commit (past it
+//!   they are dropped at once, and EXEC answers an error and applies nothing).
+//! - **Isolation**: EXEC takes the stripe locks of every key its commands name (the
+//!   command table's key positions), in stripe order, waiting for each while holding only
+//!   lower ones: the same order as [`crate::store::Store::lock`], so it cannot deadlock
+//!   with another transaction or a command; the batched write path (`pipeline.rs`) only
+//!   waits while holding nothing. A transaction with a command that reads or writes the
+//!   whole keyspace (DBSIZE, SCAN, INFO, FLUSHDB, FLUSHALL) takes every stripe. Then its
+//!   commands run, in order, with those locks held, their writes kept in the
+//!   transaction's overlay (reads see them), and the overlay is committed as **one**
+//!   engine `WriteBatch` before the locks are released (`store.rs`): no other client can
+//!   write one of its keys between two of its commands, and no reader sees part of it
+//!   (reads take no lock, but see the engine, which gets the whole batch at once).
+//! - **Durability**: the commit is an ordinary engine write of the connection's batch of
+//!   requests, so under `appendfsync always` EXEC's reply is sent only once it is synced
+//!   (a synced write when EXEC is the batch's only command, `Store::make_durable`
+//!   otherwise); and one `WriteBatch` is all or nothing after a crash. The exception:
+//!   FLUSHDB/FLUSHALL inside a transaction first writes what the transaction wrote before
+//!   it (a flush is never atomic: it deletes in batches). A commit that fails (the engine
+//!   refuses it) makes EXEC answer that error with none of the writes applied; connection
+//!   state that queued commands changed (AUTH, HELLO, CLIENT SETNAME) stays changed.
+//! - **RESP3**: EXEC's reply is encoded once, after its commands ran, in the protocol then
+//!   in force: a HELLO inside the transaction changes the encoding of the whole reply
+//!   (Redis switches from that element on).
+//! - **Not supported: WATCH.** Optimistic locking would need a version per key (or per
+//!   stripe, with false conflicts) raised by every write path, the sweeper's expiry and
+//!   FLUSHDB included, recorded by WATCH and compared by EXEC under the stripe locks it
+//!   already takes. Until then WATCH answers an error, so a client that relies on it fails
+//!   loudly instead of running its check-and-set unprotected. UNWATCH answers OK: no key
+//!   is ever watched, so forgetting them all is done (clients send it on reset).
+
+use std::sync::atomic::Ordering;
+
+use super::{check_key, check_value, lookup, wrong_args, Client, Shared};
+use crate::error::Error;
+use crate::resp::{Command, Reply};
+use crate::store::STRIPES;
+
+type Args<'a> = &'a [Vec<u8>];
+
+/// Commands whose keys are the whole keyspace: a transaction holding one takes every
+/// stripe lock.
+const WHOLE_KEYSPACE: &[&str] = &["dbsize", "flushall", "flushdb", "info", "scan"];
+
+/// What a queued argument costs beyond its bytes (its `Vec` header), and a command.
+const OVERHEAD: usize = std::mem::size_of::<Vec<u8>>();
+
+/// An open transaction (between MULTI and EXEC/DISCARD).
+#[derive(Debug, Default)]
+pub struct Multi {
+    queue: Vec<Command>,
+    /// The queue's bytes as [`queue`] counts them.
+    bytes: usize,
+    /// A command was refused while queueing: EXEC answers EXECABORT.
+    dirty: bool,
+    /// The queue passed its limits (and was freed): every later command is refused.
+    full: bool,
+}
+
+impl Multi {
+    /// Marks the transaction so that EXEC discards it.
+    pub fn flag(&mut self) {
+        self.dirty = true;
+    }
+}
+
+/// `EXECABORT`: the transaction had a refused command.
+fn execabort() -> Reply {
+    Reply::err("EXECABORT Transaction discarded because of previous errors.")
+}
+
+fn too_large(sh: &Shared) -> Reply {
+    let l = &sh.config.limits;
+    Reply::err(format!(
+        "ERR transaction too large: at most {} commands and {} bytes of arguments can be \
+         queued (--max-multibulk-len, --max-query-len); EXEC will discard it",
+        l.max_multibulk_len, l.max_query_len
+    ))
+}
+
+/// Queues `args` (checked by the caller: a known command, the right argument count).
+pub(super) fn queue(sh: &Shared, multi: &mut Multi, args: Args<'_>) -> Reply {
+    if multi.full {
+        return too_large(sh);
+    }
+    let cost = OVERHEAD + args.iter().map(|a| a.len() + OVERHEAD).sum::<usize>();
+    let limits = &sh.config.limits;
+    if multi.queue.len() >= limits.max_multibulk_len
+        || multi.bytes.saturating_add(cost) > limits.max_query_len
+    {
+        *multi = Multi {
+            dirty: true,
+            full: true,
+            ..Multi::default()
+        };
+        return too_large(sh);
+    }
+    multi.bytes += cost;
+    multi.queue.push(args.to_vec());
+    Reply::Simple("QUEUED")
+}
+
+pub(super) fn multi(_: &Shared, client: &mut Client, _: Args<'_>) -> Result<Reply, Error> {
+    if client.multi.is_some() {
+        return Ok(Reply::err("ERR MULTI calls can not be nested"));
+    }
+    client.multi = Some(Box::default());
+    Ok(Reply::OK)
+}
+
+pub(super) fn discard(_: &Shared, client: &mut Client, _: Args<'_>) -> Result<Reply, Error> {
+    Ok(match client.multi.take() {
+        Some(_) => Reply::OK,
+        None => Reply::err("ERR DISCARD without MULTI"),
+    })
+}
+
+pub(super) fn watch(_: &Shared, client: &mut Client, _: Args<'_>) -> Result<Reply, Error> {
+    Ok(if client.multi.is_some() {
+        Reply::err("ERR WATCH inside MULTI is not allowed")
+    } else {
+        Reply::err("ERR WATCH is not supported by wisckey serve")
+    })
+}
+
+pub(super) fn unwatch(_: &Shared, _: &mut Client, _: Args<'_>) -> Result<Reply, Error> {
+    Ok(Reply::OK)
+}
+
+/// The stripes a transaction of `queue` must hold: those of every key its commands name,
+/// or all of them if one touches the whole keyspace.
+fn stripes(sh: &Shared, queue: &[Command]) -> Vec<usize> {
+    let mut out = Vec::new();
+    for args in queue {
+        let Some(spec) = args.first().and_then(|name| lookup(name)) else {
+            continue;
+        };
+        if WHOLE_KEYSPACE.contains(&spec.name) {
+            return (0..STRIPES).collect();
+        }
+        let (first, last, step) = spec.keys;
+        let n = args.len() as i64;
+        if first <= 0 || first >= n {
+            continue;
+        }
+        let last = if last < 0 { n + last } else { last.min(n - 1) };
+        let mut i = first;
+        while i <= last {
+            out.push(sh.store.stripe_of(&args[i as usize]));
+            i += step.max(1);
+        }
+    }
+    out
+}
+
+pub(super) fn exec(sh: &Shared, client: &mut Client, _: Args<'_>) -> Result<Reply, Error> {
+    let Some(multi) = client.multi.take() else {
+        return Ok(Reply::err("ERR EXEC without MULTI"));
+    };
+    if multi.dirty {
+        return Ok(execabort());
+    }
+    if multi.queue.is_empty() {
+        return Ok(Reply::Array(Vec::new()));
+    }
+    let budget = sh.config.limits.max_query_len;
+    let txn = sh.store.begin_transaction(stripes(sh, &multi.queue));
+    let mut replies = Vec::with_capacity(multi.queue.len());
+    let mut reply_bytes = 0usize;
+    for args in multi.queue {
+        let reply = run_queued(sh, client, &args);
+        reply_bytes = reply_bytes.saturating_add(reply_size(&reply));
+        replies.push(reply);
+        if reply_bytes > budget {
+            // As MGET: a reply no larger than the largest request. Dropping `txn` applies
+            // nothing.
+            return Ok(Reply::err(format!(
+                "ERR EXEC reply would exceed {budget} bytes (the query buffer limit); the \
+                 transaction's writes were not applied"
+            )));
+        }
+        if txn.too_large() {
+            break;
+        }
+    }
+    Ok(match txn.commit() {
+        Ok(()) => Reply::Array(replies),
+        Err(e) => Reply::err(format!(
+            "ERR EXEC failed, the transaction's writes were not applied: {e}"
+        )),
+    })
+}
+
+/// About how many bytes `reply` holds (its payload and a little per element).
+fn reply_size(reply: &Reply) -> usize {
+    match reply {
+        Reply::Simple(s) => s.len() + 8,
+        Reply::Error(s) => s.len() + 8,
+        Reply::Integer(_) | Reply::Nil => 8,
+        Reply::Bulk(b) => b.len() + 8,
+        Reply::Array(items) => 8 + items.iter().map(reply_size).sum::<usize>(),
+        Reply::Map(pairs) => {
+            8 + (pairs.iter())
+                .map(|(k, v)| reply_size(k) + reply_size(v))
+                .sum::<usize>()
+        }
+    }
+}
+
+/// Runs one queued command inside the transaction.
+fn run_queued(sh: &Shared, client: &mut Client, args: Args<'_>) -> Reply {
+    if args
+        .first()
+        .is_some_and(|n| n.eq_ignore_ascii_case(b"mset"))
+    {
+        sh.stats.commands_processed.fetch_add(1, Ordering::Relaxed);
+        return mset(sh, args);
+    }
+    // QUIT and SHUTDOWN are never queued, so every command continues the connection.
+    super::execute(sh, client, args).0
+}
+
+/// MSET inside a transaction: `strings::mset`'s checks and replies, with its pairs written
+/// through `Store::put`, so they join the transaction's batch (`strings::mset` builds a
+/// batch of its own, which the store cannot merge into it).
+fn mset(sh: &Shared, a: Args<'_>) -> Reply {
+    if a.len() < 3 || (a.len() - 1) % 2 != 0 {
+        return wrong_args("mset");
+    }
+    let bad = a[1..]
+        .chunks_exact(2)
+        .find_map(|p| check_key(&p[0]).or_else(|| check_value(&p[1])));
+    if let Some(e) = bad {
+        return e;
+    }
+    let keys: Vec<&Vec<u8>> = a[1..].iter().step_by(2).collect();
+    let guard = sh.store.lock(&keys);
+    for pair in a[1..].chunks_exact(2) {
+        if let Err(e) = sh.store.put(&guard, &pair[0], &pair[1], None) {
+            return Reply::err(format!("ERR {e}"));
+        }
+    }
+    Reply::OK
+}

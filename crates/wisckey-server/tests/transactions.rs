@@ -1,0 +1,539 @@
+//! MULTI / EXEC / DISCARD as Redis 7 answers them (replies checked byte for byte, sent one
+//! at a time and pipelined in one write), EXEC's isolation against concurrent clients (no
+//! write between two of a transaction's commands, no reader seeing half of one), the queue's
+//! limits, a transaction's writes surviving a restart under `always`, and WATCH refused.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+
+use common::{resp, TestServer, BOTH_WAYS};
+use redis::cmd;
+use wisckey_server::AppendFsync;
+
+/// A request and the exact reply it gets.
+type Step<'a> = (&'a [&'a [u8]], &'a [u8]);
+
+/// Runs `steps` on a fresh connection twice: one request at a time (each reply read
+/// before the next request), then every request in one write. Both must get exactly the
+/// expected replies.
+fn both_ways(server: &TestServer, steps: &[Step<'_>]) {
+    let mut raw = server.raw();
+    for (request, reply) in steps {
+        raw.send(&resp(request));
+        raw.expect(reply);
+    }
+    let mut raw = server.raw();
+    let all: Vec<u8> = steps.iter().flat_map(|(r, _)| resp(r)).collect();
+    raw.send(&all);
+    let expected: Vec<u8> = steps.iter().flat_map(|(_, e)| e.to_vec()).collect();
+    raw.expect(&expected);
+}
+
+/// Servers on one event loop and on four workers, under `always` and `everysec`.
+fn each_server(test: impl Fn(&TestServer)) {
+    for threads in BOTH_WAYS {
+        for mode in [AppendFsync::Always, AppendFsync::Everysec] {
+            let server = TestServer::start(|c| {
+                c.threads = threads;
+                c.appendfsync = mode;
+            });
+            test(&server);
+        }
+    }
+}
+
+const OK: &[u8] = b"+OK\r\n";
+const QUEUED: &[u8] = b"+QUEUED\r\n";
+const EXECABORT: &[u8] = b"-EXECABORT Transaction discarded because of previous errors.\r\n";
+
+#[test]
+fn multi_exec_replies_as_redis() {
+    each_server(|server| {
+        // The sequence from the differential review against redis-server 7.0, then the
+        // errors around it. Replies are redis-server 7.0.15's.
+        both_ways(
+            server,
+            &[
+                (&[b"MULTI"], OK),
+                (&[b"INCR", b"txc"], QUEUED),
+                (&[b"SET", b"txs", b"1"], QUEUED),
+                (&[b"EXEC"], b"*2\r\n:1\r\n+OK\r\n"),
+                (&[b"EXEC"], b"-ERR EXEC without MULTI\r\n"),
+                (&[b"DISCARD"], b"-ERR DISCARD without MULTI\r\n"),
+                (&[b"MULTI"], OK),
+                (&[b"MULTI"], b"-ERR MULTI calls can not be nested\r\n"),
+                (
+                    &[b"WATCH", b"a"],
+                    b"-ERR WATCH inside MULTI is not allowed\r\n",
+                ),
+                (&[b"UNWATCH"], QUEUED),
+                (&[b"GET", b"txc"], QUEUED),
+                (&[b"EXEC"], b"*2\r\n+OK\r\n$1\r\n1\r\n"),
+                (&[b"MULTI"], OK),
+                (&[b"EXEC"], b"*0\r\n"),
+                (&[b"GET", b"txc"], b"$1\r\n1\r\n"),
+                (&[b"DEL", b"txc", b"txs"], b":2\r\n"),
+            ],
+        );
+    });
+}
+
+#[test]
+fn a_refused_command_discards_the_whole_transaction() {
+    each_server(|server| {
+        both_ways(
+            server,
+            &[
+                (&[b"MULTI"], OK),
+                (&[b"SET", b"a", b"1"], QUEUED),
+                (
+                    &[b"FOO", b"x"],
+                    b"-ERR unknown command 'FOO', with args beginning with: 'x' \r\n",
+                ),
+                (
+                    &[b"GET"],
+                    b"-ERR wrong number of arguments for 'get' command\r\n",
+                ),
+                (&[b"INCR", b"n"], QUEUED),
+                (&[b"EXEC"], EXECABORT),
+                // Nothing ran, and the connection has left the transaction.
+                (&[b"GET", b"a"], b"$-1\r\n"),
+                (&[b"GET", b"n"], b"$-1\r\n"),
+                (&[b"EXEC"], b"-ERR EXEC without MULTI\r\n"),
+                // SHUTDOWN is refused inside a transaction (Redis 7: `no-multi`), and that
+                // discards it too; the server keeps running.
+                (&[b"MULTI"], OK),
+                (&[b"SET", b"a", b"1"], QUEUED),
+                (
+                    &[b"SHUTDOWN"],
+                    b"-ERR Command not allowed inside a transaction\r\n",
+                ),
+                (&[b"EXEC"], EXECABORT),
+                (&[b"EXISTS", b"a"], b":0\r\n"),
+                // A nested MULTI and WATCH are refused without discarding it (as Redis).
+                (&[b"MULTI"], OK),
+                (&[b"MULTI"], b"-ERR MULTI calls can not be nested\r\n"),
+                (
+                    &[b"WATCH", b"a"],
+                    b"-ERR WATCH inside MULTI is not allowed\r\n",
+                ),
+                (&[b"SET", b"w", b"1"], QUEUED),
+                (&[b"EXEC"], b"*1\r\n+OK\r\n"),
+                (&[b"DEL", b"w"], b":1\r\n"),
+            ],
+        );
+    });
+}
+
+#[test]
+fn a_runtime_error_fails_only_its_command() {
+    each_server(|server| {
+        both_ways(
+            server,
+            &[
+                (&[b"SET", b"s", b"x"], OK),
+                (&[b"MULTI"], OK),
+                (&[b"SET", b"t", b"2"], QUEUED),
+                (&[b"INCR", b"s"], QUEUED),
+                (&[b"INCRBY", b"t", b"nope"], QUEUED),
+                (&[b"INCR", b"t"], QUEUED),
+                (
+                    &[b"EXEC"],
+                    b"*4\r\n+OK\r\n-ERR value is not an integer or out of range\r\n\
+                      -ERR value is not an integer or out of range\r\n:3\r\n",
+                ),
+                (&[b"MGET", b"s", b"t"], b"*2\r\n$1\r\nx\r\n$1\r\n3\r\n"),
+                (&[b"DEL", b"s", b"t"], b":2\r\n"),
+            ],
+        );
+    });
+}
+
+#[test]
+fn discard_drops_the_queue() {
+    each_server(|server| {
+        both_ways(
+            server,
+            &[
+                (&[b"MULTI"], OK),
+                (&[b"SET", b"d", b"1"], QUEUED),
+                (&[b"INCR", b"e"], QUEUED),
+                (&[b"DISCARD"], OK),
+                (&[b"MGET", b"d", b"e"], b"*2\r\n$-1\r\n$-1\r\n"),
+                (&[b"EXEC"], b"-ERR EXEC without MULTI\r\n"),
+                (&[b"DISCARD"], b"-ERR DISCARD without MULTI\r\n"),
+            ],
+        );
+    });
+}
+
+#[test]
+fn commands_inside_see_the_transactions_own_writes() {
+    let server = TestServer::start(|c| c.enable_flushdb = true);
+    both_ways(
+        &server,
+        &[
+            (&[b"SET", b"old", b"o"], OK),
+            (&[b"MULTI"], OK),
+            (&[b"MSET", b"m1", b"a", b"m2", b"b"], QUEUED),
+            (&[b"MGET", b"m1", b"m2", b"m3", b"old"], QUEUED),
+            (&[b"APPEND", b"m1", b"x"], QUEUED),
+            (&[b"GET", b"m1"], QUEUED),
+            (&[b"EXPIRE", b"m2", b"100"], QUEUED),
+            (&[b"TTL", b"m2"], QUEUED),
+            (&[b"DEL", b"old"], QUEUED),
+            (&[b"EXISTS", b"old", b"m1", b"m2"], QUEUED),
+            (&[b"DBSIZE"], QUEUED),
+            (&[b"SCAN", b"0", b"COUNT", b"100"], QUEUED),
+            (&[b"SET", b"m3", b"c", b"NX", b"GET"], QUEUED),
+            (&[b"GETDEL", b"m3"], QUEUED),
+            (&[b"TYPE", b"m3"], QUEUED),
+            // Passes the queue's argument-count check (at least 3), fails when run.
+            (&[b"MSET", b"m1", b"a", b"m2"], QUEUED),
+            (
+                &[b"EXEC"],
+                b"*14\r\n+OK\r\n*4\r\n$1\r\na\r\n$1\r\nb\r\n$-1\r\n$1\r\no\r\n:2\r\n\
+                  $2\r\nax\r\n:1\r\n:100\r\n:1\r\n:2\r\n:2\r\n\
+                  *2\r\n$1\r\n0\r\n*2\r\n$2\r\nm1\r\n$2\r\nm2\r\n\
+                  $-1\r\n$1\r\nc\r\n+none\r\n\
+                  -ERR wrong number of arguments for 'mset' command\r\n",
+            ),
+            (
+                &[b"MGET", b"m1", b"m2", b"old"],
+                b"*3\r\n$2\r\nax\r\n$1\r\nb\r\n$-1\r\n",
+            ),
+            (&[b"TTL", b"m2"], b":100\r\n"),
+            // FLUSHDB inside: writes before it are flushed too, writes after it stay.
+            (&[b"MULTI"], OK),
+            (&[b"SET", b"before", b"1"], QUEUED),
+            (&[b"FLUSHDB"], QUEUED),
+            (&[b"SET", b"after", b"2"], QUEUED),
+            (&[b"DBSIZE"], QUEUED),
+            (&[b"EXEC"], b"*4\r\n+OK\r\n+OK\r\n+OK\r\n:1\r\n"),
+            (
+                &[b"MGET", b"before", b"after", b"m1"],
+                b"*3\r\n$-1\r\n$1\r\n2\r\n$-1\r\n",
+            ),
+            (&[b"DEL", b"after"], b":1\r\n"),
+        ],
+    );
+}
+
+#[test]
+fn pipelined_transactions_mix_with_batched_writes() {
+    each_server(|server| {
+        // SET/INCR/GET before and after take the batched path; inside MULTI they must be
+        // queued, not run. Sent one at a time and in one write: the same replies.
+        both_ways(
+            server,
+            &[
+                (&[b"SET", b"p", b"1"], OK),
+                (&[b"INCR", b"p"], b":2\r\n"),
+                (&[b"MULTI"], OK),
+                (&[b"INCR", b"p"], QUEUED),
+                (&[b"GET", b"p"], QUEUED),
+                (&[b"SET", b"q", b"x"], QUEUED),
+                (&[b"MSET", b"r", b"1", b"s", b"2"], QUEUED),
+                (&[b"GET", b"q"], QUEUED),
+                (
+                    &[b"EXEC"],
+                    b"*5\r\n:3\r\n$1\r\n3\r\n+OK\r\n+OK\r\n$1\r\nx\r\n",
+                ),
+                (&[b"INCR", b"p"], b":4\r\n"),
+                (&[b"GET", b"q"], b"$1\r\nx\r\n"),
+                (&[b"MULTI"], OK),
+                (&[b"GET", b"p"], QUEUED),
+                (&[b"GET", b"q"], QUEUED),
+                (&[b"EXEC"], b"*2\r\n$1\r\n4\r\n$1\r\nx\r\n"),
+                (&[b"DEL", b"p", b"q", b"r", b"s"], b":4\r\n"),
+            ],
+        );
+    });
+}
+
+#[test]
+fn a_client_library_transaction_applies_once() {
+    // The `redis` crate's atomic pipeline sends MULTI ... EXEC in one write (as redis-py's
+    // `pipeline()` does): it must return the commands' replies, applied exactly once.
+    let server = TestServer::start(|_| {});
+    let mut c = server.client();
+    let (n, ok, v): (i64, String, String) = redis::pipe()
+        .atomic()
+        .incr("txc", 1)
+        .set("txs", "1")
+        .get("txs")
+        .query(&mut c)
+        .expect("atomic pipeline");
+    assert_eq!((n, ok.as_str(), v.as_str()), (1, "OK", "1"));
+    assert_eq!(cmd("GET").arg("txc").query::<i64>(&mut c).expect("GET"), 1);
+    // A queued error fails the whole pipeline and applies nothing.
+    let failed: redis::RedisResult<redis::Value> = redis::pipe()
+        .atomic()
+        .incr("txc", 1)
+        .cmd("NOSUCHCOMMAND")
+        .query(&mut c);
+    assert!(failed.is_err(), "{failed:?}");
+    assert_eq!(cmd("GET").arg("txc").query::<i64>(&mut c).expect("GET"), 1);
+    // WATCH fails loudly; UNWATCH has nothing to forget.
+    let watched: redis::RedisResult<()> = cmd("WATCH").arg("txc").query(&mut c);
+    let e = watched.expect_err("WATCH is not supported");
+    assert_eq!(e.code(), Some("ERR"));
+    assert_eq!(e.detail(), Some("WATCH is not supported by wisckey serve"));
+    assert_eq!(
+        cmd("UNWATCH").query::<String>(&mut c).expect("UNWATCH"),
+        "OK"
+    );
+}
+
+#[test]
+fn auth_comes_before_multi() {
+    let server = TestServer::start(|c| c.requirepass = Some(b"pw".to_vec()));
+    both_ways(
+        &server,
+        &[
+            (&[b"MULTI"], b"-NOAUTH Authentication required.\r\n"),
+            (&[b"EXEC"], b"-NOAUTH Authentication required.\r\n"),
+            (&[b"AUTH", b"pw"], OK),
+            (&[b"MULTI"], OK),
+            (&[b"AUTH", b"pw"], QUEUED),
+            (&[b"INCR", b"au"], QUEUED),
+            (&[b"EXEC"], b"*2\r\n+OK\r\n:1\r\n"),
+            (&[b"DEL", b"au"], b":1\r\n"),
+        ],
+    );
+}
+
+#[test]
+fn quit_inside_multi_closes_and_forgets_the_queue() {
+    let server = TestServer::start(|_| {});
+    let mut raw = server.raw();
+    raw.send(
+        &[
+            resp(&[b"MULTI"]),
+            resp(&[b"SET", b"qq", b"1"]),
+            resp(&[b"QUIT"]),
+        ]
+        .concat(),
+    );
+    assert_eq!(raw.read_to_close(), b"+OK\r\n+QUEUED\r\n+OK\r\n");
+    let mut c = server.client();
+    let v: Option<String> = cmd("GET").arg("qq").query(&mut c).expect("GET");
+    assert_eq!(v, None);
+}
+
+#[test]
+fn the_queue_is_bounded() {
+    // At most --max-multibulk-len commands...
+    let server = TestServer::start(|c| c.limits.max_multibulk_len = 4);
+    let too_large: &[u8] = b"-ERR transaction too large: at most 4 commands and 1073741824 bytes \
+        of arguments can be queued (--max-multibulk-len, --max-query-len); EXEC will discard it\r\n";
+    both_ways(
+        &server,
+        &[
+            (&[b"MULTI"], OK),
+            (&[b"SET", b"b1", b"1"], QUEUED),
+            (&[b"SET", b"b2", b"1"], QUEUED),
+            (&[b"SET", b"b3", b"1"], QUEUED),
+            (&[b"SET", b"b4", b"1"], QUEUED),
+            (&[b"SET", b"b5", b"1"], too_large),
+            (&[b"PING"], too_large),
+            (&[b"EXEC"], EXECABORT),
+            (&[b"EXISTS", b"b1", b"b4"], b":0\r\n"),
+            (&[b"MULTI"], OK),
+            (&[b"SET", b"b1", b"1"], QUEUED),
+            (&[b"EXEC"], b"*1\r\n+OK\r\n"),
+            (&[b"DEL", b"b1"], b":1\r\n"),
+        ],
+    );
+    drop(server);
+    // ...and --max-query-len bytes (each argument counted with 24 bytes of overhead).
+    let server = TestServer::start(|c| {
+        c.limits.max_bulk_len = 1000;
+        c.limits.max_query_len = 4096;
+    });
+    let v = vec![b'v'; 1000];
+    let too_large = b"-ERR transaction too large: at most 1048576 commands and 4096 bytes \
+        of arguments can be queued (--max-multibulk-len, --max-query-len); EXEC will discard it\r\n";
+    both_ways(
+        &server,
+        &[
+            (&[b"MULTI"], OK),
+            (&[b"SET", b"c1", &v], QUEUED),
+            (&[b"SET", b"c2", &v], QUEUED),
+            (&[b"SET", b"c3", &v], QUEUED),
+            (&[b"SET", b"c4", &v], too_large),
+            (&[b"DISCARD"], OK),
+            (&[b"EXISTS", b"c1"], b":0\r\n"),
+        ],
+    );
+}
+
+#[test]
+fn an_exec_reply_is_bounded_as_mget_is() {
+    // Five GETs of a 1,000-byte value pass a 4,096-byte query-buffer limit: EXEC answers
+    // an error, as MGET does, and applies nothing.
+    let server = TestServer::start(|c| {
+        c.limits.max_bulk_len = 1000;
+        c.limits.max_query_len = 4096;
+    });
+    let v = vec![b'v'; 1000];
+    let get: &[&[u8]] = &[b"GET", b"big"];
+    both_ways(
+        &server,
+        &[
+            (&[b"SET", b"big", &v], OK),
+            (&[b"MULTI"], OK),
+            (&[b"SET", b"z", b"1"], QUEUED),
+            (get, QUEUED),
+            (get, QUEUED),
+            (get, QUEUED),
+            (get, QUEUED),
+            (get, QUEUED),
+            (
+                &[b"EXEC"],
+                b"-ERR EXEC reply would exceed 4096 bytes (the query buffer limit); the \
+                  transaction's writes were not applied\r\n",
+            ),
+            (&[b"EXISTS", b"z"], b":0\r\n"),
+            (&[b"MGET", b"big", b"big", b"big", b"big", b"big"], b"-ERR MGET reply would exceed 4096 bytes (the query buffer limit); ask for fewer keys\r\n"),
+        ],
+    );
+}
+
+#[test]
+fn a_transaction_the_engine_refuses_applies_nothing() {
+    let server = TestServer::start(|c| c.engine.max_batch_size = 1 << 20);
+    let big = vec![b'v'; 600 << 10];
+    let mut raw = server.raw();
+    raw.send(
+        &[
+            resp(&[b"MULTI"]),
+            resp(&[b"SET", b"small", b"1"]),
+            resp(&[b"SET", b"big1", &big]),
+            resp(&[b"SET", b"big2", &big]),
+            resp(&[b"EXEC"]),
+            resp(&[b"EXISTS", b"small", b"big1", b"big2"]),
+        ]
+        .concat(),
+    );
+    raw.expect(b"+OK\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n-ERR EXEC failed, the transaction's writes were not applied: ");
+    let mut rest = Vec::new();
+    let mut byte = [0u8; 1];
+    while !rest.ends_with(b"\r\n") {
+        std::io::Read::read_exact(&mut raw.0, &mut byte).expect("error text");
+        rest.push(byte[0]);
+    }
+    raw.expect(b":0\r\n");
+}
+
+#[test]
+fn writes_survive_a_restart_under_always() {
+    let server = TestServer::start(|c| c.appendfsync = AppendFsync::Always);
+    let mut raw = server.raw();
+    raw.send(
+        &[
+            resp(&[b"MULTI"]),
+            resp(&[b"MSET", b"d1", b"1", b"d2", b"2"]),
+            resp(&[b"INCR", b"d3"]),
+            resp(&[b"SET", b"d4", b"x", b"EX", b"1000"]),
+            resp(&[b"EXEC"]),
+        ]
+        .concat(),
+    );
+    raw.expect(b"+OK\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n*3\r\n+OK\r\n:1\r\n+OK\r\n");
+    let dir = server.stop();
+    let server = TestServer::start_in(dir, |c| c.appendfsync = AppendFsync::Always);
+    let mut raw = server.raw();
+    raw.send(&resp(&[b"MGET", b"d1", b"d2", b"d3", b"d4"]));
+    raw.expect(b"*4\r\n$1\r\n1\r\n$1\r\n2\r\n$1\r\n1\r\n$1\r\nx\r\n");
+}
+
+/// While transactions run `INCR k`, `INCR k` and set two keys to one value, other clients
+/// INCR `k` (one at a time and pipelined: both write paths) and read the two keys with MGET
+/// (one view). Isolation means: each transaction's two INCRs return consecutive values (no
+/// INCR landed between them), no INCR is lost, and no MGET sees the two keys differ (half a
+/// transaction).
+#[test]
+fn exec_is_isolated_from_concurrent_clients() {
+    for threads in BOTH_WAYS {
+        isolated_on(threads);
+    }
+}
+
+fn isolated_on(threads: usize) {
+    let server = TestServer::start(|c| c.threads = threads);
+    let (txn_clients, txns) = (3, 150);
+    let (incr_clients, incrs) = (3, 300);
+    let barrier = Arc::new(Barrier::new(txn_clients + incr_clients + 1));
+    let done = Arc::new(AtomicBool::new(false));
+    let mut workers = Vec::new();
+    for id in 0..txn_clients {
+        let mut c = server.client();
+        let barrier = Arc::clone(&barrier);
+        workers.push(std::thread::spawn(move || {
+            barrier.wait();
+            for i in 0..txns {
+                let tag = format!("{id}/{i}");
+                let (a, b, _, _): (i64, i64, (), ()) = redis::pipe()
+                    .atomic()
+                    .incr("k", 1)
+                    .incr("k", 1)
+                    .set("x", &tag)
+                    .set("y", &tag)
+                    .query(&mut c)
+                    .expect("transaction");
+                assert_eq!(b, a + 1, "an INCR landed inside a transaction");
+            }
+        }));
+    }
+    for id in 0..incr_clients {
+        let mut c = server.client();
+        let barrier = Arc::clone(&barrier);
+        workers.push(std::thread::spawn(move || {
+            barrier.wait();
+            for i in 0..incrs / 4 {
+                if (id + i) % 2 == 0 {
+                    for _ in 0..4 {
+                        cmd("INCR").arg("k").query::<i64>(&mut c).expect("INCR");
+                    }
+                } else {
+                    let mut p = redis::pipe();
+                    for _ in 0..4 {
+                        p.incr("k", 1);
+                    }
+                    p.query::<Vec<i64>>(&mut c).expect("pipelined INCR");
+                }
+            }
+        }));
+    }
+    let reader = {
+        let mut c = server.client();
+        let (barrier, done) = (Arc::clone(&barrier), Arc::clone(&done));
+        std::thread::spawn(move || {
+            barrier.wait();
+            let mut reads = 0u64;
+            while !done.load(Ordering::Relaxed) {
+                let (x, y): (Option<String>, Option<String>) =
+                    cmd("MGET").arg("x").arg("y").query(&mut c).expect("MGET");
+                assert_eq!(x, y, "a reader saw half a transaction");
+                reads += 1;
+            }
+            reads
+        })
+    };
+    for w in workers {
+        w.join().expect("worker");
+    }
+    done.store(true, Ordering::Relaxed);
+    let reads = reader.join().expect("reader");
+    assert!(reads > 0);
+    let mut c = server.client();
+    let total = (txn_clients * txns * 2 + incr_clients * (incrs / 4) * 4) as i64;
+    assert_eq!(
+        cmd("GET").arg("k").query::<i64>(&mut c).expect("GET"),
+        total,
+        "an INCR was lost"
+    );
+}
