@@ -94,6 +94,11 @@ pub struct Config {
     /// unpipelined small writes of two workers, and 0.4-1.0x the pipelined 16 KiB writes
     /// and the pipelined reads: it does all the network work on one core.
     pub threads: usize,
+    /// How long INFO's keyspace counts are reused. They come from a scan of every key
+    /// (O(keys): about a minute at 100 million), and some clients send INFO on every
+    /// connect (ioredis's ready check): one scan at a time, its result shared for this long.
+    /// DBSIZE stays exact. Default 5 s.
+    pub info_keyspace_refresh: Duration,
     /// The engine's options (the defaults unless a caller embeds the server).
     pub engine: wisckey::Options,
 }
@@ -114,6 +119,7 @@ impl Config {
             sweep_interval: Duration::from_millis(100),
             scan_cursor_table: 100_000,
             threads: 0,
+            info_keyspace_refresh: Duration::from_secs(5),
             engine: wisckey::Options::default(),
         }
     }

@@ -1134,3 +1134,28 @@ fn expire_options_nx_xx_gt_lt() -> R<()> {
     }
     Ok(())
 }
+
+/// INFO keyspace scans every key, so its counts are reused for `info_keyspace_refresh`:
+/// a key added since is not in them until the refresh passes; DBSIZE is always exact.
+#[test]
+fn info_keyspace_counts_are_reused_for_their_refresh_time() -> R<()> {
+    let s = TestServer::start(|c| c.info_keyspace_refresh = Duration::from_secs(3600));
+    let mut c = s.client();
+    cmd("SET").arg("a").arg("1").query::<()>(&mut c)?;
+    let info: String = cmd("INFO").arg("keyspace").query(&mut c)?;
+    assert!(info.contains("db0:keys=1,expires=0"), "{info}");
+    cmd("SET").arg("b").arg("1").query::<()>(&mut c)?;
+    let info: String = cmd("INFO").arg("keyspace").query(&mut c)?;
+    assert!(info.contains("db0:keys=1,expires=0"), "reused: {info}");
+    assert_eq!(cmd("DBSIZE").query::<i64>(&mut c)?, 2);
+
+    let s = TestServer::start(|c| c.info_keyspace_refresh = Duration::ZERO);
+    let mut c = s.client();
+    cmd("SET").arg("a").arg("1").query::<()>(&mut c)?;
+    let info: String = cmd("INFO").arg("keyspace").query(&mut c)?;
+    assert!(info.contains("db0:keys=1,"), "{info}");
+    cmd("SET").arg("b").arg("1").query::<()>(&mut c)?;
+    let info: String = cmd("INFO").arg("keyspace").query(&mut c)?;
+    assert!(info.contains("db0:keys=2,"), "counted anew: {info}");
+    Ok(())
+}

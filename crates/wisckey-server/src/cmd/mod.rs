@@ -36,6 +36,21 @@ pub struct Stats {
     pub commands_processed: AtomicU64,
     /// Clients connected now.
     pub connected_clients: AtomicUsize,
+    /// INFO keyspace's last counts (see `Config::info_keyspace_refresh`); its lock makes
+    /// one caller count at a time while the others wait for that count.
+    pub keyspace: std::sync::Mutex<Option<KeyspaceCounts>>,
+}
+
+/// What INFO keyspace reports, and when it was counted.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyspaceCounts {
+    /// When the scan that made these ended.
+    pub at: Instant,
+    /// Keys (live or expired but not swept yet, as DBSIZE counts them).
+    pub keys: u64,
+    /// Expiry-index entries, at most `keys`: an upper bound on the keys with a TTL (an
+    /// entry outlives a PERSIST or an overwrite until the sweeper meets it).
+    pub expires: u64,
 }
 
 /// State shared by every connection.

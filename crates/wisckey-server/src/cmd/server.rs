@@ -259,9 +259,32 @@ pub(super) fn config(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, 
     Ok(Reply::Map(out))
 }
 
+/// INFO keyspace's counts: a keys-only scan of every key (O(keys)), reused for
+/// `Config::info_keyspace_refresh`. One caller scans at a time; the others wait for its
+/// result instead of scanning too.
+fn keyspace_counts(sh: &Shared) -> Result<super::KeyspaceCounts, Error> {
+    let mut last = (sh.stats.keyspace.lock()).unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(counts) = *last {
+        if counts.at.elapsed() < sh.config.info_keyspace_refresh {
+            return Ok(counts);
+        }
+    }
+    let keys = sh.store.count_keys()?;
+    let expires = sh.store.count_expiry_entries()?.min(keys);
+    let counts = super::KeyspaceCounts {
+        at: std::time::Instant::now(),
+        keys,
+        expires,
+    };
+    *last = Some(counts);
+    Ok(counts)
+}
+
 /// INFO [section...]: server, clients, persistence, stats, keyspace and the engine's own
 /// section (`wisckey`: levels, value log, space amplification, GC). `keyspace` counts keys
-/// with a keys-only scan, so it costs O(keys); ask for other sections to avoid it.
+/// with a keys-only scan, O(keys), whose result is reused for
+/// `Config::info_keyspace_refresh` (5 s by default); `expires` is an upper bound (see
+/// [`super::KeyspaceCounts`]).
 pub(super) fn info(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
     let wanted: Vec<String> = a[1..]
         .iter()
@@ -345,11 +368,14 @@ pub(super) fn info(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Er
         );
     }
     if want("keyspace") {
-        let keys = sh.store.count_keys()?;
+        let counts = keyspace_counts(sh)?;
         let _ = write!(out, "# Keyspace\r\n");
-        if keys > 0 {
-            let expires = sh.store.count_expiry_entries()?.min(keys);
-            let _ = write!(out, "db0:keys={keys},expires={expires},avg_ttl=0\r\n");
+        if counts.keys > 0 {
+            let _ = write!(
+                out,
+                "db0:keys={},expires={},avg_ttl=0\r\n",
+                counts.keys, counts.expires
+            );
         }
     }
     Ok(Reply::Bulk(out.into_bytes()))
