@@ -9,9 +9,9 @@ use crate::error::{Error, Result};
 use crate::fs::{FileSystem, PosixFs};
 use crate::snapshot::Snapshot;
 
-
 /// Largest `memtable_size` accepted (see `Options::validate`).
 const MAX_MEMTABLE_SIZE: u64 = 64 << 30;
+
 /// Largest key accepted: 64 KiB. Keys live in the LSM-tree, whose blocks and compactions
 /// assume small keys; larger "keys" belong in the value.
 pub const MAX_KEY_SIZE: usize = 64 * 1024;

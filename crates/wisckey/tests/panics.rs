@@ -17,7 +17,8 @@ use wisckey::fs::MemFs;
 use wisckey::{Db, Error, Options, Result, WriteOptions};
 
 /// Which call panics once armed: the op's name, the end of the file's name, and the thread
-/// making the call (`None`: an unnamed thread, i.e. one of the test's writers).
+/// making the call (`None`: an unnamed thread, i.e. one of the test's writers; `Some("*")`:
+/// any thread).
 #[derive(Debug, Clone, Copy)]
 struct Trap {
     op: &'static str,
@@ -46,7 +47,7 @@ impl PanicTrap {
         let hit = trap.is_some_and(|t| {
             t.op == op
                 && path.to_string_lossy().ends_with(t.suffix)
-                && std::thread::current().name() == t.thread
+                && (t.thread == Some("*") || std::thread::current().name() == t.thread)
         });
         if hit {
             *trap = None;
@@ -65,6 +66,9 @@ impl Hooks for PanicTrap {
     fn before_file_size(&self, path: &Path) -> Result<()> {
         self.check("file_size", path);
         Ok(())
+    }
+    fn after_append(&self, path: &Path, _data: &[u8]) {
+        self.check("after_append", path);
     }
 }
 
@@ -292,4 +296,70 @@ fn a_panicking_gc_round_is_latched_not_lost() {
     assert_eq!(db.get(key(0)).expect("get"), Some(value(0, rounds - 1)));
     assert_internal_panic(&db.close().expect_err("close reports the latched error"));
     reopen_and_check(mem, KEYS, &vec![rounds - 1; KEYS as usize]);
+}
+
+/// A panic inside a value-log write-out, after its bytes reached the file but before the
+/// writer counted them, on the log thread (buffered writes) or in a write leader (sync
+/// writes, written out as they are appended): the writer is poisoned, so neither
+/// `Db::sync` nor `close` writes its buffer again (which would append the same records a
+/// second time, after bytes the writer does not know of); a reopen finds every write
+/// acknowledged before, once.
+#[test]
+fn a_panicking_log_write_out_poisons_the_writer() {
+    for (thread, sync) in [(Some("wisckey-log"), false), (Some("*"), true)] {
+        let fs = trapped_fs();
+        let mem = fs.mem.clone();
+        let options = Options {
+            gc_space_amp_target: f64::INFINITY,
+            ..Options::small_for_tests(Arc::new(fs.clone()))
+        };
+        let db = Db::open("/db", options).expect("open");
+        const KEYS: u32 = 20;
+        for i in 0..KEYS {
+            db.put(key(i), value(i, 0)).expect("put");
+        }
+        db.sync().expect("sync");
+        fs.hooks.arm("after_append", ".vlog", thread);
+        // One small write at a time (far below the buffer's size): buffered, the log
+        // thread writes it out within its interval; synced, its leader does at once.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut round = 1;
+        while !fs.hooks.sprung() {
+            assert!(
+                Instant::now() < deadline,
+                "{thread:?}: no write-out reached the trap"
+            );
+            let i = round % KEYS;
+            if db
+                .put_opt(key(i), value(i, round), &WriteOptions { sync })
+                .is_err()
+            {
+                break;
+            }
+            round += 1;
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        while db.background_error().is_none() {
+            assert!(
+                Instant::now() < deadline,
+                "{thread:?}: the panic was not latched"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(
+            db.sync().is_err(),
+            "{thread:?}: a writer a panic left half done syncs nothing"
+        );
+        db.close().expect_err("close reports the latched error");
+        let db = Db::open("/db", Options::small_for_tests(Arc::new(mem))).expect("reopen");
+        for i in 0..KEYS {
+            assert!(
+                db.get(key(i)).expect("get").is_some(),
+                "{thread:?}: key {i}"
+            );
+        }
+        let report = db.check().expect("check");
+        assert!(report.is_ok(), "{thread:?}: {:?}", report.problems);
+        db.close().expect("close");
+    }
 }

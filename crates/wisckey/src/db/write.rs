@@ -433,9 +433,17 @@ fn append_group(
     may_spend_reserve: bool,
 ) -> Result<Vec<Vec<ValuePointer>>, GroupFailure> {
     let mut vlog = inner.vlog.lock_writer();
-    reserve_log_space(inner, &mut vlog, batches, may_spend_reserve)?;
+    // A group that appends nothing (`Db::sync`) reserves nothing: a reservation could roll
+    // to a new segment, or spend the disk reserve on a full disk, for no record.
+    if !batches.is_empty() {
+        reserve_log_space(inner, &mut vlog, batches, may_spend_reserve)?;
+    }
     let group_start = vlog.end();
-    let result = append_reserved(inner, &mut vlog, batches, first_seq, sync);
+    // A panic while appending poisons the writer and discards the group, as a failure
+    // does: its records, half buffered or half written, must not become durable later.
+    let result = crate::error::catch_panic("appending a write group to the value log", || {
+        append_reserved(inner, &mut vlog, batches, first_seq, sync)
+    });
     result.map_err(|e| {
         vlog.poison(e.clone());
         // The group failed: its records must not come back after a restart.

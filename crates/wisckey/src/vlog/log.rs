@@ -66,9 +66,11 @@ impl ValueLog {
 
     /// Runs `op` on the writer, then publishes its positions. If `op` fails, the writer is
     /// poisoned before the lock is released; the caller decides whether to latch the error.
+    /// A panic in `op` is such a failure (`Error::Internal`): what it left half done (a
+    /// buffer partly written out, its length not counted) must not be written again.
     pub fn with_writer<T>(&self, op: impl FnOnce(&mut VlogWriter) -> Result<T>) -> Result<T> {
         let mut writer = self.writer.lock();
-        let result = op(&mut writer);
+        let result = crate::error::catch_panic("a value-log writer call", || op(&mut writer));
         if let Err(e) = &result {
             writer.poison(e.clone());
         }

@@ -28,6 +28,8 @@ pub trait Hooks: Send + Sync + std::fmt::Debug + 'static {
     }
     /// After a `read_at` that `before_read` let through (whatever its outcome).
     fn after_read(&self, _path: &Path) {}
+    /// After an `append` that reached the `MemFs` (the bytes are in the file).
+    fn after_append(&self, _path: &Path, _data: &[u8]) {}
     /// Before `FileSystem::create`.
     fn before_create(&self, _path: &Path) -> Result<()> {
         Ok(())
@@ -100,7 +102,9 @@ struct HookFile<H> {
 impl<H: Hooks> WritableFile for HookFile<H> {
     fn append(&mut self, data: &[u8]) -> Result<()> {
         self.hooks.before_append(&self.path, data)?;
-        self.inner.append(data)
+        self.inner.append(data)?;
+        self.hooks.after_append(&self.path, data);
+        Ok(())
     }
     fn sync_data(&mut self) -> Result<()> {
         self.hooks.before_sync_data(&self.path)?;
