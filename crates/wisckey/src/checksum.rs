@@ -24,6 +24,22 @@ pub fn unmask(masked: u32) -> u32 {
     masked.wrapping_sub(MASK_DELTA).rotate_left(15)
 }
 
+/// Whether `body`, with the little-endian u32 at `version_at` replaced by some version in
+/// `1..=newest`, has CRC32C `crc`. A header whose version is newer than the reader's, yet
+/// whose checksum holds for a version the reader writes, had its version field damaged:
+/// the writer checksummed it with that version.
+pub fn holds_with_known_version(body: &[u8], version_at: usize, crc: u32, newest: u32) -> bool {
+    let Some(field) = body.get(version_at..version_at + 4) else {
+        return false;
+    };
+    let (before, after) = (&body[..version_at], &body[version_at + field.len()..]);
+    (1..=newest).any(|version| {
+        let crc_before = crc32c(before);
+        let with_version = crc32c_extend(crc_before, &version.to_le_bytes());
+        crc32c_extend(with_version, after) == crc
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -122,7 +122,20 @@ impl Footer {
             return Err(Error::corruption(file, offset + 48, "bad magic"));
         }
         let version = decode_fixed32(&src[40..]).unwrap_or(0);
+        let stored = decode_fixed32(&src[44..]).map(checksum::unmask);
         if version > FORMAT_VERSION {
+            // The checksum covers the version: if it holds for a version this build writes,
+            // the field is damaged rather than newer.
+            if stored.is_some_and(|crc| {
+                checksum::holds_with_known_version(&src[..44], 40, crc, FORMAT_VERSION)
+            }) {
+                return Err(Error::corruption(
+                    file,
+                    offset + 40,
+                    "footer format version damaged (the checksum holds for a version this \
+                     build writes)",
+                ));
+            }
             return Err(Error::newer_version(
                 file,
                 offset + 40,
@@ -130,7 +143,6 @@ impl Footer {
                 FORMAT_VERSION,
             ));
         }
-        let stored = decode_fixed32(&src[44..]).map(checksum::unmask);
         if stored != Some(checksum::crc32c(&src[..44])) {
             return Err(Error::corruption(file, offset, "footer checksum mismatch"));
         }
@@ -181,12 +193,21 @@ mod tests {
 
     #[test]
     fn footer_tells_newer_version_from_garbage() {
+        // A newer build's footer: its version, checksummed with it.
         let mut bytes = sample().encode();
         bytes[40..44].copy_from_slice(&(FORMAT_VERSION + 1).to_le_bytes());
+        let crc = checksum::mask(checksum::crc32c(&bytes[..44]));
+        bytes[44..48].copy_from_slice(&crc.to_le_bytes());
         assert!(matches!(
             Footer::decode(&bytes, "t", 0),
             Err(Error::UnsupportedVersion { found: 2, .. })
         ));
+        // A low bit flipped in the version: the checksum holds for version 1.
+        let mut low = sample().encode();
+        low[40] ^= 0x04;
+        assert!(Footer::decode(&low, "t", 0)
+            .expect_err("damaged version")
+            .is_corruption());
         // A version no build could have reached yet: the field is damaged.
         bytes[40..44].copy_from_slice(&(1u32 << 30).to_le_bytes());
         assert!(Footer::decode(&bytes, "t", 0)

@@ -84,6 +84,18 @@ impl SegmentHeader {
             .and_then(decode_fixed32)
             .ok_or_else(|| bad("truncated"))?;
         if version > FORMAT_VERSION {
+            let crc = buf.get(28..).and_then(decode_fixed32).map(unmask);
+            let damaged = match (buf.get(..28), crc) {
+                (Some(body), Some(crc)) => {
+                    crate::checksum::holds_with_known_version(body, 8, crc, FORMAT_VERSION)
+                }
+                _ => false,
+            };
+            if damaged {
+                return Err(bad(
+                    "format version damaged (the checksum holds for a version this build writes)",
+                ));
+            }
             return Err(Error::newer_version(file, 8, version, FORMAT_VERSION));
         }
         let body = buf.get(..28).ok_or_else(|| bad("truncated"))?;
@@ -418,12 +430,22 @@ mod tests {
         assert!(SegmentHeader::decode(&magic, "f")
             .expect_err("bad")
             .is_corruption());
+        // A newer build's header: its version, checksummed with it.
         let mut newer = buf.clone();
         newer[8..12].copy_from_slice(&(FORMAT_VERSION + 1).to_le_bytes());
+        let crc = mask(crc32c(&newer[..28]));
+        newer[28..32].copy_from_slice(&crc.to_le_bytes());
         assert!(matches!(
             SegmentHeader::decode(&newer, "f"),
             Err(Error::UnsupportedVersion { found, .. }) if found == FORMAT_VERSION + 1
         ));
+        // A low bit flipped in the version: still within reach of a newer build, but the
+        // checksum holds for the version this build wrote, so it is damage.
+        let mut low = buf.clone();
+        low[8] ^= 0x08;
+        assert!(SegmentHeader::decode(&low, "f")
+            .expect_err("damaged version")
+            .is_corruption());
         let mut far = buf.clone();
         far[8..12].copy_from_slice(&(1u32 << 30).to_le_bytes());
         assert!(SegmentHeader::decode(&far, "f")
