@@ -212,8 +212,11 @@ fn dump_to_file(db: &Db, args: &DumpArgs, prefix: &[u8], path: &Path) -> CliResu
         Ok(count)
     })();
     written.map_err(|e| {
-        let _ = std::fs::remove_file(path);
-        format!("{}: {e} (the partial dump was removed)", path.display()).into()
+        let removed = match std::fs::remove_file(path) {
+            Ok(()) => "the partial dump was removed".to_string(),
+            Err(why) => format!("the partial dump could not be removed: {why}"),
+        };
+        format!("{}: {e} ({removed})", path.display()).into()
     })
 }
 

@@ -646,6 +646,11 @@ impl Store {
         self.write_with(batch, SYNC_WRITES.get())
     }
 
+    /// Whether this thread is running a transaction (its reads see writes not committed).
+    pub fn in_transaction(&self) -> bool {
+        IN_TXN.get()
+    }
+
     /// Takes the stripes in `stripes` (any order, repeats allowed; each below [`STRIPES`])
     /// in stripe order, waiting for each, and makes this thread run a transaction over the
     /// keyspace until the returned [`Transaction`] is committed or dropped (see the module

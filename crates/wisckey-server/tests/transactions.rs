@@ -7,6 +7,7 @@ mod common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
+use std::time::Duration;
 
 use common::{resp, TestServer, BOTH_WAYS};
 use redis::cmd;
@@ -535,5 +536,67 @@ fn isolated_on(threads: usize) {
         cmd("GET").arg("k").query::<i64>(&mut c).expect("GET"),
         total,
         "an INCR was lost"
+    );
+}
+
+/// A FLUSHDB that ran inside a transaction the engine then refuses: the error says the
+/// flush and the writes before it were applied (it said nothing was, with every key gone).
+#[test]
+fn a_refused_transaction_after_its_flushdb_says_what_was_applied() {
+    let server = TestServer::start(|c| {
+        c.engine.max_batch_size = 1 << 20;
+        c.enable_flushdb = true;
+    });
+    let big = vec![b'v'; 600 << 10];
+    let mut raw = server.raw();
+    raw.send(
+        &[
+            resp(&[b"SET", b"old", b"1"]),
+            resp(&[b"MULTI"]),
+            resp(&[b"SET", b"a", b"1"]),
+            resp(&[b"FLUSHDB"]),
+            resp(&[b"SET", b"big1", &big]),
+            resp(&[b"SET", b"big2", &big]),
+            resp(&[b"EXEC"]),
+            resp(&[b"EXISTS", b"old", b"a", b"big1", b"big2"]),
+        ]
+        .concat(),
+    );
+    raw.expect(
+        b"+OK\r\n+OK\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n-ERR EXEC failed, the \
+          FLUSHDB it ran and the writes before it were applied, the writes after it were not: ",
+    );
+    let mut rest = Vec::new();
+    let mut byte = [0u8; 1];
+    while !rest.ends_with(b"\r\n") {
+        std::io::Read::read_exact(&mut raw.0, &mut byte).expect("error text");
+        rest.push(byte[0]);
+    }
+    raw.expect(b":0\r\n");
+}
+
+/// INFO keyspace inside EXEC counts the transaction's own writes, and those counts, not
+/// committed yet, are not left in the counts other clients are given meanwhile.
+#[test]
+fn info_inside_exec_sees_its_writes_and_keeps_them_to_itself() {
+    let server = TestServer::start(|c| c.info_keyspace_refresh = Duration::from_secs(3600));
+    let mut c = server.client();
+    let before: String = cmd("INFO").arg("keyspace").query(&mut c).expect("info");
+    assert!(!before.contains("db0:"), "{before}");
+    let (ok, inside): (String, String) = redis::pipe()
+        .atomic()
+        .cmd("SET")
+        .arg("n")
+        .arg("1")
+        .cmd("INFO")
+        .arg("keyspace")
+        .query(&mut c)
+        .expect("transaction");
+    assert_eq!(ok, "OK");
+    assert!(inside.contains("db0:keys=1,"), "{inside}");
+    let after: String = cmd("INFO").arg("keyspace").query(&mut c).expect("info");
+    assert!(
+        !after.contains("db0:"),
+        "the shared counts are as before: {after}"
     );
 }

@@ -151,7 +151,16 @@ fn stripes(sh: &Shared, queue: &[Command]) -> Vec<usize> {
         let Some(spec) = args.first().and_then(|name| lookup(name)) else {
             continue;
         };
-        if WHOLE_KEYSPACE.contains(&spec.name) {
+        // INFO reads the keyspace only for its keyspace section (by default, or when
+        // asked); its other sections read no key.
+        let info_without_keyspace = spec.name == "info"
+            && args.len() > 1
+            && !args[1..].iter().any(|section| {
+                [&b"keyspace"[..], b"all", b"everything", b"default"]
+                    .iter()
+                    .any(|k| section.eq_ignore_ascii_case(k))
+            });
+        if WHOLE_KEYSPACE.contains(&spec.name) && !info_without_keyspace {
             return (0..STRIPES).collect();
         }
         let (first, last, step) = spec.keys;
@@ -183,16 +192,31 @@ pub(super) fn exec(sh: &Shared, client: &mut Client, _: Args<'_>) -> Result<Repl
     let txn = sh.store.begin_transaction(stripes(sh, &multi.queue));
     let mut replies = Vec::with_capacity(multi.queue.len());
     let mut reply_bytes = 0usize;
+    // A FLUSHDB/FLUSHALL that ran wrote what came before it and deleted every key: a
+    // failure after it cannot say that nothing was applied.
+    let mut flushed = false;
+    let not_applied = |flushed: bool| {
+        if flushed {
+            "the FLUSHDB it ran and the writes before it were applied, the writes after it \
+             were not"
+        } else {
+            "the transaction's writes were not applied"
+        }
+    };
     for args in multi.queue {
         let reply = run_queued(sh, client, &args);
+        let is_flush = (args.first()).is_some_and(|name| {
+            name.eq_ignore_ascii_case(b"flushdb") || name.eq_ignore_ascii_case(b"flushall")
+        });
+        flushed |= is_flush && !matches!(reply, Reply::Error(_));
         reply_bytes = reply_bytes.saturating_add(reply_size(&reply));
         replies.push(reply);
         if reply_bytes > budget {
             // As MGET: a reply no larger than the largest request. Dropping `txn` applies
-            // nothing.
+            // nothing more.
             return Ok(Reply::err(format!(
-                "ERR EXEC reply would exceed {budget} bytes (the query buffer limit); the \
-                 transaction's writes were not applied"
+                "ERR EXEC reply would exceed {budget} bytes (the query buffer limit); {}",
+                not_applied(flushed)
             )));
         }
         if txn.too_large() {
@@ -201,9 +225,7 @@ pub(super) fn exec(sh: &Shared, client: &mut Client, _: Args<'_>) -> Result<Repl
     }
     Ok(match txn.commit() {
         Ok(()) => Reply::Array(replies),
-        Err(e) => Reply::err(format!(
-            "ERR EXEC failed, the transaction's writes were not applied: {e}"
-        )),
+        Err(e) => Reply::err(format!("ERR EXEC failed, {}: {e}", not_applied(flushed))),
     })
 }
 
