@@ -199,8 +199,11 @@ fn seek_to_every_key_and_between_keys_across_blocks() {
 fn newer_version_and_foreign_files_are_told_apart() {
     let bytes = build_table(&versioned_entries(5), small_options());
     let footer_at = bytes.len() - format::FOOTER_LEN;
+    // A newer build's footer: its version, checksummed with it.
     let mut newer = bytes.clone();
     newer[footer_at + 40..footer_at + 44].copy_from_slice(&2u32.to_le_bytes());
+    let crc = crate::checksum::mask(crate::checksum::crc32c(&newer[footer_at..footer_at + 44]));
+    newer[footer_at + 44..footer_at + 48].copy_from_slice(&crc.to_le_bytes());
     assert!(matches!(
         open_table(newer, None),
         Err(Error::UnsupportedVersion {

@@ -329,8 +329,11 @@ fn headers_are_checked() {
     let o = opts(1 << 20);
     let (_, _w) = write_log(&fs, &o, &[1]);
     let good = fs.contents(&seg(1)).expect("segment");
+    // A newer build's header: its version, checksummed with it.
     let mut newer = good.clone();
     newer[8..12].copy_from_slice(&(FORMAT_VERSION + 1).to_le_bytes());
+    let crc = crate::checksum::mask(crate::checksum::crc32c(&newer[..28]));
+    newer[28..32].copy_from_slice(&crc.to_le_bytes());
     fs.set_contents(&seg(1), &newer).expect("set_contents");
     let err = replay_from(&fs, LogPosition::new(1, 0), &o).expect_err("newer");
     assert!(matches!(err, Error::UnsupportedVersion { .. }), "{err}");
