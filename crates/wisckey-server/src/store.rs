@@ -32,7 +32,7 @@
 //! - Transactions (EXEC, `cmd/transaction.rs`): [`Store::begin_transaction`] takes every
 //!   stripe the transaction's keys need (in stripe order, as [`Store::lock`]) and marks
 //!   this thread as inside it. Until the [`Transaction`] is committed or dropped, this
-//!   thread's [`Store::lock`] skips the stripes it holds, [`Store::put`] and
+//!   thread's [`Store::lock`] skips the stripes it holds, [`Store::put`], [`Store::put_many`] and
 //!   [`Store::delete`] only record the key's new state in the transaction's overlay, and
 //!   every read (`get`, `read_with`, `live`, `multi_get_within`, `keys_from`,
 //!   `count_keys`) sees the overlay over the engine. [`Transaction::commit`] writes the
@@ -42,7 +42,7 @@
 //!   exceptions write what is pending first and then go on (documented in DESIGN.md):
 //!   FLUSHDB inside a transaction ([`Store::flush_all`], not atomic itself) and a write of
 //!   a caller-built batch ([`Store::write`]; no command does that inside a transaction:
-//!   EXEC runs MSET through [`Store::put`]). Outside a transaction the cost is one
+//!   MSET writes through [`Store::put_many`]). Outside a transaction the cost is one
 //!   thread-local flag read per call.
 
 use std::cell::{Cell, RefCell};
@@ -611,6 +611,31 @@ impl Store {
             self.note_expiry_written();
         }
         result
+    }
+
+    /// Writes every `(key, data)` pair without an expiry as one batch (MSET: all or
+    /// nothing); inside a transaction, into its overlay like [`Store::put`], so they join
+    /// its batch. The caller holds the keys' stripes.
+    pub fn put_many<'p>(
+        &self,
+        _guard: &KeyGuard<'_>,
+        pairs: impl Iterator<Item = (&'p [u8], &'p [u8])>,
+    ) -> Result<(), Error> {
+        if IN_TXN.get() {
+            for (key, data) in pairs {
+                let pending = Stored {
+                    data: data.to_vec(),
+                    expires_at_ms: None,
+                };
+                txn_record(key, Some(pending));
+            }
+            return Ok(());
+        }
+        let mut batch = WriteBatch::new();
+        for (key, data) in pairs {
+            Store::batch_put(&mut batch, key, data, None);
+        }
+        self.write(batch)
     }
 
     /// Tells the sweeper that a write which may have added an expiry-index entry has

@@ -33,8 +33,8 @@ pub fn holds_with_known_version(body: &[u8], version_at: usize, crc: u32, newest
         return false;
     };
     let (before, after) = (&body[..version_at], &body[version_at + field.len()..]);
+    let crc_before = crc32c(before);
     (1..=newest).any(|version| {
-        let crc_before = crc32c(before);
         let with_version = crc32c_extend(crc_before, &version.to_le_bytes());
         crc32c_extend(with_version, after) == crc
     })

@@ -263,33 +263,30 @@ pub(super) fn config(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, 
 /// `Config::info_keyspace_refresh`. One caller scans at a time; the others wait for its
 /// result instead of scanning too.
 fn keyspace_counts(sh: &Shared) -> Result<super::KeyspaceCounts, Error> {
+    let count = || -> Result<super::KeyspaceCounts, Error> {
+        let keys = sh.store.count_keys()?;
+        let expires = sh.store.count_expiry_entries()?.min(keys);
+        Ok(super::KeyspaceCounts {
+            at: std::time::Instant::now(),
+            keys,
+            expires,
+        })
+    };
     if sh.store.in_transaction() {
         // Inside EXEC the counts include the transaction's own writes, which are not
         // committed yet: counted for this reply alone, neither taken from nor left in the
         // shared ones.
-        let keys = sh.store.count_keys()?;
-        let expires = sh.store.count_expiry_entries()?.min(keys);
-        return Ok(super::KeyspaceCounts {
-            at: std::time::Instant::now(),
-            keys,
-            expires,
-        });
+        return count();
     }
     let mut last = (sh.stats.keyspace.lock()).unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(counts) = *last {
-        if counts.at.elapsed() < sh.config.info_keyspace_refresh {
-            return Ok(counts);
+    match *last {
+        Some(counts) if counts.at.elapsed() < sh.config.info_keyspace_refresh => Ok(counts),
+        _ => {
+            let counts = count()?;
+            *last = Some(counts);
+            Ok(counts)
         }
     }
-    let keys = sh.store.count_keys()?;
-    let expires = sh.store.count_expiry_entries()?.min(keys);
-    let counts = super::KeyspaceCounts {
-        at: std::time::Instant::now(),
-        keys,
-        expires,
-    };
-    *last = Some(counts);
-    Ok(counts)
 }
 
 /// INFO [section...]: server, clients, persistence, stats, keyspace and the engine's own

@@ -4,12 +4,10 @@
 //! Every write holds its key's stripe lock (see `store.rs`); read-modify-write commands
 //! hold it across the read and the write, which is what makes INCR atomic per key.
 
-use wisckey::WriteBatch;
-
 use super::{check_key, check_value, not_integer, syntax_error, wrong_args, Client, Shared};
 use crate::error::Error;
 use crate::resp::{parse_int, Reply};
-use crate::store::{now_ms, Store};
+use crate::store::now_ms;
 
 type Args<'a> = &'a [Vec<u8>];
 
@@ -163,16 +161,13 @@ pub(super) fn mset(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Er
     if (a.len() - 1) % 2 != 0 {
         return Ok(wrong_args("mset"));
     }
-    let mut batch = WriteBatch::new();
-    for pair in a[1..].chunks_exact(2) {
-        if let Some(e) = check_key(&pair[0]).or_else(|| check_value(&pair[1])) {
-            return Ok(e);
-        }
-        Store::batch_put(&mut batch, &pair[0], &pair[1], None);
+    let pairs = || a[1..].chunks_exact(2).map(|p| (&p[0][..], &p[1][..]));
+    if let Some(e) = pairs().find_map(|(k, v)| check_key(k).or_else(|| check_value(v))) {
+        return Ok(e);
     }
     let keys: Vec<&Vec<u8>> = a[1..].iter().step_by(2).collect();
-    let _guard = sh.store.lock(&keys);
-    sh.store.write(batch)?;
+    let guard = sh.store.lock(&keys);
+    sh.store.put_many(&guard, pairs())?;
     Ok(Reply::OK)
 }
 

@@ -45,9 +45,7 @@
 //!   loudly instead of running its check-and-set unprotected. UNWATCH answers OK: no key
 //!   is ever watched, so forgetting them all is done (clients send it on reset).
 
-use std::sync::atomic::Ordering;
-
-use super::{check_key, check_value, lookup, wrong_args, Client, Shared};
+use super::{lookup, Client, Shared};
 use crate::error::Error;
 use crate::resp::{Command, Reply};
 use crate::store::STRIPES;
@@ -245,38 +243,9 @@ fn reply_size(reply: &Reply) -> usize {
     }
 }
 
-/// Runs one queued command inside the transaction.
+/// Runs one queued command inside the transaction (its writes join the transaction's
+/// overlay through the store). QUIT and SHUTDOWN are never queued, so every command
+/// continues the connection.
 fn run_queued(sh: &Shared, client: &mut Client, args: Args<'_>) -> Reply {
-    if args
-        .first()
-        .is_some_and(|n| n.eq_ignore_ascii_case(b"mset"))
-    {
-        sh.stats.commands_processed.fetch_add(1, Ordering::Relaxed);
-        return mset(sh, args);
-    }
-    // QUIT and SHUTDOWN are never queued, so every command continues the connection.
     super::execute(sh, client, args).0
-}
-
-/// MSET inside a transaction: `strings::mset`'s checks and replies, with its pairs written
-/// through `Store::put`, so they join the transaction's batch (`strings::mset` builds a
-/// batch of its own, which the store cannot merge into it).
-fn mset(sh: &Shared, a: Args<'_>) -> Reply {
-    if a.len() < 3 || (a.len() - 1) % 2 != 0 {
-        return wrong_args("mset");
-    }
-    let bad = a[1..]
-        .chunks_exact(2)
-        .find_map(|p| check_key(&p[0]).or_else(|| check_value(&p[1])));
-    if let Some(e) = bad {
-        return e;
-    }
-    let keys: Vec<&Vec<u8>> = a[1..].iter().step_by(2).collect();
-    let guard = sh.store.lock(&keys);
-    for pair in a[1..].chunks_exact(2) {
-        if let Err(e) = sh.store.put(&guard, &pair[0], &pair[1], None) {
-            return Reply::err(format!("ERR {e}"));
-        }
-    }
-    Reply::OK
 }

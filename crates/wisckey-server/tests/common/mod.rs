@@ -172,6 +172,20 @@ impl Raw {
         );
     }
 
+    /// Reads through the next CRLF (the rest of a reply whose start was checked with
+    /// [`Raw::expect`]); returns it.
+    // Each test crate compiles this module; not all of them read a line.
+    #[allow(dead_code)]
+    pub fn read_line(&mut self) -> Vec<u8> {
+        let mut line = Vec::new();
+        let mut byte = [0u8; 1];
+        while !line.ends_with(b"\r\n") {
+            self.0.read_exact(&mut byte).expect("read a line");
+            line.push(byte[0]);
+        }
+        line
+    }
+
     /// Reads until the server closes the connection; returns what came.
     pub fn read_to_close(&mut self) -> Vec<u8> {
         let mut all = Vec::new();
