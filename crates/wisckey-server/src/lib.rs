@@ -26,6 +26,7 @@ mod pipeline;
 pub mod resp;
 mod server;
 mod store;
+mod watch;
 
 pub use config::{AppendFsync, Config, MAX_THREADS};
 pub use error::Error;

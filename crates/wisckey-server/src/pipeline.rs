@@ -286,7 +286,9 @@ impl<'s> Writes<'s> {
         Ok(())
     }
 
+    /// Adds `key = data` to the pending batch. The caller holds the key's stripe.
     fn put(&mut self, key: &[u8], data: &[u8], expires_at_ms: Option<u64>) {
+        self.store.touch(key);
         let (ekey, evalue) = (&mut self.ekey, &mut self.evalue);
         Store::batch_put_via(&mut self.batch, key, data, expires_at_ms, ekey, evalue);
         self.expiring |= expires_at_ms.is_some();

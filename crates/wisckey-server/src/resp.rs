@@ -381,6 +381,8 @@ pub enum Reply {
     Bulk(Vec<u8>),
     /// `$-1`.
     Nil,
+    /// `*-1`: no array (EXEC of a transaction that WATCH aborted).
+    NilArray,
     /// `*n` and the elements.
     Array(Vec<Reply>),
     /// Field/value pairs: RESP3 `%n`; in RESP2 a flat array of 2n elements.
@@ -430,7 +432,8 @@ impl Reply {
                 push_bulk(out, b);
                 return;
             }
-            Reply::Nil if resp3 => out.push(b'_'),
+            Reply::Nil | Reply::NilArray if resp3 => out.push(b'_'),
+            Reply::NilArray => out.extend_from_slice(b"*-1"),
             Reply::Nil => out.extend_from_slice(b"$-1"),
             Reply::Array(items) => {
                 out.push(b'*');

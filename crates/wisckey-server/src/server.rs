@@ -299,6 +299,7 @@ async fn connection(
             authed: config.requirepass.is_none(),
             resp3: false,
             multi: None,
+            watched: None,
         },
         pending: VecDeque::new(),
         out: Vec::new(),

@@ -10,6 +10,8 @@
 //!   INCRs of one key never both read the same value, and a plain SET cannot land between
 //!   an INCR's read and write (which would lose the SET). Keys in different stripes never
 //!   wait for each other; locks for several keys are taken in stripe order (no deadlock).
+//!   Before writing a key, a writer raises its WATCH version ([`Store::touch`],
+//!   `watch.rs`) under that lock; FLUSHDB raises every watched key's.
 //! - A key whose expiry has passed does not exist for any reader: reads check the value's
 //!   header. The sweeper ([`Store::sweep`]) deletes such keys later so compaction and
 //!   value-log GC can reclaim them.
@@ -48,7 +50,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed, Ordering::SeqCst};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use wisckey::{Db, ReadOptions, WriteBatch, WriteOptions};
@@ -64,6 +66,7 @@ pub enum Durability {
 
 use crate::error::Error;
 use crate::format::{self, Stored};
+use crate::watch::Watches;
 
 /// How many key locks there are.
 pub const STRIPES: usize = 1024;
@@ -229,6 +232,8 @@ pub struct Store {
     expiry_empty_at: AtomicU64,
     /// Sweeps that looked at the expiry index.
     sweep_scans: AtomicU64,
+    /// The keys connections WATCH; every write of one raises its version.
+    watches: Arc<Watches>,
 }
 
 /// A page of user keys and the key after them, if any.
@@ -291,6 +296,7 @@ impl Store {
             expiry_writes: AtomicU64::new(1),
             expiry_empty_at: AtomicU64::new(0),
             sweep_scans: AtomicU64::new(0),
+            watches: Arc::default(),
         })
     }
 
@@ -307,6 +313,17 @@ impl Store {
     /// Gives the engine back (for a clean close).
     pub fn into_db(self) -> Db {
         self.db
+    }
+
+    /// The registry of watched keys (WATCH, `watch.rs`).
+    pub fn watches(&self) -> &Arc<Watches> {
+        &self.watches
+    }
+
+    /// Notes a write of `key` for WATCH; the caller holds the key's stripe and has not
+    /// written it yet. Every write of a user key outside this module calls it.
+    pub fn touch(&self, key: &[u8]) {
+        self.watches.touch(key);
     }
 
     /// The stripe (lock index, below [`STRIPES`]) that guards `key`.
@@ -604,6 +621,7 @@ impl Store {
                 return Ok(());
             }
         }
+        self.touch(key);
         let mut batch = WriteBatch::new();
         Store::batch_put(&mut batch, key, data, expires_at_ms);
         let result = self.write(batch);
@@ -633,6 +651,7 @@ impl Store {
         }
         let mut batch = WriteBatch::new();
         for (key, data) in pairs {
+            self.touch(key);
             Store::batch_put(&mut batch, key, data, None);
         }
         self.write(batch)
@@ -656,6 +675,7 @@ impl Store {
         }
         let mut batch = WriteBatch::new();
         for k in keys {
+            self.touch(k.as_ref());
             batch.delete(format::data_key(k.as_ref()));
         }
         self.write(batch)
@@ -729,6 +749,7 @@ impl Store {
         let mut expiring = false;
         // Consumed as it goes: each value is freed once copied into the batch.
         for (key, state) in overlay {
+            self.touch(&key);
             match state {
                 Some(s) => {
                     expiring |= s.expires_at_ms.is_some();
@@ -946,6 +967,14 @@ impl Store {
     pub fn flush_all(&self, max_keys: usize) -> Result<u64, Error> {
         // Inside a transaction its pending writes go first, so the flush deletes them too.
         self.txn_write_pending()?;
+        let result = self.delete_everything(max_keys);
+        // After the deletes (also if one failed): a WATCH that registered while the flush
+        // ran may have read a key before it was deleted.
+        self.watches.touch_all();
+        result
+    }
+
+    fn delete_everything(&self, max_keys: usize) -> Result<u64, Error> {
         // Keys run up to 64 KiB, so a count alone can pass `max_batch_size` (10,000 such
         // keys are 640 MiB against 512): the engine would refuse that batch, and every
         // retry would meet the same first keys. A quarter leaves room for one more key.

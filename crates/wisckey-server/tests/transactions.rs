@@ -1,7 +1,9 @@
 //! MULTI / EXEC / DISCARD as Redis 7 answers them (replies checked byte for byte, sent one
 //! at a time and pipelined in one write), EXEC's isolation against concurrent clients (no
 //! write between two of a transaction's commands, no reader seeing half of one), the queue's
-//! limits, a transaction's writes surviving a restart under `always`, and WATCH refused.
+//! limits, a transaction's writes surviving a restart under `always`, and WATCH: every
+//! write path aborts a watching EXEC, nothing else does, and a client library's
+//! check-and-set loses no update under contention.
 
 mod common;
 
@@ -34,11 +36,17 @@ fn both_ways(server: &TestServer, steps: &[Step<'_>]) {
 
 /// Servers on one event loop and on four workers, under `always` and `everysec`.
 fn each_server(test: impl Fn(&TestServer)) {
+    each_server_with(|_| {}, test)
+}
+
+/// [`each_server`], each server's configuration changed by `tweak`.
+fn each_server_with(tweak: impl Fn(&mut wisckey_server::Config), test: impl Fn(&TestServer)) {
     for threads in BOTH_WAYS {
         for mode in [AppendFsync::Always, AppendFsync::Everysec] {
             let server = TestServer::start(|c| {
                 c.threads = threads;
                 c.appendfsync = mode;
+                tweak(c);
             });
             test(&server);
         }
@@ -277,15 +285,6 @@ fn a_client_library_transaction_applies_once() {
         .query(&mut c);
     assert!(failed.is_err(), "{failed:?}");
     assert_eq!(cmd("GET").arg("txc").query::<i64>(&mut c).expect("GET"), 1);
-    // WATCH fails loudly; UNWATCH has nothing to forget.
-    let watched: redis::RedisResult<()> = cmd("WATCH").arg("txc").query(&mut c);
-    let e = watched.expect_err("WATCH is not supported");
-    assert_eq!(e.code(), Some("ERR"));
-    assert_eq!(e.detail(), Some("WATCH is not supported by wisckey serve"));
-    assert_eq!(
-        cmd("UNWATCH").query::<String>(&mut c).expect("UNWATCH"),
-        "OK"
-    );
 }
 
 #[test]
@@ -589,4 +588,253 @@ fn info_inside_exec_sees_its_writes_and_keeps_them_to_itself() {
         !after.contains("db0:"),
         "the shared counts are as before: {after}"
     );
+}
+
+const ABORTED: &[u8] = b"*-1\r\n";
+
+/// Each way of writing a key, sent by another connection (with its exact replies), with
+/// the key `wk` holding "5" before it.
+const WRITERS: &[(&[&[u8]], &[u8])] = &[
+    (&[b"SET", b"wk", b"1"], b"+OK\r\n"),
+    (&[b"SET", b"wk", b"1", b"EX", b"100"], b"+OK\r\n"),
+    (&[b"INCR", b"wk"], b":6\r\n"),
+    (&[b"INCRBY", b"wk", b"-5"], b":0\r\n"),
+    (&[b"MSET", b"other", b"1", b"wk", b"2"], b"+OK\r\n"),
+    (&[b"DEL", b"wk"], b":1\r\n"),
+    (&[b"APPEND", b"wk", b"z"], b":2\r\n"),
+    (&[b"EXPIRE", b"wk", b"100"], b":1\r\n"),
+    (&[b"GETDEL", b"wk"], b"$1\r\n5\r\n"),
+    (&[b"FLUSHDB"], b"+OK\r\n"),
+];
+
+/// Sends `request` and checks its reply.
+fn step(raw: &mut common::Raw, request: &[&[u8]], reply: &[u8]) {
+    raw.send(&resp(request));
+    raw.expect(reply);
+}
+
+/// WATCH `wk`, let `write` happen, then MULTI / SET / EXEC on the watching connection:
+/// EXEC's reply must be `exec_reply`, and the transaction's SET of `side` applied only if
+/// EXEC ran.
+fn watch_then(server: &TestServer, write: impl FnOnce(&mut common::Raw), exec_reply: &[u8]) {
+    let mut watcher = server.raw();
+    step(&mut watcher, &[b"SET", b"wk", b"5"], OK);
+    step(&mut watcher, &[b"DEL", b"side"], b":0\r\n");
+    step(&mut watcher, &[b"WATCH", b"wk"], OK);
+    write(&mut watcher);
+    step(&mut watcher, &[b"MULTI"], OK);
+    step(&mut watcher, &[b"SET", b"side", b"ran"], QUEUED);
+    step(&mut watcher, &[b"EXEC"], exec_reply);
+    let side: &[u8] = if exec_reply == ABORTED {
+        b"$-1\r\n"
+    } else {
+        b"$3\r\nran\r\n"
+    };
+    step(&mut watcher, &[b"GET", b"side"], side);
+    step(&mut watcher, &[b"DEL", b"side"], b"");
+    watcher.read_line();
+}
+
+#[test]
+fn every_write_of_a_watched_key_aborts_exec() {
+    each_server_with(
+        |c| c.enable_flushdb = true,
+        |server| {
+            let mut other = server.raw();
+            for (request, reply) in WRITERS {
+                watch_then(server, |_| step(&mut other, request, reply), ABORTED);
+            }
+            // Another connection's transaction writing the key.
+            watch_then(
+                server,
+                |_| {
+                    step(&mut other, &[b"MULTI"], OK);
+                    step(&mut other, &[b"SET", b"wk", b"2"], QUEUED);
+                    step(&mut other, &[b"EXEC"], b"*1\r\n+OK\r\n");
+                },
+                ABORTED,
+            );
+            // The watching connection's own write, pipelined with another (the batched path).
+            watch_then(
+                server,
+                |me| {
+                    let mut both = resp(&[b"SET", b"x", b"1"]);
+                    both.extend(resp(&[b"SET", b"wk", b"1"]));
+                    me.send(&both);
+                    me.expect(b"+OK\r\n+OK\r\n");
+                },
+                ABORTED,
+            );
+            // Writes of other keys, reads of this one and commands that leave it as it is
+            // (PERSIST of a key without an expiry, SET NX of an existing key) abort nothing.
+            watch_then(
+                server,
+                |_| {
+                    step(&mut other, &[b"SET", b"x", b"1"], OK);
+                    step(&mut other, &[b"DEL", b"x"], b":1\r\n");
+                    step(&mut other, &[b"GET", b"wk"], b"$1\r\n5\r\n");
+                    step(&mut other, &[b"EXISTS", b"wk"], b":1\r\n");
+                    step(&mut other, &[b"PERSIST", b"wk"], b":0\r\n");
+                    step(&mut other, &[b"SET", b"wk", b"9", b"NX"], b"$-1\r\n");
+                },
+                b"*1\r\n+OK\r\n",
+            );
+        },
+    );
+}
+
+#[test]
+fn exec_discard_unwatch_and_disconnect_forget_the_watches() {
+    let server = TestServer::start(|_| {});
+    let mut me = server.raw();
+    let mut other = server.raw();
+    let watched_keys = |c: &mut redis::Connection| {
+        let info: String = cmd("INFO").arg("clients").query(c).expect("INFO");
+        let line = info.lines().find(|l| l.starts_with("total_watched_keys:"));
+        let count = line.and_then(|l| l.split(':').nth(1)?.trim().parse::<u64>().ok());
+        count.expect("INFO clients has total_watched_keys")
+    };
+    let mut c = server.client();
+    // After each way of ending, a write of the key no longer aborts a transaction.
+    let endings: [&[Step<'_>]; 4] = [
+        &[(&[b"MULTI"], OK), (&[b"EXEC"], b"*0\r\n")],
+        &[(&[b"MULTI"], OK), (&[b"DISCARD"], OK)],
+        &[(&[b"UNWATCH"], OK)],
+        // An aborted EXEC forgets them too.
+        &[
+            (&[b"SET", b"wk", b"0"], OK),
+            (&[b"MULTI"], OK),
+            (&[b"EXEC"], ABORTED),
+        ],
+    ];
+    for ending in endings {
+        step(&mut me, &[b"WATCH", b"wk", b"wk2", b"wk"], OK);
+        assert_eq!(watched_keys(&mut c), 2, "a key watched twice counts once");
+        for (request, reply) in ending {
+            step(&mut me, request, reply);
+        }
+        assert_eq!(watched_keys(&mut c), 0);
+        step(&mut other, &[b"SET", b"wk", b"1"], OK);
+        step(&mut me, &[b"MULTI"], OK);
+        step(&mut me, &[b"EXEC"], b"*0\r\n");
+    }
+    // Two connections watch one key; one leaves, the other's watch stands.
+    step(&mut me, &[b"WATCH", b"wk"], OK);
+    let mut leaving = server.raw();
+    step(&mut leaving, &[b"WATCH", b"wk", b"gone"], OK);
+    assert_eq!(watched_keys(&mut c), 2);
+    drop(leaving);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while watched_keys(&mut c) != 1 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the disconnect is seen"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    step(&mut other, &[b"SET", b"wk", b"2"], OK);
+    step(&mut me, &[b"MULTI"], OK);
+    step(&mut me, &[b"EXEC"], ABORTED);
+    assert_eq!(watched_keys(&mut c), 0);
+}
+
+#[test]
+fn a_key_that_expires_after_watch_aborts_and_one_expired_before_does_not() {
+    let server = TestServer::start(|c| c.sweep_interval = Duration::from_millis(10));
+    let mut me = server.raw();
+    step(&mut me, &[b"SET", b"soon", b"v", b"PX", b"300"], OK);
+    step(&mut me, &[b"WATCH", b"soon"], OK);
+    std::thread::sleep(Duration::from_millis(400));
+    step(&mut me, &[b"MULTI"], OK);
+    step(&mut me, &[b"EXEC"], ABORTED);
+    // Expired (and absent to every reader) before WATCH: the sweeper deleting it later
+    // changes nothing a reader could see.
+    step(&mut me, &[b"SET", b"past", b"v", b"PX", b"20"], OK);
+    std::thread::sleep(Duration::from_millis(60));
+    step(&mut me, &[b"WATCH", b"past"], OK);
+    std::thread::sleep(Duration::from_millis(300));
+    step(&mut me, &[b"MULTI"], OK);
+    step(&mut me, &[b"EXEC"], b"*0\r\n");
+}
+
+#[test]
+fn an_aborted_exec_is_a_null_in_resp3_too() {
+    let server = TestServer::start(|_| {});
+    let mut me = server.raw();
+    let mut other = server.raw();
+    me.send(&resp(&[b"HELLO", b"3"]));
+    me.send(&resp(&[b"PING"]));
+    while me.read_line() != b"+PONG\r\n" {}
+    step(&mut me, &[b"WATCH", b"wk"], OK);
+    step(&mut other, &[b"SET", b"wk", b"1"], OK);
+    step(&mut me, &[b"MULTI"], OK);
+    step(&mut me, &[b"SET", b"wk", b"2"], QUEUED);
+    step(&mut me, &[b"EXEC"], b"_\r\n");
+    step(&mut me, &[b"GET", b"wk"], b"$1\r\n1\r\n");
+}
+
+#[test]
+fn a_connection_watches_a_bounded_number_of_bytes() {
+    let server = TestServer::start(|c| {
+        c.limits.max_bulk_len = 1000;
+        c.limits.max_query_len = 4096;
+    });
+    let mut c = server.client();
+    let keys =
+        |n: usize, tag: char| -> Vec<String> { (0..n).map(|i| format!("{tag}{i:099}")).collect() };
+    // 100-byte keys cost 164 bytes each: 24 fit in 4,096, 25 do not.
+    let refused: redis::RedisResult<()> = cmd("WATCH").arg(keys(25, 'a')).query(&mut c);
+    let e = refused.expect_err("over the limit");
+    assert!(
+        e.detail()
+            .is_some_and(|d| d.starts_with("too many watched keys")),
+        "{e:?}"
+    );
+    let () = cmd("WATCH")
+        .arg(keys(20, 'b'))
+        .query(&mut c)
+        .expect("WATCH");
+    let refused: redis::RedisResult<()> = cmd("WATCH").arg(keys(5, 'c')).query(&mut c);
+    assert!(refused.is_err(), "20 + 5 keys pass the limit");
+    let () = cmd("WATCH")
+        .arg(keys(4, 'c'))
+        .query(&mut c)
+        .expect("24 fit");
+    let info: String = cmd("INFO").arg("clients").query(&mut c).expect("INFO");
+    assert!(info.contains("total_watched_keys:24\r\n"), "{info}");
+}
+
+#[test]
+fn check_and_set_through_a_client_library_loses_no_update() {
+    // Each thread adds 1 to a counter 25 times by GET, then SET of the value plus one
+    // inside MULTI, retried while WATCH aborts it: a lost update would leave less than
+    // 100.
+    for threads in BOTH_WAYS {
+        let server = TestServer::start(|c| c.threads = threads);
+        let workers: Vec<_> = (0..4)
+            .map(|_| {
+                let mut c = server.client();
+                std::thread::spawn(move || {
+                    let mut retries = 0u32;
+                    for _ in 0..25 {
+                        redis::transaction(&mut c, &["counter"], |c, pipe| {
+                            let n: Option<i64> = cmd("GET").arg("counter").query(c)?;
+                            // Widen the window between the read and the write.
+                            std::thread::yield_now();
+                            let done: Option<()> =
+                                pipe.set("counter", n.unwrap_or(0) + 1).ignore().query(c)?;
+                            retries += u32::from(done.is_none());
+                            Ok(done)
+                        })
+                        .expect("transaction");
+                    }
+                    retries
+                })
+            })
+            .collect();
+        let retries: u32 = workers.into_iter().map(|w| w.join().expect("worker")).sum();
+        let mut c = server.client();
+        let n: i64 = cmd("GET").arg("counter").query(&mut c).expect("GET");
+        assert_eq!(n, 100, "threads {threads}, {retries} retries");
+    }
 }

@@ -24,6 +24,7 @@ use crate::cursor::Cursors;
 use crate::error::Error;
 use crate::resp::Reply;
 use crate::store::Store;
+use crate::watch::WatchedKeys;
 
 /// Counters reported by INFO.
 #[derive(Debug, Default)]
@@ -114,6 +115,8 @@ pub struct Client {
     pub resp3: bool,
     /// The open transaction's queue, between MULTI and EXEC/DISCARD.
     pub multi: Option<Box<Multi>>,
+    /// The keys WATCH named since the last EXEC, DISCARD or UNWATCH.
+    pub watched: Option<WatchedKeys>,
 }
 
 impl Client {

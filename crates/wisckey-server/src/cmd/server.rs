@@ -326,9 +326,10 @@ pub(super) fn info(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Er
     if want("clients") {
         let _ = write!(
             out,
-            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\n\r\n",
+            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\ntotal_watched_keys:{}\r\n\r\n",
             st.connected_clients.load(Ordering::Relaxed),
-            sh.config.max_clients
+            sh.config.max_clients,
+            sh.store.watches().count()
         );
     }
     if want("persistence") {

@@ -1,4 +1,4 @@
-//! Transactions: MULTI, EXEC, DISCARD, and WATCH / UNWATCH (not supported: see below).
+//! Transactions: MULTI, EXEC, DISCARD, WATCH and UNWATCH.
 //!
 //! - **The queue** lives in the connection's [`Client`] (`Client::multi`). While it is
 //!   open, [`super::execute`] checks each command as Redis 7 does before queueing it: an
@@ -38,17 +38,22 @@
 //! - **RESP3**: EXEC's reply is encoded once, after its commands ran, in the protocol then
 //!   in force: a HELLO inside the transaction changes the encoding of the whole reply
 //!   (Redis switches from that element on).
-//! - **Not supported: WATCH.** Optimistic locking would need a version per key (or per
-//!   stripe, with false conflicts) raised by every write path, the sweeper's expiry and
-//!   FLUSHDB included, recorded by WATCH and compared by EXEC under the stripe locks it
-//!   already takes. Until then WATCH answers an error, so a client that relies on it fails
-//!   loudly instead of running its check-and-set unprotected. UNWATCH answers OK: no key
-//!   is ever watched, so forgetting them all is done (clients send it on reset).
+//! - **WATCH** (optimistic locking, `watch.rs`): WATCH records each key's version (raised
+//!   by every write of it, by any connection, this one included) and, if the key is live
+//!   with an expiry, when it expires; under the key's stripe, so the record is exact. EXEC
+//!   takes the watched keys' stripes with its own, then compares: if a watched key was
+//!   written (or FLUSHDB ran, or a key live at WATCH has expired) it runs nothing and
+//!   answers a null array (`*-1`; `_` in RESP3), as Redis 7. EXEC (whatever it answers),
+//!   DISCARD, UNWATCH and a disconnect forget the connection's watches. A write raises the
+//!   version before the engine applies it, so a write that then fails aborts a watching
+//!   transaction too (a false conflict: the client retries, as after any conflict). A
+//!   connection watches at most `--max-query-len` bytes of keys (64 more per key).
 
 use super::{lookup, Client, Shared};
 use crate::error::Error;
 use crate::resp::{Command, Reply};
-use crate::store::STRIPES;
+use crate::store::{now_ms, STRIPES};
+use crate::watch::WatchedKeys;
 
 type Args<'a> = &'a [Vec<u8>];
 
@@ -124,20 +129,51 @@ pub(super) fn multi(_: &Shared, client: &mut Client, _: Args<'_>) -> Result<Repl
 
 pub(super) fn discard(_: &Shared, client: &mut Client, _: Args<'_>) -> Result<Reply, Error> {
     Ok(match client.multi.take() {
-        Some(_) => Reply::OK,
+        Some(_) => {
+            client.watched = None;
+            Reply::OK
+        }
         None => Reply::err("ERR DISCARD without MULTI"),
     })
 }
 
-pub(super) fn watch(_: &Shared, client: &mut Client, _: Args<'_>) -> Result<Reply, Error> {
-    Ok(if client.multi.is_some() {
-        Reply::err("ERR WATCH inside MULTI is not allowed")
-    } else {
-        Reply::err("ERR WATCH is not supported by wisckey serve")
-    })
+pub(super) fn watch(sh: &Shared, client: &mut Client, args: Args<'_>) -> Result<Reply, Error> {
+    if client.multi.is_some() {
+        return Ok(Reply::err("ERR WATCH inside MULTI is not allowed"));
+    }
+    let keys = &args[1..];
+    if let Some(e) = keys.iter().find_map(|k| super::check_key(k)) {
+        return Ok(e);
+    }
+    let watched = client
+        .watched
+        .get_or_insert_with(|| WatchedKeys::new(sh.store.watches().clone()));
+    let budget = sh.config.limits.max_query_len;
+    let adding = keys.iter().map(|k| WatchedKeys::cost(k)).sum::<usize>();
+    if watched.bytes().saturating_add(adding) > budget {
+        return Ok(Reply::err(format!(
+            "ERR too many watched keys: a connection may watch {budget} bytes of keys, \
+             64 more per key (--max-query-len); nothing was added"
+        )));
+    }
+    // Under the keys' stripes: no write can fall between the version and the expiry read.
+    let _guard = sh.store.lock(keys);
+    let now = now_ms();
+    let (mut ekey, mut scratch) = (Vec::new(), Vec::new());
+    for key in keys {
+        if watched.contains(key) {
+            continue; // Redis keeps the first WATCH's view of a key
+        }
+        let expiry = sh
+            .store
+            .read_with(key, now, &mut ekey, &mut scratch, |_, expires| expires)?;
+        watched.add(key, expiry.flatten());
+    }
+    Ok(Reply::OK)
 }
 
-pub(super) fn unwatch(_: &Shared, _: &mut Client, _: Args<'_>) -> Result<Reply, Error> {
+pub(super) fn unwatch(_: &Shared, client: &mut Client, _: Args<'_>) -> Result<Reply, Error> {
+    client.watched = None;
     Ok(Reply::OK)
 }
 
@@ -180,14 +216,23 @@ pub(super) fn exec(sh: &Shared, client: &mut Client, _: Args<'_>) -> Result<Repl
     let Some(multi) = client.multi.take() else {
         return Ok(Reply::err("ERR EXEC without MULTI"));
     };
+    // EXEC forgets the watches whatever it answers (dropped on return).
+    let watched = client.watched.take();
     if multi.dirty {
         return Ok(execabort());
     }
-    if multi.queue.is_empty() {
+    if multi.queue.is_empty() && watched.is_none() {
         return Ok(Reply::Array(Vec::new()));
     }
     let budget = sh.config.limits.max_query_len;
-    let txn = sh.store.begin_transaction(stripes(sh, &multi.queue));
+    let mut stripes = stripes(sh, &multi.queue);
+    if let Some(w) = &watched {
+        stripes.extend(w.keys().map(|k| sh.store.stripe_of(k)));
+    }
+    let txn = sh.store.begin_transaction(stripes);
+    if watched.is_some_and(|w| w.changed(now_ms())) {
+        return Ok(Reply::NilArray);
+    }
     let mut replies = Vec::with_capacity(multi.queue.len());
     let mut reply_bytes = 0usize;
     // A FLUSHDB/FLUSHALL that ran wrote what came before it and deleted every key: a
@@ -232,7 +277,7 @@ fn reply_size(reply: &Reply) -> usize {
     match reply {
         Reply::Simple(s) => s.len() + 8,
         Reply::Error(s) => s.len() + 8,
-        Reply::Integer(_) | Reply::Nil => 8,
+        Reply::Integer(_) | Reply::Nil | Reply::NilArray => 8,
         Reply::Bulk(b) => b.len() + 8,
         Reply::Array(items) => 8 + items.iter().map(reply_size).sum::<usize>(),
         Reply::Map(pairs) => {
