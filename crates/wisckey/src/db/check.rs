@@ -204,7 +204,7 @@ pub(crate) fn check(
         // GC punches and collects under `gc_lock`: held for this segment's scan, the
         // punched ranges read now stay true while it is read. The version taken at the
         // start may not know ranges punched since (they read as zeros, not records).
-        let no_gc = inner.gc_lock.lock();
+        let no_gc = inner.lock_out_gc();
         let current = inner.state.lock().versions.current();
         let Some(meta) = current.vlog_segments().get(&segment) else {
             // Collected since the check began: nothing left to check.

@@ -71,7 +71,7 @@ pub(crate) fn checkpoint(inner: &DbInner, target: &Path) -> Result<CheckpointRep
             inner.dir.display()
         )));
     }
-    let _no_gc = inner.gc_lock.lock();
+    let _no_gc = inner.lock_out_gc();
     if !inner.read_only {
         // Everything acknowledged so far reaches the log file (a read-only handle has
         // written nothing).

@@ -484,6 +484,10 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
         if inner.shutting_down.load(Ordering::Acquire) {
             break;
         }
+        if paced && inner.gc_lock_wanted.load(Ordering::Acquire) > 0 {
+            // A checkpoint or check waits for `gc_lock`: the next round goes on from here.
+            break;
+        }
         if let Some(e) = inner.state.lock().bg_error.clone() {
             return Err(e);
         }
@@ -1118,6 +1122,22 @@ mod tests {
         let outcome = run(&db.inner, COLLECT_ALL, true).expect("the next round");
         assert!(outcome.segments_collected > 0, "{outcome:?}");
         assert_eq!(db.get("key0001").expect("get").as_deref(), Some(&[2u8; 1000][..]));
+    }
+
+    /// Defect (review): a background round under sustained overwrites kept `gc_lock` for as
+    /// long as it found victims, so a checkpoint or check waiting for it could wait for
+    /// minutes. A round now ends while one waits; `Db::gc` (asked for) goes on.
+    #[test]
+    fn a_background_round_ends_while_a_checkpoint_waits() {
+        let fault = FaultFs::new(Arc::new(MemFs::new()));
+        let db = with_a_dead_segment(&fault);
+        let wanted = &db.inner.gc_lock_wanted;
+        wanted.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        let background = run(&db.inner, COLLECT_ALL, true).expect("background round");
+        let asked = run(&db.inner, COLLECT_ALL, false).expect("Db::gc");
+        wanted.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+        assert_eq!(background.segments_collected, 0, "{background:?}");
+        assert!(asked.segments_collected > 0, "{asked:?}");
     }
 
     #[test]

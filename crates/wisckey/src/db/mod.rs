@@ -34,7 +34,7 @@ pub(crate) use read::plan_pointer_read;
 
 use std::collections::{HashSet, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -163,6 +163,9 @@ pub(crate) struct DbInner {
     pub gc_cv: Condvar,
     /// One value-log GC at a time (background or `Db::gc`).
     pub gc_lock: Mutex<()>,
+    /// Callers waiting in [`DbInner::lock_out_gc`]: a background GC round ends at its next
+    /// step while one waits, since under sustained overwrites a round can go on for minutes.
+    pub gc_lock_wanted: AtomicUsize,
     pub gc_totals: Mutex<GcTotals>,
     /// Which key ranges scans read out of log order (`Options::auto_cluster_ratio`).
     pub scan_heat: Mutex<crate::gc::heat::ScanHeat>,
@@ -190,7 +193,7 @@ pub(crate) struct DbInner {
     pub compaction_lock: Mutex<()>,
     /// Number of `compact_range` calls waiting for or holding `compaction_lock`; while it is
     /// nonzero the background thread leaves compaction alone (and keeps flushing).
-    pub manual_compaction: std::sync::atomic::AtomicUsize,
+    pub manual_compaction: AtomicUsize,
     /// Serializes obsolete-file sweeps.
     pub deletion_lock: Mutex<()>,
     /// Serializes version installs (prepare → manifest I/O → finish), so the manifest's
@@ -217,6 +220,15 @@ pub(crate) struct DbInner {
 }
 
 impl DbInner {
+    /// Takes `gc_lock` for work that GC must not run beside (a checkpoint, a segment's
+    /// check), asking a background GC round that holds it to end at its next step.
+    pub fn lock_out_gc(&self) -> parking_lot::MutexGuard<'_, ()> {
+        self.gc_lock_wanted.fetch_add(1, Ordering::AcqRel);
+        let guard = self.gc_lock.lock();
+        self.gc_lock_wanted.fetch_sub(1, Ordering::AcqRel);
+        guard
+    }
+
     /// Refuses `what` on a read-only database.
     pub fn check_writable(&self, what: &str) -> Result<()> {
         if self.read_only {

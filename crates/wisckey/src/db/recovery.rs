@@ -22,7 +22,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
@@ -242,6 +242,7 @@ pub(crate) fn open(dir: &Path, mut options: Options, read_only: bool) -> Result<
         gc_cv: Condvar::new(),
         copy_fs,
         gc_lock: Mutex::new(()),
+        gc_lock_wanted: AtomicUsize::new(0),
         gc_totals: Mutex::new(super::GcTotals::default()),
         scan_heat: Mutex::new(crate::gc::heat::ScanHeat::default()),
         auto_cluster_totals: Mutex::new(super::AutoClusterTotals::default()),
@@ -266,7 +267,7 @@ pub(crate) fn open(dir: &Path, mut options: Options, read_only: bool) -> Result<
         compaction_lock: Mutex::new(()),
         deletion_lock: Mutex::new(()),
         manifest_lock: Mutex::new(()),
-        manual_compaction: std::sync::atomic::AtomicUsize::new(0),
+        manual_compaction: AtomicUsize::new(0),
         readers: std::sync::OnceLock::new(),
         compaction_lock_misses: AtomicU64::new(0),
         reserve_present: AtomicBool::new(false),
