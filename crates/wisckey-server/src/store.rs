@@ -357,6 +357,18 @@ impl Store {
         let mut idx: Vec<usize> = keys.iter().map(|k| self.stripe_of(k.as_ref())).collect();
         idx.sort_unstable();
         idx.dedup();
+        self.lock_stripes(idx)
+    }
+
+    /// Locks every stripe (those a transaction of this thread holds skipped): no other
+    /// writer or transaction runs until the guard is dropped.
+    pub fn lock_all(&self) -> KeyGuard<'_> {
+        self.lock_stripes((0..STRIPES).collect())
+    }
+
+    /// Locks the stripes `idx` (sorted, each once), skipping those this thread's
+    /// transaction holds.
+    fn lock_stripes(&self, mut idx: Vec<usize>) -> KeyGuard<'_> {
         if IN_TXN.get() {
             // EXEC takes the stripes of every key its commands name (the command table's
             // key positions), so nothing is left to take here.
@@ -962,14 +974,15 @@ impl Store {
     }
 
     /// Deletes every user key and expiry entry, in batches of at most `max_keys` keys and a
-    /// quarter of the engine's `max_batch_size` in key bytes (not atomic as a whole: a
-    /// concurrent write may survive or be deleted). Returns how many it deleted.
+    /// quarter of the engine's `max_batch_size` in key bytes, holding every stripe: no write
+    /// or transaction interleaves with it (readers, which take no lock, may see part of it;
+    /// a crash may leave part of it). Returns how many it deleted.
     pub fn flush_all(&self, max_keys: usize) -> Result<u64, Error> {
         // Inside a transaction its pending writes go first, so the flush deletes them too.
         self.txn_write_pending()?;
+        let _everything = self.lock_all();
         let result = self.delete_everything(max_keys);
-        // After the deletes (also if one failed): a WATCH that registered while the flush
-        // ran may have read a key before it was deleted.
+        // After the deletes, also if one failed (some keys are gone).
         self.watches.touch_all();
         result
     }

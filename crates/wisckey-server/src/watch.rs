@@ -11,9 +11,8 @@
 //!   stripe; EXEC compares holding it again. So a write either precedes the WATCH (and is
 //!   seen by its read) or raises the version WATCH recorded: a write that fails in the
 //!   engine aborts a watching transaction too (a false conflict, never a missed one).
-//! - FLUSHDB, which takes no stripes, raises every entry once it has deleted what it
-//!   deletes (also when it fails part way): a watch registered before the flush finished
-//!   sees a new version.
+//! - FLUSHDB, holding every stripe, raises every entry once it has deleted what it deletes
+//!   (also when it fails part way).
 //! - A key that was live at WATCH and has expired by EXEC counts as changed (Redis 7);
 //!   one already expired or absent at WATCH does not change by being swept, so the sweeper
 //!   raises nothing.
@@ -57,8 +56,7 @@ impl Watches {
         }
     }
 
-    /// Notes a write of every key (FLUSHDB), taking the lock even if nothing seems watched:
-    /// the flush holds no stripe that would order it with a WATCH.
+    /// Notes a write of every key (FLUSHDB). The caller holds every stripe.
     pub fn touch_all(&self) {
         for entry in self.lock().values_mut() {
             entry.version += 1;

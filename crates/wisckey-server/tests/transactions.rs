@@ -838,3 +838,48 @@ fn check_and_set_through_a_client_library_loses_no_update() {
         assert_eq!(n, 100, "threads {threads}, {retries} retries");
     }
 }
+
+#[test]
+fn a_transaction_never_sees_part_of_a_flushdb() {
+    // 30,000 keys: FLUSHDB deletes them in three batches, in key order. A transaction
+    // reading the first and the last key must find both or neither, whenever it runs.
+    let server = TestServer::start(|c| c.enable_flushdb = true);
+    let mut c = server.client();
+    let keys: Vec<String> = (0..30_000).map(|i| format!("f{i:05}")).collect();
+    for chunk in keys.chunks(1000) {
+        let pairs: Vec<(&String, &str)> = chunk.iter().map(|k| (k, "v")).collect();
+        let () = cmd("MSET").arg(pairs).query(&mut c).expect("MSET");
+    }
+    let (first, last) = (keys[0].clone(), keys[keys.len() - 1].clone());
+    let done = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let mut c = server.client();
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut seen = Vec::new();
+            while !done.load(Ordering::Acquire) {
+                let (a, b): (Option<String>, Option<String>) = redis::pipe()
+                    .atomic()
+                    .get(&first)
+                    .get(&last)
+                    .query(&mut c)
+                    .expect("transaction");
+                seen.push((a.is_some(), b.is_some()));
+            }
+            seen
+        })
+    };
+    std::thread::sleep(Duration::from_millis(20));
+    let () = cmd("FLUSHDB").query(&mut c).expect("FLUSHDB");
+    std::thread::sleep(Duration::from_millis(20));
+    done.store(true, Ordering::Release);
+    let seen = reader.join().expect("reader");
+    let mixed = seen.iter().filter(|(a, b)| a != b).count();
+    assert_eq!(
+        mixed,
+        0,
+        "{mixed} of {} transactions saw part of the flush",
+        seen.len()
+    );
+    assert!(seen.first() == Some(&(true, true)) && seen.last() == Some(&(false, false)));
+}
