@@ -67,16 +67,33 @@ pub fn parse_file_name(name: &str) -> Option<FileKind> {
     }
 }
 
+/// The largest number a file of ours can carry: far beyond any count of files a database
+/// makes (one a microsecond for nine years), far enough from `u64::MAX` that the counters
+/// derived from it cannot wrap. A name with a larger number is not ours.
+pub const MAX_FILE_NUMBER: u64 = 1 << 48;
+
 fn parse_number(s: &str) -> Option<u64> {
     if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    s.parse().ok()
+    // A stray `18446744073709551615.tmp` marked "used" would make the next number wrap to
+    // 0 and then reuse (and truncate) live tables' numbers.
+    s.parse().ok().filter(|&n| n <= MAX_FILE_NUMBER)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_with_numbers_near_the_counters_limit_are_not_ours() {
+        assert_eq!(parse_file_name("18446744073709551615.tmp"), None);
+        assert_eq!(parse_file_name("MANIFEST-18446744073709551614"), None);
+        assert_eq!(
+            parse_file_name(&format!("{}.sst", MAX_FILE_NUMBER)),
+            Some(FileKind::Table(MAX_FILE_NUMBER))
+        );
+    }
 
     #[test]
     fn names_round_trip() {
