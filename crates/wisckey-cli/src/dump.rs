@@ -68,6 +68,10 @@ pub struct LoadArgs {
     /// Load into a database that already holds keys (overwriting those in the file).
     #[arg(long)]
     merge: bool,
+    /// With --merge, load even into a database `wisckey serve` created (see `put
+    /// --raw-keyspace`).
+    #[arg(long)]
+    raw_keyspace: bool,
 }
 
 type CliResult<T = ()> = Result<T, Box<dyn std::error::Error>>;
@@ -185,7 +189,7 @@ pub fn dump(args: &DumpArgs) -> CliResult {
         }
     };
     db.close()?;
-    eprintln!("dumped {count} entries");
+    crate::note(format_args!("dumped {count} entries"));
     Ok(())
 }
 
@@ -402,6 +406,9 @@ pub fn load(args: &LoadArgs) -> CliResult {
             return Err(e.into());
         }
     };
+    if args.merge {
+        crate::kv::refuse_server_keyspace(&db, &args.db, args.raw_keyspace, "--raw-keyspace")?;
+    }
     if !args.merge && holds_keys {
         db.close()?;
         return Err(format!(
@@ -415,7 +422,7 @@ pub fn load(args: &LoadArgs) -> CliResult {
     match result {
         Ok(count) => {
             db.close()?;
-            eprintln!("loaded {count} entries");
+            crate::note(format_args!("loaded {count} entries"));
             Ok(())
         }
         Err(e) => {

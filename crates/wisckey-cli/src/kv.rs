@@ -44,6 +44,10 @@ pub struct PutArgs {
     /// Make the write durable (fdatasync) before returning.
     #[arg(long)]
     sync: bool,
+    /// Write even into a database `wisckey serve` created (whose values carry the server's
+    /// header: a raw put there reads as damaged through the server).
+    #[arg(long)]
+    raw_keyspace: bool,
     #[command(flatten)]
     encoding: Encoding,
 }
@@ -58,6 +62,9 @@ pub struct DeleteArgs {
     /// Make the delete durable (fdatasync) before returning.
     #[arg(long)]
     sync: bool,
+    /// Delete even in a database `wisckey serve` created (see `put --raw-keyspace`).
+    #[arg(long)]
+    raw_keyspace: bool,
     #[command(flatten)]
     encoding: Encoding,
 }
@@ -237,6 +244,7 @@ pub fn put(args: &PutArgs) -> CliResult {
     let key = args.encoding.parse(&args.key, "key")?;
     let value = args.encoding.parse(&args.value, "value")?;
     let db = open(&args.db)?;
+    refuse_server_keyspace(&db, &args.db, args.raw_keyspace, "--raw-keyspace")?;
     db.put_opt(&key, &value, &WriteOptions { sync: args.sync })?;
     db.close()?;
     Ok(())
@@ -245,9 +253,34 @@ pub fn put(args: &PutArgs) -> CliResult {
 pub fn delete(args: &DeleteArgs) -> CliResult {
     let key = args.encoding.parse(&args.key, "key")?;
     let db = open(&args.db)?;
+    refuse_server_keyspace(&db, &args.db, args.raw_keyspace, "--raw-keyspace")?;
     db.delete_opt(&key, &WriteOptions { sync: args.sync })?;
     db.close()?;
     Ok(())
+}
+
+/// Refuses (the caller drops `db`, which closes it) a raw write into a database that `wisckey serve` created, unless
+/// `allowed` (the flag `flag`): the server stores each value behind a header and each key
+/// behind a namespace byte (docs/FORMAT.md, "Redis-protocol keyspace"), so a raw entry is
+/// misread there (a GET answers a format error, DBSIZE counts it).
+pub fn refuse_server_keyspace(
+    db: &Db,
+    path: &std::path::Path,
+    allowed: bool,
+    flag: &str,
+) -> CliResult {
+    if allowed || db.get(wisckey_server::format::META_VERSION_KEY)?.is_none() {
+        return Ok(());
+    }
+    Err(format!(
+        "{} was created by `wisckey serve` (it holds the key {:?}): its entries carry the \
+         server's encoding, and a raw write would read as damaged through the server. \
+         Write through the server (redis-cli), or pass {flag} to write the engine's keys as \
+         given; nothing was written",
+        path.display(),
+        String::from_utf8_lossy(wisckey_server::format::META_VERSION_KEY),
+    )
+    .into())
 }
 
 /// The first key after every key that starts with `prefix` (`None`: there is none).

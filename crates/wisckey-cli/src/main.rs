@@ -120,15 +120,32 @@ fn main() -> ExitCode {
             // `check` already printed what it found on stdout.
             Some(maint::Damaged::Reported) => ExitCode::from(EXIT_DAMAGED),
             Some(maint::Damaged::Unreadable(e)) => {
-                eprintln!("wisckey: {e}");
+                note(format_args!("wisckey: {e}"));
+                ExitCode::from(EXIT_DAMAGED)
+            }
+            // Any command that met stored bytes that do not verify (at open or on a read)
+            // says so as `check` does: a script's `get … || default` must not take a
+            // damaged database for a missing key.
+            None if (e.downcast_ref::<wisckey::Error>())
+                .is_some_and(wisckey::Error::is_corruption) =>
+            {
+                note(format_args!("wisckey: {e}"));
                 ExitCode::from(EXIT_DAMAGED)
             }
             None => {
-                eprintln!("wisckey: {e}");
+                note(format_args!("wisckey: {e}"));
                 ExitCode::from(EXIT_FAILED)
             }
         },
     }
+}
+
+/// Writes a line to stderr, ignoring failure: `eprintln!` panics (exit 101) when stderr is
+/// a pipe nobody reads any more, which would turn a finished dump or a clean error into a
+/// crash. The exit status still says how the command went.
+pub fn note(line: std::fmt::Arguments<'_>) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "{line}");
 }
 
 /// True when `e` is a write to a pipe whose reader has closed it. Rust ignores SIGPIPE, so

@@ -11,7 +11,8 @@ use wisckey_server::{AppendFsync, Config};
 /// Flags of `wisckey serve`, named after redis.conf's directives.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// The database directory (created if missing).
+    /// The database directory. Created if missing, but only inside an existing directory
+    /// (a mistyped path fails instead of serving a new, empty database).
     #[arg(long)]
     db: PathBuf,
     /// Address to listen on. Loopback by default: anything else exposes the database to
@@ -67,6 +68,27 @@ pub struct ServeArgs {
 
 /// Runs the server until SHUTDOWN, SIGINT or SIGTERM.
 pub fn run(args: &ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
+    if !args.db.exists() {
+        // `Config::new`'s open would create every missing level of the path: one typo in a
+        // parent and clients would write into a new, empty database beside the real one.
+        let parent = match args.db.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => std::path::Path::new("."),
+        };
+        if !parent.is_dir() {
+            return Err(format!(
+                "--db {}: {} is not a directory; refusing to create a database there (a \
+                 mistyped path?). Create the parent directory first",
+                args.db.display(),
+                parent.display()
+            )
+            .into());
+        }
+        crate::note(format_args!(
+            "wisckey serve: {} does not exist; creating a new, empty database there",
+            args.db.display()
+        ));
+    }
     let mut config = Config::new(&args.db);
     config.bind = SocketAddr::new(args.bind, args.port);
     config.appendfsync = args.appendfsync;

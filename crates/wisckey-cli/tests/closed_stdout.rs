@@ -81,3 +81,29 @@ fn check_into_a_closed_pipe_still_exits_2_on_damage() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+/// Defect (review): with stderr a pipe nobody reads, the closing "dumped N entries" note
+/// (and any error line) panicked: status 101 after a dump that had finished.
+#[test]
+fn a_closed_stderr_changes_no_exit_status() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let db = dir.path().join("db");
+    create(&db);
+    let db_arg = db.to_str().expect("utf-8 path");
+    let out_file = dir.path().join("dump");
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_wisckey"))
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(closed_pipe())
+            .status()
+            .expect("run wisckey")
+    };
+    let out_arg = out_file.to_str().expect("utf-8 path");
+    assert_eq!(
+        run(&["dump", "--db", db_arg, "--out", out_arg]).code(),
+        Some(0)
+    );
+    assert!(std::fs::metadata(&out_file).expect("dump written").len() > 2 << 20);
+    assert_eq!(run(&["get", "--db", db_arg, "no-such-key"]).code(), Some(1));
+}

@@ -375,3 +375,73 @@ fn bytes_after_a_dumps_end_marker_fail_the_load() {
     ]);
     assert!(line.contains("end marker"), "{line}");
 }
+
+/// Defect (review): `put`, `delete` and `load --merge` wrote raw entries into a database
+/// `wisckey serve` created, which the server then misread (a GET answered a format error).
+#[test]
+fn raw_writes_into_a_server_database_are_refused_unless_asked_for() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path = dir.path().join("served");
+    let db = Db::open(&path, Options::default()).expect("create");
+    let version = wisckey_server::format::FORMAT_VERSION.to_string();
+    db.put(wisckey_server::format::META_VERSION_KEY, version)
+        .expect("the server's format key");
+    db.close().expect("close");
+    let db_arg = path.to_str().expect("utf-8 path");
+    let dump = dir.path().join("one.jsonl");
+    std::fs::write(&dump, "{\"key\":\"dfoo\",\"value\":\"bar\"}\n").expect("dump file");
+    let dump_arg = dump.to_str().expect("utf-8 path");
+    let refused: [&[&str]; 3] = [
+        &["put", "--db", db_arg, "dfoo", "bar"],
+        &["delete", "--db", db_arg, "dfoo"],
+        &[
+            "load", "--db", db_arg, "--merge", "--format", "jsonl", "--in", dump_arg,
+        ],
+    ];
+    for args in refused {
+        let line = failure_line(args);
+        assert!(line.contains("was created by `wisckey serve`"), "{line}");
+        assert!(line.ends_with("nothing was written"), "{line}");
+    }
+    let db = Db::open(&path, Options::default()).expect("open");
+    assert_eq!(db.get(b"dfoo").expect("get"), None, "nothing was written");
+    db.close().expect("close");
+    let out = wisckey(&["put", "--db", db_arg, "--raw-keyspace", "dfoo", "bar"]);
+    assert!(out.status.success(), "{out:?}");
+    let db = Db::open(&path, Options::default()).expect("open");
+    assert_eq!(db.get(b"dfoo").expect("get"), Some(b"bar".to_vec()));
+}
+
+/// Defect (review): only `check` exited 2 on damage; `get` on a database whose CURRENT is
+/// gone exited 1, as for a key with no value, so `get … || default` took a damaged
+/// database for a missing key.
+#[test]
+fn every_command_exits_2_on_damaged_files() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path = dir.path().join("db");
+    create(&path, 10, 100);
+    std::fs::remove_file(path.join("CURRENT")).expect("lose CURRENT");
+    let db_arg = path.to_str().expect("utf-8 path");
+    for args in [
+        &["get", "--db", db_arg, "k00001"][..],
+        &["scan", "--db", db_arg],
+        &["stats", "--db", db_arg],
+        &["check", "--db", db_arg],
+    ] {
+        let out = wisckey(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+    }
+    // Not damage: a key with no value, a wrong path.
+    std::fs::remove_dir_all(&path).expect("remove");
+    create(&path, 10, 100);
+    assert_eq!(
+        wisckey(&["get", "--db", db_arg, "nope"]).status.code(),
+        Some(1)
+    );
+    let missing = dir.path().join("missing");
+    let missing = missing.to_str().expect("utf-8 path");
+    assert_eq!(
+        wisckey(&["get", "--db", missing, "k"]).status.code(),
+        Some(1)
+    );
+}

@@ -41,13 +41,20 @@ fn serve(db: &Path, extra: &[&str]) -> Served {
         .expect("start wisckey serve");
     let stderr = child.stderr.take().expect("piped stderr");
     let mut lines = BufReader::new(stderr).lines();
-    let first = lines.next().and_then(Result::ok).unwrap_or_default();
-    let port = first
-        .split("127.0.0.1:")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no listening line: {first:?}"));
+    // A note that the database was created may come first.
+    let mut seen = Vec::new();
+    let port = loop {
+        let Some(line) = lines.next().and_then(Result::ok) else {
+            panic!("no listening line: {seen:?}");
+        };
+        let port = (line.split("127.0.0.1:").nth(1))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|p| p.parse().ok());
+        seen.push(line);
+        if let Some(port) = port {
+            break port;
+        }
+    };
     // Keep draining stderr so the server never blocks on it.
     std::thread::spawn(move || for _ in lines {});
     Served { child, port }
@@ -510,4 +517,95 @@ fn twemproxy_shards_keys_across_servers() {
     for test in ["SET: ", "GET: ", "INCR: "] {
         assert!(text.contains(test), "no {test} line: {text}");
     }
+}
+
+#[test]
+fn a_database_path_under_a_missing_directory_is_refused() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let typo = dir.path().join("typo").join("db");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wisckey"))
+        .arg("serve")
+        .arg("--db")
+        .arg(&typo)
+        .args(["--bind", "127.0.0.1", "--port", "0"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start wisckey serve");
+    // A server that started (the defect) would run until killed.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break Some(status);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    let _ = child
+        .stderr
+        .take()
+        .expect("piped")
+        .read_to_string(&mut stderr);
+    assert_eq!(status.and_then(|s| s.code()), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("refusing to create a database there"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("typo").exists(), "nothing was created");
+    // One missing level inside an existing directory is a new database, said so.
+    let fresh = dir.path().join("fresh");
+    let mut served = serve(&fresh, &[]);
+    let mut s = connect(served.port);
+    s.write_all(&request(&[b"PING"])).expect("send");
+    assert_eq!(read_line(&mut s).as_deref(), Some("+PONG"));
+    assert!(fresh.join("CURRENT").exists());
+    let _ = served.child.kill();
+}
+
+/// Defect (review): every log line of the server was an `eprintln!`, which panics when
+/// stderr is a pipe nobody reads: the server died at its first line ("listening on").
+#[test]
+fn a_closed_stderr_does_not_stop_the_server() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let closed = {
+        let mut reader = Command::new("true")
+            .stdin(Stdio::piped())
+            .spawn()
+            .expect("run true");
+        let write_end = reader.stdin.take().expect("piped stdin");
+        reader.wait().expect("true exits");
+        Stdio::from(write_end)
+    };
+    let child = Command::new(env!("CARGO_BIN_EXE_wisckey"))
+        .arg("serve")
+        .arg("--db")
+        .arg(dir.path().join("db"))
+        .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+        .stderr(closed)
+        .spawn()
+        .expect("start wisckey serve");
+    let mut served = Served { child, port };
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let mut s = loop {
+        if let Ok(s) = TcpStream::connect(("127.0.0.1", port)) {
+            break s;
+        }
+        let exited = served.child.try_wait().expect("wait");
+        assert!(exited.is_none(), "the server exited: {exited:?}");
+        assert!(std::time::Instant::now() < deadline, "never listened");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    s.set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    s.write_all(&request(&[b"PING"])).expect("send");
+    assert_eq!(read_line(&mut s).as_deref(), Some("+PONG"));
+    let _ = served.child.kill();
 }

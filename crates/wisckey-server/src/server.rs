@@ -22,6 +22,16 @@
 //! connection finish its current batch and close, stop the background tasks, then flush
 //! the memtable and close the database.
 
+/// A line on stderr that cannot fail: `eprintln!` panics when stderr is a pipe whose reader
+/// went away (`wisckey serve 2>&1 | logger`, the logger gone), which would end the task that
+/// logs (the accept loop, the everysec syncer) while the server goes on without it.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -154,7 +164,7 @@ impl Server {
                     }
                     Err(e) => {
                         // Out of file descriptors and the like: keep serving the others.
-                        eprintln!("wisckey serve: accept: {e}");
+                        say!("wisckey serve: accept: {e}");
                         tokio::time::sleep(Duration::from_millis(50)).await;
                     }
                 },
@@ -177,7 +187,7 @@ impl Server {
                 Committer::Threads(threads) => threads,
                 Committer::Loop(task) => {
                     if task.await.is_err() {
-                        eprintln!("wisckey serve: the commit task panicked");
+                        say!("wisckey serve: the commit task panicked");
                     }
                     Vec::new()
                 }
@@ -187,7 +197,7 @@ impl Server {
                     .await
                     .map_err(join_error)?;
                 if joined.is_err() {
-                    eprintln!("wisckey serve: an executor thread panicked");
+                    say!("wisckey serve: an executor thread panicked");
                 }
             }
         }
@@ -521,11 +531,11 @@ async fn sweeper(shared: Arc<Shared>) {
                 Ok(Ok(n)) if n == SWEEP_BATCH && !*stop.borrow() => continue,
                 Ok(Ok(_)) => break,
                 Ok(Err(e)) => {
-                    eprintln!("wisckey serve: expiry sweep: {e}");
+                    say!("wisckey serve: expiry sweep: {e}");
                     break;
                 }
                 Err(e) => {
-                    eprintln!("wisckey serve: expiry sweep: {e}");
+                    say!("wisckey serve: expiry sweep: {e}");
                     break;
                 }
             }
@@ -546,8 +556,8 @@ async fn syncer(shared: Arc<Shared>) {
         let sh = Arc::clone(&shared);
         match tokio::task::spawn_blocking(move || sh.store.db().sync()).await {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => eprintln!("wisckey serve: everysec sync: {e}"),
-            Err(e) => eprintln!("wisckey serve: everysec sync: {e}"),
+            Ok(Err(e)) => say!("wisckey serve: everysec sync: {e}"),
+            Err(e) => say!("wisckey serve: everysec sync: {e}"),
         }
     }
 }
@@ -583,7 +593,7 @@ pub fn serve(config: Config) -> Result<(), Error> {
                 match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
                     Ok(s) => s,
                     Err(e) => {
-                        eprintln!("wisckey serve: cannot watch SIGTERM: {e}");
+                        say!("wisckey serve: cannot watch SIGTERM: {e}");
                         return;
                     }
                 };
@@ -593,7 +603,7 @@ pub fn serve(config: Config) -> Result<(), Error> {
             }
             handle.shutdown();
         });
-        eprintln!(
+        say!(
             "wisckey serve: listening on {} (appendfsync {})",
             server.local_addr(),
             server.shared.config.appendfsync.name()
