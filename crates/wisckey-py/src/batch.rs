@@ -8,8 +8,8 @@
 use parking_lot::Mutex;
 use pyo3::prelude::*;
 
-use crate::convert::{bytes_of, on_db, Shared};
-use crate::errors::{to_py_err, InvalidArgumentError};
+use crate::convert::{bytes_of, Shared};
+use crate::errors::{Failure, InvalidArgumentError};
 
 /// Puts and deletes written at once, all or nothing; made by `DB.write_batch()`. As a
 /// context manager it is written on exit; with `transaction=True`, not if the block raised.
@@ -62,25 +62,48 @@ impl WriteBatch {
     /// an error, else nothing.
     fn write_once(&self, py: Python<'_>, again: bool) -> PyResult<()> {
         let sync = self.sync;
-        py.detach(|| {
+        let written = py.detach(|| {
             let _one_write = self.writing.lock();
             // The engine consumes the batch it is given, failed or not: it gets a copy, so
             // a failed write loses nothing here.
             let Some(batch) = self.batch.lock().clone() else {
-                return if again {
-                    Err(already_written())
-                } else {
-                    Ok(())
-                };
+                return Ok(false);
             };
-            on_db(&self.shared, |db| {
-                db.write_opt(batch, &engine::WriteOptions { sync })
-            })
-            .map_err(to_py_err)?;
+            self.shared
+                .on_db(|db| db.write_opt(batch, &engine::WriteOptions { sync }))?;
             *self.batch.lock() = None;
-            Ok(())
-        })
+            Ok::<_, Failure>(true)
+        });
+        match written {
+            Ok(true) => Ok(()),
+            Ok(false) if again => Err(already_written()),
+            Ok(false) => Ok(()),
+            Err(e) => Err(e.into_py(py)),
+        }
     }
+}
+
+/// InvalidArgumentError for a key or value over the engine's limits, in the engine's words.
+/// The engine's batch would take such an operation silently, keep none of it nor of what
+/// follows, and fail only when written; refused here, it never enters the batch.
+fn check_size(key: &[u8], value: &[u8]) -> PyResult<()> {
+    let (max_key, max_value) = (engine::MAX_KEY_SIZE, engine::MAX_VALUE_SIZE);
+    let why = if key.len() > max_key {
+        format!(
+            "key of {} bytes exceeds the maximum key size of {max_key} bytes",
+            key.len()
+        )
+    } else if value.len() > max_value {
+        format!(
+            "value of {} bytes exceeds the maximum value size of {max_value} bytes",
+            value.len()
+        )
+    } else {
+        return Ok(());
+    };
+    Err(InvalidArgumentError::new_err(format!(
+        "invalid argument: {why}"
+    )))
 }
 
 fn already_written() -> PyErr {
@@ -89,7 +112,8 @@ fn already_written() -> PyErr {
 
 #[pymethods]
 impl WriteBatch {
-    /// Adds a put of `value` under `key` (bytes-like; copied now).
+    /// Adds a put of `value` under `key` (bytes-like; copied now). InvalidArgumentError for
+    /// a key or value over the engine's maximum size; the batch is left as it was.
     fn put(
         &self,
         py: Python<'_>,
@@ -97,14 +121,16 @@ impl WriteBatch {
         value: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
         let (key, value) = (bytes_of(key, "key")?, bytes_of(value, "value")?);
+        check_size(&key, &value)?;
         self.edit(py, |batch| {
             batch.put(key, value);
         })
     }
 
-    /// Adds a delete of `key`.
+    /// Adds a delete of `key`. InvalidArgumentError for a key over the maximum size.
     fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
         let key = bytes_of(key, "key")?;
+        check_size(&key, &[])?;
         self.edit(py, |batch| {
             batch.delete(key);
         })

@@ -6,19 +6,13 @@
 //! else bytes-like (bytearray, memoryview) can change under another thread and is copied.
 
 use std::borrow::Cow;
-use std::sync::Arc;
 
-use parking_lot::RwLock;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView, PyString};
 
-use crate::errors::{to_py_err, ClosedError};
-
-/// The open database, shared by the `DB` object and everything made from it. Every call
-/// holds the read lock for its duration; `DB.close()` takes the write lock (waiting for
-/// calls in flight), takes the `Db` out and closes it under the lock.
-pub(crate) type Shared = Arc<RwLock<Option<engine::Db>>>;
+use crate::errors::ClosedError;
+pub(crate) use crate::handle::Shared;
 
 /// Runs `f` on the open database with the GIL released: one read lock for the whole call.
 pub(crate) fn with_db<T: Send>(
@@ -26,18 +20,7 @@ pub(crate) fn with_db<T: Send>(
     shared: &Shared,
     f: impl FnOnce(&engine::Db) -> engine::Result<T> + Send,
 ) -> PyResult<T> {
-    py.detach(|| on_db(shared, f)).map_err(to_py_err)
-}
-
-/// Runs `f` on the open database, the read lock held for the call; for callers that
-/// released the GIL themselves.
-pub(crate) fn on_db<T>(
-    shared: &Shared,
-    f: impl FnOnce(&engine::Db) -> engine::Result<T>,
-) -> engine::Result<T> {
-    let guard = shared.read();
-    let db = guard.as_ref().ok_or(engine::Error::Closed)?;
-    f(db)
+    py.detach(|| shared.on_db(f)).map_err(|e| e.into_py(py))
 }
 
 /// `ClosedError` unless the shared database is open (waiting, without the GIL, for a
@@ -49,7 +32,7 @@ pub(crate) fn check_open(py: Python<'_>, shared: &Shared) -> PyResult<()> {
 /// Whether the shared database was closed (waiting, without the GIL, for a `close()` in
 /// progress).
 pub(crate) fn is_closed(py: Python<'_>, shared: &Shared) -> bool {
-    py.detach(|| shared.read().is_none())
+    py.detach(|| shared.is_closed())
 }
 
 /// `ClosedError` for an object whose database or own hold is gone.

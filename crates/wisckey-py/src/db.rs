@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
@@ -18,15 +18,18 @@ use crate::convert::{
     bytes_of, check_open, is_closed, multi_get, optional_bytes, to_bytes, with_db, Shared,
 };
 use crate::errors::to_py_err;
+use crate::handle::Handle;
 use crate::iterator::{Iterator, Span};
 use crate::options;
 use crate::snapshot::Snapshot;
 
 /// A wisckey database: `DB(path, create_if_missing=True, error_if_exists=False,
 /// **options)`; options are `wisckey::Options` fields (value_threshold, memtable_size,
-/// vlog_segment_size, block_cache_size, value_cache_size, gc_space_amp_target, ...). A context manager
-/// (closed on exit). Dict conveniences: `db[key]`, `db[key] = value`, `del db[key]`
-/// (KeyError when absent), `key in db`, `for key, value in db`.
+/// vlog_segment_size, block_cache_size, value_cache_size, gc_space_amp_target, ...; a
+/// duration in seconds, an enum by its snake_case name: recovery_mode="salvage_prefix"). A
+/// context manager (closed on exit). Dict conveniences: `db[key]`, `db[key] = value`,
+/// `del db[key]` (KeyError when absent), `key in db`, `for key, value in db`. It belongs to
+/// the process that opened it: a forked child must open the database again.
 #[pyclass(module = "wisckey", name = "DB")]
 pub(crate) struct Db {
     shared: Shared,
@@ -50,25 +53,24 @@ impl Db {
         let shown = path.display().to_string();
         let db = py
             .detach(|| engine::Db::open(&path, opts))
-            .map_err(to_py_err)?;
+            .map_err(|e| to_py_err(py, e))?;
         Ok(Db {
-            shared: Arc::new(RwLock::new(Some(db))),
+            shared: Handle::new(db),
             path: shown,
             delete_lock: Mutex::new(()),
         })
     }
 
-    /// Closes the database: waits for calls in flight, flushes and syncs. Later calls on it
-    /// (and on its iterators, snapshots and batches) raise ClosedError. Idempotent.
+    /// Closes the database: waits for calls in flight, flushes and syncs. Later calls that
+    /// read or write it raise ClosedError: the DB's own, a snapshot's reads, an iterator's
+    /// next fetch (entries it already fetched are still returned) and a batch's `write()`;
+    /// adding to a batch touches no database and still works. Idempotent. In a forked
+    /// child it does nothing (the database is the parent's).
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         // The engine closes under the write lock, so a racing `close()` (or `closed`)
         // returns only once the database is released. Every taker of the lock releases
         // the GIL first, so none of them waits for this one while holding the GIL.
-        py.detach(|| {
-            let mut open = self.shared.write();
-            open.take().map_or(Ok(()), engine::Db::close)
-        })
-        .map_err(to_py_err)
+        py.detach(|| self.shared.close()).map_err(|e| e.into_py(py))
     }
 
     /// Whether `close()` was called.
@@ -272,7 +274,8 @@ impl Db {
         Ok(dict.into_any().unbind())
     }
 
-    /// Flushes, then compacts the key index between `start` and `stop` (None: unbounded).
+    /// Flushes, then compacts the key index between `start` and `stop`, both inclusive
+    /// (None: unbounded).
     #[pyo3(signature = (start = None, stop = None))]
     fn compact_range(
         &self,

@@ -20,8 +20,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
-use crate::convert::{on_db, to_bytes, Shared};
-use crate::errors::to_py_err;
+use crate::convert::{to_bytes, Shared};
+use crate::errors::{to_py_err, Failure};
 
 /// Entries an iterator fetches from the engine per chunk, at most.
 const ITER_CHUNK: usize = 256;
@@ -112,7 +112,7 @@ impl Iterator {
 
     /// The next entry (None: the end, or closed), fetching a chunk if none is buffered.
     /// Runs without the GIL.
-    fn next_entry(&self) -> engine::Result<Option<Entry>> {
+    fn next_entry(&self) -> Result<Option<Entry>, Failure> {
         let _one_fetch_at_a_time = self.fetching.lock();
         // Another thread may have fetched (or closed) while this one waited.
         let (snapshot, lower, upper) = {
@@ -151,7 +151,7 @@ impl Iterator {
         snapshot: engine::Snapshot,
         lower: Option<Vec<u8>>,
         upper: Option<Vec<u8>>,
-    ) -> engine::Result<Chunk> {
+    ) -> Result<Chunk, Failure> {
         let opts = engine::ReadOptions {
             snapshot: Some(snapshot),
             keys_only: !self.include_value,
@@ -160,7 +160,7 @@ impl Iterator {
             ..engine::ReadOptions::default()
         };
         let (reverse, with_values) = (self.reverse, self.include_value);
-        on_db(&self.shared, |db| {
+        self.shared.on_db(|db| {
             let mut cursor = match db.iter(&opts) {
                 Ok(cursor) => cursor,
                 Err(e) => return Ok(Chunk::failed(e)),
@@ -283,12 +283,12 @@ impl Iterator {
         let buffered = self.state.lock().buffered.pop_front();
         let entry = match buffered {
             Some(entry) => entry,
-            None => match py.detach(|| self.next_entry()).map_err(to_py_err)? {
+            None => match py.detach(|| self.next_entry()).map_err(|e| e.into_py(py))? {
                 Some(entry) => entry,
                 None => return Ok(None),
             },
         };
-        let (key, value) = entry.map_err(to_py_err)?;
+        let (key, value) = entry.map_err(|e| to_py_err(py, e))?;
         let item = match (self.include_key, self.include_value) {
             (true, true) => {
                 let pair = [PyBytes::new(py, &key), PyBytes::new(py, &value)];

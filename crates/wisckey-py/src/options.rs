@@ -1,7 +1,13 @@
 //! `DB(path, **options)`: keyword options onto `engine::Options`. Names are the engine's
 //! field names; the engine validates values at open (`InvalidArgumentError`), a name it
-//! does not have is refused here.
+//! does not have is refused here. Values of Python types the engine does not have are
+//! converted here: a duration is a float of seconds, an enum the snake_case name of its
+//! variant (as the engine's reports spell them); a value no engine value matches is an
+//! `InvalidArgumentError`, a value of the wrong type a `TypeError`.
 
+use std::time::Duration;
+
+use engine::{RecoveryMode, VictimOrder};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -12,6 +18,7 @@ const NAMES: &[&str] = &[
     "value_threshold",
     "vlog_segment_size",
     "vlog_buffer_size",
+    "vlog_flush_interval",
     "vlog_preallocate_size",
     "vlog_write_back_interval",
     "vlog_direct_writes",
@@ -33,7 +40,9 @@ const NAMES: &[&str] = &[
     "l0_stop_trigger",
     "scan_readahead_entries",
     "scan_readahead_threads",
+    "recovery_mode",
     "gc_space_amp_target",
+    "gc_victim_order",
     "auto_cluster_ratio",
     "disk_reserve_size",
     "max_batch_size",
@@ -61,6 +70,7 @@ fn apply(options: &mut engine::Options, name: &str, value: &Bound<'_, PyAny>) ->
         "value_threshold" => options.value_threshold = value.extract()?,
         "vlog_segment_size" => options.vlog_segment_size = value.extract()?,
         "vlog_buffer_size" => options.vlog_buffer_size = value.extract()?,
+        "vlog_flush_interval" => options.vlog_flush_interval = seconds(name, value)?,
         "vlog_preallocate_size" => options.vlog_preallocate_size = value.extract()?,
         "vlog_write_back_interval" => options.vlog_write_back_interval = value.extract()?,
         "vlog_direct_writes" => options.vlog_direct_writes = value.extract()?,
@@ -82,7 +92,9 @@ fn apply(options: &mut engine::Options, name: &str, value: &Bound<'_, PyAny>) ->
         "l0_stop_trigger" => options.l0_stop_trigger = value.extract()?,
         "scan_readahead_entries" => options.scan_readahead_entries = value.extract()?,
         "scan_readahead_threads" => options.scan_readahead_threads = value.extract()?,
+        "recovery_mode" => options.recovery_mode = one_of(name, value, RECOVERY_MODES)?,
         "gc_space_amp_target" => options.gc_space_amp_target = value.extract()?,
+        "gc_victim_order" => options.gc_victim_order = one_of(name, value, VICTIM_ORDERS)?,
         "auto_cluster_ratio" => options.auto_cluster_ratio = value.extract()?,
         "disk_reserve_size" => options.disk_reserve_size = value.extract()?,
         "max_batch_size" => options.max_batch_size = value.extract()?,
@@ -94,4 +106,40 @@ fn apply(options: &mut engine::Options, name: &str, value: &Bound<'_, PyAny>) ->
         }
     }
     Ok(())
+}
+
+const RECOVERY_MODES: &[(&str, RecoveryMode)] = &[
+    ("strict", RecoveryMode::Strict),
+    ("salvage_prefix", RecoveryMode::SalvagePrefix),
+];
+
+const VICTIM_ORDERS: &[(&str, VictimOrder)] = &[
+    ("cost_benefit", VictimOrder::CostBenefit),
+    ("oldest_first", VictimOrder::OldestFirst),
+];
+
+/// A duration given in seconds (an int or a float). The engine sets the lower bound
+/// (checked at open); what no `Duration` can hold is refused here.
+fn seconds(name: &str, value: &Bound<'_, PyAny>) -> PyResult<Duration> {
+    let seconds: f64 = value.extract()?;
+    Duration::try_from_secs_f64(seconds).map_err(|_| {
+        InvalidArgumentError::new_err(format!(
+            "{name} must be a finite number of seconds, at least 0 (got {seconds})"
+        ))
+    })
+}
+
+/// The engine value named `value` (a str) in `choices`.
+fn one_of<T: Copy>(name: &str, value: &Bound<'_, PyAny>, choices: &[(&str, T)]) -> PyResult<T> {
+    let given: String = value.extract()?;
+    match choices.iter().find(|(choice, _)| *choice == given) {
+        Some(&(_, chosen)) => Ok(chosen),
+        None => {
+            let names: Vec<String> = choices.iter().map(|(c, _)| format!("'{c}'")).collect();
+            Err(InvalidArgumentError::new_err(format!(
+                "{name} must be one of {}, not {given:?}",
+                names.join(", ")
+            )))
+        }
+    }
 }

@@ -6,6 +6,7 @@ bad options (InvalidArgumentError), a path under a file (IOError), a closed data
 import glob
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -22,6 +23,29 @@ def test_every_class_is_a_wisckey_error():
                 wisckey.IOError, wisckey.InvalidArgumentError, wisckey.NotADatabaseError,
                 wisckey.ClosedError):
         assert issubclass(cls, wisckey.Error) and cls.__doc__
+
+
+def test_every_engine_error_kind_has_its_own_documented_class():
+    names = ["CorruptionError", "LockedError", "NoSpaceError", "InvalidArgumentError",
+             "NotADatabaseError", "ClosedError", "UnsupportedVersionError", "InternalError",
+             "AbortedError", "ReadOnlyError"]
+    for name in names:
+        cls = getattr(wisckey, name)
+        assert issubclass(cls, wisckey.Error) and cls is not wisckey.Error, name
+        assert cls.__module__ == "wisckey" and len(cls.__doc__) > 30, name
+        assert name in wisckey.__all__, name
+    assert len(set(getattr(wisckey, n) for n in names)) == len(names)
+
+
+def test_io_error_is_also_an_os_error_and_never_shadows_the_builtin():
+    assert issubclass(wisckey.IOError, wisckey.Error)
+    assert issubclass(wisckey.IOError, OSError) and wisckey.IOError is not OSError
+    assert wisckey.IOError.__module__ == "wisckey" and "OSError" in wisckey.IOError.__doc__
+    assert "IOError" not in wisckey.__all__
+    namespace = {}
+    exec("from wisckey import *\nshadowed = IOError", namespace)
+    assert namespace["shadowed"] is OSError
+    assert "Error" in namespace and "DB" in namespace
 
 
 def _value(i):
@@ -224,6 +248,79 @@ def test_a_path_under_a_regular_file_is_an_io_error(tmp_path):
     (tmp_path / "file").write_bytes(b"x")
     with pytest.raises(wisckey.IOError):
         wisckey.DB(str(tmp_path / "file" / "db"))
+    with pytest.raises(OSError, match="I/O error"):
+        wisckey.DB(str(tmp_path / "file" / "db"))
+
+
+def test_a_newer_format_version_is_an_unsupported_version_error(path):
+    wisckey.DB(path).close()
+    (manifest,) = glob.glob(os.path.join(path, "MANIFEST-*"))
+    with open(manifest, "r+b") as f:
+        f.seek(8)  # the format version, after the magic
+        f.write((99).to_bytes(4, "little"))
+    with pytest.raises(wisckey.UnsupportedVersionError, match="format version 99"):
+        wisckey.DB(path)
+
+
+def test_recovery_mode_flush_interval_and_victim_order_options(path):
+    for mode in ("strict", "salvage_prefix"):
+        for order in ("cost_benefit", "oldest_first"):
+            with wisckey.DB(path, recovery_mode=mode, gc_victim_order=order,
+                            vlog_flush_interval=0.5) as db:
+                db.put(b"k", b"v" * 100)
+                assert db[b"k"] == b"v" * 100
+    with wisckey.DB(path, vlog_flush_interval=1) as db:  # an int is seconds too
+        assert db[b"k"] == b"v" * 100
+    bad = [("recovery_mode", "Strict"), ("recovery_mode", "salvage"),
+           ("gc_victim_order", "newest_first"), ("vlog_flush_interval", -0.001),
+           ("vlog_flush_interval", float("nan")), ("vlog_flush_interval", float("inf")),
+           ("vlog_flush_interval", 0.0),  # under the engine's least, 100 microseconds
+           ("vlog_flush_interval", 1e300)]
+    for name, value in bad:
+        with pytest.raises(wisckey.InvalidArgumentError, match=name):
+            wisckey.DB(path, **{name: value})
+    with pytest.raises(TypeError):
+        wisckey.DB(path, recovery_mode=1)
+    with pytest.raises(TypeError):
+        wisckey.DB(path, vlog_flush_interval="10ms")
+
+
+def _salvage_value(i):
+    return (b"value-%05d-" % i) * 30
+
+
+# Twenty sync puts, nothing flushed, then the process dies without closing: all twenty are
+# in the value log only, to be replayed at the next open.
+TWENTY_SYNC_PUTS = """
+import os, sys, wisckey
+db = wisckey.DB(sys.argv[1])
+for i in range(20):
+    db.put(b"key%05d" % i, (b"value-%05d-" % i) * 30, sync=True)
+os._exit(0)
+"""
+
+
+def test_salvage_prefix_opens_a_log_damaged_before_valid_records(path):
+    subprocess.run([sys.executable, "-c", TWENTY_SYNC_PUTS, path], check=True, timeout=60)
+    (segment,) = glob.glob(os.path.join(path, "*.vlog"))
+    with open(segment, "r+b") as f:
+        data = bytearray(f.read())
+        at = data.find(_salvage_value(5))
+        assert at > 0
+        data[at + 10] ^= 0x01
+        f.seek(0)
+        f.write(data)
+    with pytest.raises(wisckey.CorruptionError, match='recovery_mode="salvage_prefix"'):
+        wisckey.DB(path)
+    with pytest.raises(wisckey.CorruptionError):
+        wisckey.DB(path, recovery_mode="strict")
+    with wisckey.DB(path, recovery_mode="salvage_prefix") as db:
+        assert [db.get(b"key%05d" % i) for i in range(5)] == [_salvage_value(i) for i in range(5)]
+        assert db.multi_get([b"key%05d" % i for i in range(5, 20)]) == [None] * 15
+        db.put(b"after", b"salvage", sync=True)
+    assert os.path.isdir(os.path.join(path, "lost", "salvage-1"))
+    with wisckey.DB(path) as db:  # strict again: the damage was cut off
+        assert db[b"after"] == b"salvage" and db[b"key00004"] == _salvage_value(4)
 
 
 def test_every_call_on_a_closed_database_is_a_closed_error(path):

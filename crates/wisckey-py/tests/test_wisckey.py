@@ -327,6 +327,32 @@ def test_write_batch_clear_and_len(db):
     assert b"d" not in db
 
 
+def test_an_oversize_key_is_refused_when_added_to_a_batch(db):
+    big_key = b"k" * (64 * 1024 + 1)
+    batch = db.write_batch()
+    batch.put(b"a", b"1")
+    with pytest.raises(wisckey.InvalidArgumentError, match="maximum key size"):
+        batch.put(big_key, b"v")
+    with pytest.raises(wisckey.InvalidArgumentError, match="maximum key size"):
+        batch.delete(big_key)
+    assert len(batch) == 1  # nothing of the refused ones entered the batch
+    batch.put(b"b", b"2")
+    batch.put(b"k" * (64 * 1024), b"at the limit")
+    assert len(batch) == 3
+    batch.write()
+    assert db.multi_get([b"a", b"b", b"k" * (64 * 1024)]) == [b"1", b"2", b"at the limit"]
+    with pytest.raises(wisckey.InvalidArgumentError):
+        with db.write_batch(transaction=True) as batch:
+            batch.put(b"c", b"3")
+            batch.put(big_key, b"v")  # raised here: the transaction writes nothing
+    assert db.get(b"c") is None
+    with pytest.raises(wisckey.InvalidArgumentError):
+        with db.write_batch() as batch:
+            batch.put(b"c", b"3")
+            batch.put(big_key, b"v")  # raised here: what the batch took is written
+    assert db.get(b"c") == b"3"
+
+
 def test_a_batch_that_fails_to_write_keeps_its_writes(path):
     with wisckey.DB(path, max_batch_size=1 << 20) as db:
         batch = db.write_batch()
@@ -474,7 +500,7 @@ def test_every_public_name_is_documented():
             if name.startswith("_") and name not in ("__enter__", "__exit__"):
                 continue
             assert member.__doc__ and len(member.__doc__) > 10, (cls, name)
-    stub = pathlib.Path(__file__).resolve().parent.parent / "wisckey.pyi"
+    stub = pathlib.Path(__file__).resolve().parent.parent / "python" / "wisckey" / "__init__.pyi"
     tree = ast.parse(stub.read_text())
     assert ast.get_docstring(tree)
     for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):

@@ -6,7 +6,15 @@ plyvel (get, put, delete, write_batch, iterator, snapshot) with dict convenience
 (`db[key]`, `db[key] = value`, `del db[key]`, `key in db`, iteration) and adds multi_get,
 stats, gc, compact_range and check. Keys and values are bytes-like in (bytes, bytearray,
 memoryview) and bytes out; a str is a TypeError. Every call that may do I/O releases the
-GIL, so threads sharing one DB run in parallel. Errors are `Error` and its subclasses.
+GIL, so threads sharing one DB run in parallel. Errors are `Error` and its subclasses, one
+per kind of engine error.
+
+A DB belongs to the process that opened it: in a forked child, every call on it (or on its
+snapshots, iterators and batches) raises Error, and the child's copy is never closed or
+flushed (the engine's threads and file lock are not inherited); open the database again in
+the child once the parent has closed it. A DB still open at interpreter exit (kept alive by
+a daemon thread, a reference cycle, ...) is closed by an atexit hook, so acknowledged writes
+reach the disk; calls in flight get 2 s to finish, past which the log is synced instead.
 """
 
 from types import TracebackType
@@ -26,8 +34,10 @@ class LockedError(Error):
 class NoSpaceError(Error):
     """The device is full; nothing acknowledged was lost. Free space and retry."""
 
-class IOError(Error):
-    """An operating-system I/O call failed."""
+class IOError(Error, OSError):
+    """An operating-system I/O call failed (the message names the operation and the file).
+    Also an OSError. Not in __all__: `from wisckey import *` leaves the builtin IOError
+    alone; use `wisckey.IOError` (or catch OSError)."""
 
 class InvalidArgumentError(Error):
     """An argument or option wisckey does not accept."""
@@ -38,18 +48,43 @@ class NotADatabaseError(Error):
 class ClosedError(Error):
     """The database (or this object's database or snapshot) is closed."""
 
+class UnsupportedVersionError(Error):
+    """A file of the database has a newer format version than this build reads (the message
+    names the file and both versions): open it with a newer wisckey."""
+
+class InternalError(Error):
+    """An internal invariant failed or the engine panicked: a bug in wisckey (please report
+    it), not damaged data. Reopen the database."""
+
+class AbortedError(Error):
+    """Work was abandoned before it ran (the message says which)."""
+
+class ReadOnlyError(Error):
+    """The database is open read-only and the call would write to it."""
+
 class DB:
     """A wisckey database; a context manager (closed on exit).
 
     Options are wisckey::Options fields: value_threshold, vlog_segment_size,
-    vlog_buffer_size, vlog_preallocate_size, vlog_write_back_interval, vlog_direct_writes,
-    vlog_zero_fill_size, write_through_to_os, memtable_size,
+    vlog_buffer_size, vlog_flush_interval, vlog_preallocate_size, vlog_write_back_interval,
+    vlog_direct_writes, vlog_zero_fill_size, write_through_to_os, memtable_size,
     memtable_max_log_bytes, max_immutable_memtables, block_size, block_restart_interval,
     block_cache_size, value_cache_size, bloom_bits_per_key, max_open_tables, target_file_size,
     level1_max_bytes, l0_compaction_trigger, l0_slowdown_trigger, l0_stop_trigger,
-    scan_readahead_entries, scan_readahead_threads, gc_space_amp_target,
-    auto_cluster_ratio, disk_reserve_size, max_batch_size. An unknown name or a value the
-    engine refuses is an InvalidArgumentError.
+    scan_readahead_entries, scan_readahead_threads, recovery_mode, gc_space_amp_target,
+    gc_victim_order, auto_cluster_ratio, disk_reserve_size, max_batch_size. Sizes and counts
+    are ints, ratios floats, switches bools, and:
+
+    - vlog_flush_interval: seconds (float or int) an acknowledged write may sit in the value
+      log's buffer; default 0.01, at least 0.0001.
+    - recovery_mode: "strict" (default: a value log damaged before valid records is refused
+      with CorruptionError, nothing changed) or "salvage_prefix" (keep the log up to the
+      damage, drop what follows; the dropped part is kept in lost/salvage-N/).
+    - gc_victim_order: "cost_benefit" (default: mostly dead, old segments first) or
+      "oldest_first" (the WiscKey paper's tail-first order).
+
+    An unknown name or a value the engine refuses is an InvalidArgumentError; a value of the
+    wrong type a TypeError.
     """
 
     def __init__(
@@ -62,9 +97,12 @@ class DB:
         """Opens (or creates) the database in directory `path`. LockedError if it is open
         elsewhere, NotADatabaseError if the directory holds foreign files."""
     def close(self) -> None:
-        """Closes the database: waits for calls in flight, flushes and syncs. Later calls on
-        it (and its iterators, snapshots and batches) raise ClosedError. Idempotent; a
-        close() racing it returns once the database is closed."""
+        """Closes the database: waits for calls in flight, flushes and syncs. Later calls
+        that read or write it raise ClosedError: the DB's own, a snapshot's reads, an
+        iterator's next fetch (entries it already fetched are still returned) and a batch's
+        write(); adding to a batch touches no database and still works. Idempotent; a
+        close() racing it returns once the database is closed. In a forked child it does
+        nothing (the database is the parent's)."""
     @property
     def closed(self) -> bool:
         """Whether close() was called."""
@@ -127,13 +165,13 @@ class DB:
         """Value-log garbage collection now (compacts the key index first); returns what it
         did and the value log's space_amp after it."""
     def compact_range(self, start: Optional[_Bytes] = None, stop: Optional[_Bytes] = None) -> None:
-        """Flushes, then compacts the key index between `start` and `stop` (None:
-        unbounded)."""
+        """Flushes, then compacts the key index between `start` and `stop`, both inclusive
+        (None: unbounded)."""
     def cluster_values(self, start: Optional[_Bytes] = None, stop: Optional[_Bytes] = None) -> dict[str, Any]:
-        """Rewrites the values between `start` and `stop` (None: unbounded) in key order, so
-        scans of the range read neighbours' values together; the old copies are left to GC.
-        Returns keys_examined, values_in_log, values_kept, values_relocated, bytes_relocated,
-        values_changed."""
+        """Rewrites the values between `start` (inclusive) and `stop` (exclusive; None:
+        unbounded) in key order, so scans of the range read neighbours' values together; the
+        old copies are left to GC. Returns keys_examined, values_in_log, values_kept,
+        values_relocated, bytes_relocated, values_changed."""
     def cluster_values_estimate(self, start: Optional[_Bytes] = None, stop: Optional[_Bytes] = None) -> dict[str, Any]:
         """What cluster_values(start, stop) would move now, without moving anything (reads
         keys and pointers only); values_relocated counts what would move."""
@@ -146,9 +184,11 @@ class WriteBatch:
     context manager it is written on exit; with transaction=True, not if the block raised."""
 
     def put(self, key: _Bytes, value: _Bytes) -> None:
-        """Adds a put of `value` under `key`."""
+        """Adds a put of `value` under `key` (copied now). InvalidArgumentError for a key
+        over 64 KiB or a value over 256 MiB; the batch is left as it was."""
     def delete(self, key: _Bytes) -> None:
-        """Adds a delete of `key`."""
+        """Adds a delete of `key`. InvalidArgumentError for a key over 64 KiB; the batch is
+        left as it was."""
     def clear(self) -> None:
         """Forgets the writes added so far."""
     def write(self) -> None:

@@ -1,0 +1,180 @@
+//! The open database shared by a `DB` and everything made from it, and what its process's
+//! life asks of it: a forked child must not use it, dropping it must not hold the GIL, and
+//! interpreter exit closes it.
+//!
+//! - Fork: the engine's threads and its POSIX record lock on `LOCK` are not inherited, so a
+//!   child writing through the parent's engine corrupts the database (nothing keeps the two
+//!   processes apart) and one reading waits forever for reader threads that do not exist.
+//!   The handle remembers the process that opened it; a call from another one is refused
+//!   before it reaches the engine, and dropping the handle there leaks the engine instead of
+//!   closing it (closing flushes and joins threads the child does not have).
+//! - Drop: dropping an engine `Db` closes it (flush, join, sync), which may take seconds; the
+//!   last reference goes away in a Python object's deallocation, with the GIL held, so the
+//!   drop lets go of the GIL meanwhile.
+//! - Exit: a `DB` kept alive until interpreter shutdown (by a daemon thread, a module global
+//!   in a cycle, ...) may never be dropped, and writes still in the value log's buffer would
+//!   be lost with the process. An `atexit` hook closes every handle this process opened that
+//!   is still open; it waits a bounded time for calls in flight (a daemon thread may sit in a
+//!   long one), and past that syncs the log instead.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use parking_lot::{Mutex, RwLock};
+use pyo3::prelude::*;
+
+use crate::errors::Failure;
+
+/// The open database, shared by the `DB` object and everything made from it.
+pub(crate) type Shared = Arc<Handle>;
+
+/// An engine `Db` and the process that opened it. Every call holds the read lock for its
+/// duration; `close()` takes the write lock (waiting for calls in flight), takes the `Db`
+/// out and closes it under the lock.
+pub(crate) struct Handle {
+    db: RwLock<Option<engine::Db>>,
+    opened_by: u32,
+    /// Its key in `OPEN`.
+    id: u64,
+}
+
+/// Every handle this process opened and did not close, held weakly (the hook must not keep
+/// a database alive): what the exit hook closes. An entry goes when its handle is closed or
+/// dropped.
+static OPEN: Mutex<BTreeMap<u64, Weak<Handle>>> = Mutex::new(BTreeMap::new());
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+
+/// How long the exit hook waits for calls in flight before it settles for a sync; also how
+/// long it waits for the registry (in a forked child, a thread of the parent may have held
+/// it at the fork, and nothing will ever release the child's copy).
+const EXIT_WAIT: Duration = Duration::from_secs(2);
+
+impl Handle {
+    pub(crate) fn new(db: engine::Db) -> Shared {
+        let handle = Arc::new(Handle {
+            db: RwLock::new(Some(db)),
+            opened_by: std::process::id(),
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+        });
+        OPEN.lock().insert(handle.id, Arc::downgrade(&handle));
+        handle
+    }
+
+    /// An error unless this is the process that opened the database.
+    fn check_process(&self) -> Result<(), Failure> {
+        let now = std::process::id();
+        if now == self.opened_by {
+            Ok(())
+        } else {
+            Err(Failure::Forked {
+                opened_by: self.opened_by,
+                now,
+            })
+        }
+    }
+
+    /// Runs `f` on the open database, the read lock held for the call. The caller releases
+    /// the GIL first (the lock may wait for a `close()`, which runs without it).
+    pub(crate) fn on_db<T>(
+        &self,
+        f: impl FnOnce(&engine::Db) -> engine::Result<T>,
+    ) -> Result<T, Failure> {
+        self.check_process()?;
+        let open = self.db.read();
+        let db = open.as_ref().ok_or(engine::Error::Closed)?;
+        Ok(f(db)?)
+    }
+
+    /// Closes the database (idempotent); without the GIL. In a process other than the one
+    /// that opened it this does nothing: the database is the other process's to close, and
+    /// a `with` block or `finally` around a fork must not fail in the child for it.
+    pub(crate) fn close(&self) -> Result<(), Failure> {
+        if self.check_process().is_err() {
+            return Ok(());
+        }
+        let closed = {
+            let mut open = self.db.write();
+            open.take().map_or(Ok(()), engine::Db::close)
+        };
+        self.forget_at_exit();
+        Ok(closed?)
+    }
+
+    /// Whether the database was closed; without the GIL.
+    pub(crate) fn is_closed(&self) -> bool {
+        if self.check_process().is_err() {
+            // Not `read()`: a thread of the parent may have held the lock at the fork.
+            return self.db.try_read().is_some_and(|open| open.is_none());
+        }
+        self.db.read().is_none()
+    }
+
+    /// Closes the database for the exit hook; without the GIL. Calls in flight get
+    /// `EXIT_WAIT` to finish; if one does not (a daemon thread in a long call), what was
+    /// acknowledged is synced and the database left open, as a killed process leaves it.
+    fn close_at_exit(&self) -> Result<(), Failure> {
+        if let Some(mut open) = self.db.try_write_for(EXIT_WAIT) {
+            let closed = open.take().map_or(Ok(()), engine::Db::close);
+            drop(open);
+            self.forget_at_exit();
+            return Ok(closed?);
+        }
+        match self.db.try_read_for(EXIT_WAIT) {
+            Some(open) => Ok(open.as_ref().map_or(Ok(()), engine::Db::sync)?),
+            None => Ok(()),
+        }
+    }
+
+    fn forget_at_exit(&self) {
+        OPEN.lock().remove(&self.id);
+    }
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        let Some(db) = self.db.get_mut().take() else {
+            return;
+        };
+        if self.check_process().is_err() {
+            // A forked child: dropping the engine would flush into the parent's files
+            // without its lock and join background threads that do not exist in this
+            // process (a hang). Its memory goes with the process.
+            std::mem::forget(db);
+            return;
+        }
+        self.forget_at_exit();
+        // The last reference goes in a Python object's deallocation, with the GIL held
+        // (nothing of this crate holds a handle inside `detach`), so `try_attach` only
+        // hands over the token; the engine's close then runs without the GIL. Where no
+        // attaching is possible (the interpreter gone), the closure is dropped unrun and
+        // `db` with it, here.
+        let _ = Python::try_attach(move |py| py.detach(move || drop(db)));
+    }
+}
+
+/// The `atexit` hook: closes every database this process opened and has not closed (see
+/// the module comment). Raises the first error met, after trying them all; `atexit`
+/// reports it on stderr.
+#[pyfunction]
+#[pyo3(name = "_close_open_databases_at_exit")]
+pub(crate) fn close_open_databases_at_exit(py: Python<'_>) -> PyResult<()> {
+    let now = std::process::id();
+    // Filtered once the registry is unlocked: dropping a handle may lock it.
+    let open: Vec<Shared> = match OPEN.try_lock_for(EXIT_WAIT) {
+        Some(registry) => registry.values().filter_map(Weak::upgrade).collect(),
+        None => return Ok(()),
+    };
+    let mut first_error = None;
+    for handle in open.iter().filter(|handle| handle.opened_by == now) {
+        if let Err(e) = py.detach(|| handle.close_at_exit()) {
+            first_error.get_or_insert(e);
+        }
+    }
+    // `open` is dropped here, with the GIL held: it may hold the last reference to a
+    // handle (see `Drop`).
+    drop(open);
+    first_error.map_or(Ok(()), |e| Err(e.into_py(py)))
+}

@@ -1,0 +1,174 @@
+"""A database handle across a process's life: used in a forked child (refused, and the
+child's copy is never closed), dropped without close() (the engine's close runs without
+the GIL), and kept alive until interpreter exit (closed by the exit hook, so acknowledged
+writes reach the disk). Anything that forks, or may hang, runs in a subprocess with a
+timeout."""
+
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import wisckey
+
+# The parent opens a database, writes, scans it once with values (the engine's reader
+# threads start) and makes a snapshot, an iterator (one chunk fetched) and a batch, then
+# forks. The child tries each through the inherited handle, then leaves with sys.exit():
+# finalizers and atexit hooks run. The parent waits for it (killing it after 20 s) and
+# goes on using the database.
+FORK = textwrap.dedent(
+    """
+    import os, sys, time
+    import wisckey
+
+    db = wisckey.DB(sys.argv[1], memtable_size=64 << 20)
+    for i in range(2000):
+        db.put(b"k%05d" % i, b"%05d" % i * 100)
+    assert sum(1 for _ in db) == 2000
+    snap = db.snapshot()
+    it = db.iterator()
+    next(it)
+    batch = db.write_batch()
+    batch.put(b"from-child-batch", b"x")
+
+    pid = os.fork()
+    if pid == 0:
+        calls = {
+            "multi_get": lambda: db.multi_get([b"k00001", b"k00002"]),
+            "get": lambda: db.get(b"k00001"),
+            "put": lambda: db.put(b"from-child", b"x" * 1000, sync=True),
+            "delete": lambda: db.delete(b"k00003"),
+            "scan": lambda: sum(1 for _ in db),
+            "iterator": lambda: sum(1 for _ in it),
+            "snapshot": lambda: snap.get(b"k00001"),
+            "batch": batch.write,
+        }
+        for name, call in calls.items():
+            try:
+                call()
+                print("child", name, "no error", flush=True)
+            except wisckey.Error as e:
+                ok = type(e) is wisckey.Error and "opened by process %d" % os.getppid() in str(e)
+                print("child", name, "refused" if ok else "wrong error: %r" % e, flush=True)
+        db.close()  # the parent's database: nothing to do here
+        sys.exit(0)
+
+    deadline = time.monotonic() + 20
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            print("child status", status, flush=True)
+            break
+        if time.monotonic() > deadline:
+            print("child hung", flush=True)
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            break
+        time.sleep(0.05)
+    assert db.get(b"k00001") == b"00001" * 100
+    db.put(b"parent-after", b"y", sync=True)
+    assert db.get(b"from-child") is None and db.get(b"k00003") is not None
+    batch.write()
+    db.close()
+    with wisckey.DB(sys.argv[1]) as db:
+        print("reopened", len(list(db.iterator(include_value=False))),
+              db.get(b"parent-after"), db.get(b"from-child"), db.get(b"from-child-batch"),
+              db.check()["problems"], flush=True)
+    """
+)
+
+
+def test_a_forked_child_is_refused_the_parents_handle_and_exits(tmp_path):
+    done = subprocess.run([sys.executable, "-c", FORK, str(tmp_path / "db")],
+                          capture_output=True, text=True, timeout=120)
+    out = done.stdout
+    assert done.returncode == 0, (out, done.stderr[-3000:])
+    for name in ("multi_get", "get", "put", "delete", "scan", "iterator", "snapshot",
+                 "batch"):
+        assert "child %s refused" % name in out, (out, done.stderr[-3000:])
+    assert "child status 0" in out, (out, done.stderr[-3000:])
+    assert "reopened 2002 b'y' None b'x' []" in out, (out, done.stderr[-3000:])
+
+
+def test_dropping_an_open_database_lets_other_threads_run(tmp_path):
+    """`del db` without close() runs the engine's close (flush of a large memtable, joins,
+    sync). With a switch interval far longer than the test, the main thread gives the GIL
+    up only where it blocks or releases it, so the counter thread counts only while the drop
+    releases it; held, the count is exactly zero however loaded the machine is."""
+    db = wisckey.DB(str(tmp_path / "db"), memtable_size=256 << 20)
+    for start in range(0, 200_000, 10_000):
+        batch = db.write_batch()
+        for i in range(start, start + 10_000):
+            batch.put(b"key%09d" % i, b"v" * 100)
+        batch.write()
+    del batch
+    state = {"in_drop": False, "during": 0, "stop": False}
+    started = threading.Event()
+
+    def counter():
+        started.set()
+        n = 0
+        while not state["stop"]:
+            if state["in_drop"]:
+                state["during"] += 1
+            n += 1
+            if n % 2000 == 0:
+                time.sleep(0.0001)  # lets main take the GIL back when the drop returns
+
+    previous = sys.getswitchinterval()
+    thread = threading.Thread(target=counter)
+    thread.start()
+    started.wait()
+    sys.setswitchinterval(100.0)
+    try:
+        state["in_drop"] = True
+        t0 = time.perf_counter()
+        del db
+        took = time.perf_counter() - t0
+        state["in_drop"] = False
+    finally:
+        sys.setswitchinterval(previous)
+        state["stop"] = True
+        thread.join()
+    assert state["during"] >= 1000, (state, took)
+    with wisckey.DB(str(tmp_path / "db")) as db:  # the drop closed it
+        assert db[b"key%09d" % 199_999] == b"v" * 100
+
+
+# A database kept alive until interpreter exit, by a daemon thread's reference or by a
+# reference cycle, with its last write acknowledged but not synced. The log's buffer is
+# written out only when full, on a sync, or after vlog_flush_interval (an hour here).
+EXIT = textwrap.dedent(
+    """
+    import sys, threading, time
+    import wisckey
+
+    db = wisckey.DB(sys.argv[1], vlog_flush_interval=3600.0)
+    if sys.argv[2] == "daemon":
+        threading.Thread(target=lambda d=db: time.sleep(100), daemon=True).start()
+    elif sys.argv[2] == "busy-daemon":
+        def busy(d=db):
+            while True:
+                d.get(b"last")
+        threading.Thread(target=busy, daemon=True).start()
+    else:
+        class Holder:
+            pass
+        holder = Holder()
+        holder.self, holder.db = holder, db
+    db.put(b"last", b"v" * 100)
+    del db
+    print("exiting", flush=True)
+    """
+)
+
+
+def test_acknowledged_writes_survive_exit_with_the_database_still_open(tmp_path):
+    for keeper in ("daemon", "busy-daemon", "cycle"):
+        path = str(tmp_path / keeper)
+        done = subprocess.run([sys.executable, "-c", EXIT, path, keeper],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and done.stdout == "exiting\n", (keeper, done)
+        with wisckey.DB(path) as db:
+            assert db.get(b"last") == b"v" * 100, keeper
