@@ -296,7 +296,7 @@ impl Store {
             expiry_writes: AtomicU64::new(1),
             expiry_empty_at: AtomicU64::new(0),
             sweep_scans: AtomicU64::new(0),
-            watches: Arc::default(),
+            watches: Arc::new(Watches::new(STRIPES)),
         })
     }
 
@@ -323,7 +323,9 @@ impl Store {
     /// Notes a write of `key` for WATCH; the caller holds the key's stripe and has not
     /// written it yet. Every write of a user key outside this module calls it.
     pub fn touch(&self, key: &[u8]) {
-        self.watches.touch(key);
+        if self.watches.any() {
+            self.watches.touch(self.stripe_of(key), key);
+        }
     }
 
     /// The stripe (lock index, below [`STRIPES`]) that guards `key`.

@@ -4,8 +4,10 @@
 //! Invariants:
 //! - Only watched keys have an entry ([`Watches`]); an entry lives while at least one
 //!   connection's [`WatchedKeys`] names it (dropping the set, at EXEC, DISCARD, UNWATCH or
-//!   disconnect, gives its entries back). So unwatched keys cost a write one relaxed atomic
-//!   load ([`Watches::touch`]) and nothing else.
+//!   disconnect, gives its entries back). While nothing is watched a write costs one
+//!   relaxed atomic load ([`Watches::touch`]); while anything is, a write also locks the
+//!   registry's shard of its key's stripe (a shard per stripe: the caller already holds
+//!   that stripe, so writers of different stripes never meet on it) and looks the key up.
 //! - A write raises the version of its key while holding the key's stripe lock, before its
 //!   engine write; WATCH registers a key and reads its version and expiry holding the same
 //!   stripe; EXEC compares holding it again. So a write either precedes the WATCH (and is
@@ -29,64 +31,83 @@ struct Entry {
     version: u64,
 }
 
-/// The registry of watched keys, shared by every connection (one per server).
-#[derive(Debug, Default)]
+type Shard = HashMap<Vec<u8>, Entry>;
+
+/// The registry of watched keys, shared by every connection (one per server), in one
+/// shard per stripe: a key's entry lives in the shard of the stripe that guards the key.
+#[derive(Debug)]
 pub struct Watches {
-    keys: Mutex<HashMap<Vec<u8>, Entry>>,
-    /// `keys.len()`, readable without the lock: zero means no write needs the lock.
+    shards: Vec<Mutex<Shard>>,
+    /// Entries in all shards, readable without a lock: zero means no write needs one.
     watched: AtomicUsize,
 }
 
 impl Watches {
-    fn lock(&self) -> MutexGuard<'_, HashMap<Vec<u8>, Entry>> {
-        // A panic while the map was held leaves at worst a version raised or a count off by
-        // one: a false conflict or an entry kept too long, never a missed write.
-        self.keys.lock().unwrap_or_else(|e| e.into_inner())
+    /// A registry of `stripes` shards (the store's stripe count).
+    pub fn new(stripes: usize) -> Watches {
+        Watches {
+            shards: (0..stripes.max(1)).map(|_| Mutex::default()).collect(),
+            watched: AtomicUsize::new(0),
+        }
     }
 
-    /// Notes a write of `key`. The caller holds the key's stripe lock.
-    pub fn touch(&self, key: &[u8]) {
-        // Relaxed is enough: a WATCH of `key` that finished before this write registered
-        // under the same stripe lock the caller holds now, which orders the two.
-        if self.watched.load(Relaxed) == 0 {
-            return;
-        }
-        if let Some(entry) = self.lock().get_mut(key) {
+    fn shard(&self, stripe: usize) -> MutexGuard<'_, Shard> {
+        // A panic while a shard was held leaves at worst a version raised or a count off by
+        // one: a false conflict or an entry kept too long, never a missed write.
+        let shard = &self.shards[stripe % self.shards.len()];
+        shard.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether any key is watched; while not, a write need not call [`Watches::touch`].
+    /// Relaxed is enough: a WATCH of a key that finished before a write of it registered
+    /// under the stripe lock the writer holds, which orders the two.
+    pub fn any(&self) -> bool {
+        self.watched.load(Relaxed) != 0
+    }
+
+    /// Notes a write of `key`, guarded by `stripe`, which the caller holds.
+    pub fn touch(&self, stripe: usize, key: &[u8]) {
+        if let Some(entry) = self.shard(stripe).get_mut(key) {
             entry.version += 1;
         }
     }
 
     /// Notes a write of every key (FLUSHDB). The caller holds every stripe.
     pub fn touch_all(&self) {
-        for entry in self.lock().values_mut() {
-            entry.version += 1;
-        }
-    }
-
-    /// Adds a watcher of `key` and returns the key's version. The caller holds its stripe.
-    fn register(&self, key: &[u8]) -> u64 {
-        let mut keys = self.lock();
-        let entry = keys.entry(key.to_vec()).or_insert(Entry {
-            watchers: 0,
-            version: 0,
-        });
-        entry.watchers += 1;
-        let version = entry.version;
-        self.watched.store(keys.len(), Relaxed);
-        version
-    }
-
-    fn unregister<'k>(&self, keys: impl Iterator<Item = &'k Vec<u8>>) {
-        let mut map = self.lock();
-        for key in keys {
-            if let Some(entry) = map.get_mut(key) {
-                entry.watchers -= 1;
-                if entry.watchers == 0 {
-                    map.remove(key);
-                }
+        for stripe in 0..self.shards.len() {
+            for entry in self.shard(stripe).values_mut() {
+                entry.version += 1;
             }
         }
-        self.watched.store(map.len(), Relaxed);
+    }
+
+    /// Adds a watcher of `key` and returns the key's version. The caller holds `stripe`.
+    fn register(&self, stripe: usize, key: &[u8]) -> u64 {
+        let mut shard = self.shard(stripe);
+        let entry = shard.entry(key.to_vec()).or_insert_with(|| {
+            self.watched.fetch_add(1, Relaxed);
+            Entry {
+                watchers: 0,
+                version: 0,
+            }
+        });
+        entry.watchers += 1;
+        entry.version
+    }
+
+    fn unregister(&self, stripe: usize, key: &[u8]) {
+        let mut shard = self.shard(stripe);
+        if let Some(entry) = shard.get_mut(key) {
+            entry.watchers -= 1;
+            if entry.watchers == 0 {
+                shard.remove(key);
+                self.watched.fetch_sub(1, Relaxed);
+            }
+        }
+    }
+
+    fn version(&self, stripe: usize, key: &[u8]) -> Option<u64> {
+        self.shard(stripe).get(key).map(|e| e.version)
     }
 
     /// How many keys are watched (by any connection).
@@ -95,9 +116,11 @@ impl Watches {
     }
 }
 
-/// What WATCH recorded of a key: its version then, and its expiry if it was live with one.
+/// What WATCH recorded of a key: its stripe, its version then, and its expiry if it was live
+/// with one.
 #[derive(Debug)]
 struct Seen {
+    stripe: usize,
     version: u64,
     expires_at_ms: Option<u64>,
 }
@@ -120,9 +143,10 @@ impl WatchedKeys {
         }
     }
 
-    /// What watching `key` costs this connection: its bytes and about a map entry's.
+    /// What watching `key` costs: two copies of it (this set's and the registry's) and two
+    /// hash-map entries with their headers, about 80 bytes each.
     pub fn cost(key: &[u8]) -> usize {
-        key.len() + 64
+        2 * (key.len() + 80)
     }
 
     pub fn bytes(&self) -> usize {
@@ -134,35 +158,38 @@ impl WatchedKeys {
     }
 
     /// Watches `key` (not watched yet), live until `expires_at_ms` if it has an expiry. The
-    /// caller holds the key's stripe and read the expiry under it.
-    pub fn add(&mut self, key: &[u8], expires_at_ms: Option<u64>) {
-        let version = self.registry.register(key);
+    /// caller holds the key's stripe, `stripe`, and read the expiry under it.
+    pub fn add(&mut self, stripe: usize, key: &[u8], expires_at_ms: Option<u64>) {
+        let version = self.registry.register(stripe, key);
         self.bytes += WatchedKeys::cost(key);
         let seen = Seen {
+            stripe,
             version,
             expires_at_ms,
         };
         self.keys.insert(key.to_vec(), seen);
     }
 
-    pub fn keys(&self) -> impl Iterator<Item = &[u8]> {
-        self.keys.keys().map(Vec::as_slice)
+    /// The stripes of the watched keys (repeats possible).
+    pub fn stripes(&self) -> impl Iterator<Item = usize> + '_ {
+        self.keys.values().map(|seen| seen.stripe)
     }
 
     /// Whether a watched key was written since WATCH, or was live then and has expired by
     /// `now_ms`. The caller holds every watched key's stripe.
     pub fn changed(&self, now_ms: u64) -> bool {
-        let registry = self.registry.lock();
         self.keys.iter().any(|(key, seen)| {
             seen.expires_at_ms.is_some_and(|at| at <= now_ms)
-                || registry.get(key).map(|e| e.version) != Some(seen.version)
+                || self.registry.version(seen.stripe, key) != Some(seen.version)
         })
     }
 }
 
 impl Drop for WatchedKeys {
     fn drop(&mut self) {
-        self.registry.unregister(self.keys.keys());
+        for (key, seen) in &self.keys {
+            self.registry.unregister(seen.stripe, key);
+        }
     }
 }
 
@@ -172,23 +199,23 @@ mod tests {
 
     #[test]
     fn a_write_of_a_watched_key_is_seen_and_others_are_not() {
-        let registry = Arc::new(Watches::default());
+        let registry = Arc::new(Watches::new(4));
         let mut mine = WatchedKeys::new(registry.clone());
-        mine.add(b"a", None);
-        registry.touch(b"b");
+        mine.add(0, b"a", None);
+        registry.touch(0, b"b");
         assert!(!mine.changed(0));
-        registry.touch(b"a");
+        registry.touch(0, b"a");
         assert!(mine.changed(0));
     }
 
     #[test]
     fn entries_live_while_a_watcher_does() {
-        let registry = Arc::new(Watches::default());
+        let registry = Arc::new(Watches::new(4));
         let mut first = WatchedKeys::new(registry.clone());
         let mut second = WatchedKeys::new(registry.clone());
-        first.add(b"k", None);
-        registry.touch(b"k");
-        second.add(b"k", None);
+        first.add(1, b"k", None);
+        registry.touch(1, b"k");
+        second.add(1, b"k", None);
         assert_eq!(registry.count(), 1);
         drop(first);
         assert_eq!(registry.count(), 1);
@@ -196,23 +223,23 @@ mod tests {
             !second.changed(0),
             "the second watcher came after the write"
         );
-        registry.touch(b"k");
+        registry.touch(1, b"k");
         assert!(second.changed(0));
         drop(second);
         assert_eq!(registry.count(), 0);
-        assert!(registry.lock().is_empty());
+        assert!(registry.shard(1).is_empty());
     }
 
     #[test]
     fn an_expiry_passing_counts_as_a_change_and_touch_all_reaches_every_key() {
-        let registry = Arc::new(Watches::default());
+        let registry = Arc::new(Watches::new(4));
         let mut expiring = WatchedKeys::new(registry.clone());
-        expiring.add(b"e", Some(1_000));
+        expiring.add(2, b"e", Some(1_000));
         assert!(!expiring.changed(999));
         assert!(expiring.changed(1_000));
         let mut flushed = WatchedKeys::new(registry.clone());
-        flushed.add(b"x", None);
-        flushed.add(b"y", None);
+        flushed.add(0, b"x", None);
+        flushed.add(3, b"y", None);
         registry.touch_all();
         assert!(flushed.changed(0));
     }

@@ -782,26 +782,23 @@ fn a_connection_watches_a_bounded_number_of_bytes() {
     let mut c = server.client();
     let keys =
         |n: usize, tag: char| -> Vec<String> { (0..n).map(|i| format!("{tag}{i:099}")).collect() };
-    // 100-byte keys cost 164 bytes each: 24 fit in 4,096, 25 do not.
-    let refused: redis::RedisResult<()> = cmd("WATCH").arg(keys(25, 'a')).query(&mut c);
+    // 100-byte keys cost 2 * (100 + 80) = 360 bytes each: 11 fit in 4,096, 12 do not.
+    let refused: redis::RedisResult<()> = cmd("WATCH").arg(keys(12, 'a')).query(&mut c);
     let e = refused.expect_err("over the limit");
     assert!(
         e.detail()
             .is_some_and(|d| d.starts_with("too many watched keys")),
         "{e:?}"
     );
+    let () = cmd("WATCH").arg(keys(9, 'b')).query(&mut c).expect("WATCH");
+    let refused: redis::RedisResult<()> = cmd("WATCH").arg(keys(3, 'c')).query(&mut c);
+    assert!(refused.is_err(), "9 + 3 keys pass the limit");
     let () = cmd("WATCH")
-        .arg(keys(20, 'b'))
+        .arg(keys(2, 'c'))
         .query(&mut c)
-        .expect("WATCH");
-    let refused: redis::RedisResult<()> = cmd("WATCH").arg(keys(5, 'c')).query(&mut c);
-    assert!(refused.is_err(), "20 + 5 keys pass the limit");
-    let () = cmd("WATCH")
-        .arg(keys(4, 'c'))
-        .query(&mut c)
-        .expect("24 fit");
+        .expect("11 fit");
     let info: String = cmd("INFO").arg("clients").query(&mut c).expect("INFO");
-    assert!(info.contains("total_watched_keys:24\r\n"), "{info}");
+    assert!(info.contains("total_watched_keys:11\r\n"), "{info}");
 }
 
 #[test]

@@ -47,7 +47,8 @@
 //!   DISCARD, UNWATCH and a disconnect forget the connection's watches. A write raises the
 //!   version before the engine applies it, so a write that then fails aborts a watching
 //!   transaction too (a false conflict: the client retries, as after any conflict). A
-//!   connection watches at most `--max-query-len` bytes of keys (64 more per key).
+//!   connection watches at most `--max-query-len` bytes, counting each key twice and 160
+//!   bytes more (`WatchedKeys::cost`: the registry's copy and two map entries).
 
 use super::{lookup, Client, Shared};
 use crate::error::Error;
@@ -152,8 +153,9 @@ pub(super) fn watch(sh: &Shared, client: &mut Client, args: Args<'_>) -> Result<
     let adding = keys.iter().map(|k| WatchedKeys::cost(k)).sum::<usize>();
     if watched.bytes().saturating_add(adding) > budget {
         return Ok(Reply::err(format!(
-            "ERR too many watched keys: a connection may watch {budget} bytes of keys, \
-             64 more per key (--max-query-len); nothing was added"
+            "ERR too many watched keys: a connection may watch {budget} bytes of keys \
+             (--max-query-len), each key counted twice and 160 bytes more; nothing was \
+             added"
         )));
     }
     // Under the keys' stripes: no write can fall between the version and the expiry read.
@@ -167,7 +169,7 @@ pub(super) fn watch(sh: &Shared, client: &mut Client, args: Args<'_>) -> Result<
         let expiry = sh
             .store
             .read_with(key, now, &mut ekey, &mut scratch, |_, expires| expires)?;
-        watched.add(key, expiry.flatten());
+        watched.add(sh.store.stripe_of(key), key, expiry.flatten());
     }
     Ok(Reply::OK)
 }
@@ -227,7 +229,7 @@ pub(super) fn exec(sh: &Shared, client: &mut Client, _: Args<'_>) -> Result<Repl
     let budget = sh.config.limits.max_query_len;
     let mut stripes = stripes(sh, &multi.queue);
     if let Some(w) = &watched {
-        stripes.extend(w.keys().map(|k| sh.store.stripe_of(k)));
+        stripes.extend(w.stripes());
     }
     let txn = sh.store.begin_transaction(stripes);
     if watched.is_some_and(|w| w.changed(now_ms())) {
