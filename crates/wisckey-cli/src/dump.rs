@@ -220,7 +220,8 @@ fn dump_to_file(db: &Db, args: &DumpArgs, prefix: &[u8], path: &Path) -> CliResu
             Ok(()) => "the partial dump was removed".to_string(),
             Err(why) => format!("the partial dump could not be removed: {why}"),
         };
-        format!("{}: {e} ({removed})", path.display()).into()
+        let text = format!("{}: {e} ({removed})", path.display());
+        Box::new(crate::Context { text, source: e }) as Box<dyn std::error::Error>
     })
 }
 

@@ -126,9 +126,7 @@ fn main() -> ExitCode {
             // Any command that met stored bytes that do not verify (at open or on a read)
             // says so as `check` does: a script's `get … || default` must not take a
             // damaged database for a missing key.
-            None if (e.downcast_ref::<wisckey::Error>())
-                .is_some_and(wisckey::Error::is_corruption) =>
-            {
+            None if is_damage(e.as_ref()) => {
                 note(format_args!("wisckey: {e}"));
                 ExitCode::from(EXIT_DAMAGED)
             }
@@ -137,6 +135,38 @@ fn main() -> ExitCode {
                 ExitCode::from(EXIT_FAILED)
             }
         },
+    }
+}
+
+/// Whether `e`, or an error it wraps, says stored bytes do not verify.
+fn is_damage(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(e);
+    while let Some(e) = next {
+        if let Some(engine) = e.downcast_ref::<wisckey::Error>() {
+            return engine.is_corruption();
+        }
+        next = e.source();
+    }
+    false
+}
+
+/// An error with a line of context before it, keeping it as its source (so the exit status
+/// can still tell damage from other failures).
+#[derive(Debug)]
+pub struct Context {
+    pub text: String,
+    pub source: Box<dyn std::error::Error>,
+}
+
+impl std::fmt::Display for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl std::error::Error for Context {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(self.source.as_ref())
     }
 }
 

@@ -107,6 +107,17 @@ fn a_damaged_value_is_reported_with_its_file_and_offset() {
         offset <= at as u64 && at as u64 - offset < 2200,
         "offset {offset}, damage at {at}"
     );
+    // Damage met on a read exits 2 for every command, also when a dump to a file wraps
+    // the error in its own line (the partial file is removed).
+    assert_eq!(
+        wisckey(&["get", "--db", path, "k00007"]).status.code(),
+        Some(2)
+    );
+    let dump = temp.path().join("all.dump");
+    let dump = dump.to_str().expect("utf-8 path");
+    let out = wisckey(&["dump", "--db", path, "--out", dump]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(!Path::new(dump).exists());
     // Other keys still read; check names the damage and exits with status 2.
     let out = wisckey(&["get", "--db", path, "k00008"]);
     assert!(
@@ -427,6 +438,7 @@ fn every_command_exits_2_on_damaged_files() {
         &["scan", "--db", db_arg],
         &["stats", "--db", db_arg],
         &["check", "--db", db_arg],
+        &["serve", "--db", db_arg, "--port", "0"],
     ] {
         let out = wisckey(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
