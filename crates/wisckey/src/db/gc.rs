@@ -547,7 +547,13 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
                     // is intact (a poisoned one `unblock_head` latched itself): the log is
                     // as it was and writes go on, as the write path's own seal failure
                     // leaves them. Background GC tries again next round.
-                    Err(e) if ends_background_round(paced, &e) => break,
+                    Err(e) if paced && matches!(e, Error::Io { .. }) => {
+                        log::warn!(
+                            "wisckey: value-log GC could not seal the active segment or move \
+                             the replay head; the round ends: {e}"
+                        );
+                        break;
+                    }
                     other => {
                         other?;
                         punch_or_go_on(inner, policy, paced, &mut full_disk);
