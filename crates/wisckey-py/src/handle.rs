@@ -1,6 +1,6 @@
 //! The open database shared by a `DB` and everything made from it, and what its process's
 //! life asks of it: a forked child must not use it, dropping it must not hold the GIL, and
-//! interpreter exit closes it.
+//! interpreter exit syncs it.
 //!
 //! - Fork: the engine's threads and its POSIX record lock on `LOCK` are not inherited, so a
 //!   child writing through the parent's engine corrupts the database (nothing keeps the two
@@ -13,9 +13,10 @@
 //!   drop lets go of the GIL meanwhile.
 //! - Exit: a `DB` kept alive until interpreter shutdown (by a daemon thread, a module global
 //!   in a cycle, ...) may never be dropped, and writes still in the value log's buffer would
-//!   be lost with the process. An `atexit` hook closes every handle this process opened that
-//!   is still open; it waits a bounded time for calls in flight (a daemon thread may sit in a
-//!   long one), and past that syncs the log instead.
+//!   be lost with the process. An `atexit` hook syncs every handle this process opened that
+//!   is still open (waiting a bounded time for a `close()` in progress), and leaves it open:
+//!   `atexit` runs hooks newest first, so an application's hook registered before wisckey
+//!   was imported runs after this one and may still use the database.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -41,14 +42,14 @@ pub(crate) struct Handle {
 }
 
 /// Every handle this process opened and did not close, held weakly (the hook must not keep
-/// a database alive): what the exit hook closes. An entry goes when its handle is closed or
+/// a database alive): what the exit hook syncs. An entry goes when its handle is closed or
 /// dropped.
 static OPEN: Mutex<BTreeMap<u64, Weak<Handle>>> = Mutex::new(BTreeMap::new());
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 
-/// How long the exit hook waits for calls in flight before it settles for a sync; also how
-/// long it waits for the registry (in a forked child, a thread of the parent may have held
+/// How long the exit hook waits for a `close()` in progress (which holds the write lock);
+/// also how long it waits for the registry (in a forked child, a thread of the parent may have held
 /// it at the fork, and nothing will ever release the child's copy).
 const EXIT_WAIT: Duration = Duration::from_secs(2);
 
@@ -61,6 +62,22 @@ impl Handle {
         });
         OPEN.lock().insert(handle.id, Arc::downgrade(&handle));
         handle
+    }
+
+    /// Whether this process is not the one that opened the database (a forked child).
+    pub(crate) fn in_other_process(&self) -> bool {
+        std::process::id() != self.opened_by
+    }
+
+    /// Gives up an engine object (a snapshot) made from this database: dropped as usual,
+    /// or leaked in a forked child, where dropping it would take an engine lock that a
+    /// thread of the parent may have held at the fork (never to be released in the child).
+    pub(crate) fn release<T>(&self, object: T) {
+        if self.in_other_process() {
+            std::mem::forget(object);
+        } else {
+            drop(object);
+        }
     }
 
     /// An error unless this is the process that opened the database.
@@ -112,16 +129,10 @@ impl Handle {
         self.db.read().is_none()
     }
 
-    /// Closes the database for the exit hook; without the GIL. Calls in flight get
-    /// `EXIT_WAIT` to finish; if one does not (a daemon thread in a long call), what was
-    /// acknowledged is synced and the database left open, as a killed process leaves it.
-    fn close_at_exit(&self) -> Result<(), Failure> {
-        if let Some(mut open) = self.db.try_write_for(EXIT_WAIT) {
-            let closed = open.take().map_or(Ok(()), engine::Db::close);
-            drop(open);
-            self.forget_at_exit();
-            return Ok(closed?);
-        }
+    /// Syncs the database for the exit hook, leaving it open; without the GIL. A read lock
+    /// is shared with calls in flight (a daemon thread in a long call does not hold it up);
+    /// only a `close()` in progress is waited for, at most `EXIT_WAIT`.
+    fn sync_at_exit(&self) -> Result<(), Failure> {
         match self.db.try_read_for(EXIT_WAIT) {
             Some(open) => Ok(open.as_ref().map_or(Ok(()), engine::Db::sync)?),
             None => Ok(()),
@@ -155,7 +166,7 @@ impl Drop for Handle {
     }
 }
 
-/// The `atexit` hook: closes every database this process opened and has not closed (see
+/// The `atexit` hook: syncs every database this process opened and has not closed (see
 /// the module comment). Raises the first error met, after trying them all; `atexit`
 /// reports it on stderr.
 #[pyfunction]
@@ -169,7 +180,7 @@ pub(crate) fn close_open_databases_at_exit(py: Python<'_>) -> PyResult<()> {
     };
     let mut first_error = None;
     for handle in open.iter().filter(|handle| handle.opened_by == now) {
-        if let Err(e) = py.detach(|| handle.close_at_exit()) {
+        if let Err(e) = py.detach(|| handle.sync_at_exit()) {
             first_error.get_or_insert(e);
         }
     }

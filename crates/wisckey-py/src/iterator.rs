@@ -304,11 +304,12 @@ impl Iterator {
     /// raises StopIteration. A `next()` in flight in another thread returns StopIteration
     /// (or the entry it had). Idempotent.
     fn close(&self) {
-        let released = {
+        let (snapshot, buffered) = {
             let mut state = self.state.lock();
             (state.snapshot.take(), std::mem::take(&mut state.buffered))
         };
-        drop(released);
+        self.shared.release(snapshot);
+        drop(buffered);
     }
 
     /// Returns the iterator itself.
@@ -321,5 +322,12 @@ impl Iterator {
     fn __exit__(&self, _exc: &Bound<'_, PyTuple>) -> bool {
         self.close();
         false
+    }
+}
+
+impl Drop for Iterator {
+    fn drop(&mut self) {
+        let snapshot = self.state.get_mut().snapshot.take();
+        self.shared.release(snapshot);
     }
 }

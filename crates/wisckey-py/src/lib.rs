@@ -18,7 +18,7 @@
 //!   and closes it before letting go; an iterator, snapshot or batch used after that raises
 //!   `ClosedError`, never touches freed memory; a call from a forked child raises before
 //!   it reaches the engine, and the last reference's drop closes the engine without the
-//!   GIL (in a forked child: leaks it); an `atexit` hook closes what is still open;
+//!   GIL (in a forked child: leaks it); an `atexit` hook syncs what is still open;
 //! - an iterator reads one snapshot, fetching entries in chunks (a fresh cursor from just
 //!   after the last key each time, at most 256 entries or about 4 MiB, ending at an entry
 //!   whose value cannot be read), so no Python object borrows the engine across calls; it
@@ -52,7 +52,7 @@ use pyo3::prelude::*;
 /// NoSpaceError, IOError (also an OSError), InvalidArgumentError, NotADatabaseError,
 /// ClosedError, UnsupportedVersionError, InternalError, AbortedError, ReadOnlyError.
 /// A DB belongs to the process that opened it (a forked child must open the database
-/// again); one still open at interpreter exit is closed by an atexit hook.
+/// again); one still open at interpreter exit is synced by an atexit hook.
 #[pymodule]
 fn wisckey(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<db::Db>()?;

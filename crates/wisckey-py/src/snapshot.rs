@@ -150,7 +150,7 @@ impl Snapshot {
     /// read in flight (in another thread) until it returns. Idempotent.
     fn close(&self) {
         let released = self.snapshot.lock().take();
-        drop(released);
+        self.shared.release(released);
     }
 
     /// Returns the snapshot itself.
@@ -163,5 +163,12 @@ impl Snapshot {
     fn __exit__(&self, _exc: &Bound<'_, PyTuple>) -> bool {
         self.close();
         false
+    }
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        let snapshot = self.snapshot.get_mut().take();
+        self.shared.release(snapshot);
     }
 }

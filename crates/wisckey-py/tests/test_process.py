@@ -1,7 +1,7 @@
 """A database handle across a process's life: used in a forked child (refused, and the
 child's copy is never closed), dropped without close() (the engine's close runs without
-the GIL), and kept alive until interpreter exit (closed by the exit hook, so acknowledged
-writes reach the disk). Anything that forks, or may hang, runs in a subprocess with a
+the GIL), and kept alive until interpreter exit (synced by the exit hook, so acknowledged
+writes reach the disk, and left open for atexit hooks that run later). Anything that forks, or may hang, runs in a subprocess with a
 timeout."""
 
 import subprocess
@@ -172,3 +172,30 @@ def test_acknowledged_writes_survive_exit_with_the_database_still_open(tmp_path)
         assert done.returncode == 0 and done.stdout == "exiting\n", (keeper, done)
         with wisckey.DB(path) as db:
             assert db.get(b"last") == b"v" * 100, keeper
+
+
+# An application's atexit hook registered before wisckey was imported runs after
+# wisckey's (atexit runs hooks newest first): the database must still be usable there.
+LATE_HOOK = textwrap.dedent(
+    """
+    import atexit, sys
+
+    def late():
+        db.put(b"late", b"x", sync=True)
+        print("late ok", flush=True)
+
+    atexit.register(late)
+    import wisckey
+
+    db = wisckey.DB(sys.argv[1])
+    """
+)
+
+
+def test_an_atexit_hook_that_runs_after_wisckeys_can_still_write(tmp_path):
+    path = str(tmp_path / "db")
+    done = subprocess.run([sys.executable, "-c", LATE_HOOK, path],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout == "late ok\n", done
+    with wisckey.DB(path) as db:
+        assert db.get(b"late") == b"x"

@@ -13,8 +13,8 @@ A DB belongs to the process that opened it: in a forked child, every call on it 
 snapshots, iterators and batches) raises Error, and the child's copy is never closed or
 flushed (the engine's threads and file lock are not inherited); open the database again in
 the child once the parent has closed it. A DB still open at interpreter exit (kept alive by
-a daemon thread, a reference cycle, ...) is closed by an atexit hook, so acknowledged writes
-reach the disk; calls in flight get 2 s to finish, past which the log is synced instead.
+a daemon thread, a reference cycle, ...) is synced by an atexit hook, so acknowledged writes
+reach the disk; it stays open for atexit hooks that run later.
 """
 
 from types import TracebackType
