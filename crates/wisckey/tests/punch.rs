@@ -129,6 +129,35 @@ fn dead_records_are_punched_out_and_every_reader_steps_over_them() {
     let done = db.gc(&GcOptions::default()).expect("gc");
     assert!(done.segments_collected > 0, "{done:?}");
     check(&db, &model, &ReadOptions::default());
+    // What collection read and freed is what those segments still held on disk: their
+    // punched blocks were neither read nor freed a second time.
+    let after = db.stats().expect("stats");
+    let on_disk_of_collected: u64 = (reopened.value_log.segments.iter())
+        .filter(|s| {
+            !after
+                .value_log
+                .segments
+                .iter()
+                .any(|a| a.segment == s.segment)
+        })
+        .map(|s| s.size - s.punched_bytes)
+        .sum();
+    let punched_of_collected: u64 = (reopened.value_log.segments.iter())
+        .filter(|s| {
+            !after
+                .value_log
+                .segments
+                .iter()
+                .any(|a| a.segment == s.segment)
+        })
+        .map(|s| s.punched_bytes)
+        .sum();
+    assert!(punched_of_collected > 0, "a punched segment was collected");
+    assert_eq!(after.gc.bytes_freed, on_disk_of_collected, "{:?}", after.gc);
+    assert!(
+        done.bytes_read <= on_disk_of_collected,
+        "the punched ranges were not read: {done:?}"
+    );
     db.close().expect("close");
     let db = Db::open(dir, options(Arc::new(mem))).expect("reopen");
     check(&db, &model, &ReadOptions::default());
@@ -228,13 +257,22 @@ fn background_gc_punches_only_over_its_target() {
     assert!(under.value_log.space_amp < target, "{:?}", under.value_log);
     // Background rounds run after every flush and at least once a second: give it several,
     // long enough for every reader of the older versions (a compaction, say) to be gone.
-    std::thread::sleep(std::time::Duration::from_millis(2500));
+    // Watched meanwhile: should a round punch, the log as it stood just before says why
+    // (this test failed once in CI, cause not found: docs/RELIABILITY.md, "Known gaps").
+    let mut last_seen = under.clone();
+    let until = std::time::Instant::now() + std::time::Duration::from_millis(2500);
+    while std::time::Instant::now() < until {
+        let now = db.stats().expect("stats");
+        assert_eq!(
+            now.gc.bytes_punched, 0,
+            "punched under the target: {:?}\nnow: {:?}\njust before: {:?}",
+            now.gc, now.value_log, last_seen.value_log
+        );
+        last_seen = now;
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let stats = db.stats().expect("stats");
-    assert_eq!(
-        stats.gc.bytes_punched, 0,
-        "punched under the target: {:?}",
-        stats.gc
-    );
+    assert_eq!(stats.gc.bytes_punched, 0, "punched under the target");
     assert_eq!(punched(&stats), 0);
     assert_eq!(stats.gc.work.segments_collected, 0, "{:?}", stats.gc);
 

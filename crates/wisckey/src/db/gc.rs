@@ -611,7 +611,9 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
 /// Punches what is ready ([`punch_ready`]) if this round wants space back: a call of
 /// `Db::gc` always does; a background round only while the log is over its target or the
 /// disk is short of space (a write or background job met ENOSPC, or the reserve is spent).
-/// Below the target the space is not asked for, and punching is not free: it drops the
+/// Over the target is judged as victim choice judges it, without the collected segments
+/// that readers still pin (they go when the readers do; punching does not bring that
+/// sooner). Below the target the space is not asked for, and punching is not free: it drops the
 /// punched ranges' cached pages, and a file system mounted with online discard trims their
 /// blocks at once; on our 2-core VM, loads that punched meanwhile ran at 0.3-0.65 of the
 /// speed of those that did not (docs/BENCHMARKS.md, "Hole punching waits for the target").
@@ -630,7 +632,7 @@ fn punch_if_wanted(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result
     let wanted = !paced
         || inner.state.lock().no_space.is_some()
         || (inner.options.disk_reserve_size > 0 && !inner.reserve_present.load(Ordering::Acquire))
-        || choose(inner, policy)?.0.space_amp() > policy.space_amp_target;
+        || choose(inner, policy)?.0.space_amp_gc_can_lower() > policy.space_amp_target;
     if wanted {
         punch_ready(inner)?;
     }
@@ -759,7 +761,11 @@ fn collect_one(
     // Every relocation above returned: it is appended and synced, with sequence numbers
     // up to this one.
     let relocated_through = inner.visible_seq.load(Ordering::Acquire);
-    let size = outcome.bytes_read;
+    // What deleting the file will free: its blocks less those already punched (counted in
+    // `GcTotals::bytes_punched`, not to be counted again as freed).
+    let size = (inner.state.lock().versions.vlog_segments().get(&victim))
+        .and_then(|m| Some(m.sealed_size?.saturating_sub(m.punched_bytes())))
+        .unwrap_or(outcome.bytes_read);
     let mut edit = VersionEdit::default();
     edit.vlog_segments_removed.push(victim);
     install_edit(inner, edit, |state| {

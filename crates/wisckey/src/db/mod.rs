@@ -138,7 +138,8 @@ pub(crate) fn publish_read_sources(inner: &DbInner, state: &State) {
 /// A segment GC removed from the log.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct GcRemoval {
-    /// The file's size.
+    /// The file's bytes on disk: its length less the ranges already punched (those count
+    /// in `GcTotals::bytes_punched`, not again in `bytes_freed`).
     pub size: u64,
     /// Every relocation of its records has a sequence number at most this: a snapshot at or
     /// above it reads the relocated copies, an older one may read the segment.

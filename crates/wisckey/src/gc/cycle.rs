@@ -32,7 +32,8 @@ pub struct Relocation {
 pub struct GcOutcome {
     /// Victim segments whose records were all relocated or found dead.
     pub segments_collected: u64,
-    /// Bytes of victim segments read.
+    /// Bytes of victim segments read: their files' lengths less their punched ranges (dead
+    /// records, stepped over).
     pub bytes_read: u64,
     /// Records appended again at the log's head, and their bytes.
     pub records_relocated: u64,
@@ -77,8 +78,12 @@ pub fn collect_segment(
     index: &dyn GcIndex,
 ) -> Result<GcOutcome> {
     let file_len = src.fs.file_size(&vlog_file_name(src.dir, victim))?;
+    // Punched ranges are stepped over, not read.
+    let punched_len: u64 = (punched.iter())
+        .map(|(&start, &end)| end.min(file_len).saturating_sub(start))
+        .sum();
     let mut outcome = GcOutcome {
-        bytes_read: file_len,
+        bytes_read: file_len.saturating_sub(punched_len),
         ..GcOutcome::default()
     };
     let mut pending: Vec<Relocation> = Vec::new();
