@@ -2,7 +2,8 @@
 //! it, later writes return it even after the fault is gone, reads keep working, and a reopen
 //! recovers every acknowledged write from the value log. A latched error that is not the
 //! log's own still lets buffered writes reach the OS (and `Db::sync` the disk); a failure to
-//! remove an obsolete file is not latched at all.
+//! remove an obsolete file is not latched at all, and a flush that fails after writing its
+//! table removes it.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -10,6 +11,10 @@ use std::time::{Duration, Instant};
 
 use wisckey::fs::{FaultFs, FaultKind, FaultOps, FileSystem, FsOp, MemFs, PowerLoss};
 use wisckey::{Db, Error, Options, WriteOptions};
+
+mod common;
+
+use common::{HookFs, Hooks};
 
 #[test]
 fn flush_failure_is_latched_and_returned_by_later_writes() {
@@ -246,4 +251,48 @@ fn a_record_lost_with_a_failed_write_out_reads_as_the_write_error() {
     assert_eq!(db.get(b"kept").expect("get"), Some(vec![7u8; 200]));
     fault.clear();
     assert!(db.close().is_err(), "close reports the latched error");
+}
+
+/// Fails every `sync_data` of a value-log segment once armed.
+#[derive(Debug, Default)]
+struct FailLogSync {
+    armed: std::sync::atomic::AtomicBool,
+}
+
+impl Hooks for FailLogSync {
+    fn before_sync_data(&self, path: &Path) -> wisckey::Result<()> {
+        let log = path.extension().is_some_and(|e| e == "vlog");
+        if log && self.armed.load(std::sync::atomic::Ordering::SeqCst) {
+            let eio = std::io::Error::from_raw_os_error(libc::EIO);
+            return Err(Error::io("test: log sync", eio));
+        }
+        Ok(())
+    }
+}
+
+/// A flush whose table is written but whose log records cannot be made durable (the replay
+/// head may not pass them) fails without leaving the table behind: no manifest names it.
+#[test]
+fn a_flush_that_fails_after_writing_its_table_removes_it() {
+    let fs = HookFs::new(FailLogSync::default());
+    let dir = Path::new("/db");
+    let db = Db::open(dir, Options::small_for_tests(Arc::new(fs.clone()))).expect("open");
+    let tables = || -> Vec<String> {
+        (fs.mem.list(dir).expect("list").into_iter())
+            .filter(|name| name.ends_with(".sst"))
+            .collect()
+    };
+    db.put(b"first", vec![1u8; 100]).expect("put");
+    db.flush().expect("flush");
+    let before = tables();
+    assert!(!before.is_empty(), "the first flush wrote a table");
+    for i in 0..20u32 {
+        db.put(format!("k{i:03}"), vec![2u8; 100]).expect("put");
+    }
+    fs.hooks
+        .armed
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let flush = db.flush();
+    assert!(matches!(flush, Err(Error::Io { .. })), "{flush:?}");
+    assert_eq!(tables(), before, "the failed flush's table is gone");
 }

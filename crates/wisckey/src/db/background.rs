@@ -214,6 +214,15 @@ fn flush_memtable(inner: &DbInner, imm: ImmutableMemtable) -> Result<()> {
             }
         }
     }
+    // Until the install is tried, no manifest can name the table: a failure removes it
+    // (else, on a full disk retried every 100 ms with a new number each time, every try
+    // would leave a table holding space until the next open).
+    let discard_table = |e: Error| {
+        if let Some(n) = number {
+            discard_failed_output(inner, n);
+        }
+        e
+    };
     // The head may only pass records whose bytes are durable in the log. A failed write-out
     // discards buffered records, so check the synced position, not just the call's result.
     let sync_step = !crate::safety::skipped(SafetyStep::SyncBeforeHeadPersistence);
@@ -228,7 +237,8 @@ fn flush_memtable(inner: &DbInner, imm: ImmutableMemtable) -> Result<()> {
             )));
         }
         Ok(())
-    })?;
+    })
+    .map_err(discard_table)?;
     edit.vlog_head = Some(imm.log_end);
     // Records of inline values and tombstones are never read once the head passes them.
     for (segment, bytes) in imm.table.unreferenced_log_bytes() {
@@ -240,7 +250,9 @@ fn flush_memtable(inner: &DbInner, imm: ImmutableMemtable) -> Result<()> {
     let to_seal: Vec<u64> = {
         let mut state = inner.state.lock();
         if let Some(e) = &state.bg_error {
-            return Err(e.clone());
+            let e = e.clone();
+            drop(state);
+            return Err(discard_table(e));
         }
         // The head passes into segments the writer created since the last flush: list them,
         // so that open refuses if one goes missing, and their numbers are never used again.
@@ -263,7 +275,7 @@ fn flush_memtable(inner: &DbInner, imm: ImmutableMemtable) -> Result<()> {
         to_seal
     };
     for segment in to_seal {
-        let size = inner.fs.file_size(&vlog_file_name(&inner.dir, segment))?;
+        let size = (inner.fs.file_size(&vlog_file_name(&inner.dir, segment))).map_err(discard_table)?;
         edit.vlog_segments_sealed.push((segment, size));
     }
     // On failure the edit may still have reached the manifest: the table stays pending (not
