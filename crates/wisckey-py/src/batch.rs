@@ -58,6 +58,22 @@ impl WriteBatch {
             .ok_or_else(already_written)
     }
 
+    /// Adds one put or delete with `add` (the engine's `try_put`/`try_delete`), which
+    /// refuses a key or value over the engine's limits at once, in the engine's words, and
+    /// leaves the batch as it was: the engine's plain `put` would take it silently, keep
+    /// none of it nor of what follows, and fail only when written.
+    fn add(
+        &self,
+        py: Python<'_>,
+        add: impl FnOnce(&mut engine::WriteBatch) -> engine::Result<()> + Send,
+    ) -> PyResult<()> {
+        match self.with_batch(py, |batch| batch.as_mut().map(add)) {
+            None => Err(already_written()),
+            Some(Ok(())) => Ok(()),
+            Some(Err(e)) => Err(crate::errors::to_py_err(py, e)),
+        }
+    }
+
     /// Writes the batch; if it was written already, InvalidArgumentError where `again` is
     /// an error, else nothing.
     fn write_once(&self, py: Python<'_>, again: bool) -> PyResult<()> {
@@ -83,29 +99,6 @@ impl WriteBatch {
     }
 }
 
-/// InvalidArgumentError for a key or value over the engine's limits, in the engine's words.
-/// The engine's batch would take such an operation silently, keep none of it nor of what
-/// follows, and fail only when written; refused here, it never enters the batch.
-fn check_size(key: &[u8], value: &[u8]) -> PyResult<()> {
-    let (max_key, max_value) = (engine::MAX_KEY_SIZE, engine::MAX_VALUE_SIZE);
-    let why = if key.len() > max_key {
-        format!(
-            "key of {} bytes exceeds the maximum key size of {max_key} bytes",
-            key.len()
-        )
-    } else if value.len() > max_value {
-        format!(
-            "value of {} bytes exceeds the maximum value size of {max_value} bytes",
-            value.len()
-        )
-    } else {
-        return Ok(());
-    };
-    Err(InvalidArgumentError::new_err(format!(
-        "invalid argument: {why}"
-    )))
-}
-
 fn already_written() -> PyErr {
     InvalidArgumentError::new_err("this batch was already written")
 }
@@ -121,19 +114,13 @@ impl WriteBatch {
         value: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
         let (key, value) = (bytes_of(key, "key")?, bytes_of(value, "value")?);
-        check_size(&key, &value)?;
-        self.edit(py, |batch| {
-            batch.put(key, value);
-        })
+        self.add(py, |batch| batch.try_put(key, value).map(|_| ()))
     }
 
     /// Adds a delete of `key`. InvalidArgumentError for a key over the maximum size.
     fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
         let key = bytes_of(key, "key")?;
-        check_size(&key, &[])?;
-        self.edit(py, |batch| {
-            batch.delete(key);
-        })
+        self.add(py, |batch| batch.try_delete(key).map(|_| ()))
     }
 
     /// Forgets the writes added so far.

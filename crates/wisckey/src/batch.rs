@@ -4,6 +4,7 @@
 //! numbers, the last one flagged as the end of the batch, so recovery applies it entirely
 //! or not at all.
 
+use crate::error::{Error, Result};
 use crate::key::ValueKind;
 
 /// One operation of a batch.
@@ -65,6 +66,25 @@ impl WriteBatch {
     /// Adds a delete.
     pub fn delete(&mut self, key: impl AsRef<[u8]>) -> &mut Self {
         self.push(ValueKind::Deletion, key.as_ref(), &[])
+    }
+
+    /// [`WriteBatch::put`], refusing a key or value over the limits at once
+    /// (`InvalidArgument`, naming the limit) and leaving the batch as it was, instead of
+    /// failing the whole batch when it is written. For callers that add entries one by one
+    /// on behalf of a user (a language binding) and can report each refusal where it
+    /// happened.
+    pub fn try_put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<&mut Self> {
+        let (key, value) = (key.as_ref(), value.as_ref());
+        crate::options::check_entry_size(key.len(), value.len()).map_err(Error::InvalidArgument)?;
+        Ok(self.push(ValueKind::Value, key, value))
+    }
+
+    /// [`WriteBatch::delete`], refusing a key over the limit at once (see
+    /// [`WriteBatch::try_put`]).
+    pub fn try_delete(&mut self, key: impl AsRef<[u8]>) -> Result<&mut Self> {
+        let key = key.as_ref();
+        crate::options::check_entry_size(key.len(), 0).map_err(Error::InvalidArgument)?;
+        Ok(self.push(ValueKind::Deletion, key, &[]))
     }
 
     fn push(&mut self, kind: ValueKind, key: &[u8], value: &[u8]) -> &mut Self {
@@ -140,5 +160,22 @@ mod tests {
         assert!(b.refused().is_some_and(|why| why.contains("maximum key size")));
         b.clear();
         assert!(b.is_empty() && b.refused().is_none());
+    }
+
+    #[test]
+    fn try_put_and_try_delete_refuse_at_once_and_keep_the_batch() {
+        let mut b = WriteBatch::new();
+        b.put("a", "1");
+        let long_key = vec![b'k'; crate::MAX_KEY_SIZE + 1];
+        let refused = (b.try_put(&long_key, "v").map(|_| ())).expect_err("over the key limit");
+        assert!(
+            matches!(&refused, Error::InvalidArgument(why) if why.contains("maximum key size")),
+            "{refused}"
+        );
+        let refused = (b.try_delete(&long_key).map(|_| ())).expect_err("over the key limit");
+        assert!(matches!(refused, Error::InvalidArgument(_)), "{refused}");
+        b.try_put("b", "2").expect("in bounds").try_delete("a").expect("in bounds");
+        assert_eq!(b.len(), 3, "the refusals left the batch as it was");
+        assert!(b.refused().is_none(), "and do not fail it when written");
     }
 }
