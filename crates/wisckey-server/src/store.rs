@@ -679,17 +679,45 @@ impl Store {
         self.expiry_writes.fetch_add(1, SeqCst);
     }
 
-    /// Deletes `keys`. The caller holds their locks.
+    /// Deletes `keys`, live ones. The caller holds their locks.
     pub fn delete<K: AsRef<[u8]>>(&self, _guard: &KeyGuard<'_>, keys: &[K]) -> Result<(), Error> {
+        self.delete_raising(keys, |_| true)
+    }
+
+    /// Deletes `keys`, of which those with `live[i]` false are absent or expired: they
+    /// raise no WATCH version (Redis 7 raises only keys that existed, so a watcher of a key
+    /// that stays absent is not aborted). Outside a transaction expired ones are deleted
+    /// all the same (they are garbage either way); inside one, only live ones are recorded.
+    /// The caller holds their locks.
+    pub fn delete_where_live<K: AsRef<[u8]>>(
+        &self,
+        _guard: &KeyGuard<'_>,
+        keys: &[K],
+        live: &[bool],
+    ) -> Result<(), Error> {
+        self.delete_raising(keys, |i| live.get(i).copied().unwrap_or(true))
+    }
+
+    /// Deletes `keys`; `live(i)` says whether the i-th exists (see
+    /// [`Store::delete_where_live`]).
+    fn delete_raising<K: AsRef<[u8]>>(
+        &self,
+        keys: &[K],
+        live: impl Fn(usize) -> bool,
+    ) -> Result<(), Error> {
         if IN_TXN.get() {
-            for k in keys {
-                txn_record(k.as_ref(), None);
+            for (i, k) in keys.iter().enumerate() {
+                if live(i) {
+                    txn_record(k.as_ref(), None);
+                }
             }
             return Ok(());
         }
         let mut batch = WriteBatch::new();
-        for k in keys {
-            self.touch(k.as_ref());
+        for (i, k) in keys.iter().enumerate() {
+            if live(i) {
+                self.touch(k.as_ref());
+            }
             batch.delete(format::data_key(k.as_ref()));
         }
         self.write(batch)
@@ -983,9 +1011,22 @@ impl Store {
         // Inside a transaction its pending writes go first, so the flush deletes them too.
         self.txn_write_pending()?;
         let _everything = self.lock_all();
+        // Only watched keys that exist are raised (Redis 7): note them before they go.
+        let watched = if self.watches.any() {
+            self.watches.watched_keys()
+        } else {
+            Vec::new()
+        };
+        let live = self.live(&watched.iter().map(|(_, k)| k).collect::<Vec<_>>());
         let result = self.delete_everything(max_keys);
-        // After the deletes, also if one failed (some keys are gone).
-        self.watches.touch_all();
+        // After the deletes, also if one failed (some keys are gone). Were the liveness
+        // reads refused, every watched key is raised: a false conflict, never a missed one.
+        let live = live.unwrap_or_else(|_| vec![true; watched.len()]);
+        for ((stripe, key), live) in watched.iter().zip(live) {
+            if live {
+                self.watches.touch(*stripe, key);
+            }
+        }
         result
     }
 

@@ -13,8 +13,10 @@
 //!   stripe; EXEC compares holding it again. So a write either precedes the WATCH (and is
 //!   seen by its read) or raises the version WATCH recorded: a write that fails in the
 //!   engine aborts a watching transaction too (a false conflict, never a missed one).
-//! - FLUSHDB, holding every stripe, raises every entry once it has deleted what it deletes
-//!   (also when it fails part way).
+//! - DEL and FLUSHDB raise only the keys that were live (Redis 7 touches only keys that
+//!   existed): FLUSHDB, holding every stripe, notes which watched keys are live before it
+//!   deletes and raises them once it has deleted what it deletes (also when it fails part
+//!   way).
 //! - A key that was live at WATCH and has expired by EXEC counts as changed (Redis 7);
 //!   one already expired or absent at WATCH does not change by being swept, so the sweeper
 //!   raises nothing.
@@ -72,13 +74,15 @@ impl Watches {
         }
     }
 
-    /// Notes a write of every key (FLUSHDB). The caller holds every stripe.
-    pub fn touch_all(&self) {
-        for stripe in 0..self.shards.len() {
-            for entry in self.shard(stripe).values_mut() {
-                entry.version += 1;
-            }
-        }
+    /// Every watched key with its stripe (FLUSHDB raises those that exist). The caller
+    /// holds every stripe, so the list stays true until it lets go.
+    pub fn watched_keys(&self) -> Vec<(usize, Vec<u8>)> {
+        (0..self.shards.len())
+            .flat_map(|stripe| {
+                let keys: Vec<Vec<u8>> = self.shard(stripe).keys().cloned().collect();
+                keys.into_iter().map(move |key| (stripe, key))
+            })
+            .collect()
     }
 
     /// Adds a watcher of `key` and returns the key's version. The caller holds `stripe`.
@@ -231,7 +235,7 @@ mod tests {
     }
 
     #[test]
-    fn an_expiry_passing_counts_as_a_change_and_touch_all_reaches_every_key() {
+    fn an_expiry_passing_counts_as_a_change_and_every_watched_key_is_listed() {
         let registry = Arc::new(Watches::new(4));
         let mut expiring = WatchedKeys::new(registry.clone());
         expiring.add(2, b"e", Some(1_000));
@@ -240,7 +244,11 @@ mod tests {
         let mut flushed = WatchedKeys::new(registry.clone());
         flushed.add(0, b"x", None);
         flushed.add(3, b"y", None);
-        registry.touch_all();
-        assert!(flushed.changed(0));
+        let mut listed = registry.watched_keys();
+        listed.sort();
+        assert_eq!(
+            listed,
+            vec![(0, b"x".to_vec()), (2, b"e".to_vec()), (3, b"y".to_vec())]
+        );
     }
 }

@@ -683,6 +683,53 @@ fn every_write_of_a_watched_key_aborts_exec() {
     );
 }
 
+/// DEL and FLUSHDB of a watched key that does not exist (never written, or expired before
+/// the WATCH) change nothing a transaction could read: EXEC runs, as in Redis 7, which
+/// raises only keys that existed. A FLUSHDB that deletes a watched key that exists aborts.
+#[test]
+fn deleting_a_watched_key_that_does_not_exist_aborts_nothing() {
+    each_server_with(
+        |c| c.enable_flushdb = true,
+        |server| {
+            let mut me = server.raw();
+            let mut other = server.raw();
+            let line = |raw: &mut common::Raw| {
+                String::from_utf8_lossy(&raw.read_line())
+                    .trim_end()
+                    .to_string()
+            };
+            let exec_after = |me: &mut common::Raw, other: &mut common::Raw, write: &[Step<'_>]| {
+                step(me, &[b"WATCH", b"absent", b"expired"], OK);
+                for (request, reply) in write {
+                    step(other, request, reply);
+                }
+                step(me, &[b"MULTI"], OK);
+                step(me, &[b"PING"], QUEUED);
+                me.send(&resp(&[b"EXEC"]));
+                line(me)
+            };
+            step(&mut me, &[b"SET", b"expired", b"1", b"PX", b"1"], OK);
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            let del: &[Step<'_>] = &[(&[b"DEL", b"absent", b"expired"], b":0\r\n")];
+            assert_eq!(
+                exec_after(&mut me, &mut other, del),
+                "*1",
+                "DEL of absent keys"
+            );
+            let flush: &[Step<'_>] = &[(&[b"FLUSHDB"], b"+OK\r\n")];
+            assert_eq!(line(&mut me), "+PONG");
+            assert_eq!(exec_after(&mut me, &mut other, flush), "*1", "FLUSHDB");
+            assert_eq!(line(&mut me), "+PONG");
+            step(&mut me, &[b"SET", b"absent", b"now"], OK);
+            assert_eq!(
+                exec_after(&mut me, &mut other, flush),
+                "*-1",
+                "FLUSHDB of a watched key that exists"
+            );
+        },
+    );
+}
+
 #[test]
 fn exec_discard_unwatch_and_disconnect_forget_the_watches() {
     let server = TestServer::start(|_| {});

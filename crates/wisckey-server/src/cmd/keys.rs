@@ -23,10 +23,11 @@ pub(super) fn del(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Err
     keys.sort_unstable();
     keys.dedup();
     let guard = sh.store.lock(&keys);
-    let live = sh.store.live(&keys)?.into_iter().filter(|&l| l).count();
-    // Expired keys are deleted too (they are garbage either way) but not counted.
-    sh.store.delete(&guard, &keys)?;
-    Ok(Reply::Integer(live as i64))
+    let live = sh.store.live(&keys)?;
+    // Expired keys are deleted too (they are garbage either way) but neither counted nor
+    // seen by WATCH.
+    sh.store.delete_where_live(&guard, &keys, &live)?;
+    Ok(Reply::Integer(live.iter().filter(|&&l| l).count() as i64))
 }
 
 pub(super) fn exists(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Error> {
