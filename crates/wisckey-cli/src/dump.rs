@@ -12,7 +12,10 @@
 //! UTF-8, else `"key_hex"` / `"value_hex"` with the bytes in hex (per field).
 //!
 //! `load` refuses a database that already holds keys unless `--merge` (loading overwrites
-//! keys present in both), and creates a missing one only with `--create`. Progress bars on
+//! keys present in both), and creates a missing one only with `--create`. It opens its
+//! input and reads and checks the first entry before it opens the database, so an input
+//! that is missing, unreadable or not a dump of the chosen format creates and changes
+//! nothing. Errors in JSON lines name the line (1-based). Progress bars on
 //! stderr when it is a terminal. `dump` opens the database read-only (`Db::open_read_only`):
 //! it writes nothing and may run beside other read-only commands.
 
@@ -266,85 +269,162 @@ fn write_dump(db: &Db, args: &DumpArgs, prefix: &[u8], out: &mut impl Write) -> 
     Ok(count)
 }
 
-/// Entries read from a dump, each checked before it is handed out.
-fn read_native(
-    input: &mut impl Read,
-    mut on_entry: impl FnMut(Vec<u8>, Vec<u8>) -> CliResult,
-) -> CliResult<u64> {
-    let mut magic = [0u8; 8];
-    input.read_exact(&mut magic).map_err(|e| match e.kind() {
-        std::io::ErrorKind::UnexpectedEof => "not a wisckey dump: shorter than its header".into(),
-        _ => cut_or_failed(e, "its header"),
-    })?;
-    if &magic != MAGIC {
-        return Err("not a wisckey dump (bad magic; for JSON lines use --format jsonl)".into());
-    }
-    let mut count = 0u64;
-    loop {
-        let mut tag = [0u8];
-        input.read_exact(&mut tag).map_err(|e| match e.kind() {
-            std::io::ErrorKind::UnexpectedEof => {
-                format!("dump cut after {count} entries (no end marker)").into()
-            }
-            _ => cut_or_failed(e, &format!("the tag of entry {count}")),
-        })?;
-        match tag[0] {
-            0 => {
-                let mut total = [0u8; 8];
-                input.read_exact(&mut total).map_err(|e| {
-                    cut_or_failed(e, &format!("its end marker, after {count} entries"))
-                })?;
-                let total = u64::from_le_bytes(total);
-                if total != count {
-                    return Err(format!("dump says {total} entries, holds {count}").into());
-                }
-                // Two dumps concatenated (`cat a b | wisckey load`) would otherwise load
-                // the first alone and report success.
-                let mut after = [0u8];
-                let read = loop {
-                    match input.read(&mut after) {
-                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                        other => break other,
-                    }
-                };
-                return match read {
-                    Ok(0) => Ok(count),
-                    Err(e) => Err(e.into()),
-                    Ok(_) => Err(format!(
-                        "bytes follow the dump's end marker (its {count} entries were loaded; \
-                         was more than one dump joined?)"
-                    )
-                    .into()),
-                };
-            }
-            1 => {
-                let mut crc = [0u8; 4];
-                let part = |what: &str| format!("entry {count}'s {what}");
-                input
-                    .read_exact(&mut crc)
-                    .map_err(|e| cut_or_failed(e, &part("checksum")))?;
-                let mut record = Vec::new();
-                let key_len = read_varint(input, &part("key length"))?;
-                check_length(count, "key", key_len, wisckey::MAX_KEY_SIZE)?;
-                put_varint(&mut record, key_len);
-                let key = read_exact_vec(input, key_len, &part("key"))?;
-                record.extend_from_slice(&key);
-                let value_len = read_varint(input, &part("value length"))?;
-                check_length(count, "value", value_len, wisckey::MAX_VALUE_SIZE)?;
-                put_varint(&mut record, value_len);
-                let value = read_exact_vec(input, value_len, &part("value"))?;
-                record.extend_from_slice(&value);
-                if unmask(u32::from_le_bytes(crc)) != crc32c(&record) {
-                    return Err(format!(
-                        "entry {count} of the dump fails its checksum; nothing after it was loaded"
-                    )
-                    .into());
-                }
-                on_entry(key, value)?;
-                count += 1;
-            }
-            other => return Err(format!("entry {count}: unknown tag {other:#04x}").into()),
+/// A key and its value.
+type Entry = (Vec<u8>, Vec<u8>);
+
+/// The entries of a dump, read one at a time, each checked before it is handed out (so
+/// `load` can check the first before it opens the database).
+enum Entries<R> {
+    Native {
+        input: R,
+        /// Entries handed out so far.
+        count: u64,
+    },
+    Jsonl {
+        lines: std::io::Lines<R>,
+        /// The number of the line read last (1-based).
+        line: u64,
+    },
+}
+
+impl<R: BufRead> Entries<R> {
+    /// Reads a native dump's header; JSON lines have none.
+    fn new(mut input: R, format: Format) -> CliResult<Self> {
+        if format == Format::Jsonl {
+            return Ok(Entries::Jsonl {
+                lines: input.lines(),
+                line: 0,
+            });
         }
+        let mut magic = [0u8; 8];
+        input.read_exact(&mut magic).map_err(|e| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => {
+                "not a wisckey dump: shorter than its header".into()
+            }
+            _ => cut_or_failed(e, "its header"),
+        })?;
+        if &magic != MAGIC {
+            return Err("not a wisckey dump (bad magic; for JSON lines use --format jsonl)".into());
+        }
+        Ok(Entries::Native { input, count: 0 })
+    }
+
+    /// The next entry; `None` once the dump has ended as it should.
+    fn next_entry(&mut self) -> CliResult<Option<Entry>> {
+        match self {
+            Entries::Native { input, count } => {
+                let entry = next_native(input, *count)?;
+                *count += u64::from(entry.is_some());
+                Ok(entry)
+            }
+            Entries::Jsonl { lines, line } => next_jsonl(lines, line),
+        }
+    }
+}
+
+/// The next non-blank line's entry. Every error names the line: a file of JSON lines is
+/// fixed by line number (the entry count would skip blank lines).
+fn next_jsonl(
+    lines: &mut std::io::Lines<impl BufRead>,
+    line: &mut u64,
+) -> CliResult<Option<Entry>> {
+    for text in lines {
+        *line += 1;
+        let n = *line;
+        let text = text.map_err(|e| match e.kind() {
+            std::io::ErrorKind::InvalidData => format!("line {n}: {e}"),
+            _ => format!("reading line {n}: {e}"),
+        })?;
+        if text.trim().is_empty() {
+            continue;
+        }
+        let value: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| format!("line {n}: {e}"))?;
+        let object = value
+            .as_object()
+            .ok_or_else(|| format!("line {n}: not a JSON object"))?;
+        let (key, value) = (from_json(object, "key", n)?, from_json(object, "value", n)?);
+        // Checked here to name the line (the batch would refuse it too, naming nothing).
+        if key.len() > wisckey::MAX_KEY_SIZE || value.len() > wisckey::MAX_VALUE_SIZE {
+            return Err(format!(
+                "line {n}: a key of {} bytes and a value of {} bytes (the limits are {} and {})",
+                key.len(),
+                value.len(),
+                wisckey::MAX_KEY_SIZE,
+                wisckey::MAX_VALUE_SIZE
+            )
+            .into());
+        }
+        return Ok(Some((key, value)));
+    }
+    Ok(None)
+}
+
+/// The next entry of a native dump after its `count` entries; `None` after its end
+/// marker, once the count it holds and the end of the input are checked.
+fn next_native(input: &mut impl Read, count: u64) -> CliResult<Option<Entry>> {
+    let mut tag = [0u8];
+    input.read_exact(&mut tag).map_err(|e| match e.kind() {
+        std::io::ErrorKind::UnexpectedEof => {
+            format!("dump cut after {count} entries (no end marker)").into()
+        }
+        _ => cut_or_failed(e, &format!("the tag of entry {count}")),
+    })?;
+    match tag[0] {
+        0 => {
+            let mut total = [0u8; 8];
+            input
+                .read_exact(&mut total)
+                .map_err(|e| cut_or_failed(e, &format!("its end marker, after {count} entries")))?;
+            let total = u64::from_le_bytes(total);
+            if total != count {
+                return Err(format!("dump says {total} entries, holds {count}").into());
+            }
+            // Two dumps concatenated (`cat a b | wisckey load`) would otherwise load
+            // the first alone and report success.
+            let mut after = [0u8];
+            let read = loop {
+                match input.read(&mut after) {
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    other => break other,
+                }
+            };
+            match read {
+                Ok(0) => Ok(None),
+                Err(e) => Err(e.into()),
+                Ok(_) => Err(format!(
+                    "bytes follow the dump's end marker (its {count} entries were loaded; \
+                     was more than one dump joined?)"
+                )
+                .into()),
+            }
+        }
+        1 => {
+            let mut crc = [0u8; 4];
+            let part = |what: &str| format!("entry {count}'s {what}");
+            input
+                .read_exact(&mut crc)
+                .map_err(|e| cut_or_failed(e, &part("checksum")))?;
+            let mut record = Vec::new();
+            let key_len = read_varint(input, &part("key length"))?;
+            check_length(count, "key", key_len, wisckey::MAX_KEY_SIZE)?;
+            put_varint(&mut record, key_len);
+            let key = read_exact_vec(input, key_len, &part("key"))?;
+            record.extend_from_slice(&key);
+            let value_len = read_varint(input, &part("value length"))?;
+            check_length(count, "value", value_len, wisckey::MAX_VALUE_SIZE)?;
+            put_varint(&mut record, value_len);
+            let value = read_exact_vec(input, value_len, &part("value"))?;
+            record.extend_from_slice(&value);
+            if unmask(u32::from_le_bytes(crc)) != crc32c(&record) {
+                return Err(format!(
+                    "entry {count} of the dump fails its checksum; nothing after it was loaded"
+                )
+                .into());
+            }
+            Ok(Some((key, value)))
+        }
+        other => Err(format!("entry {count}: unknown tag {other:#04x}").into()),
     }
 }
 
@@ -376,13 +456,19 @@ fn read_exact_vec(input: &mut impl Read, len: u64, what: &str) -> CliResult<Vec<
 }
 
 pub fn load(args: &LoadArgs) -> CliResult {
-    // The input is opened before the database, so a wrong path creates nothing.
+    // The input is opened, and its first entry read and checked, before the database: a
+    // wrong path, an unreadable file or one that does not start as a dump of the chosen
+    // format creates nothing (a failed load must not leave a new, empty database behind)
+    // and changes nothing in an existing one.
     let source: Box<dyn Read> = match &args.input {
         Some(path) => {
             Box::new(std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?)
         }
         None => Box::new(std::io::stdin().lock()),
     };
+    let not_loaded = |e| format!("{e}; nothing was loaded (the database was not opened)");
+    let mut entries = Entries::new(BufReader::new(source), args.format).map_err(not_loaded)?;
+    let first = entries.next_entry().map_err(not_loaded)?;
     let existed = args.db.join("CURRENT").exists();
     let options = Options {
         create_if_missing: args.create,
@@ -419,7 +505,7 @@ pub fn load(args: &LoadArgs) -> CliResult {
         )
         .into());
     }
-    let result = load_into(&db, source, args);
+    let result = load_into(&db, first, &mut entries);
     match result {
         Ok(count) => {
             db.close()?;
@@ -448,57 +534,24 @@ pub fn load(args: &LoadArgs) -> CliResult {
     }
 }
 
-/// Reads every entry of `source` into `db` in batches; returns how many were read.
-fn load_into(db: &Db, source: Box<dyn Read>, args: &LoadArgs) -> CliResult<u64> {
-    let mut input = BufReader::new(source);
+/// Writes `first` and every entry after it into `db` in batches; returns how many.
+fn load_into(db: &Db, first: Option<Entry>, entries: &mut Entries<impl BufRead>) -> CliResult<u64> {
     let progress = bar("load");
     let mut batch = WriteBatch::new();
     let mut batch_bytes = 0usize;
-    let mut entries = 0u64;
-    let mut add = |key: Vec<u8>, value: Vec<u8>| -> CliResult {
-        entries += 1;
-        // Checked here to name the entry (the batch would refuse it too, naming nothing).
-        if key.len() > wisckey::MAX_KEY_SIZE || value.len() > wisckey::MAX_VALUE_SIZE {
-            return Err(format!(
-                "entry {entries}: a key of {} bytes and a value of {} bytes (the limits are {} \
-                 and {})",
-                key.len(),
-                value.len(),
-                wisckey::MAX_KEY_SIZE,
-                wisckey::MAX_VALUE_SIZE
-            )
-            .into());
-        }
+    let mut count = 0u64;
+    let mut next = first;
+    while let Some((key, value)) = next {
         batch_bytes += key.len() + value.len();
-        progress.inc(1);
         batch.put(key, value);
+        count += 1;
+        progress.inc(1);
         if batch_bytes >= LOAD_BATCH_BYTES {
             db.write(std::mem::take(&mut batch))?;
             batch_bytes = 0;
         }
-        Ok(())
-    };
-    let count = match args.format {
-        Format::Native => read_native(&mut input, &mut add)?,
-        Format::Jsonl => {
-            let mut count = 0u64;
-            for (i, line) in input.lines().enumerate() {
-                let line = line?;
-                if line.trim().is_empty() {
-                    continue;
-                }
-                let n = i as u64 + 1;
-                let value: serde_json::Value =
-                    serde_json::from_str(&line).map_err(|e| format!("line {n}: {e}"))?;
-                let object = value
-                    .as_object()
-                    .ok_or_else(|| format!("line {n}: not a JSON object"))?;
-                add(from_json(object, "key", n)?, from_json(object, "value", n)?)?;
-                count += 1;
-            }
-            count
-        }
-    };
+        next = entries.next_entry()?;
+    }
     if !batch.is_empty() {
         db.write(batch)?;
     }

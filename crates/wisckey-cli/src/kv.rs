@@ -5,6 +5,8 @@
 //! `--hex`, as hex. Bytes are never mangled. Each command refuses a directory that holds no
 //! database (it never creates one) and one another process has open for writing. `get` and
 //! `scan` open it read-only: they change nothing, and run beside other read-only commands.
+//! `put` and `delete` are durable once they exit 0 with or without `--sync`: they close the
+//! database, and closing syncs the value log.
 
 use std::io::Write as _;
 use std::ops::Bound;
@@ -41,7 +43,9 @@ pub struct PutArgs {
     key: String,
     /// The value.
     value: String,
-    /// Make the write durable (fdatasync) before returning.
+    /// Sync the write (fdatasync) as it is made, before the database is closed. Without
+    /// it the write is durable too once the command exits 0 (closing the database syncs
+    /// the log); --sync only keeps it if the process dies during that close.
     #[arg(long)]
     sync: bool,
     /// Write even into a database `wisckey serve` created (whose values carry the server's
@@ -59,7 +63,9 @@ pub struct DeleteArgs {
     db: PathBuf,
     /// The key.
     key: String,
-    /// Make the delete durable (fdatasync) before returning.
+    /// Sync the delete (fdatasync) as it is made, before the database is closed. Without
+    /// it the delete is durable too once the command exits 0 (closing the database syncs
+    /// the log); --sync only keeps it if the process dies during that close.
     #[arg(long)]
     sync: bool,
     /// Delete even in a database `wisckey serve` created (see `put --raw-keyspace`).

@@ -19,6 +19,9 @@ use clap::{Parser, Subcommand};
 const EXIT_FAILED: u8 = 1;
 /// `check` found damage, or could not open the database because its files are damaged.
 const EXIT_DAMAGED: u8 = 2;
+/// `repair` rebuilt the database, but keys' newest values were lost (its report names
+/// them): a script must not take such a repair for a full recovery.
+const EXIT_DATA_LOST: u8 = 3;
 /// The command line was wrong. clap's default for this is 2, which scripts would read as
 /// "`check` found damage"; sysexits.h's EX_USAGE keeps the two apart.
 const EXIT_USAGE: u8 = 64;
@@ -30,8 +33,9 @@ const EXIT_USAGE: u8 = 64;
     about = "wisckey: a key-value store that keeps keys in an LSM-tree and values in a value log",
     after_help = "Exit status: 0 success (also when a reader of the output, such as `head`, \
                   closes it early); 1 the command failed, or `get` found no value; 2 `check` \
-                  found damage or the database's files are too damaged to open; 64 a usage \
-                  error."
+                  found damage or the database's files are too damaged to open; 3 `repair` \
+                  rebuilt the database but keys' newest values were lost; 64 a usage \
+                  error (nothing was opened)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -56,7 +60,7 @@ enum Command {
     Dump(dump::DumpArgs),
     /// Read a dump into a database (--create a new one, --merge into one that holds keys).
     Load(dump::LoadArgs),
-    /// Copy the database into a new directory (a backup that opens on its own).
+    /// Copy the database into a new directory outside it (a backup that opens on its own).
     Checkpoint(maint::CheckpointArgs),
     /// Compact the whole key index (keys and pointers; values stay where they are).
     Compact(maint::CompactArgs),
@@ -74,7 +78,8 @@ enum Command {
     Check(maint::CheckArgs),
     /// Rebuild the key index (tables, manifest, CURRENT) from the value log and whatever
     /// table entries still read, when they are damaged or lost. Deletes nothing: replaced
-    /// files go to DIR/lost/repair-N/. The database must not be open.
+    /// files go to DIR/lost/repair-N/. The database must not be open. Exit status 3 if
+    /// keys' newest values were lost.
     Repair(maint::RepairArgs),
     /// Serve the database over the Redis protocol (RESP2, RESP3) until SHUTDOWN or SIGTERM:
     /// redis-cli, Redis client libraries and redis-benchmark work unchanged.
@@ -116,6 +121,15 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         // The reader of our output stopped reading (`| head`): it has what it wanted.
         Err(e) if stdout_closed(e.as_ref()) => ExitCode::SUCCESS,
+        Err(e) if e.is::<Usage>() => {
+            note(format_args!("wisckey: {e}"));
+            ExitCode::from(EXIT_USAGE)
+        }
+        // `repair` already printed its report on stdout; this line says what it means.
+        Err(e) if e.is::<maint::ValuesLost>() => {
+            note(format_args!("wisckey: {e}"));
+            ExitCode::from(EXIT_DATA_LOST)
+        }
         Err(e) => match e.downcast_ref::<maint::Damaged>() {
             // `check` already printed what it found on stdout.
             Some(maint::Damaged::Reported) => ExitCode::from(EXIT_DAMAGED),
@@ -149,6 +163,20 @@ fn is_damage(e: &(dyn std::error::Error + 'static)) -> bool {
     }
     false
 }
+
+/// A command line clap accepts but that asks for something impossible, found by a command
+/// before it opens anything (a checkpoint into the database it copies, a backwards range):
+/// the same status as clap's own usage errors.
+#[derive(Debug)]
+pub struct Usage(pub String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
 
 /// An error with a line of context before it, keeping it as its source (so the exit status
 /// can still tell damage from other failures).

@@ -8,10 +8,15 @@
 //! other read-only commands. On stderr, when it is a terminal, `check` shows a progress bar per pass with
 //! rate and ETA (`Db::check_with_progress`); `gc`, `cluster` and `repair`, which report no
 //! progress within the call, show a spinner with the elapsed time.
+//!
+//! Arguments are checked before the database is opened, so a wrong one never locks or
+//! touches it: `gc`'s numbers as clap parses them, `cluster`'s range and `checkpoint`'s
+//! target (never inside the database it copies) as usage errors ([`crate::Usage`]).
+//! `repair` that lost keys' newest values prints its report and fails with [`ValuesLost`].
 
 use std::io::{IsTerminal, Write};
 use std::ops::Bound;
-use std::path::PathBuf;
+use std::path::{Component, Path, PathBuf};
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -24,13 +29,14 @@ pub struct GcArgs {
     db: PathBuf,
     /// Collect until the value log's bytes on disk are at most this many times its live
     /// bytes (1.0: collect every segment with at least --min-dead-fraction dead).
-    #[arg(long = "target", default_value_t = 1.0)]
+    #[arg(long = "target", default_value_t = 1.0, value_parser = space_amp_target)]
     target: f64,
-    /// Leave segments less dead than this alone.
+    /// Leave segments less dead than this (0 to 1) alone.
     #[arg(
         long = "min-dead-fraction",
         alias = "min_dead_fraction",
-        default_value_t = 0.01
+        default_value_t = 0.01,
+        value_parser = dead_fraction
     )]
     min_dead_fraction: f64,
     /// Do not compact the key index first (faster; garbage compaction has not found yet
@@ -129,6 +135,43 @@ impl std::fmt::Display for Damaged {
 
 impl std::error::Error for Damaged {}
 
+/// `repair` rebuilt the key index, but this many keys' newest values are not in the log
+/// (the report on stdout names them): exit status 3, so a script does not take the repair
+/// for a full recovery.
+#[derive(Debug)]
+pub struct ValuesLost(pub u64);
+
+impl std::fmt::Display for ValuesLost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "repair rebuilt the database, but {} keys' newest values were lost (the report \
+             names them); reads of those keys report corruption",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for ValuesLost {}
+
+/// `gc --target`, checked as `GcOptions` will be (clap reports it, before anything opens).
+fn space_amp_target(text: &str) -> Result<f64, String> {
+    let target: f64 = text.parse().map_err(|e| format!("{e}"))?;
+    if target.is_nan() || target < 1.0 {
+        return Err("must be at least 1 (bytes on disk per live byte)".into());
+    }
+    Ok(target)
+}
+
+/// `gc --min-dead-fraction`, checked as `GcOptions` will be.
+fn dead_fraction(text: &str) -> Result<f64, String> {
+    let fraction: f64 = text.parse().map_err(|e| format!("{e}"))?;
+    if !(0.0..=1.0).contains(&fraction) {
+        return Err("must be from 0 to 1".into());
+    }
+    Ok(fraction)
+}
+
 /// `Damaged` when `e` says stored bytes do not verify. Only `Corruption` does: a missing
 /// directory, a permission or I/O error, a lock, a directory that is not a database or a
 /// newer format version are no evidence the files are damaged.
@@ -145,7 +188,8 @@ pub struct CheckpointArgs {
     /// The database directory.
     #[arg(long)]
     db: PathBuf,
-    /// The new directory the copy goes to (must not exist).
+    /// The new directory the copy goes to (must not exist, and not be inside the database
+    /// directory).
     #[arg(long)]
     to: PathBuf,
 }
@@ -244,17 +288,24 @@ pub fn gc(args: &GcArgs) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 pub fn cluster(args: &ClusterArgs) -> Result<(), Box<dyn std::error::Error>> {
-    let bound = |arg: &Option<String>, what: &str| -> Result<Bound<Vec<u8>>, String> {
-        match arg {
-            Some(text) => Ok(Bound::Included(args.encoding.parse(text, what)?)),
-            None => Ok(Bound::Unbounded),
+    // The range is checked here, not by the engine after the open: a wrong one must not
+    // open (or lock) the database, and must read as a usage error, not a missing database.
+    let key = |arg: &Option<String>, what: &str| -> Result<Option<Vec<u8>>, crate::Usage> {
+        arg.as_deref()
+            .map(|text| args.encoding.parse(text, what))
+            .transpose()
+            .map_err(crate::Usage)
+    };
+    let (from, to) = (key(&args.from, "--from")?, key(&args.to, "--to")?);
+    if let (Some(from), Some(to)) = (&from, &to) {
+        if from > to {
+            return Err(Box::new(crate::Usage(
+                "the range starts after it ends (--from is past --to)".into(),
+            )));
         }
-    };
-    let from = bound(&args.from, "--from")?;
-    let to = match bound(&args.to, "--to")? {
-        Bound::Included(key) => Bound::Excluded(key),
-        other => other,
-    };
+    }
+    let from = from.map_or(Bound::Unbounded, Bound::Included);
+    let to = to.map_or(Bound::Unbounded, Bound::Excluded);
     if args.dry_run {
         let db = open_read_only(&args.db)?;
         let estimate = db.cluster_values_estimate((from, to))?;
@@ -407,6 +458,7 @@ fn print_check(
 }
 
 pub fn checkpoint(args: &CheckpointArgs) -> Result<(), Box<dyn std::error::Error>> {
+    refuse_target_inside(&args.db, &args.to)?;
     // A backup writes nothing to what it copies.
     let db = open_read_only(&args.db)?;
     let started = std::time::Instant::now();
@@ -423,6 +475,56 @@ pub fn checkpoint(args: &CheckpointArgs) -> Result<(), Box<dyn std::error::Error
         args.to.display(),
         started.elapsed().as_secs_f64()
     )?;
+    Ok(())
+}
+
+/// Refuses a checkpoint target inside the database directory (or the directory itself),
+/// before anything is opened or written: the copy would be a directory the database does
+/// not own, which `repair` refuses to rebuild around, and the next checkpoint would copy
+/// it too. Compared as canonical paths, so `..` and symlinks cannot hide it. The target
+/// does not exist yet: its nearest existing ancestor is canonicalized, and each directory
+/// the copy would create below it is checked (`a/new/../b` creates `a/new` too). Where a
+/// path cannot be canonicalized, the open or the copy reports why; nothing is refused.
+fn refuse_target_inside(db: &Path, target: &Path) -> Result<(), crate::Usage> {
+    let Ok(db_dir) = db.canonicalize() else {
+        return Ok(());
+    };
+    let existing = target.ancestors().find_map(|ancestor| {
+        // A relative path's last ancestor is "": the working directory.
+        let dir = if ancestor.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            ancestor
+        };
+        Some((ancestor, dir.canonicalize().ok()?))
+    });
+    let Some((ancestor, mut path)) = existing else {
+        return Ok(());
+    };
+    let rest = target.strip_prefix(ancestor).unwrap_or(Path::new(""));
+    let mut inside = path.starts_with(&db_dir);
+    for component in rest.components() {
+        match component {
+            // Below the existing ancestor nothing exists yet, so nothing is a symlink.
+            Component::ParentDir => {
+                path.pop();
+            }
+            Component::Normal(name) => {
+                path.push(name);
+                inside |= path.starts_with(&db_dir);
+            }
+            _ => {}
+        }
+    }
+    if inside {
+        return Err(crate::Usage(format!(
+            "checkpoint target {} is the database directory {} or inside it: the copy would \
+             become part of the database it copies; name a directory outside it (nothing was \
+             written)",
+            target.display(),
+            db.display()
+        )));
+    }
     Ok(())
 }
 
@@ -452,9 +554,22 @@ pub fn repair(args: &RepairArgs) -> Result<(), Box<dyn std::error::Error>> {
     let report = Db::repair(&args.db, Options::default());
     progress.finish_and_clear();
     let report = report?;
-    let mut out = std::io::stdout().lock();
+    let printed = print_repair(&mut std::io::stdout().lock(), &report, args);
+    // The status says values were lost even when the report could not be written whole.
+    if report.lost_values > 0 {
+        return Err(Box::new(ValuesLost(report.lost_values)));
+    }
+    printed
+}
+
+fn print_repair(
+    out: &mut impl Write,
+    report: &wisckey::RepairReport,
+    args: &RepairArgs,
+) -> Result<(), Box<dyn std::error::Error>> {
     if args.json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+        writeln!(out, "{}", serde_json::to_string_pretty(report)?)?;
+        out.flush()?;
         return Ok(());
     }
     writeln!(
@@ -509,6 +624,7 @@ pub fn repair(args: &RepairArgs) -> Result<(), Box<dyn std::error::Error>> {
             report.lost_values
         )?;
     }
+    out.flush()?;
     Ok(())
 }
 

@@ -372,3 +372,161 @@ fn each_json_flag_says_what_it_prints() {
         assert!(line.contains(says), "{command}: {line}");
     }
 }
+
+/// Defect: `checkpoint --to` a directory inside the database was accepted, and the copy
+/// then made `repair` refuse the database (a name wisckey does not write). Refused as a
+/// usage error before anything is written, however the path is spelled.
+#[test]
+fn checkpoint_refuses_a_target_inside_the_database_and_writes_nothing() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path().join("db");
+    {
+        let db = Db::open(&dir, Options::default()).expect("open");
+        db.put(b"k", b"v").expect("put");
+        db.close().expect("close");
+    }
+    std::os::unix::fs::symlink(&dir, temp.path().join("link")).expect("symlink");
+    let listing = || {
+        let mut names: Vec<_> = std::fs::read_dir(&dir)
+            .expect("list")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        names.sort();
+        names
+    };
+    let before = listing();
+    let path = dir.to_str().expect("utf-8 path");
+    let inside = |rest: &str| temp.path().join(rest).to_str().expect("utf-8").to_string();
+    for target in [
+        inside("db/backup"),
+        inside("db"),
+        inside("db/new/deeper"),
+        inside("link/backup"),
+        inside("db/../db/backup"),
+        // Resolves outside, but would create db/new on the way.
+        inside("db/new/../../elsewhere"),
+        // Relative to the working directory.
+        "backup".to_string(),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_wisckey"))
+            .args(["checkpoint", "--db", path, "--to", &target])
+            .current_dir(&dir)
+            .output()
+            .expect("run wisckey");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(64), "{target}: {err}");
+        assert!(err.contains("inside it"), "{target}: {err}");
+        assert_eq!(listing(), before, "{target}: something was written");
+    }
+    let backup = temp.path().join("backup");
+    let out = wisckey(&[
+        "checkpoint",
+        "--db",
+        path,
+        "--to",
+        backup.to_str().expect("utf-8"),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let out = wisckey(&["repair", "--db", path]);
+    assert!(out.status.success(), "{out:?}");
+}
+
+/// Defect: `gc` and `cluster` checked their arguments only after a read-write open, so a
+/// wrong one on a wrong path said "does not exist", and on a database another process
+/// holds said "locked". Checked first, as usage errors: nothing is opened.
+#[test]
+fn gc_and_cluster_check_their_arguments_before_opening_anything() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let missing = temp.path().join("no-such-db");
+    let held = temp.path().join("held");
+    let holder = Db::open(&held, Options::default()).expect("open");
+    for dir in [&missing, &held] {
+        let path = dir.to_str().expect("utf-8 path");
+        for (args, says) in [
+            (vec!["gc", "--db", path, "--target", "0.5"], "--target"),
+            (vec!["gc", "--db", path, "--target", "NaN"], "--target"),
+            (
+                vec!["gc", "--db", path, "--min-dead-fraction=-0.1"],
+                "--min-dead-fraction",
+            ),
+            (
+                vec!["gc", "--db", path, "--min-dead-fraction", "1.5"],
+                "--min-dead-fraction",
+            ),
+            (
+                vec!["cluster", "--db", path, "--from", "k9", "--to", "k1"],
+                "starts after it ends",
+            ),
+            (
+                vec![
+                    "cluster",
+                    "--db",
+                    path,
+                    "--dry-run",
+                    "--from",
+                    "b",
+                    "--to",
+                    "a",
+                ],
+                "starts after it ends",
+            ),
+        ] {
+            let out = wisckey(&args);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(64), "{args:?}: {err}");
+            assert!(err.contains(says), "{args:?}: {err}");
+            assert!(
+                !err.contains("does not exist") && !err.contains("locked"),
+                "{args:?}: {err}"
+            );
+        }
+    }
+    assert!(!missing.exists(), "a database was created");
+    drop(holder);
+}
+
+/// Defect: `repair` exited 0 when keys' newest values were lost, so a script took it for
+/// a full recovery. It still prints its report, then exits 3 with one line on stderr.
+#[test]
+fn repair_that_loses_values_prints_its_report_and_exits_3() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path().join("db");
+    {
+        let db = Db::open(&dir, Options::default()).expect("open");
+        for i in 0..50u32 {
+            let mut value = format!("value-{i:05}-").into_bytes();
+            value.resize(2000, b'a');
+            db.put(format!("k{i:05}"), value).expect("put");
+        }
+        db.close().expect("close");
+    }
+    // The table points at k00007's record; damage the record.
+    let segment = dir.join("000001.vlog");
+    let mut bytes = std::fs::read(&segment).expect("read segment");
+    let needle = b"value-00007-";
+    let at = (bytes.windows(needle.len()))
+        .position(|w| w == needle)
+        .expect("the value is in the log")
+        + 100;
+    bytes[at] ^= 0xff;
+    std::fs::write(&segment, &bytes).expect("damage");
+    let path = dir.to_str().expect("utf-8 path");
+
+    let out = wisckey(&["repair", "--db", path, "--json"]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json report");
+    assert_eq!(report["lost_values"], 1, "{report}");
+    let out = wisckey(&["repair", "--db", path]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("rebuilt the key index: 50 keys"), "{said}");
+    assert!(
+        said.contains("1 keys' newest values are not in the log"),
+        "{said}"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("1 keys' newest values were lost"), "{err}");
+    let help = String::from_utf8(wisckey(&["--help"]).stdout).expect("utf-8 help");
+    assert!(help.contains("3 `repair`"), "{help}");
+}

@@ -339,20 +339,150 @@ fn a_failed_load_creates_nothing_or_says_what_it_kept() {
     reopened.close().expect("close");
 
     // A key over the engine's limit once made the batch refuse it and every entry after it
-    // without a word, and the load said it loaded them all.
+    // without a word, and the load said it loaded them all. (On the first line, it is
+    // refused before the database is created: see the test below.)
     std::fs::remove_dir_all(&db).expect("remove db");
     let long_key = "k".repeat(wisckey::MAX_KEY_SIZE + 1);
     std::fs::write(
         &input,
-        format!("{{\"key\":\"{long_key}\",\"value\":\"1\"}}\n{{\"key\":\"a\",\"value\":\"1\"}}\n"),
+        format!("{{\"key\":\"a\",\"value\":\"1\"}}\n{{\"key\":\"{long_key}\",\"value\":\"1\"}}\n"),
     )
     .expect("write input");
     let line = load_jsonl(&input);
     assert!(
-        line.contains(&format!("entry 1: a key of {} bytes", long_key.len())),
+        line.contains(&format!("line 2: a key of {} bytes", long_key.len())),
         "{line}"
     );
     assert!(line.contains("now holds 0 keys"), "{line}");
+}
+
+/// Defect: `load --create` created the database before it read any of its input, so an
+/// input that is unreadable or does not start as a dump failed the load and left a new,
+/// empty database behind (which the next `load --create` then took for the target).
+#[test]
+fn a_load_whose_input_does_not_start_as_a_dump_creates_no_database() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let db = tmp.path().join("db");
+    let db_arg = db.to_str().expect("utf-8 path");
+    let long_key = "k".repeat(wisckey::MAX_KEY_SIZE + 1);
+    let cases: [(&str, &str, Vec<u8>, &str); 6] = [
+        (
+            "native",
+            "empty.dump",
+            Vec::new(),
+            "shorter than its header",
+        ),
+        ("native", "text.dump", b"key\tvalue\n".to_vec(), "bad magic"),
+        (
+            "native",
+            "cut.dump",
+            b"WKDUMP\x00\x01\x01\x00".to_vec(),
+            "entry 0's checksum",
+        ),
+        ("jsonl", "text.jsonl", b"key value\n".to_vec(), "line 1"),
+        (
+            "jsonl",
+            "novalue.jsonl",
+            b"\n{\"key\":\"a\"}\n{\"key\":\"b\",\"value\":\"2\"}\n".to_vec(),
+            "line 2: no \"value\"",
+        ),
+        (
+            "jsonl",
+            "longkey.jsonl",
+            format!("{{\"key\":\"{long_key}\",\"value\":\"1\"}}\n").into_bytes(),
+            "line 1: a key of",
+        ),
+    ];
+    for (format, name, bytes, says) in cases {
+        let input = tmp.path().join(name);
+        std::fs::write(&input, bytes).expect("write input");
+        let input = input.to_str().expect("utf-8 path");
+        let line = failure_line(&[
+            "load", "--db", db_arg, "--create", "--format", format, "--in", input,
+        ]);
+        assert!(line.contains(says), "{name}: {line}");
+        assert!(line.contains("nothing was loaded"), "{name}: {line}");
+        assert!(!db.exists(), "{name}: the failed load created {db_arg}");
+    }
+    // A directory opens as a file but does not read as one.
+    let dir = tmp.path().join("a-directory");
+    std::fs::create_dir(&dir).expect("mkdir");
+    let line = failure_line(&[
+        "load",
+        "--db",
+        db_arg,
+        "--create",
+        "--in",
+        dir.to_str().expect("utf-8 path"),
+    ]);
+    assert!(line.to_lowercase().contains("is a directory"), "{line}");
+    assert!(!db.exists(), "a load of a directory created {db_arg}");
+    // A dump of an empty database is a dump: it creates the empty database.
+    let empty = tmp.path().join("empty.jsonl");
+    std::fs::write(&empty, "").expect("write input");
+    let out = wisckey(&[
+        "load",
+        "--db",
+        db_arg,
+        "--create",
+        "--format",
+        "jsonl",
+        "--in",
+        empty.to_str().expect("utf-8 path"),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(db.join("CURRENT").exists());
+}
+
+/// Defect: errors in JSON lines named no line where the line could not be read as text
+/// (bytes that are not UTF-8) and named the entry, not the line, for a key or value over
+/// the engine's limits (blank lines make the two differ).
+#[test]
+fn json_lines_load_errors_name_the_line() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let long_key = "k".repeat(wisckey::MAX_KEY_SIZE + 1);
+    let good = "{\"key\":\"a\",\"value\":\"1\"}\n\n{\"key\":\"b\",\"value\":\"2\"}\n";
+    let cases: [(&str, Vec<u8>, &str); 4] = [
+        (
+            "utf8",
+            [good.as_bytes(), b"{\"key\":\"\xff\",\"value\":\"1\"}\n"].concat(),
+            "line 4: ",
+        ),
+        (
+            "long",
+            format!("{good}\n{{\"key\":\"{long_key}\",\"value\":\"1\"}}\n").into_bytes(),
+            "line 5: a key of",
+        ),
+        (
+            "hex",
+            format!("{good}{{\"key_hex\":\"zz\",\"value\":\"1\"}}\n").into_bytes(),
+            "line 4: key_hex",
+        ),
+        (
+            "array",
+            format!("{good}\n\n[1, 2]\n").into_bytes(),
+            "line 6: not a JSON object",
+        ),
+    ];
+    for (name, bytes, says) in cases {
+        let input = tmp.path().join(format!("{name}.jsonl"));
+        std::fs::write(&input, bytes).expect("write input");
+        let db = tmp.path().join(name);
+        let line = failure_line(&[
+            "load",
+            "--db",
+            db.to_str().expect("utf-8 path"),
+            "--create",
+            "--format",
+            "jsonl",
+            "--in",
+            input.to_str().expect("utf-8 path"),
+        ]);
+        assert!(
+            line.starts_with(&format!("wisckey: {says}")),
+            "{name}: {line}"
+        );
+    }
 }
 
 /// Defect: bytes after a dump's end marker were ignored, so two dumps joined into one
