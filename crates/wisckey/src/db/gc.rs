@@ -1015,9 +1015,12 @@ pub(crate) fn stats(inner: &DbInner) -> Result<DbStats> {
 mod tests {
     use std::sync::Arc;
 
+    use std::sync::atomic::Ordering;
+    use std::time::{Duration, Instant};
+
     use super::{choose, losing_ground, run, sample_stale, VictimPolicy};
     use crate::fs::{FaultFs, FaultKind, FaultOps, FsOp, MemFs};
-    use crate::{Db, Options};
+    use crate::{Db, Options, Result};
 
     /// Defect: a sample that failed (the segment did not read) was stored as an estimate of
     /// 0 dead bytes, replacing a good earlier sample until the log moved on again.
@@ -1150,6 +1153,32 @@ mod tests {
         wanted.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
         assert_eq!(background.segments_collected, 0, "{background:?}");
         assert!(asked.segments_collected > 0, "{asked:?}");
+    }
+
+    /// The other half of the defect above: `Db::checkpoint` and `Db::check` say they wait
+    /// for `gc_lock` (`DbInner::lock_out_gc`), so a round in progress knows to end.
+    #[test]
+    fn checkpoint_and_check_tell_gc_they_wait() {
+        let fault = FaultFs::new(Arc::new(MemFs::new()));
+        let db = with_a_dead_segment(&fault);
+        let waits_told = |what: &str, call: &(dyn Fn() -> Result<()> + Sync)| {
+            let round = db.inner.gc_lock.lock();
+            std::thread::scope(|s| {
+                let waiter = s.spawn(call);
+                let deadline = Instant::now() + Duration::from_secs(20);
+                while db.inner.gc_lock_wanted.load(Ordering::Acquire) == 0 {
+                    assert!(
+                        Instant::now() < deadline && !waiter.is_finished(),
+                        "{what} waits for GC without saying so"
+                    );
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                drop(round);
+                waiter.join().expect("no panic").expect(what);
+            });
+        };
+        waits_told("checkpoint", &|| db.checkpoint("/copy").map(|_| ()));
+        waits_told("check", &|| db.check().map(|_| ()));
     }
 
     #[test]
