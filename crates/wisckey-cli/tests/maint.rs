@@ -5,12 +5,9 @@ use std::process::Command;
 
 use wisckey::{Db, Options};
 
-fn wisckey(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_wisckey"))
-        .args(args)
-        .output()
-        .expect("run wisckey")
-}
+mod common;
+
+use common::{damage_value, wisckey};
 
 #[test]
 fn gc_gives_space_back_and_stats_explain_it() {
@@ -501,15 +498,7 @@ fn repair_that_loses_values_prints_its_report_and_exits_3() {
         db.close().expect("close");
     }
     // The table points at k00007's record; damage the record.
-    let segment = dir.join("000001.vlog");
-    let mut bytes = std::fs::read(&segment).expect("read segment");
-    let needle = b"value-00007-";
-    let at = (bytes.windows(needle.len()))
-        .position(|w| w == needle)
-        .expect("the value is in the log")
-        + 100;
-    bytes[at] ^= 0xff;
-    std::fs::write(&segment, &bytes).expect("damage");
+    damage_value(&dir, b"value-00007-");
     let path = dir.to_str().expect("utf-8 path");
 
     let out = wisckey(&["repair", "--db", path, "--json"]);

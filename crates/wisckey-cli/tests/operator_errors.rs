@@ -3,16 +3,13 @@
 //! non-zero exit status, and nothing the database held before is lost.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
 use wisckey::{Db, Options};
 
-fn wisckey(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_wisckey"))
-        .args(args)
-        .output()
-        .expect("run wisckey")
-}
+mod common;
+
+use common::{damage_value, wisckey};
 
 /// The one line a failed command printed on stderr.
 fn failure_line(args: &[&str]) -> String {
@@ -79,15 +76,7 @@ fn a_damaged_value_is_reported_with_its_file_and_offset() {
     let dir = temp.path().join("db");
     create(&dir, 50, 2000);
     // Flip one byte inside the value of k00007 in the value log.
-    let segment = dir.join("000001.vlog");
-    let mut bytes = std::fs::read(&segment).expect("read segment");
-    let needle = b"value-00007-";
-    let at = (bytes.windows(needle.len()))
-        .position(|w| w == needle)
-        .expect("the value is in the log")
-        + 100;
-    bytes[at] ^= 0xff;
-    std::fs::write(&segment, &bytes).expect("damage");
+    let (segment, at) = damage_value(&dir, b"value-00007-");
     let path = dir.to_str().expect("utf-8 path");
 
     let line = failure_line(&["get", "--db", path, "k00007"]);
@@ -104,7 +93,7 @@ fn a_damaged_value_is_reported_with_its_file_and_offset() {
         .unwrap_or_else(|| panic!("no offset in {line}"));
     // The record that holds the flipped byte starts at most one record (2 KB) before it.
     assert!(
-        offset <= at as u64 && at as u64 - offset < 2200,
+        offset <= at && at - offset < 2200,
         "offset {offset}, damage at {at}"
     );
     // Damage met on a read exits 2 for every command, also when a dump to a file wraps

@@ -132,26 +132,11 @@ fn dead_records_are_punched_out_and_every_reader_steps_over_them() {
     // What collection read and freed is what those segments still held on disk: their
     // punched blocks were neither read nor freed a second time.
     let after = db.stats().expect("stats");
-    let on_disk_of_collected: u64 = (reopened.value_log.segments.iter())
-        .filter(|s| {
-            !after
-                .value_log
-                .segments
-                .iter()
-                .any(|a| a.segment == s.segment)
-        })
-        .map(|s| s.size - s.punched_bytes)
-        .sum();
-    let punched_of_collected: u64 = (reopened.value_log.segments.iter())
-        .filter(|s| {
-            !after
-                .value_log
-                .segments
-                .iter()
-                .any(|a| a.segment == s.segment)
-        })
-        .map(|s| s.punched_bytes)
-        .sum();
+    let collected: Vec<_> = (reopened.value_log.segments.iter())
+        .filter(|s| !(after.value_log.segments.iter()).any(|a| a.segment == s.segment))
+        .collect();
+    let on_disk_of_collected: u64 = collected.iter().map(|s| s.size - s.punched_bytes).sum();
+    let punched_of_collected: u64 = collected.iter().map(|s| s.punched_bytes).sum();
     assert!(punched_of_collected > 0, "a punched segment was collected");
     assert_eq!(after.gc.bytes_freed, on_disk_of_collected, "{:?}", after.gc);
     assert!(
