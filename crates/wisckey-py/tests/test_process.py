@@ -11,6 +11,7 @@ import threading
 import time
 
 import wisckey
+from gil_probe import GilProbe
 
 # The parent opens a database, writes, scans it once with values (the engine's reader
 # threads start) and makes a snapshot, an iterator (one chunk fetched) and a batch, then
@@ -93,9 +94,7 @@ def test_a_forked_child_is_refused_the_parents_handle_and_exits(tmp_path):
 
 def test_dropping_an_open_database_lets_other_threads_run(tmp_path):
     """`del db` without close() runs the engine's close (flush of a large memtable, joins,
-    sync). With a switch interval far longer than the test, the main thread gives the GIL
-    up only where it blocks or releases it, so the counter thread counts only while the drop
-    releases it; held, the count is exactly zero however loaded the machine is."""
+    sync) without the GIL: another thread counts meanwhile (`gil_probe`)."""
     db = wisckey.DB(str(tmp_path / "db"), memtable_size=256 << 20)
     for start in range(0, 200_000, 10_000):
         batch = db.write_batch()
@@ -103,35 +102,13 @@ def test_dropping_an_open_database_lets_other_threads_run(tmp_path):
             batch.put(b"key%09d" % i, b"v" * 100)
         batch.write()
     del batch
-    state = {"in_drop": False, "during": 0, "stop": False}
-    started = threading.Event()
-
-    def counter():
-        started.set()
-        n = 0
-        while not state["stop"]:
-            if state["in_drop"]:
-                state["during"] += 1
-            n += 1
-            if n % 2000 == 0:
-                time.sleep(0.0001)  # lets main take the GIL back when the drop returns
-
-    previous = sys.getswitchinterval()
-    thread = threading.Thread(target=counter)
-    thread.start()
-    started.wait()
-    sys.setswitchinterval(100.0)
-    try:
-        state["in_drop"] = True
+    holder = [db]
+    del db  # the list holds the last reference: clearing it runs the drop
+    with GilProbe() as probe:
         t0 = time.perf_counter()
-        del db
+        probe.run(holder.clear)
         took = time.perf_counter() - t0
-        state["in_drop"] = False
-    finally:
-        sys.setswitchinterval(previous)
-        state["stop"] = True
-        thread.join()
-    assert state["during"] >= 1000, (state, took)
+    assert probe.during >= 1000, (probe.during, took)
     with wisckey.DB(str(tmp_path / "db")) as db:  # the drop closed it
         assert db[b"key%09d" % 199_999] == b"v" * 100
 

@@ -2,13 +2,13 @@
 iterator sees one snapshot while a writer thread commits, racing `del db[key]`s delete a
 value once, and close() racing busy threads gives them ClosedError, never a crash."""
 
-import sys
 import threading
 import time
 
 import pytest
 
 import wisckey
+from gil_probe import GilProbe
 
 
 @pytest.fixture
@@ -17,44 +17,19 @@ def path(tmp_path):
 
 
 def test_another_python_thread_runs_during_an_engine_call(path):
-    """With a switch interval far longer than the test, the main thread gives the GIL up
-    only where it blocks or releases it. The counter thread then counts only while main is
-    inside the engine call, so any count proves the call released the GIL; held, the count
-    would be exactly zero however the machine is loaded."""
+    """Another thread counts while main is inside the engine call (`gil_probe`)."""
     db = wisckey.DB(path, memtable_size=1 << 20, value_threshold=64)
     for i in range(20_000):
         db.put(b"%08d" % i, b"v" * 200)
-    state = {"in_call": False, "during": 0, "stop": False}
-    started = threading.Event()
-
-    def counter():
-        started.set()
-        n = 0
-        while not state["stop"]:
-            if state["in_call"]:
-                state["during"] += 1
-            n += 1
-            if n % 2000 == 0:
-                time.sleep(0.0001)  # lets main take the GIL back when its call returns
-
-    previous = sys.getswitchinterval()
-    thread = threading.Thread(target=counter)
-    thread.start()
-    started.wait()
-    sys.setswitchinterval(100.0)
     try:
-        for _ in range(20):
-            state["in_call"] = True
-            db.check()  # reads every key and value: a long call
-            state["in_call"] = False
-            if state["during"] >= 10_000:
-                break
+        with GilProbe() as probe:
+            for _ in range(20):
+                probe.run(db.check)  # reads every key and value: a long call
+                if probe.during >= 10_000:
+                    break
     finally:
-        sys.setswitchinterval(previous)
-        state["stop"] = True
-        thread.join()
         db.close()
-    assert state["during"] >= 10_000, state
+    assert probe.during >= 10_000, probe.during
 
 
 def test_iteration_sees_one_snapshot_while_a_writer_thread_commits(path):
