@@ -11,7 +11,7 @@
 //!   an INCR's read and write (which would lose the SET). Keys in different stripes never
 //!   wait for each other; locks for several keys are taken in stripe order (no deadlock).
 //!   Before writing a key, a writer raises its WATCH version ([`Store::touch`],
-//!   `watch.rs`) under that lock; FLUSHDB raises every watched key's.
+//!   `watch.rs`) under that lock; DEL and FLUSHDB raise only the keys that were live.
 //! - A key whose expiry has passed does not exist for any reader: reads check the value's
 //!   header. The sweeper ([`Store::sweep`]) deletes such keys later so compaction and
 //!   value-log GC can reclaim them.

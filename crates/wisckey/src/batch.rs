@@ -75,7 +75,7 @@ impl WriteBatch {
     /// happened.
     pub fn try_put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<&mut Self> {
         let (key, value) = (key.as_ref(), value.as_ref());
-        crate::options::check_entry_size(key.len(), value.len()).map_err(Error::InvalidArgument)?;
+        self.check_addable(key.len(), value.len())?;
         Ok(self.push(ValueKind::Value, key, value))
     }
 
@@ -83,8 +83,19 @@ impl WriteBatch {
     /// [`WriteBatch::try_put`]).
     pub fn try_delete(&mut self, key: impl AsRef<[u8]>) -> Result<&mut Self> {
         let key = key.as_ref();
-        crate::options::check_entry_size(key.len(), 0).map_err(Error::InvalidArgument)?;
+        self.check_addable(key.len(), 0)?;
         Ok(self.push(ValueKind::Deletion, key, &[]))
+    }
+
+    /// Why an entry of these lengths cannot be added: over the limits, or the batch already
+    /// refused one (a plain `put` or `delete` did), so it would keep nothing more.
+    fn check_addable(&self, key_len: usize, value_len: usize) -> Result<()> {
+        if let Some(why) = &self.refused {
+            return Err(Error::InvalidArgument(format!(
+                "this batch already refused an entry, and keeps nothing more: {why}"
+            )));
+        }
+        crate::options::check_entry_size(key_len, value_len).map_err(Error::InvalidArgument)
     }
 
     fn push(&mut self, kind: ValueKind, key: &[u8], value: &[u8]) -> &mut Self {
@@ -177,5 +188,12 @@ mod tests {
         b.try_put("b", "2").expect("in bounds").try_delete("a").expect("in bounds");
         assert_eq!(b.len(), 3, "the refusals left the batch as it was");
         assert!(b.refused().is_none(), "and do not fail it when written");
+        // A batch a plain put already refused keeps nothing more: `try_` says so.
+        b.put(&long_key, "v");
+        let refused = (b.try_put("c", "3").map(|_| ())).expect_err("refused before");
+        assert!(
+            matches!(&refused, Error::InvalidArgument(why) if why.contains("already refused")),
+            "{refused}"
+        );
     }
 }

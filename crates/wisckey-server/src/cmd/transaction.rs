@@ -42,8 +42,9 @@
 //!   by every write of it, by any connection, this one included) and, if the key is live
 //!   with an expiry, when it expires; under the key's stripe, so the record is exact. EXEC
 //!   takes the watched keys' stripes with its own, then compares: if a watched key was
-//!   written (or FLUSHDB ran, or a key live at WATCH has expired) it runs nothing and
-//!   answers a null array (`*-1`; `_` in RESP3), as Redis 7. EXEC (whatever it answers),
+//!   written (or deleted by DEL or FLUSHDB while live, or a key live at WATCH has expired)
+//!   it runs nothing and answers a null array (`*-1`; `_` in RESP3), as Redis 7. EXEC
+//!   (whatever it answers),
 //!   DISCARD, UNWATCH and a disconnect forget the connection's watches. A write raises the
 //!   version before the engine applies it, so a write that then fails aborts a watching
 //!   transaction too (a false conflict: the client retries, as after any conflict). A

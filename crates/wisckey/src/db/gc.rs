@@ -96,7 +96,8 @@ pub struct GcTotals {
     /// What the collection did.
     #[serde(flatten)]
     pub work: GcOutcome,
-    /// Bytes of segment files deleted.
+    /// Bytes of disk given back by deleting segment files: their sizes less the blocks
+    /// already punched out of them (those count in `bytes_punched` alone).
     pub bytes_freed: u64,
     /// Bytes of disk blocks punched out of segments (dead records of segments not
     /// collected whole).
