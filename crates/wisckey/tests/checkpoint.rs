@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use wisckey::fs::MemFs;
+use wisckey::fs::{FileSystem, MemFs};
 use wisckey::{Db, Error, GcOptions, Options, ReadOptions};
 
 fn options(fs: &MemFs) -> Options {
@@ -126,6 +126,18 @@ fn a_checkpoint_refuses_an_existing_target_and_matches_a_quiet_database_exactly(
         matches!(refused, Err(Error::InvalidArgument(_))),
         "{refused:?}"
     );
+    // A new directory inside the database would become part of it: refused, nothing made.
+    for inside in ["/db/backup", "/db/./new/copy", "/elsewhere/../db/backup"] {
+        let refused = db.checkpoint(Path::new(inside));
+        assert!(
+            matches!(&refused, Err(Error::InvalidArgument(why)) if why.contains("inside")),
+            "{inside}: {refused:?}"
+        );
+    }
+    assert!(!fs.exists(Path::new("/db/backup")).expect("exists"));
+    assert!(!fs.exists(Path::new("/db/new")).expect("exists"));
+    db.checkpoint(Path::new("/db2"))
+        .expect("a sibling whose name starts alike");
     let copy = Db::open(Path::new("/copy"), options(&fs)).expect("open the copy");
     assert_eq!(contents(&copy), expected);
     let at_snapshot: Vec<_> = db

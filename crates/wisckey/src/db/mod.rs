@@ -1224,7 +1224,8 @@ impl Db {
     }
 
     /// Writes a consistent copy of the database into the new directory `target` (which must
-    /// not exist), while it stays open for reads and writes: every write acknowledged before
+    /// not exist, nor lie inside the database's directory: `InvalidArgument`), while it
+    /// stays open for reads and writes: every write acknowledged before
     /// the call is in the copy, and the copy opens as a database of its own. Every file is
     /// copied, none hard-linked (GC edits sealed value-log segments in place when it
     /// punches holes). GC waits while the copy is made. A read-only handle
