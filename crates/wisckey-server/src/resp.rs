@@ -387,6 +387,10 @@ pub enum Reply {
     Array(Vec<Reply>),
     /// Field/value pairs: RESP3 `%n`; in RESP2 a flat array of 2n elements.
     Map(Vec<(Reply, Reply)>),
+    /// A reply already encoded, its CRLF included: an element of EXEC's reply encoded in
+    /// the protocol in force when its command ran (a HELLO inside the transaction switches
+    /// the protocol from its own reply on, as in Redis).
+    Encoded(Vec<u8>),
 }
 
 impl Reply {
@@ -442,6 +446,10 @@ impl Reply {
                 for item in items {
                     item.encode_as(out, resp3);
                 }
+                return;
+            }
+            Reply::Encoded(bytes) => {
+                out.extend_from_slice(bytes);
                 return;
             }
             Reply::Map(pairs) => {

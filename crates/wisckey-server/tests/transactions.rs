@@ -832,6 +832,37 @@ fn an_aborted_exec_is_a_null_in_resp3_too() {
     step(&mut me, &[b"GET", b"wk"], b"$1\r\n1\r\n");
 }
 
+/// A HELLO inside a transaction switches the protocol from its own reply on, as in Redis:
+/// the nil before it is RESP2's, the map it answers and the nil after it RESP3's; and back.
+#[test]
+fn a_hello_inside_a_transaction_switches_the_protocol_from_its_reply_on() {
+    let server = TestServer::start(|_| {});
+    let mut me = server.raw();
+    for (to, before, after) in [(b"3", "$-1", "_"), (b"2", "_", "$-1")] {
+        step(&mut me, &[b"MULTI"], OK);
+        step(&mut me, &[b"GET", b"missing"], QUEUED);
+        step(&mut me, &[b"HELLO", to], QUEUED);
+        step(&mut me, &[b"GET", b"missing"], QUEUED);
+        me.send(&resp(&[b"EXEC"]));
+        let mut lines = Vec::new();
+        loop {
+            let line = String::from_utf8_lossy(&me.read_line())
+                .trim_end()
+                .to_string();
+            let last = line == after && lines.len() > 2;
+            lines.push(line);
+            if last {
+                break;
+            }
+        }
+        assert_eq!(lines[0], "*3", "{lines:?}");
+        assert_eq!(lines[1], before, "{lines:?}");
+        let map = if to == b"3" { '%' } else { '*' };
+        assert!(lines[2].starts_with(map), "HELLO's reply: {lines:?}");
+        assert_eq!(lines.last().map(String::as_str), Some(after), "{lines:?}");
+    }
+}
+
 #[test]
 fn a_connection_watches_a_bounded_number_of_bytes() {
     let server = TestServer::start(|c| {

@@ -35,9 +35,9 @@
 //!   it (a flush is never atomic: it deletes in batches). A commit that fails (the engine
 //!   refuses it) makes EXEC answer that error with none of the writes applied; connection
 //!   state that queued commands changed (AUTH, HELLO, CLIENT SETNAME) stays changed.
-//! - **RESP3**: EXEC's reply is encoded once, after its commands ran, in the protocol then
-//!   in force: a HELLO inside the transaction changes the encoding of the whole reply
-//!   (Redis switches from that element on).
+//! - **RESP3**: each element of EXEC's reply is in the protocol in force once its command
+//!   ran, as in Redis: a HELLO inside the transaction switches from its own reply on (the
+//!   array's header is the same in both).
 //! - **WATCH** (optimistic locking, `watch.rs`): WATCH records each key's version (raised
 //!   by every write of it, by any connection, this one included) and, if the key is live
 //!   with an expiry, when it expires; under the key's stripe, so the record is exact. EXEC
@@ -237,6 +237,9 @@ pub(super) fn exec(sh: &Shared, client: &mut Client, _: Args<'_>) -> Result<Repl
         return Ok(Reply::NilArray);
     }
     let mut replies = Vec::with_capacity(multi.queue.len());
+    // The protocol each reply is in (after its command ran: HELLO's own reply is in the
+    // protocol it chose).
+    let mut protocols = Vec::with_capacity(multi.queue.len());
     let mut reply_bytes = 0usize;
     // A FLUSHDB/FLUSHALL that ran wrote what came before it and deleted every key: a
     // failure after it cannot say that nothing was applied.
@@ -257,6 +260,7 @@ pub(super) fn exec(sh: &Shared, client: &mut Client, _: Args<'_>) -> Result<Repl
         flushed |= is_flush && !matches!(reply, Reply::Error(_));
         reply_bytes = reply_bytes.saturating_add(reply_size(&reply));
         replies.push(reply);
+        protocols.push(client.resp3);
         if reply_bytes > budget {
             // As MGET: a reply no larger than the largest request. Dropping `txn` applies
             // nothing more.
@@ -270,9 +274,28 @@ pub(super) fn exec(sh: &Shared, client: &mut Client, _: Args<'_>) -> Result<Repl
         }
     }
     Ok(match txn.commit() {
-        Ok(()) => Reply::Array(replies),
+        Ok(()) => Reply::Array(in_their_protocols(replies, &protocols, client.resp3)),
         Err(e) => Reply::err(format!("ERR EXEC failed, {}: {e}", not_applied(flushed))),
     })
+}
+
+/// EXEC's replies, those whose command ran under another protocol than `final_resp3` (the
+/// one the whole reply is encoded in) encoded in theirs. Nothing is encoded ahead unless a
+/// HELLO inside the transaction changed the protocol.
+fn in_their_protocols(replies: Vec<Reply>, protocols: &[bool], final_resp3: bool) -> Vec<Reply> {
+    if protocols.iter().all(|&resp3| resp3 == final_resp3) {
+        return replies;
+    }
+    (replies.into_iter().zip(protocols))
+        .map(|(reply, &resp3)| {
+            if resp3 == final_resp3 {
+                return reply;
+            }
+            let mut bytes = Vec::new();
+            reply.encode_as(&mut bytes, resp3);
+            Reply::Encoded(bytes)
+        })
+        .collect()
 }
 
 /// About how many bytes `reply` holds (its payload and a little per element).
@@ -282,6 +305,7 @@ fn reply_size(reply: &Reply) -> usize {
         Reply::Error(s) => s.len() + 8,
         Reply::Integer(_) | Reply::Nil | Reply::NilArray => 8,
         Reply::Bulk(b) => b.len() + 8,
+        Reply::Encoded(bytes) => bytes.len(),
         Reply::Array(items) => 8 + items.iter().map(reply_size).sum::<usize>(),
         Reply::Map(pairs) => {
             8 + (pairs.iter())
