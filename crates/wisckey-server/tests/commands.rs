@@ -607,6 +607,15 @@ fn server_and_connection_commands() -> R<()> {
     assert_eq!(cfg, vec!["appendfsync", "everysec", "appendonly", "yes"]);
     let cfg: Vec<String> = cmd("CONFIG").arg("GET").arg("port").query(&mut c)?;
     assert_eq!(cfg[1], s.addr.port().to_string());
+    // As Redis 7: an exact name is answered as asked, a pattern by canonical names, each
+    // parameter once.
+    let cfg: Vec<String> = (cmd("CONFIG").arg("GET"))
+        .arg("MaxMemory")
+        .arg("max*")
+        .arg("maxmemory")
+        .query(&mut c)?;
+    assert_eq!(cfg.len(), 4, "{cfg:?}");
+    assert_eq!(cfg[..3], ["MaxMemory", "0", "maxclients"], "{cfg:?}");
     assert!(
         err_text(cmd("CONFIG").arg("SET").arg("x").arg("y").query(&mut c))
             .starts_with("ERR unknown subcommand")

@@ -247,13 +247,29 @@ pub(super) fn config(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, 
             c.idle_timeout.map_or(0, |d| d.as_secs()).to_string(),
         ),
     ];
+    // As Redis 7: a name without glob characters is looked up ignoring case and answered
+    // under the name as asked; a pattern answers the canonical names it matches. Each
+    // parameter once.
     let mut out = Vec::new();
-    for (name, value) in &params {
-        if a[2..]
-            .iter()
-            .any(|p| glob::matches(&p.to_ascii_lowercase(), name.as_bytes()))
-        {
-            out.push((Reply::bulk(*name), Reply::bulk(value.as_str())));
+    let mut answered = vec![false; params.len()];
+    for pattern in &a[2..] {
+        let lower = pattern.to_ascii_lowercase();
+        let exact = !lower.iter().any(|b| matches!(b, b'*' | b'?' | b'['));
+        for (i, (name, value)) in params.iter().enumerate() {
+            let hit = if exact {
+                lower == name.as_bytes()
+            } else {
+                glob::matches(&lower, name.as_bytes())
+            };
+            if hit && !answered[i] {
+                answered[i] = true;
+                let asked = if exact {
+                    pattern.clone()
+                } else {
+                    name.as_bytes().to_vec()
+                };
+                out.push((Reply::Bulk(asked), Reply::bulk(value.as_str())));
+            }
         }
     }
     Ok(Reply::Map(out))
