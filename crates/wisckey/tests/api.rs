@@ -193,6 +193,15 @@ fn prefix_iter_into_iterator_and_contains_key() {
         rest,
         [b"user:2".to_vec(), b"user;".to_vec(), vec![0xff, 0xff, 1]]
     );
+    // A cursor past the end gives nothing more, whether a seek or the scan took it there.
+    let mut cursor = db.iter(&ReadOptions::default()).expect("iter");
+    cursor.seek(&[0xffu8, 0xff, 0xff]);
+    assert!(!cursor.valid());
+    assert_eq!(cursor.into_iter().count(), 0, "a seek past the last key");
+    let mut cursor = db.iter(&ReadOptions::default()).expect("iter");
+    cursor.seek_to_last();
+    cursor.next();
+    assert_eq!(cursor.into_iter().count(), 0, "a scan that reached the end");
 
     assert!(db.contains_key("user:1").expect("contains"));
     assert!(!db.contains_key("user:3").expect("contains"));

@@ -106,6 +106,9 @@ pub struct DbIterator<'a> {
     upper: Option<Vec<u8>>,
     direction: Direction,
     valid: bool,
+    /// A positioning call (`seek`, `seek_to_first`, `seek_to_last`) was made: an iterator
+    /// that is not valid then ran off an end (or into an error), not never started.
+    positioned: bool,
     /// Forward: scratch for the key being skipped. Reverse: the current user key.
     saved_key: Vec<u8>,
     saved_value: Vec<u8>,
@@ -193,6 +196,7 @@ impl DbIterator<'_> {
             upper: opts.upper_bound.clone(),
             direction: Direction::Forward,
             valid: false,
+            positioned: false,
             saved_key: Vec::new(),
             saved_value: Vec::new(),
             saved_kind: ValueKind::Deletion,
@@ -312,8 +316,16 @@ impl DbIterator<'_> {
         })
     }
 
+    /// Whether a positioning call was made: if the iterator is not valid, it ran off an end
+    /// or into an error rather than never started.
+    pub(crate) fn positioned(&self) -> bool {
+        self.positioned
+    }
+
     /// The first error met since the last positioning call (`seek`, `seek_to_first`,
-    /// `seek_to_last`); an iterator that hit one is not valid.
+    /// `seek_to_last`); an iterator that hit one is not valid. An error a positioning call
+    /// or a change of direction itself met stays for the iterator's life (the merge keeps
+    /// it, see `iter::merge`): after one, make a new iterator.
     pub fn status(&self) -> Result<()> {
         match &self.error {
             Some(e) => Err(e.clone()),
@@ -327,6 +339,7 @@ impl DbIterator<'_> {
         match self.lower.clone() {
             Some(lower) => self.seek(&lower),
             None => {
+                self.positioned = true;
                 self.direction = Direction::Forward;
                 self.iter.seek_to_first();
                 self.find_next_user_entry(false);
@@ -338,6 +351,7 @@ impl DbIterator<'_> {
     /// Positions on the last key (in bounds).
     pub fn seek_to_last(&mut self) {
         self.drop_readahead();
+        self.positioned = true;
         self.direction = Direction::Reverse;
         self.saved_value.clear();
         match &self.upper {
@@ -361,6 +375,7 @@ impl DbIterator<'_> {
             Some(lower) if lower.as_slice() > target => lower.clone(),
             _ => target.to_vec(),
         };
+        self.positioned = true;
         self.direction = Direction::Forward;
         self.saved_value.clear();
         self.iter.seek(&seek_key(&target, self.sequence));

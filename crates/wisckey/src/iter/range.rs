@@ -246,7 +246,9 @@ impl Iterator for Entries<'_> {
         }
         if !self.started {
             self.started = true;
-            if !self.it.valid() {
+            // Only a cursor never positioned starts at the first key: one that ran past the
+            // end (or met an error) has nothing more to give.
+            if !self.it.positioned() {
                 self.it.seek_to_first();
             }
         } else {
