@@ -3,7 +3,10 @@
 //! instead of one blocking `pread` per reader thread (each with its own context switches).
 //!
 //! Owns: one ring per thread (created on first use; a thread that cannot have one — kernel
-//! without io_uring, a seccomp filter — remembers it and never asks again).
+//! without io_uring, a seccomp filter — remembers it and never asks again). A ring belongs
+//! to the process that made it: a child forked without exec inherits the forking thread's
+//! ring (the same file descriptor and the same shared queues), so using it could take the
+//! parent's completions or hand the parent the child's; the child makes its own.
 //!
 //! Invariants:
 //! - no read's buffer is handed back while the kernel may still write into it: `read_all`
@@ -31,8 +34,9 @@ pub(super) struct RawRead<'a> {
 
 enum Ring {
     Untried,
-    // Boxed: the ring is a few hundred bytes, the other states nothing.
-    Ready(Box<IoUring>),
+    // Boxed: the ring is a few hundred bytes, the other states nothing. With the id of the
+    // process that made it.
+    Ready(Box<IoUring>, u32),
     Unavailable,
 }
 
@@ -75,9 +79,17 @@ pub(super) fn read_all(reads: &mut [RawRead<'_>]) -> Vec<Option<io::Result<usize
 }
 
 fn with_ring<T>(ring: &mut Ring, f: impl FnOnce(&mut IoUring) -> T) -> Option<T> {
+    let process = std::process::id();
+    if matches!(ring, Ring::Ready(_, made_by) if *made_by != process) {
+        // A forked child's copy of its parent's ring: nothing of the child's is in flight in
+        // it (a thread's reads all complete before `read_all` returns, and fork is not called
+        // from inside it), so dropping it (unmapping the child's view, closing the child's
+        // descriptor) leaves the parent's ring as it was.
+        *ring = Ring::Untried;
+    }
     if matches!(ring, Ring::Untried) {
         *ring = match IoUring::new(RING_ENTRIES) {
-            Ok(uring) => Ring::Ready(Box::new(uring)),
+            Ok(uring) => Ring::Ready(Box::new(uring), process),
             Err(e) => {
                 log::info!("wisckey: no io_uring ({e}); batched reads use pread");
                 Ring::Unavailable
@@ -85,7 +97,7 @@ fn with_ring<T>(ring: &mut Ring, f: impl FnOnce(&mut IoUring) -> T) -> Option<T>
         };
     }
     match ring {
-        Ring::Ready(uring) => Some(f(uring)),
+        Ring::Ready(uring, _) => Some(f(uring)),
         Ring::Untried | Ring::Unavailable => None,
     }
 }
@@ -171,5 +183,24 @@ fn wait_for_in_flight(
             // Returning from a system call runs the task work that posts completions.
             std::thread::sleep(std::time::Duration::from_micros(100));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Review finding: a child forked without exec used its parent's ring. Stood for here by
+    /// a ring marked as made by another process: it is replaced, never used.
+    #[test]
+    fn a_ring_another_process_made_is_never_used() {
+        let Ok(inherited) = IoUring::new(2) else {
+            eprintln!("SKIPPED: no io_uring here");
+            return;
+        };
+        let mut ring = Ring::Ready(Box::new(inherited), std::process::id().wrapping_add(1));
+        let used = with_ring(&mut ring, |uring| uring.params().sq_entries());
+        assert_eq!(used, Some(RING_ENTRIES), "a ring of this process's own");
+        assert!(matches!(ring, Ring::Ready(_, made_by) if made_by == std::process::id()));
     }
 }
