@@ -9,9 +9,11 @@
 //! exclude the process itself, so the table does that.
 //!
 //! Invariants:
-//! - every lock this process holds on a LOCK file is in `HELD` under the file's canonical
-//!   path, with the one descriptor that carries it; the descriptor is closed only when the
-//!   last guard of that entry drops;
+//! - every lock this process holds on a LOCK file is in `HELD` under the file's identity
+//!   (device and inode: every path that reaches the file — a symlink, a bind mount, the
+//!   database's directory renamed while open — meets the same entry), with the one
+//!   descriptor that carries it; the descriptor is closed only when the last guard of that
+//!   entry drops;
 //! - the process never opens a LOCK file it already holds: closing *any* descriptor of a
 //!   file drops the process's record locks on it, so `lock`/`lock_shared` consult the table
 //!   before they open anything;
@@ -21,14 +23,18 @@
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io;
+use std::os::unix::fs::MetadataExt;
 use std::os::unix::io::AsRawFd;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Mutex, PoisonError};
 
 use super::FileLock;
 use crate::error::{Error, Result};
 
-/// A lock this process holds, by canonical path.
+/// A LOCK file's identity: its device and inode.
+type FileId = (u64, u64);
+
+/// A lock this process holds, by its file's identity.
 #[derive(Debug)]
 struct Held {
     /// The descriptor carrying the record lock; closing it releases the lock.
@@ -37,7 +43,7 @@ struct Held {
     guards: usize,
 }
 
-static HELD: Mutex<BTreeMap<PathBuf, Held>> = Mutex::new(BTreeMap::new());
+static HELD: Mutex<BTreeMap<FileId, Held>> = Mutex::new(BTreeMap::new());
 
 /// The exclusive lock on `path`, creating the file if it is missing.
 pub(super) fn lock_exclusive(path: &Path) -> Result<Box<dyn FileLock>> {
@@ -51,14 +57,22 @@ pub(super) fn lock_shared(path: &Path) -> Result<Box<dyn FileLock>> {
 }
 
 fn take(path: &Path, exclusive: bool) -> Result<Box<dyn FileLock>> {
-    let key = canonical_lock_path(path)?;
     let mut held = HELD.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(entry) = held.get_mut(&key) {
-        if exclusive || entry.exclusive {
-            return Err(Error::Locked(path.display().to_string()));
+    // Looked up by `stat`, which opens nothing: opening a file this process holds a lock on,
+    // then closing it, would drop that lock. A file that does not exist yet is none we hold.
+    let existing = match std::fs::metadata(path) {
+        Ok(meta) => Some((meta.dev(), meta.ino())),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(lock_err("lock (stat)", path, e)),
+    };
+    if let Some(key) = existing {
+        if let Some(entry) = held.get_mut(&key) {
+            if exclusive || entry.exclusive {
+                return Err(Error::Locked(path.display().to_string()));
+            }
+            entry.guards += 1;
+            return Ok(Box::new(ProcessLock { key }));
         }
-        entry.guards += 1;
-        return Ok(Box::new(ProcessLock { key }));
     }
     let file = if exclusive {
         OpenOptions::new()
@@ -71,6 +85,16 @@ fn take(path: &Path, exclusive: bool) -> Result<Box<dyn FileLock>> {
         File::open(path)
     }
     .map_err(|e| lock_err("lock (open)", path, e))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| lock_err("lock (stat)", path, e))?;
+    let key = (meta.dev(), meta.ino());
+    if held.contains_key(&key) {
+        // The path was switched to a file this process holds between the `stat` and the
+        // open: closing this descriptor would drop that lock, so it is kept open (leaked).
+        std::mem::forget(file);
+        return Err(Error::Locked(path.display().to_string()));
+    }
     set_record_lock(&file, exclusive).map_err(|e| {
         if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EAGAIN)) {
             Error::Locked(path.display().to_string())
@@ -79,7 +103,7 @@ fn take(path: &Path, exclusive: bool) -> Result<Box<dyn FileLock>> {
         }
     })?;
     held.insert(
-        key.clone(),
+        key,
         Held {
             _file: file,
             exclusive,
@@ -87,21 +111,6 @@ fn take(path: &Path, exclusive: bool) -> Result<Box<dyn FileLock>> {
         },
     );
     Ok(Box::new(ProcessLock { key }))
-}
-
-/// The path the table knows a LOCK file by: its directory resolved (symlinks, `..`,
-/// relative paths), so two spellings of one database meet in one entry. The file itself
-/// may not exist yet (an exclusive lock creates it).
-fn canonical_lock_path(path: &Path) -> Result<PathBuf> {
-    let name = path.file_name().ok_or_else(|| {
-        Error::InvalidArgument(format!("lock path {} has no file name", path.display()))
-    })?;
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    let dir = std::fs::canonicalize(dir).map_err(|e| lock_err("lock (resolve)", dir, e))?;
-    Ok(dir.join(name))
 }
 
 /// `fcntl(F_SETLK)` over the whole file: a write lock or a read lock, never waiting.
@@ -136,7 +145,7 @@ fn lock_err(op: &str, path: &Path, e: io::Error) -> Error {
 /// One holder of a table entry; the last one to drop closes the descriptor.
 #[derive(Debug)]
 struct ProcessLock {
-    key: PathBuf,
+    key: FileId,
 }
 
 impl FileLock for ProcessLock {}
@@ -173,6 +182,28 @@ mod tests {
         drop(guard);
         drop(lock_exclusive(&dotted).expect("lock after release"));
         assert_eq!(std::fs::metadata(&path).expect("stat").len(), 0);
+    }
+
+    /// Review finding: the table knew a lock by its path, so the database's directory
+    /// renamed while open (or reached through a bind mount) let a second exclusive lock in,
+    /// and two writers share one database.
+    #[test]
+    fn a_renamed_directory_still_meets_its_lock() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (before, after) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::create_dir(&before).expect("mkdir");
+        let guard = lock_exclusive(&before.join("LOCK")).expect("first lock");
+        std::fs::rename(&before, &after).expect("rename");
+        assert!(matches!(
+            lock_exclusive(&after.join("LOCK")),
+            Err(Error::Locked(_))
+        ));
+        assert!(matches!(
+            lock_shared(&after.join("LOCK")),
+            Err(Error::Locked(_))
+        ));
+        drop(guard);
+        drop(lock_exclusive(&after.join("LOCK")).expect("lock after release"));
     }
 
     #[test]
