@@ -31,6 +31,17 @@ fn create(dir: &Path, keys: u32, value_len: usize) {
     db.close().expect("close");
 }
 
+/// `wisckey load --create` of `input` in `format` into `db`.
+fn load_create<'a>(db: &'a Path, format: &'a str, input: &'a Path) -> [&'a str; 8] {
+    let (db, input) = (
+        db.to_str().expect("utf-8 path"),
+        input.to_str().expect("utf-8 path"),
+    );
+    [
+        "load", "--db", db, "--create", "--format", format, "--in", input,
+    ]
+}
+
 fn value_of(i: u32, len: usize) -> Vec<u8> {
     let mut v = format!("value-{i:05}-").into_bytes();
     v.resize(len, b'a' + (i % 26) as u8);
@@ -290,19 +301,7 @@ fn a_full_disk_fails_the_load_with_one_line_and_loses_nothing() {
 fn a_failed_load_creates_nothing_or_says_what_it_kept() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let db = tmp.path().join("db");
-    let db_arg = db.to_str().expect("utf-8 path");
-    let load_jsonl = |input: &Path| {
-        failure_line(&[
-            "load",
-            "--db",
-            db_arg,
-            "--create",
-            "--format",
-            "jsonl",
-            "--in",
-            input.to_str().expect("utf-8 path"),
-        ])
-    };
+    let load_jsonl = |input: &Path| failure_line(&load_create(&db, "jsonl", input));
     let line = load_jsonl(&tmp.path().join("missing.jsonl"));
     assert!(line.contains("missing.jsonl"), "{line}");
     assert!(
@@ -385,10 +384,7 @@ fn a_load_whose_input_does_not_start_as_a_dump_creates_no_database() {
     for (format, name, bytes, says) in cases {
         let input = tmp.path().join(name);
         std::fs::write(&input, bytes).expect("write input");
-        let input = input.to_str().expect("utf-8 path");
-        let line = failure_line(&[
-            "load", "--db", db_arg, "--create", "--format", format, "--in", input,
-        ]);
+        let line = failure_line(&load_create(&db, format, &input));
         assert!(line.contains(says), "{name}: {line}");
         assert!(line.contains("nothing was loaded"), "{name}: {line}");
         assert!(!db.exists(), "{name}: the failed load created {db_arg}");
@@ -409,16 +405,7 @@ fn a_load_whose_input_does_not_start_as_a_dump_creates_no_database() {
     // A dump of an empty database is a dump: it creates the empty database.
     let empty = tmp.path().join("empty.jsonl");
     std::fs::write(&empty, "").expect("write input");
-    let out = wisckey(&[
-        "load",
-        "--db",
-        db_arg,
-        "--create",
-        "--format",
-        "jsonl",
-        "--in",
-        empty.to_str().expect("utf-8 path"),
-    ]);
+    let out = wisckey(&load_create(&db, "jsonl", &empty));
     assert!(out.status.success(), "{out:?}");
     assert!(db.join("CURRENT").exists());
 }
@@ -457,16 +444,7 @@ fn json_lines_load_errors_name_the_line() {
         let input = tmp.path().join(format!("{name}.jsonl"));
         std::fs::write(&input, bytes).expect("write input");
         let db = tmp.path().join(name);
-        let line = failure_line(&[
-            "load",
-            "--db",
-            db.to_str().expect("utf-8 path"),
-            "--create",
-            "--format",
-            "jsonl",
-            "--in",
-            input.to_str().expect("utf-8 path"),
-        ]);
+        let line = failure_line(&load_create(&db, "jsonl", &input));
         assert!(
             line.starts_with(&format!("wisckey: {says}")),
             "{name}: {line}"
