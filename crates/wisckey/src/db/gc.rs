@@ -413,30 +413,48 @@ fn punch_ready(inner: &DbInner) -> Result<u64> {
         *inner.punches.lock() = Default::default();
         return Ok(0);
     }
-    let (record, spans) = inner.punches.lock().take(PunchLimits {
+    let limits = PunchLimits {
         listed: &listed,
         head_segment,
         removed: &removed,
-    });
-    if record.is_empty() {
+    };
+    let (record, spans, retries) = {
+        let mut punches = inner.punches.lock();
+        let (record, spans) = punches.take(limits);
+        (record, spans, punches.take_unpunched(limits))
+    };
+    if record.is_empty() && retries.is_empty() {
         return Ok(0);
     }
-    let edit = VersionEdit {
-        vlog_punched: record.clone(),
-        ..VersionEdit::default()
-    };
-    if let Err(e) = install_edit(inner, edit, |_| ()) {
-        // Not recorded, so not punched: the ranges wait for a later round.
-        inner.punches.lock().put_back(record);
-        return Err(e);
+    if !record.is_empty() {
+        let edit = VersionEdit {
+            vlog_punched: record.clone(),
+            ..VersionEdit::default()
+        };
+        if let Err(e) = install_edit(inner, edit, |_| ()) {
+            // Not recorded, so not punched: the ranges wait for a later round.
+            let mut punches = inner.punches.lock();
+            punches.put_back(record);
+            retries.into_iter().for_each(|s| punches.punch_failed(s));
+            return Err(e);
+        }
     }
     let mut freed = 0;
-    for span in spans {
+    let tries = (spans.into_iter().map(|s| (s, false))).chain(retries.into_iter().map(|s| (s, true)));
+    for (span, retry) in tries {
         let path = vlog_file_name(&inner.dir, span.segment);
         match (inner.fs).punch_hole(&path, span.start, span.end - span.start) {
             Ok(()) => freed += span.newly_freed,
-            // The records are dead and recorded as punched either way; only the space stays.
-            Err(e) => log::warn!("wisckey: punching a hole in {}: {e}", path.display()),
+            // The records are dead and recorded as punched either way; only the space stays
+            // until a later round's try goes through (punching a hole twice is harmless).
+            Err(e) => {
+                if retry {
+                    log::debug!("wisckey: punching a hole in {} again: {e}", path.display());
+                } else {
+                    log::warn!("wisckey: punching a hole in {}: {e}", path.display());
+                }
+                inner.punches.lock().punch_failed(span);
+            }
         }
     }
     inner.gc_totals.lock().bytes_punched += freed;

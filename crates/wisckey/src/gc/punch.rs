@@ -27,6 +27,9 @@ const MAX_READY_RANGES: usize = 1 << 20;
 /// writes go on keeps every flush's dead ranges waiting; beyond this, a flush's ranges are
 /// forgotten (their segments are still collected whole).
 const MAX_WAITING_RANGES: usize = 1 << 20;
+/// Recorded spans whose deallocation failed, kept at most for another try; beyond it, a
+/// failed span keeps its blocks until its segment is collected whole.
+const MAX_UNPUNCHED_SPANS: usize = 1 << 12;
 
 /// Dead records found by one flush, waiting for the readers that could still reach them.
 #[derive(Debug)]
@@ -67,6 +70,10 @@ pub struct PunchQueue {
     ready_ranges: usize,
     /// Ranges in `waiting`, all batches together.
     waiting_ranges: usize,
+    /// Spans recorded in the manifest whose `punch_hole` failed (an I/O error; a full disk
+    /// with no room to split an extent): recorded, they are never taken again from `ready`,
+    /// so they are tried again from here each round until they go through.
+    unpunched: Vec<PunchSpan>,
 }
 
 impl PunchQueue {
@@ -90,7 +97,22 @@ impl PunchQueue {
 
     /// Whether anything is queued.
     pub fn is_empty(&self) -> bool {
-        self.waiting.is_empty() && self.ready.is_empty()
+        self.waiting.is_empty() && self.ready.is_empty() && self.unpunched.is_empty()
+    }
+
+    /// Keeps a recorded span whose deallocation failed, for [`PunchQueue::take_unpunched`].
+    pub fn punch_failed(&mut self, span: PunchSpan) {
+        if self.unpunched.len() < MAX_UNPUNCHED_SPANS {
+            self.unpunched.push(span);
+        }
+    }
+
+    /// Takes the recorded spans whose deallocation failed, to try again; those of segments
+    /// that left the log or that GC removed are forgotten (their files go whole).
+    pub fn take_unpunched(&mut self, at: PunchLimits<'_>) -> Vec<PunchSpan> {
+        let mut spans = std::mem::take(&mut self.unpunched);
+        spans.retain(|s| at.listed.contains_key(&s.segment) && !at.removed.contains(&s.segment));
+        spans
     }
 
     /// Moves the ranges no reader can reach any more to the ready set. `oldest_snapshot`:

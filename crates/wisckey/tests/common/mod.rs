@@ -38,6 +38,10 @@ pub trait Hooks: Send + Sync + std::fmt::Debug + 'static {
     fn before_file_size(&self, _path: &Path) -> Result<()> {
         Ok(())
     }
+    /// Before `FileSystem::punch_hole`.
+    fn before_punch_hole(&self, _path: &Path) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Hooks that count value-log reads (`reads`).
@@ -181,6 +185,7 @@ impl<H: Hooks> FileSystem for HookFs<H> {
         self.mem.sync_dir(dir)
     }
     fn punch_hole(&self, path: &Path, offset: u64, len: u64) -> Result<()> {
+        self.hooks.before_punch_hole(path)?;
         self.mem.punch_hole(path, offset, len)
     }
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
