@@ -324,7 +324,15 @@ fn punching_gives_disk_blocks_back_on_a_real_file_system() {
 }
 
 /// Whether the file system under `dir` punches holes (asked of a scratch file, so the
+/// answer does not depend on what GC did). Elsewhere than Linux the engine punches nothing.
+#[cfg(not(target_os = "linux"))]
+fn can_punch_holes(_dir: &Path) -> bool {
+    false
+}
+
+/// Whether the file system under `dir` punches holes (asked of a scratch file, so the
 /// answer does not depend on what GC did).
+#[cfg(target_os = "linux")]
 fn can_punch_holes(dir: &Path) -> bool {
     use std::os::fd::AsRawFd;
     let path = dir.join("punch-probe");

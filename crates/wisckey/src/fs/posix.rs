@@ -17,11 +17,14 @@
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
+#[cfg(target_os = "linux")]
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{BatchRead, FileLock, FileSystem, ReadableFile, WritableFile};
+#[cfg(target_os = "linux")]
+use super::BatchRead;
+use super::{FileLock, FileSystem, ReadableFile, WritableFile};
 use crate::error::{Error, Result};
 
 /// The operating system's file system.
@@ -390,6 +393,7 @@ impl WritableFile for PosixWritable {
 
 /// Reserves space for a file of `len` bytes to grow to `up_to` without changing its size
 /// (`fallocate` with KEEP_SIZE); Ok without reserving where the file system cannot.
+#[cfg(target_os = "linux")]
 pub(super) fn preallocate(file: &File, path: &Path, len: u64, up_to: u64) -> Result<()> {
     if up_to <= len {
         return Ok(());
@@ -413,6 +417,14 @@ pub(super) fn preallocate(file: &File, path: &Path, len: u64, up_to: u64) -> Res
         Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => Ok(()),
         _ => Err(io_err("preallocate", path, e)),
     }
+}
+
+/// Elsewhere than Linux no space is reserved (there is no `fallocate` with KEEP_SIZE):
+/// appends find out about space when they are made, as on a file system that cannot
+/// reserve.
+#[cfg(not(target_os = "linux"))]
+pub(super) fn preallocate(_file: &File, _path: &Path, _len: u64, _up_to: u64) -> Result<()> {
+    Ok(())
 }
 
 #[cfg(test)]
@@ -484,6 +496,7 @@ mod tests {
     /// of another file system in the batch (then read one by one).
     #[test]
     fn read_batch_reads_what_read_at_reads() {
+        use crate::fs::BatchRead;
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("data");
         let contents: Vec<u8> = (0..300_000u32).map(|i| (i * 7 + i / 251) as u8).collect();

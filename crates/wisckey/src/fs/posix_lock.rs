@@ -120,14 +120,12 @@ fn set_record_lock(file: &File, exclusive: bool) -> io::Result<()> {
     } else {
         libc::F_RDLCK
     };
-    let request = libc::flock {
-        l_type: kind as libc::c_short,
-        l_whence: libc::SEEK_SET as libc::c_short,
-        l_start: 0,
-        // 0 = to the end of the file, however long it grows.
-        l_len: 0,
-        l_pid: 0,
-    };
+    // SAFETY: `struct flock` is plain integers, for which all zeros is a valid value; the
+    // platforms add fields of their own (FreeBSD's `l_sysid`), left zero.
+    let mut request: libc::flock = unsafe { std::mem::zeroed() };
+    request.l_type = kind as libc::c_short;
+    request.l_whence = libc::SEEK_SET as libc::c_short;
+    // `l_start` 0 and `l_len` 0: from the start to the end of the file, however long it grows.
     // SAFETY: `file` owns a valid open descriptor for the duration of the call, and
     // `request` is a fully initialised `struct flock` that fcntl only reads (F_SETLK).
     let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &request) };
