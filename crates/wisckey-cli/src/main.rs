@@ -17,7 +17,8 @@ use clap::{Parser, Subcommand};
 
 /// A command failed (the reason is one line on stderr), or `get` found no value.
 const EXIT_FAILED: u8 = 1;
-/// `check` found damage, or could not open the database because its files are damaged.
+/// Stored bytes do not verify, for every command: `check` found damage, or an open or a
+/// read (`get`, `scan`, `dump`, …) met damaged files.
 const EXIT_DAMAGED: u8 = 2;
 /// `repair` rebuilt the database, but keys' newest values were lost (its report names
 /// them): a script must not take such a repair for a full recovery.
@@ -32,8 +33,9 @@ const EXIT_USAGE: u8 = 64;
     version,
     about = "wisckey: a key-value store that keeps keys in an LSM-tree and values in a value log",
     after_help = "Exit status: 0 success (also when a reader of the output, such as `head`, \
-                  closes it early); 1 the command failed, or `get` found no value; 2 `check` \
-                  found damage or the database's files are too damaged to open; 3 `repair` \
+                  closes it early); 1 the command failed, or `get` found no value; 2 stored \
+                  bytes do not verify (`check` found damage, or an open or a read of any \
+                  command met damaged files); 3 `repair` \
                   rebuilt the database but keys' newest values were lost; 64 a usage \
                   error (nothing was opened)."
 )]

@@ -3,8 +3,8 @@
 //! records), `stats` (what the value log holds and why each segment is or is not
 //! collected), `check` (verify everything) and `repair` (rebuild the key index from the
 //! value log). Each refuses a directory that holds no database (they never create one)
-//! and one that another process has open for writing. `stats`, `check` and `checkpoint`
-//! open it read-only (`Db::open_read_only`): they change nothing in it, and run beside
+//! and one that another process has open for writing. `stats`, `check`, `checkpoint` and
+//! `cluster --dry-run` open it read-only (`Db::open_read_only`): they change nothing in it, and run beside
 //! other read-only commands. On stderr, when it is a terminal, `check` shows a progress bar per pass with
 //! rate and ETA (`Db::check_with_progress`); `gc`, `cluster` and `repair`, which report no
 //! progress within the call, show a spinner with the elapsed time.
@@ -114,8 +114,9 @@ pub struct RepairArgs {
     json: bool,
 }
 
-/// The database's files are damaged: `check` exits with status 2 for this, 1 for every
-/// other failure, so a script can tell damage from a wrong path or a locked database.
+/// The database's files are damaged: the command exits with status 2 for this (as every
+/// command does on bytes that do not verify), 1 for every other failure, so a script can
+/// tell damage from a wrong path or a locked database.
 #[derive(Debug)]
 pub enum Damaged {
     /// The report on stdout names the damage.

@@ -1,13 +1,16 @@
 //! Background work: memtable flushes, compactions, obsolete-file removal, and the timed
 //! write-out of the value-log buffer.
 //!
-//! Two threads: `wisckey-bg` flushes immutable memtables (always first: writers may be
+//! Three threads: `wisckey-bg` flushes immutable memtables (always first: writers may be
 //! stalled on them) and runs compactions; `wisckey-log` writes the value-log buffer out every
 //! `vlog_flush_interval` so a non-sync write reaches the OS within that bound even while a
-//! long compaction runs. Any error is latched in `State::bg_error`; `wisckey-bg` then stops
-//! doing work (reads still work, writes return the error). `wisckey-log` goes on writing the
-//! buffer out unless the log's writer failed itself (it is poisoned then): the acknowledged
-//! writes in it must not wait for `close` to reach the OS.
+//! long compaction runs; `wisckey-gc` runs background value-log GC (`db::gc`). A full disk
+//! is not latched: it is kept in `State::no_space` and the work is retried every 100 ms
+//! (nothing was lost). Any other error of a flush or compaction is latched in
+//! `State::bg_error`; `wisckey-bg` then stops doing work (reads still work, writes return
+//! the error); a failure to remove an obsolete file is only logged. `wisckey-log` goes on
+//! writing the buffer out unless the log's writer failed itself (it is poisoned then): the
+//! acknowledged writes in it must not wait for `close` to reach the OS.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -10,7 +10,8 @@
 //! - immutable memtables are flushed oldest first, and the manifest's value-log `head` only
 //!   moves forward, to the end position of a flushed memtable, after that memtable's table and
 //!   the log bytes before the position are durable;
-//! - the first background error is latched; later writes return it.
+//! - the first background error other than a full disk is latched; later writes return it
+//!   (a full disk is retried: `background`).
 
 pub(crate) mod background;
 mod check;
