@@ -1,5 +1,6 @@
-//! Sequential replay of the value log for recovery (and later GC): hands every complete
-//! batch to a callback, in log order, and finds where the valid log ends.
+//! Sequential reading of the value log: replay for recovery (hands every complete batch to
+//! a callback, in log order, and finds where the valid log ends), and the scans of one
+//! sealed segment that GC (`gc::cycle`), its sampling and `Db::check` make.
 //!
 //! The end rule (see `docs/FORMAT.md`, "End of the log"):
 //! - segment `k` is read up to its end, or up to `prev_segment_end` recorded in the header of
@@ -9,6 +10,9 @@
 //! - otherwise the log ends at the end of the last complete batch: the first record that is
 //!   torn, zero-filled, fails its checksum, or a batch without its `LAST_IN_BATCH` record.
 //!   That is a torn tail only if nothing after it was ever synced. It is *damage* when
+//!   (among others: the full list is FORMAT.md's — a search for valid records that gives
+//!   up after 256 MiB of checksumming, records ending before the end of a segment that has
+//!   a successor, a later segment with a successor holding data or an unreadable header)
 //!   - a later segment holds a complete batch (the writer syncs a segment before starting
 //!     the next, so a crash cannot leave a hole),
 //!   - a valid record carrying `FLAG_SYNCED_BEFORE` follows in the same segment (that flag
@@ -490,9 +494,36 @@ fn count_records(fs: &dyn FileSystem, dir: &Path, n: u64, opts: &VlogOptions) ->
     Ok(records)
 }
 
-/// Bytes of candidates that pass a record header's checks but fail their checksum after
-/// which the search past the log's end gives up (a quarter of a second of checksumming).
+/// Bytes of candidates carrying `FLAG_SYNCED_BEFORE` that pass a record header's checks but
+/// fail their checksum after which the search past the log's end gives up (a quarter of a
+/// second of checksumming).
 const PROBE_CHECKSUM_BUDGET: u64 = 256 << 20;
+/// The same for candidates without the flag, after which the search goes on looking for
+/// flagged ones only (an unflagged record says nothing about syncing, so not finding one is
+/// no reason to call the end damage).
+const PROBE_UNFLAGGED_BUDGET: u64 = 256 << 20;
+
+/// What a search for a record start may spend checksumming candidates whose header passes
+/// but whose checksum fails.
+#[derive(Debug, Clone, Copy)]
+struct SearchBudget {
+    /// Bytes left for every candidate, or, with `flagged`, for those without
+    /// `FLAG_SYNCED_BEFORE`; once spent, those are stepped over unchecked.
+    unflagged: u64,
+    /// Bytes left for candidates with `FLAG_SYNCED_BEFORE`; `None`: they share `unflagged`.
+    /// The search ends when the budget its candidate draws on is spent (and, with this set,
+    /// only when this one is).
+    flagged: Option<u64>,
+}
+
+impl SearchBudget {
+    fn shared(bytes: u64) -> Self {
+        SearchBudget {
+            unflagged: bytes,
+            flagged: None,
+        }
+    }
+}
 
 /// Reads one segment's records through a read-ahead window.
 struct SegmentScan<'a> {
@@ -567,7 +598,7 @@ impl<'a> SegmentScan<'a> {
             .map(|(&start, _)| start)
             .filter(|&start| start < until);
         let search_until = next_range.unwrap_or(until);
-        let mut checksum_budget = 16 * self.read_chunk as u64;
+        let mut checksum_budget = SearchBudget::shared(16 * self.read_chunk as u64);
         match self.next_valid_record(from, search_until, &mut checksum_budget)? {
             Some((at, _, _)) => Ok(Some(at)),
             None => Ok(next_range),
@@ -632,15 +663,22 @@ impl<'a> SegmentScan<'a> {
     /// `limit`; a torn tail is usually short, and damage is usually followed by a valid
     /// record right after the damaged one, so this rarely reads much.
     ///
-    /// The search gives up once candidates whose headers pass but whose checksums fail have
-    /// cost [`PROBE_CHECKSUM_BUDGET`] bytes (values built to look like record headers would
-    /// otherwise make it checksum for hours); the third value says so. A torn tail holds
-    /// the writer's own records, so it never comes near that.
+    /// Candidates whose headers pass but whose checksums fail are bounded (values built to
+    /// look like record headers would otherwise make it checksum for hours): once those
+    /// without `FLAG_SYNCED_BEFORE` cost [`PROBE_UNFLAGGED_BUDGET`] bytes, only flagged ones
+    /// are still checked (the count of records found is then a lower bound); once flagged
+    /// ones cost [`PROBE_CHECKSUM_BUDGET`], the search gives up, and the third value says so.
+    /// Only the flag decides between a torn tail and damage, so user data that merely looks
+    /// like unflagged headers — a torn record's own value, walked byte by byte, say, sparse
+    /// data with one non-zero byte in a header's key length — never makes a torn tail damage.
     fn probe_after(&mut self, end: u64) -> Result<(u64, Option<u64>, bool)> {
         let mut found = 0u64;
         let mut synced = None;
         let mut offset = end + 1;
-        let mut budget = PROBE_CHECKSUM_BUDGET;
+        let mut budget = SearchBudget {
+            unflagged: PROBE_UNFLAGGED_BUDGET,
+            flagged: Some(PROBE_CHECKSUM_BUDGET),
+        };
         while let Some((at, len, flags)) = self.next_valid_record(offset, self.limit, &mut budget)?
         {
             found += 1;
@@ -649,19 +687,19 @@ impl<'a> SegmentScan<'a> {
             }
             offset = at + len as u64;
         }
-        Ok((found, synced, budget == 0))
+        Ok((found, synced, budget.flagged == Some(0)))
     }
 
     /// The first byte offset in `[offset, search_until)` where a record that passes its
     /// checks starts (the record may end past `search_until`, not past `limit`), with its
     /// length and flags. `None` also once candidates whose headers pass but whose checksums
-    /// fail have used up `checksum_budget` bytes (a search through values full of
-    /// header-like bytes stops there, after at most the budget and one record more).
+    /// fail have used up the budget they draw on ([`SearchBudget`]: a search through values
+    /// full of header-like bytes stops there, after at most the budget and one record more).
     fn next_valid_record(
         &mut self,
         mut offset: u64,
         search_until: u64,
-        checksum_budget: &mut u64,
+        budget: &mut SearchBudget,
     ) -> Result<Option<(u64, usize, u8)>> {
         let opts = self.opts;
         let search_until = search_until.min(self.limit);
@@ -690,7 +728,16 @@ impl<'a> SegmentScan<'a> {
                 continue;
             }
             let flags = header[RECORD_HEADER_LEN - 1];
+            let flagged = flags & FLAG_SYNCED_BEFORE != 0;
+            let checksum_budget = match (flagged, budget.flagged.as_mut()) {
+                (true, Some(bytes)) => bytes,
+                _ => &mut budget.unflagged,
+            };
             if *checksum_budget == 0 {
+                if budget.flagged.is_some() && !flagged {
+                    offset += 1;
+                    continue;
+                }
                 return Ok(None);
             }
             self.searched_bytes += len as u64;

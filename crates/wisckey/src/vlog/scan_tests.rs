@@ -7,7 +7,7 @@ use rand::{Rng, SeedableRng};
 
 use super::*;
 use crate::fs::MemFs;
-use crate::vlog::format::{encode_record, FLAG_LAST_IN_BATCH, FORMAT_VERSION};
+use crate::vlog::format::{encode_record, FLAG_LAST_IN_BATCH, FLAG_SYNCED_BEFORE, FORMAT_VERSION};
 use crate::vlog::{BatchEntry, VlogWriter};
 
 fn dir() -> PathBuf {
@@ -294,9 +294,29 @@ fn a_successor_whose_header_does_not_say_continues_a_log_that_reaches_its_end() 
     drop(w);
 }
 
-/// Bytes past the log's end that look like record headers but fail their checksums (values
-/// built that way) made the search for valid records past the end checksum each candidate's
-/// whole claimed length, without end; it gives up after a budget, and calls that damage.
+/// Bytes past the log's end: `count` copies of a record header that passes a header's
+/// checks but claims a 65,000-byte value its checksum does not match, with `flags`, then
+/// 70,000 bytes of 0x5a (what the claims reach into).
+fn append_header_like_bytes(fs: &MemFs, flags: u8, count: usize) {
+    let mut fake = Vec::new();
+    fake.extend_from_slice(&0xdead_beef_u32.to_le_bytes());
+    fake.extend_from_slice(&1u32.to_le_bytes());
+    fake.extend_from_slice(&65_000u32.to_le_bytes());
+    fake.extend_from_slice(&7u64.to_le_bytes());
+    fake.extend_from_slice(&[ValueKind::Value as u8, flags]);
+    assert_eq!(fake.len(), RECORD_HEADER_LEN);
+    let mut bytes = fs.contents(&seg(1)).expect("contents");
+    for _ in 0..count {
+        bytes.extend_from_slice(&fake);
+    }
+    bytes.extend(std::iter::repeat_n(0x5a, 70_000));
+    fs.set_contents(&seg(1), &bytes).expect("set_contents");
+}
+
+/// Bytes past the log's end that look like record headers carrying `FLAG_SYNCED_BEFORE`
+/// but fail their checksums (values built that way) made the search for a synced record
+/// past the end checksum each candidate's whole claimed length, without end; it gives up
+/// after a budget, and calls that damage (it could not rule out a synced record).
 #[test]
 fn a_search_past_the_end_through_record_like_bytes_gives_up_and_calls_it_damage() {
     let fs = MemFs::new();
@@ -305,21 +325,64 @@ fn a_search_past_the_end_through_record_like_bytes_gives_up_and_calls_it_damage(
         ..opts(1 << 20)
     };
     let (_, w) = write_log(&fs, &o, &[1, 2]);
-    let mut fake = Vec::new();
-    fake.extend_from_slice(&0xdead_beef_u32.to_le_bytes());
-    fake.extend_from_slice(&1u32.to_le_bytes());
-    fake.extend_from_slice(&65_000u32.to_le_bytes());
-    fake.extend_from_slice(&7u64.to_le_bytes());
-    fake.extend_from_slice(&[ValueKind::Value as u8, 0]);
-    assert_eq!(fake.len(), RECORD_HEADER_LEN);
-    let mut bytes = fs.contents(&seg(1)).expect("contents");
-    for _ in 0..5000 {
-        bytes.extend_from_slice(&fake);
-    }
-    bytes.extend(std::iter::repeat_n(0x5a, 70_000));
-    fs.set_contents(&seg(1), &bytes).expect("set_contents");
+    append_header_like_bytes(&fs, FLAG_SYNCED_BEFORE, 5000);
     let err = replay_from(&fs, LogPosition::new(1, 0), &o).expect_err("damage");
     assert!(err.to_string().contains("gave up"), "{err}");
+    drop(w);
+}
+
+/// Defect: the same search gave up, and called the end damage, over candidates *without*
+/// the flag too, though only a flagged record says the bytes were synced. A torn record's
+/// own value is walked byte by byte, so a torn write of user data that looks like
+/// unflagged headers (sparse data: one non-zero byte where a header's key length lies
+/// claims up to 64 KiB) made a strict open refuse after an ordinary crash. Now such
+/// candidates stop being checked once they cost their budget, the search goes on for
+/// flagged ones, and the end is a torn tail.
+#[test]
+fn record_like_bytes_without_the_synced_flag_past_the_end_are_a_torn_tail() {
+    let fs = MemFs::new();
+    let o = VlogOptions {
+        max_value_size: 64 << 10,
+        ..opts(1 << 20)
+    };
+    let (expected, w) = write_log(&fs, &o, &[1, 2]);
+    let end = fs.contents(&seg(1)).expect("contents").len() as u64;
+    append_header_like_bytes(&fs, 0, 5000);
+    let (batches, at) = replay_from(&fs, LogPosition::new(1, 0), &o).expect("a torn tail");
+    assert_eq!(batches, expected);
+    assert_eq!(at, LogPosition::new(1, end));
+    drop(w);
+
+    // The torn write of a sparse value: its record is cut short, and its value holds a
+    // 0xFF every 22 bytes (each one, at a header's second key-length byte, claims a
+    // 65,280-byte key: ~65 KB of checksumming per 22 bytes, far over the budget).
+    let fs = MemFs::new();
+    let o = VlogOptions {
+        max_key_size: 64 << 10,
+        max_value_size: 2 << 20,
+        ..opts(4 << 20)
+    };
+    let (expected, mut w) = write_log(&fs, &o, &[1, 2]);
+    let end = fs.contents(&seg(1)).expect("contents").len() as u64;
+    let sparse: Vec<u8> = (0..(1usize << 20))
+        .map(|i| if i % 22 == 0 { 0xFF } else { 0 })
+        .collect();
+    w.append_batch(
+        100,
+        &[BatchEntry {
+            kind: ValueKind::Value,
+            key: b"sparse",
+            value: &sparse,
+        }],
+    )
+    .expect("append");
+    w.sync().expect("sync");
+    let bytes = fs.contents(&seg(1)).expect("contents");
+    let cut = end as usize + (bytes.len() - end as usize) * 3 / 4;
+    fs.set_contents(&seg(1), &bytes[..cut]).expect("set_contents");
+    let (batches, at) = replay_from(&fs, LogPosition::new(1, 0), &o).expect("a torn tail");
+    assert_eq!(batches, expected);
+    assert_eq!(at, LogPosition::new(1, end));
     drop(w);
 }
 
