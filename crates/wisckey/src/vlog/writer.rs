@@ -90,7 +90,9 @@ pub struct VlogWriter {
     /// The active segment was created and its directory entry is not yet durable.
     dir_entry_unsynced: bool,
     /// A failed write left junk at the end of the active segment that could not be cut off,
-    /// or the segment has an older format version.
+    /// the segment has an older format version, or a failed start of the next segment may
+    /// have left its file behind (a later segment file tells recovery this one was synced
+    /// whole, so it must receive no byte more).
     must_roll: bool,
     /// A group was reserved ([`VlogWriter::reserve`]): its batches stay in the segment the
     /// reservation chose, never rolling to another between two of them, so a failed group is
@@ -215,7 +217,8 @@ impl VlogWriter {
             first_segment,
             prev_segment_end,
             opts.direct_writes,
-        )?;
+        )
+        .map_err(|failed| failed.error)?;
         Ok(VlogWriter {
             fs,
             dir,
@@ -521,7 +524,9 @@ impl VlogWriter {
     /// new one: GC can only collect a segment nobody appends to. Returns whether it rolled.
     /// A failed write-out or sync poisons the writer (buffered records may be gone); a
     /// failure to create the next segment (a full disk) leaves the writer as it was, still
-    /// appending to the active segment, so the caller may just try again later.
+    /// appending to the active segment, so the caller may just try again later — unless
+    /// that failure may have left the next segment's file behind: then the next batch
+    /// tries the roll again and nothing more is appended to the active segment.
     pub fn seal_active(&mut self) -> Result<bool> {
         self.check_not_failed()?;
         if self.end().offset <= SEGMENT_HEADER_LEN {
@@ -736,8 +741,10 @@ impl VlogWriter {
             // The cut freed the blocks preallocated past the records too: if the next
             // segment cannot be created and writes go on here, they must preallocate
             // again (a write-out into space a compaction took meanwhile would poison the
-            // writer, where a failed preallocation fails the group cleanly).
+            // writer, where a failed preallocation fails the group cleanly), and the zeros
+            // written ahead are gone too.
             self.reserved_to = self.flushed_len;
+            self.zeroed_to = self.flushed_len;
         }
         if cut
             || self.synced_end < self.flushed_end()
@@ -751,13 +758,22 @@ impl VlogWriter {
         }
         let next = self.segment + 1;
         let path = vlog_file_name(&self.dir, next);
-        let file = start_segment(
+        let file = match start_segment(
             self.fs.as_ref(),
             &path,
             next,
             self.flushed_len,
             self.opts.direct_writes,
-        )?;
+        ) {
+            Ok(file) => file,
+            Err(failed) => {
+                // Its leftover file would prove this segment complete to recovery, which
+                // would then call a torn tail of bytes appended here damage: nothing more is
+                // appended here; the next group tries the roll again (`create` truncates).
+                self.must_roll |= failed.may_have_left_a_file;
+                return Err(failed.error);
+            }
+        };
         if self.reserved_to > self.flushed_len {
             // Best effort: give back the finished segment's unused preallocation. Failing
             // leaves at most `preallocate_size` allocated past its end.
@@ -877,19 +893,35 @@ fn keep_room_for(buf: &mut Vec<u8>, written: usize, buffer_size: usize) {
     }
 }
 
-/// Creates a segment file and writes its header; on failure removes what was created.
+/// A segment that could not be started.
+struct StartFailed {
+    error: Error,
+    /// Its file may be there, now or after a power cut: its removal failed or was not made
+    /// durable.
+    may_have_left_a_file: bool,
+}
+
+/// Creates a segment file and writes its header; on failure removes, durably, what may have
+/// been created.
 fn start_segment(
     fs: &dyn FileSystem,
     path: &std::path::Path,
     segment: u64,
     prev_segment_end: u64,
     direct: bool,
-) -> Result<Box<dyn WritableFile>> {
-    let mut file = if direct {
-        fs.create_direct(path)?
-    } else {
-        fs.create(path)?
+) -> std::result::Result<Box<dyn WritableFile>, StartFailed> {
+    let failed = |error: Error| StartFailed {
+        error,
+        may_have_left_a_file: !remove_durably(fs, path),
     };
+    let created = if direct {
+        fs.create_direct(path)
+    } else {
+        fs.create(path)
+    };
+    // A create that failed may still have made the file (`O_CREAT` went through, a later
+    // step of the open did not).
+    let mut file = created.map_err(failed)?;
     let header = SegmentHeader {
         version: crate::vlog::FORMAT_VERSION,
         segment,
@@ -897,17 +929,20 @@ fn start_segment(
     };
     if let Err(e) = file.append(&header.encode()) {
         drop(file);
-        // Best effort: a leftover file holds no valid header, and the next attempt recreates it.
-        // The removal is made durable before the writer appends to the segment before this
-        // one again: a later segment file proves its predecessor complete to recovery.
-        if fs.remove(path).is_ok() {
-            if let Some(dir) = path.parent() {
-                let _ = fs.sync_dir(dir);
-            }
-        }
-        return Err(e);
+        return Err(failed(e));
     }
     Ok(file)
+}
+
+/// Removes the file at `path` if there is one and syncs its directory; whether both are
+/// known to have worked (the file is gone and stays gone after a power cut).
+fn remove_durably(fs: &dyn FileSystem, path: &std::path::Path) -> bool {
+    let gone = match fs.exists(path) {
+        Ok(true) => fs.remove(path).is_ok(),
+        Ok(false) => true,
+        Err(_) => false,
+    };
+    gone && path.parent().is_some_and(|dir| fs.sync_dir(dir).is_ok())
 }
 
 #[cfg(test)]

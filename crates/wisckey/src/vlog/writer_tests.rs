@@ -407,6 +407,46 @@ fn failed_segment_creation_keeps_the_old_segment_and_retries() {
     assert_eq!(end, w.end());
 }
 
+/// Defect: when the next segment's header could not be written and its file could not be
+/// removed either, the writer went on appending to the old segment (a smaller batch that
+/// did not need a roll). The leftover later file tells recovery the old segment was synced
+/// whole, so a torn tail of those appends made a strict open refuse with damage. Now the
+/// writer appends nothing more to it: the next batch tries the roll again.
+#[test]
+fn a_failed_segment_start_that_leaves_its_file_sends_later_batches_to_a_new_segment() {
+    let (mem, fs) = new_fs();
+    let o = opts(200, 1 << 20);
+    let mut w = new_writer(&fs, o.clone());
+    w.append_batch(1, &[put(b"a", &[1u8; 100])])
+        .expect("append");
+    // The write-out of segment 1 goes through; the header of segment 2 and the removal of
+    // its file fail.
+    fs.fail_at(
+        2,
+        FaultKind::Io,
+        FaultOps::Only(&[FsOp::Append, FsOp::Remove]),
+        true,
+    );
+    assert!(w.append_batch(2, &[put(b"b", &[2u8; 100])]).is_err());
+    fs.clear();
+    assert!(
+        fs.exists(&seg_path(2)).expect("exists"),
+        "the half-made segment is still there"
+    );
+    let old_len = seg_len(&mem, 1);
+    // Small enough to fit in segment 1.
+    let ptrs = w.append_batch(3, &[put(b"c", &[3u8; 10])]).expect("retry");
+    assert_eq!(ptrs[0].segment, 2, "nothing more goes to segment 1");
+    w.sync().expect("sync");
+    assert_eq!(seg_len(&mem, 1), old_len);
+    let (batches, end) = replay(&mem, &o);
+    assert_eq!(
+        batches,
+        vec![(1, vec![b"a".to_vec()]), (3, vec![b"c".to_vec()])]
+    );
+    assert_eq!(end, w.end());
+}
+
 /// Hints to start write-back per segment, from the recorded calls.
 fn write_back_hints(fs: &FaultFs) -> std::collections::BTreeMap<String, u64> {
     let mut hints = std::collections::BTreeMap::new();
