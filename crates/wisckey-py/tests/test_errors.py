@@ -361,6 +361,9 @@ def test_a_full_device_is_a_no_space_error(tmp_path):
     mount = str(tmp_path / "tiny")
     why = _mount_tmpfs(mount, "8m")
     if why:
+        # Under CI this is the only test of a real full device: it must run there.
+        if os.environ.get("CI"):
+            pytest.fail(f"under CI: {why}")
         print(f"skipped: {why}")
         pytest.skip(why)
     try:
@@ -373,11 +376,15 @@ def test_a_full_device_is_a_no_space_error(tmp_path):
                 db.put(b"%06d" % i, bytes([i % 251]) * 4096, sync=True)
                 acknowledged.append(i)
         assert len(acknowledged) > 100
-        for i in acknowledged[:: max(1, len(acknowledged) // 50)]:
+        for i in acknowledged:
             assert db.get(b"%06d" % i) == bytes([i % 251]) * 4096
         try:
             db.close()
         except wisckey.NoSpaceError:
             pass  # closing may need space it has not got; nothing acknowledged is lost
+        # Nothing acknowledged is lost across a reopen on the full device either.
+        with wisckey.DB(os.path.join(mount, "db")) as db:
+            for i in acknowledged:
+                assert db.get(b"%06d" % i) == bytes([i % 251]) * 4096
     finally:
         subprocess.run(["umount", mount], check=False)

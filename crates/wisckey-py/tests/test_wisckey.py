@@ -238,19 +238,26 @@ def test_reopen_keeps_everything(path):
 
 def test_threads_hammer_one_db(db):
     errors = []
+    # Each thread owns its keys, so its own model says what every read must return.
+    models = [{} for _ in range(4)]
 
     def worker(t):
         try:
             rng = random.Random(t)
+            model = models[t]
+            prefix = b"t%d-" % t
             for i in range(2000):
-                key = b"t%d-%d" % (t, rng.randrange(200))
+                key = prefix + b"%d" % rng.randrange(200)
                 if rng.random() < 0.2:
                     db.delete(key)
+                    model.pop(key, None)
                 else:
-                    db.put(key, bytes([t]) * rng.randrange(1, 3000))
-                db.get(key)
+                    value = bytes([t]) * rng.randrange(1, 3000)
+                    db.put(key, value)
+                    model[key] = value
+                assert db.get(key) == model.get(key), (t, i, key)
                 if i % 500 == 0:
-                    sum(1 for _ in db.iterator(prefix=b"t%d-" % t))
+                    assert dict(db.iterator(prefix=prefix)) == model, (t, i)
         except Exception as e:  # noqa: BLE001 - reported below
             errors.append(e)
 
@@ -261,8 +268,7 @@ def test_threads_hammer_one_db(db):
         th.join()
     assert errors == []
     for t in range(4):
-        for key, value in db.iterator(prefix=b"t%d-" % t):
-            assert value == bytes([t]) * len(value)
+        assert dict(db.iterator(prefix=b"t%d-" % t)) == models[t]
 
 
 def test_model_against_a_dict(path):

@@ -273,11 +273,10 @@ fn power_loss_loop(seed: u64, points: u64) {
         } else {
             PowerLoss::TornTail { seed: seed ^ i }
         };
-        let (acked, prefix) = crash_at(n, &writes, loss);
+        let (_acked, prefix) = crash_at(n, &writes, loss);
         if prefix > 0 {
             recovered_some += 1;
         }
-        assert!(prefix + 1 >= acked.min(1), "sanity");
     }
     assert!(recovered_some > 0, "no crash point recovered any write");
 }

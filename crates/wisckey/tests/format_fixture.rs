@@ -6,6 +6,7 @@
 //! Regenerate only when a format version is deliberately bumped (and then add a new
 //! fixture directory instead of replacing the old one):
 //! `cargo test -p wisckey --test format_fixture -- --ignored regenerate_fixture`
+//! (the format-4 manifest fixture: `… -- --ignored regenerate_v4_fixture`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

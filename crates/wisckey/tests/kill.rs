@@ -26,11 +26,39 @@ use wisckey::{Db, Options, WriteOptions};
 const CHILD_DIR_ENV: &str = "WISCKEY_KILL_CHILD_DIR";
 const CHILD_MODE_ENV: &str = "WISCKEY_KILL_CHILD_MODE";
 
-fn value_for(i: u64) -> Vec<u8> {
+/// Key `i`'s value at `version`: 0 is its first write (by write `i`); in the GC modes write
+/// `2i` rewrites it at version 1 and write `2i + 1` at version 2 (garbage for GC, and
+/// distinct, so an older version brought back by a relocation is seen).
+fn value_for(i: u64, version: u64) -> Vec<u8> {
     let len = [10usize, 100, 700, 5000][(i % 4) as usize];
-    let mut v = format!("value-{i}-").into_bytes();
+    let mut v = format!("value-{i}-v{version}-").into_bytes();
     v.resize(len, (i % 251) as u8);
     v
+}
+
+/// Whether `got` is one of key `i`'s values (any version).
+fn is_a_value_of(got: &[u8], i: u64) -> bool {
+    (0..=2).any(|version| got == value_for(i, version))
+}
+
+/// The versions key `j` may hold once writes `0..end` are the ones whose first put is
+/// there: the newest written by a write before `end - 1` (whose rewrite is surely there:
+/// the next write's first put follows it in the log), or the one write `end - 1` makes
+/// (its rewrite may not have reached the log before the kill).
+fn versions_after(j: u64, end: u64, with_gc: bool) -> (u64, Option<u64>) {
+    if !with_gc {
+        return (0, None);
+    }
+    let rewrites = [(2 * j, 1), (2 * j + 1, 2)];
+    let surely = (rewrites.iter())
+        .filter(|&&(by, _)| by + 1 < end)
+        .map(|&(_, version)| version)
+        .max()
+        .unwrap_or(0);
+    let maybe = (rewrites.iter())
+        .find(|&&(by, _)| by + 1 == end)
+        .map(|&(_, version)| version);
+    (surely, maybe)
 }
 
 fn child_options() -> Options {
@@ -92,13 +120,12 @@ fn kill_child_writer() {
     writeln!(out, "READY").expect("child stdout");
     out.flush().expect("child flush");
     for i in start.. {
-        db.put_opt(format!("k{i:08}"), value_for(i), &opts)
+        db.put_opt(format!("k{i:08}"), value_for(i, 0), &opts)
             .expect("child put");
         if with_gc {
-            // Garbage for GC that leaves the expected contents as they are: an earlier key
-            // written again with the same value.
+            // Garbage for GC: an earlier key written again, at its next version.
             let again = i / 2;
-            db.put_opt(format!("k{again:08}"), value_for(again), &opts)
+            db.put_opt(format!("k{again:08}"), value_for(again, 1 + i % 2), &opts)
                 .expect("child rewrite");
         }
         writeln!(out, "ACK {i}").expect("child stdout");
@@ -196,12 +223,12 @@ fn run_cycles(mode: &str, cycles: u64, seed: u64) {
         for &i in &acked {
             let got = db.get(format!("k{i:08}")).expect("get");
             if got.is_none() && buffered {
-                lost_bytes += 9 + value_for(i).len() + 22;
+                lost_bytes += 9 + value_for(i, 0).len() + 22;
                 continue;
             }
-            assert_eq!(
-                got.as_deref(),
-                Some(value_for(i).as_slice()),
+            // Which version is checked below, once the run of writes that are there is known.
+            assert!(
+                got.as_deref().is_some_and(|v| is_a_value_of(v, i)),
                 "cycle {cycle} ({mode}): acknowledged write {i} lost (killed after {:?})",
                 started.elapsed()
             );
@@ -224,10 +251,9 @@ fn run_cycles(mode: &str, cycles: u64, seed: u64) {
         };
         // No holes: the keys present from `next` on are a contiguous run.
         let mut end = last_acked.map_or(next, |l| l + 1);
-        while db.get(format!("k{end:08}")).expect("get").is_some() {
-            assert_eq!(
-                db.get(format!("k{end:08}")).expect("get"),
-                Some(value_for(end)),
+        while let Some(got) = db.get(format!("k{end:08}")).expect("get") {
+            assert!(
+                is_a_value_of(&got, end),
                 "cycle {cycle}: unacknowledged survivor has a wrong value"
             );
             end += 1;
@@ -236,6 +262,20 @@ fn run_cycles(mode: &str, cycles: u64, seed: u64) {
             assert!(
                 db.get(format!("k{i:08}")).expect("get").is_some(),
                 "cycle {cycle}: hole at {i} below {end}"
+            );
+        }
+        // Every key a write of this cycle wrote (its own, or the earlier one it rewrote)
+        // holds its newest version: none lost, none older brought back (by a relocation).
+        let with_gc = with_gc_mode(mode);
+        for j in next / 2..end {
+            let got = db.get(format!("k{j:08}")).expect("get");
+            let (surely, maybe) = versions_after(j, end, with_gc);
+            let fits = |version: u64| got.as_deref() == Some(value_for(j, version).as_slice());
+            assert!(
+                fits(surely) || maybe.is_some_and(fits),
+                "cycle {cycle} ({mode}): key {j} holds {:?}, not version {surely} \
+                 (or {maybe:?}); writes 0..{end} are there",
+                got.as_deref().map(String::from_utf8_lossy)
             );
         }
         // Nothing beyond the run: a lost write (buffered mode) takes every later one with

@@ -203,7 +203,8 @@ fn sigkill_of_a_multithreaded_writer_matches_the_oracle() {
             .env(START_ENV, &starts)
             .env(CYCLE_ENV, cycle.to_string())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            // A child that panics says why (it is otherwise quiet on stderr).
+            .stderr(Stdio::inherit())
             .spawn()
             .expect("spawn child");
         let stdout = child.stdout.take().expect("stdout");
@@ -337,6 +338,12 @@ fn sigkill_of_a_multithreaded_writer_matches_the_oracle() {
         db.close().expect("close");
     }
     recoveries.sort();
+    // A child that failed at its first write would match the empty prefix every cycle.
+    assert!(
+        acked_total >= cycles,
+        "only {acked_total} operations acknowledged in {cycles} cycles: the children did \
+         not write"
+    );
     eprintln!(
         "kill -9 oracle: {cycles} cycles ({write_through_cycles} write-through, {} buffered), \
          {acked_total} acknowledged operations checked ({synced_total} sync), 0 lost that \

@@ -72,6 +72,15 @@ fn failed_background_write_out_is_not_followed_by_a_durable_later_write() {
         "sync put after concurrent log failure -> {r:?}; bg_error={:?}",
         db.background_error()
     );
+    // Whichever append met the failure (the flusher's, or this write's own if the flusher
+    // had not started yet), the sync write is not acknowledged and the failure is latched.
+    assert_eq!(
+        fs.hooks.vlog_fail_sleep_ms.load(Ordering::SeqCst),
+        0,
+        "the injected failure fired"
+    );
+    assert!(r.is_err(), "a sync write after a lost write-out must fail");
+    assert!(db.background_error().is_some(), "the failure is latched");
     let at_snap = db.get_opt(
         b"a",
         &ReadOptions {
@@ -128,6 +137,15 @@ fn flush_never_moves_the_head_past_records_a_failure_discarded() {
         "overflowing write -> {:?}",
         w.as_ref().err().map(|e| e.to_string())
     );
+    assert_eq!(
+        fs.hooks.vlog_fail_sleep_ms.load(Ordering::SeqCst),
+        0,
+        "the injected failure fired"
+    );
+    assert!(
+        w.is_err(),
+        "the write whose write-out failed is not acknowledged"
+    );
     let f = flusher.join().expect("flusher thread");
     eprintln!("flush -> {f:?}; head={:?}", db.vlog_head());
     let db = Arc::try_unwrap(db).expect("sole owner");
@@ -141,8 +159,18 @@ fn flush_never_moves_the_head_past_records_a_failure_discarded() {
         ),
         Err(e) => eprintln!("REOPEN FAILED: {e}"),
     }
-    assert!(
-        re.is_ok(),
-        "database cannot be reopened after a transient log write failure"
-    );
+    let db = re.expect("database cannot be reopened after a transient log write failure");
+    // A head past the discarded records would leave table entries pointing at nothing:
+    // every key reads as absent or as what was written, never as an error.
+    for i in 0..20u32 {
+        let k = format!("k{i:02}");
+        match db.get(&k) {
+            Ok(None) => {}
+            Ok(Some(v)) => assert_eq!(v, vec![7u8; 100], "{k}"),
+            Err(e) => panic!("{k} reads as an error after reopen: {e}"),
+        }
+    }
+    assert_eq!(db.get(b"big").expect("get big"), None, "the failed write");
+    let report = db.check().expect("check");
+    assert!(report.is_ok(), "{:?}", report.problems);
 }
