@@ -1,5 +1,6 @@
 # lib.sh: helpers shared by the benchmark scripts (sourced, not run).
-# Callers set $here (this directory) and $root (the repository) before sourcing it.
+# Callers set $here (this directory) and $root (the repository) before sourcing it; settle()
+# also reads their $SETTLE_ROUNDS, $READ_TIMEOUT and $MEM_LIMIT.
 
 # Parameters every runner shares (override from the environment).
 DATA_DIR=${DATA_DIR:-/work/bench-data}
@@ -53,6 +54,35 @@ drop_caches() {
   else
     echo "NOTE: could not drop the page cache (not permitted); reads may hit cached pages"
   fi
+}
+
+# settle ENGINE DB LOG_PREFIX FLAGS...: unmeasured read rounds on a freshly loaded DB until a
+# round's process wrote less than 8 MiB, i.e. the compaction debt the load left behind is paid
+# before any read phase is measured (at most $SETTLE_ROUNDS rounds, each killed after
+# $READ_TIMEOUT s; LevelDB's seek-triggered compactions mean it may never reach the
+# threshold). Without this the first phase after a load shares the device with up to GBs of
+# leftover compaction writes (and in run-suite.sh the read variants, run later on the same DB,
+# look faster than the stock engine). Each round is one process in the engine's cgroup ($MEM_LIMIT):
+# `engine_cmd ENGINE` FLAGS --db=DB --use_existing_db=1, output in LOG_PREFIX.settle<N>.log,
+# one summary line per round appended to LOG_PREFIX's folder's log.txt. FLAGS say what to
+# read; callers give them a seed other than the measured phases' (SEED+1), so the rounds do
+# not read the measured key stream ahead of it. A round's writes: the "process wrote" of its
+# `total :` block (db_bench mode: open to close, work finished by close included) or of its
+# `ycsb-<w>-run` phase (YCSB mode prints no total); none (a killed round): "?", next round.
+settle() {
+  local engine=$1 db=$2 prefix=$3 round wrote log
+  shift 3
+  for ((round = 1; round <= SETTLE_ROUNDS; round++)); do
+    log=$prefix.settle$round.log
+    # shellcheck disable=SC2046
+    timeout --signal=KILL "$READ_TIMEOUT" "$here/cgexec.sh" "$engine" "$MEM_LIMIT" $(engine_cmd "$engine") "$@" \
+      --db="$db" --use_existing_db=1 > "$log" 2>&1 || true
+    wrote=$(awk '/^total / || /^ycsb-[a-f]-run +: .*ops\/sec/ {t = 1}
+                 t && /process wrote/ {match($0, /process wrote [0-9.]+/); print substr($0, RSTART + 14, RLENGTH - 14); exit}' "$log")
+    echo "   settle round $round ($engine): process wrote ${wrote:-?} MiB" | tee -a "$(dirname "$prefix")/log.txt"
+    [[ -n $wrote ]] && awk -v w="$wrote" 'BEGIN { exit !(w < 8) }' && return 0
+  done
+  return 0
 }
 
 # a / b with two decimals, or "-" when either is missing or b is 0

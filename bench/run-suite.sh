@@ -9,7 +9,7 @@
 # is only meaningful from the same boot as the run it judges.
 #
 # Per value size (folder $OUT_DIR/v<size>), per engine:
-#   fillseq (fresh DB, then deleted); fillrandom (fresh DB), settle (see settle()), and on
+#   fillseq (fresh DB, then deleted); fillrandom (fresh DB), settle (settle() in lib.sh), and on
 #   that DB: readrandom with 1 thread (--histogram), readrandom with 16 threads, seekrandom
 #   with --seek_nexts=100, readseq.
 #   Engines with a read variant (wisckey -> wisckey-noreadahead, leveldb -> leveldb-pread,
@@ -57,8 +57,10 @@
 #   YCSB_ENGINE_WORKLOADS="wisckey-gc:a"
 #   YCSB_OPS_1024=10000 YCSB_OPS_16384=2000 (run-phase operations per workload; for another
 #     size set YCSB_OPS_<size>, default 2000)
-#   SETTLE_ROUNDS=5 (unmeasured readrandom rounds after each load until compaction is done;
-#     0 = measure right after the load, as runs before 2026-11-23 did)
+#   SETTLE_ROUNDS=5 (unmeasured readrandom rounds after each load until compaction is done,
+#     settle() in lib.sh, seeded SEED+1 so they do not read the measured readrandom's keys;
+#     0 = measure right after the load, as runs before 2026-11-23 did; also passed to
+#     run-ycsb.sh, which settles each YCSB load the same way)
 #   READS16_FACTOR=10 (the 16-thread readrandom phase does 2 x READS x this many lookups in
 #     all: with 2 x READS, as runs before 2026-11-27 20:59 UTC did, wisckey and BlobDB were
 #     done in 0.13-0.46 s, too short to measure; at 10x they take about 1-4 s. Slow engines
@@ -161,7 +163,7 @@ run() {
   drop_caches >> "$dir/log.txt"
   echo "== $(date -u +%H:%M:%S) $engine $tag: $*" | tee -a "$dir/log.txt"
   # shellcheck disable=SC2086
-  timeout --signal=KILL "$limit" "$here/cgexec.sh" "$engine" "$MEM_LIMIT" $cmd $common "$@" > "$out" 2>&1 || rc=$?
+  timeout --signal=KILL "$limit" "$here/cgexec.sh" "$engine" "$MEM_LIMIT" $cmd $common --seed="$SEED" "$@" > "$out" 2>&1 || rc=$?
   if ((rc == 137 && limit > 0)); then
     echo "run-suite.sh: killed after $limit s (READ_TIMEOUT): no result" | tee -a "$out" "$dir/log.txt"
   elif ((rc != 0)); then
@@ -169,27 +171,6 @@ run() {
     tail -5 "$out"
   fi
   grep -E '^[a-z]+ +: .*ops/sec' "$out" || true
-}
-
-# settle ENGINE DB: unmeasured readrandom rounds (<engine>.settle<N>.log) on a freshly loaded
-# DB until a round's process wrote less than 8 MiB, i.e. the compaction debt the load left
-# behind is paid before any read phase is measured (at most SETTLE_ROUNDS rounds; LevelDB's
-# seek-triggered compactions mean it may never reach the threshold). Without this the first
-# read phase after a load shares the device with up to GBs of leftover compaction writes and
-# the read variants, run later on the same DB, look faster than the stock engine.
-settle() {
-  local engine=$1 db=$2 round wrote
-  for ((round = 1; round <= SETTLE_ROUNDS; round++)); do
-    # shellcheck disable=SC2086
-    timeout --signal=KILL "$READ_TIMEOUT" "$here/cgexec.sh" "$engine" "$MEM_LIMIT" $(engine_cmd "$engine") $common \
-      --benchmarks=readrandom --threads=1 --reads="$reads" --db="$db" --use_existing_db=1 \
-      > "$dir/$engine.settle$round.log" 2>&1 || true
-    wrote=$(awk '/^total /{t=1} t && /process wrote/{match($0, /process wrote [0-9.]+/); print substr($0, RSTART + 14, RLENGTH - 14); exit}' \
-      "$dir/$engine.settle$round.log")
-    echo "   settle round $round ($engine): process wrote ${wrote:-?} MiB" | tee -a "$dir/log.txt"
-    [[ -n $wrote ]] && awk -v w="$wrote" 'BEGIN { exit !(w < 8) }' && return 0
-  done
-  return 0
 }
 
 read_phases() { # engine db
@@ -239,7 +220,8 @@ if [[ $SKIP_DBBENCH != 1 ]]; then
       echo "ENGINES=$all_engines DATA_DIR=$DATA_DIR ($fstype)"
       echo "WISCKEY_FLAGS=$WISCKEY_FLAGS EXTRA_FLAGS=$EXTRA_FLAGS"
     } > "$dir/params.txt"
-    common="--num=$num --value_size=$value_size --key_size=$KEY_SIZE --seed=$SEED --quiet $EXTRA_FLAGS"
+    # no --seed here: the measured phases add --seed=$SEED (run), the settle rounds SEED+1
+    common="--num=$num --value_size=$value_size --key_size=$KEY_SIZE --quiet $EXTRA_FLAGS"
     for engine in $ENGINES; do
       if [[ " $SKIP_CELLS " == *" $engine:$value_size "* ]]; then
         echo "== $engine at $value_size B: skipped (SKIP_CELLS)" | tee -a "$dir/log.txt"
@@ -256,7 +238,13 @@ if [[ $SKIP_DBBENCH != 1 ]]; then
       variant=$(variant_of "$engine")
       # settle through the pread / MADV_RANDOM variant where there is one: same DB, and a
       # stock mmap engine's thrashing reads would make each round take minutes
-      ((SETTLE_ROUNDS > 0)) && settle "${variant:-$engine}" "$db"
+      # (settle, lib.sh: readrandom rounds with seed SEED+1, not the measured readrandom's
+      # stream, so they do not read its keys ahead of it)
+      if ((SETTLE_ROUNDS > 0)); then
+        # shellcheck disable=SC2086
+        settle "${variant:-$engine}" "$db" "$dir/${variant:-$engine}" $common --seed=$((SEED + 1)) \
+          --benchmarks=readrandom --threads=1 --reads="$reads"
+      fi
       read_phases "$engine" "$db"
       [[ -n $variant ]] && read_phases "$variant" "$db"
       reorg_variant=$(reorg_variant_of "$engine")
@@ -291,6 +279,7 @@ if [[ $SKIP_YCSB != 1 ]]; then
     ops_var=YCSB_OPS_$size
     RECORDS=$((YCSB_DATA_BYTES / (size + KEY_SIZE))) OPS=${!ops_var:-2000} RECORD_SIZE=$size \
       KEY_SIZE=$KEY_SIZE SEED=$SEED MEM_LIMIT=$MEM_LIMIT ENGINES=$YCSB_ENGINES \
+      SETTLE_ROUNDS=$SETTLE_ROUNDS READ_TIMEOUT=$READ_TIMEOUT \
       ENGINE_WORKLOADS=$YCSB_ENGINE_WORKLOADS \
       OUT_DIR=$OUT_DIR/ycsb-$size "$here/run-ycsb.sh" | tee -a "$OUT_DIR/ycsb.log"
     dirs+=("$OUT_DIR/ycsb-$size")

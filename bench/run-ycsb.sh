@@ -5,13 +5,22 @@
 # tables: ops/sec per workload and engine, the ratio to LevelDB (as the paper's Fig. 15), and
 # the p99 latency of each operation type.
 #
-# Order per engine (YCSB's recommended sequence): load + A (fresh DB), then B, C, F, D on the
-# same DB (--use_existing_db), then a fresh load + E (E's inserts and scans would otherwise
-# follow D's inserts). Each workload is one process: its run phase starts from a cold cache.
+# Order per engine (YCSB's recommended sequence): load (fresh DB), then A, B, C, F, D on that
+# DB, then a fresh load and E (E's inserts and scans would otherwise follow D's inserts).
+# Every run phase is its own process on a DB loaded by an earlier one (--use_existing_db=1),
+# page cache dropped before it, so it starts cold. A load is a process of its own
+# (--ycsb=<w> --ycsb_load_only=1, output <engine>.<w>-load.txt), followed by settle() from
+# lib.sh: unmeasured rounds of YCSB C (reads only; seed SEED+1, 1 thread, SETTLE_OPS reads)
+# until a round's process wrote < 8 MiB, so the run phase does not share the device with the
+# compaction debt of the load (as run-suite.sh settles before its read phases). Rounds go
+# through the pread / MADV_RANDOM variant of stock LevelDB / Badger (same DB format).
 #
 # Parameters (environment):
 #   RECORDS=1000000 (records loaded) OPS=1000000 (operations per thread per workload)
 #   RECORD_SIZE=1024 KEY_SIZE=16 THREADS=1 SEED=301 MEM_LIMIT=1G
+#   SETTLE_ROUNDS=5 (at most; 0 = no settling) SETTLE_OPS=min(OPS, 20000) (reads per settle
+#     round; run-suite.sh's YCSB OPS are below it, and 20000 is its readrandom count at 1 KiB)
+#   READ_TIMEOUT=120 (seconds; a settle round still running is killed)
 #   ENGINES="wisckey leveldb rocksdb rocksdb-blob badger"   WORKLOADS="a b c f d e"
 #   ENGINE_WORKLOADS="" (engine:w1,w2 pairs: those engines run only those workloads, e.g.
 #     "wisckey-gc:a" for YCSB A with GC made to work; their other cells stay empty)
@@ -39,6 +48,9 @@ MEM_LIMIT=${MEM_LIMIT:-1G}
 ENGINES=${ENGINES:-"wisckey leveldb rocksdb rocksdb-blob badger"}
 WORKLOADS=${WORKLOADS:-"a b c f d e"}
 ENGINE_WORKLOADS=${ENGINE_WORKLOADS:-}
+SETTLE_ROUNDS=${SETTLE_ROUNDS:-5}
+SETTLE_OPS=${SETTLE_OPS:-$((OPS < 20000 ? OPS : 20000))}
+READ_TIMEOUT=${READ_TIMEOUT:-120}
 OUT_DIR=${OUT_DIR:-$here/results/ycsb-$(date -u +%Y%m%dT%H%M%SZ)}
 
 # shellcheck source=bench/lib.sh
@@ -72,24 +84,53 @@ counts_of() {
          line=$1 " count " $4; if ($5=="found") line=line " found " $6; print line }' "$1"
 }
 
-common="--num=$RECORDS --reads=$OPS --record_size=$RECORD_SIZE --key_size=$KEY_SIZE --threads=$THREADS --seed=$SEED --quiet $EXTRA_FLAGS"
+# the DB's shape (every process); the loads and run phases add $measured, the settle rounds
+# their own --reads/--threads/--seed
+common="--num=$RECORDS --record_size=$RECORD_SIZE --key_size=$KEY_SIZE --quiet $EXTRA_FLAGS"
+measured="--reads=$OPS --threads=$THREADS --seed=$SEED"
 {
   echo "# YCSB run $(date -u +%Y-%m-%dT%H:%M:%SZ) $(git -C "$root" rev-parse --short HEAD 2>/dev/null || true)"
   echo "RECORDS=$RECORDS OPS=$OPS RECORD_SIZE=$RECORD_SIZE KEY_SIZE=$KEY_SIZE THREADS=$THREADS SEED=$SEED MEM_LIMIT=$MEM_LIMIT CHECK=$CHECK"
+  echo "SETTLE_ROUNDS=$SETTLE_ROUNDS SETTLE_OPS=$SETTLE_OPS READ_TIMEOUT=$READ_TIMEOUT"
   echo "ENGINES=$ENGINES WORKLOADS=$WORKLOADS DATA_DIR=$DATA_DIR ($fstype)"
   echo "WISCKEY_FLAGS=$WISCKEY_FLAGS EXTRA_FLAGS=$EXTRA_FLAGS"
 } | tee "$OUT_DIR/params.txt"
 
-run_one() { # engine workload extra-flags...
-  local engine=$1 w=$2 cmd
+# run_one ENGINE TAG FLAGS...: one process in the engine's cgroup on $DATA_DIR/ENGINE, page
+# cache dropped before it; output $OUT_DIR/<engine>.<tag>.txt
+run_one() {
+  local engine=$1 tag=$2 cmd
   shift 2
   cmd=$(engine_cmd "$engine")
   drop_caches
-  echo "== $engine: ycsb-$w $*" | tee -a "$OUT_DIR/log.txt"
+  echo "== $engine: $tag $*" | tee -a "$OUT_DIR/log.txt"
   # shellcheck disable=SC2086
-  "$here/cgexec.sh" "$engine" "$MEM_LIMIT" $cmd $common --ycsb="$w" --db="$DATA_DIR/$engine" "$@" \
-    > "$OUT_DIR/$engine.$w.txt" 2>&1 || { echo "$engine ycsb-$w failed:"; tail "$OUT_DIR/$engine.$w.txt"; }
-  grep -E 'ops/sec|count' "$OUT_DIR/$engine.$w.txt" || true
+  "$here/cgexec.sh" "$engine" "$MEM_LIMIT" $cmd $common $measured --db="$DATA_DIR/$engine" "$@" \
+    > "$OUT_DIR/$engine.$tag.txt" 2>&1 || { echo "$engine $tag failed:"; tail "$OUT_DIR/$engine.$tag.txt"; }
+  grep -E 'ops/sec|count' "$OUT_DIR/$engine.$tag.txt" || true
+}
+
+# the engine settle rounds run as: the pread / MADV_RANDOM variant of a stock mmap engine
+# (same DB; its thrashing reads would make each round take minutes), else the engine itself
+settle_engine_of() {
+  case $1 in
+    leveldb) echo leveldb-pread ;;
+    badger) echo badger-madv ;;
+    *) echo "$1" ;;
+  esac
+}
+
+# load_db ENGINE W: a fresh DB loaded by a load-only process (labelled ycsb-<w>-load), then
+# settled (lib.sh) with unmeasured YCSB C rounds seeded SEED+1
+load_db() {
+  local engine=$1 w=$2
+  rm -rf "${DATA_DIR:?}/$engine"
+  run_one "$engine" "$w-load" --ycsb="$w" --ycsb_load_only=1
+  if ((SETTLE_ROUNDS > 0)); then
+    # shellcheck disable=SC2086
+    settle "$(settle_engine_of "$engine")" "$DATA_DIR/$engine" "$OUT_DIR/$engine.$w" $common \
+      --ycsb=c --threads=1 --reads="$SETTLE_OPS" --seed=$((SEED + 1))
+  fi
 }
 
 for engine in $ENGINES; do
@@ -97,12 +138,10 @@ for engine in $ENGINES; do
   loaded=0
   for w in $(workloads_of "$engine"); do
     if [[ $w == e || $loaded == 0 ]]; then
-      rm -rf "${DATA_DIR:?}/$engine"
-      run_one "$engine" "$w"
+      load_db "$engine" "$w"
       loaded=1
-    else
-      run_one "$engine" "$w" --use_existing_db=1
     fi
+    run_one "$engine" "$w" --ycsb="$w" --use_existing_db=1
   done
   rm -rf "${DATA_DIR:?}/$engine"
 done
@@ -132,12 +171,12 @@ fi
 
 {
   echo
-  header="| engine | load (A) ops/s |" sep="|---|---:|"
+  first_w=${WORKLOADS%% *}
+  header="| engine | load (${first_w^^}) ops/s |" sep="|---|---:|"
   for w in $WORKLOADS; do header+=" ${w^^} ops/s |"; sep+="---:|"; done
   echo "$header"; echo "$sep"
   for engine in $ENGINES; do
-    first_w=${WORKLOADS%% *}
-    row="| $engine | $(ops_of "$OUT_DIR/$engine.$first_w.txt" "ycsb-$first_w-load") |"
+    row="| $engine | $(ops_of "$OUT_DIR/$engine.$first_w-load.txt" "ycsb-$first_w-load") |"
     for w in $WORKLOADS; do row+=" $(ops_of "$OUT_DIR/$engine.$w.txt" "ycsb-$w-run") |"; done
     echo "$row"
   done
@@ -148,9 +187,8 @@ fi
   echo
   echo "$header"; echo "$sep"
   for engine in $ENGINES; do
-    first_w=${WORKLOADS%% *}
-    base=$(ops_of "$OUT_DIR/$base_engine.$first_w.txt" "ycsb-$first_w-load" 2>/dev/null || true)
-    row="| $engine | $(ratio "$(ops_of "$OUT_DIR/$engine.$first_w.txt" "ycsb-$first_w-load")" "$base") |"
+    base=$(ops_of "$OUT_DIR/$base_engine.$first_w-load.txt" "ycsb-$first_w-load" 2>/dev/null || true)
+    row="| $engine | $(ratio "$(ops_of "$OUT_DIR/$engine.$first_w-load.txt" "ycsb-$first_w-load")" "$base") |"
     for w in $WORKLOADS; do
       base=$(ops_of "$OUT_DIR/$base_engine.$w.txt" "ycsb-$w-run" 2>/dev/null || true)
       row+=" $(ratio "$(ops_of "$OUT_DIR/$engine.$w.txt" "ycsb-$w-run")" "$base") |"

@@ -198,6 +198,7 @@ struct Flags {
   bool pread = false;          // LevelDB only: read tables with pread, not mmap.
   std::string ycsb;            // YCSB workload a..f instead of --benchmarks (ycsb.h).
   size_t record_size = 1024;   // YCSB record (value) size.
+  bool ycsb_load_only = false;  // YCSB: load only, no run phase (bench/run-ycsb.sh).
   int64_t writes = -1;         // overwrite: puts per thread (default num).
   bool zipfian = false;        // overwrite: --distribution=zipfian (YCSB scrambled zipfian).
   double report_interval_secs = 0;  // >0: a "progress:" line every this many seconds.
@@ -245,6 +246,7 @@ inline Flags ParseFlags(int argc, char** argv) {
     else if (k == "min_blob_size") f.min_blob_size = strtoull(v.c_str(), nullptr, 10);
     else if (k == "ycsb") f.ycsb = v;
     else if (k == "record_size") f.record_size = strtoull(v.c_str(), nullptr, 10);
+    else if (k == "ycsb_load_only") f.ycsb_load_only = ParseBool(v);
     else if (k == "value_threshold") { /* wisckey-only knob; accepted and ignored */ }
     else if (k == "gc_space_amp_target") { /* wisckey-only knob; accepted and ignored */ }
     else if (k == "writes") f.writes = strtoll(v.c_str(), nullptr, 10);

@@ -6,10 +6,12 @@
 // Floating point: only +, -, *, / and std::pow (glibc's, the same libm Rust's powf calls);
 // -O2 on x86-64 does not contract a*b+c into FMA, so results are bit-identical to Rust's.
 // Thread-safety: workers share the Engine (thread-safe) and the atomic insert counter; each
-// owns its generators, value pool and latencies.
+// owns its generators, value pool and latencies, built before the run phase's clock starts.
 #pragma once
 
 #include <cmath>
+#include <memory>
+#include <optional>
 
 #include "bench_common.h"
 
@@ -71,18 +73,21 @@ struct PhaseResult {
   Latencies lat[kOps];
 };
 
+// Built before the run phase's clock starts (Run below); `latest` is the workload's latest
+// generator (D only, nullptr otherwise), copied.
 class RunWorker {
  public:
   RunWorker(Engine* e, const Flags& f, const Workload& w, uint64_t thread, uint64_t zipf_items,
-            std::atomic<uint64_t>* inserted)
+            const Zipfian* latest, std::atomic<uint64_t>* inserted)
       : e_(e),
         f_(f),
         w_(w),
         rng_(KeyStream(f.seed, std::string("ycsb-") + w.name, thread)),
         scrambled_(zipf_items),
-        latest_(f.num ? f.num : 1),
         inserted_(inserted),
-        values_(f.record_size) {}
+        values_(f.record_size) {
+    if (latest) latest_ = *latest;
+  }
 
   PhaseResult Run() {
     uint64_t record_bytes = f_.key_size + f_.record_size;
@@ -123,7 +128,7 @@ class RunWorker {
     if (inserted == 0) inserted = 1;
     if (w_.latest) {
       uint64_t last = inserted - 1;
-      uint64_t back = latest_.NextOf(&rng_, last + 1);
+      uint64_t back = latest_->NextOf(&rng_, last + 1);
       return last - (back < last ? back : last);
     }
     for (;;) {
@@ -155,7 +160,7 @@ class RunWorker {
   const Workload& w_;
   SplitMix64 rng_;
   ScrambledZipfian scrambled_;
-  Zipfian latest_;
+  std::optional<Zipfian> latest_;  // set for D
   std::atomic<uint64_t>* inserted_;
   ValuePool values_;
   std::string key_, value_;
@@ -200,11 +205,19 @@ inline PhaseResult Run(Engine* e, const Flags& f, const Workload& w) {
                             w.mix[2];
   uint64_t zipf_items = f.num + static_cast<uint64_t>(2.0 * expected_inserts);
   std::vector<PhaseResult> parts(f.threads);
+  // Everything the workers need, before the clock starts: latest's zipfian (an O(num) zeta
+  // sum; D only) built once and copied to each worker, the op streams and value pools.
+  std::optional<Zipfian> latest;
+  if (w.latest) latest.emplace(f.num ? f.num : 1);
+  std::vector<std::unique_ptr<RunWorker>> run_workers;
+  for (uint64_t t = 0; t < f.threads; t++) {
+    run_workers.push_back(std::make_unique<RunWorker>(
+        e, f, w, t, zipf_items, latest ? &*latest : nullptr, &inserted));
+  }
   std::vector<std::thread> workers;
   auto start = std::chrono::steady_clock::now();
   for (uint64_t t = 0; t < f.threads; t++) {
-    workers.emplace_back(
-        [&, t] { parts[t] = RunWorker(e, f, w, t, zipf_items, &inserted).Run(); });
+    workers.emplace_back([&, t] { parts[t] = run_workers[t]->Run(); });
   }
   for (auto& th : workers) th.join();
   PhaseResult total;
@@ -234,8 +247,9 @@ inline void PrintOpLines(PhaseResult* r, bool load) {
   }
 }
 
-// Load (unless --use_existing_db), then the run phase, each with its amplification/CPU lines
-// and per-operation latencies; the same lines as `wisckey-bench bench --ycsb`.
+// Load (unless --use_existing_db), then the run phase (unless --ycsb_load_only), each with its
+// amplification/CPU lines and per-operation latencies; the same lines as `wisckey-bench bench
+// --ycsb`.
 inline int RunYcsb(Engine* e, const Flags& f) {
   Workload w;
   if (!Workload::Parse(f.ycsb, &w)) {
@@ -259,6 +273,10 @@ inline int RunYcsb(Engine* e, const Flags& f) {
     std::string name = std::string("ycsb-") + w.name + (load ? "-load" : "-run");
     if (load && f.use_existing_db) {
       printf("%s : skipped (--use_existing_db is true)\n", name.c_str());
+      continue;
+    }
+    if (!load && f.ycsb_load_only) {
+      printf("%s : skipped (--ycsb_load_only is true)\n", name.c_str());
       continue;
     }
     ::sync();

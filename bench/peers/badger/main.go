@@ -109,7 +109,8 @@ type config struct {
 	num, reads, threads, seed uint64
 	seekNexts, batchSize      uint64
 	valueSize, keySize        int
-	recordSize                int // YCSB record (value) size (ycsb.go)
+	recordSize                int  // YCSB record (value) size (ycsb.go)
+	ycsbLoadOnly              bool // YCSB: load only, no run phase (bench/run-ycsb.sh)
 	cacheSize, valueThreshold int64
 	sync, useExisting, hist   bool
 	madvRandom                bool
@@ -402,6 +403,7 @@ func main() {
 	flag.BoolVar(&c.madvRandom, "madv_random", false, "madvise(MADV_RANDOM) every mapped DB file (madvise.go)")
 	ycsb := flag.String("ycsb", "", "YCSB workload a..f instead of --benchmarks (ycsb.go)")
 	flag.IntVar(&c.recordSize, "record_size", 1024, "YCSB record (value) size")
+	flag.BoolVar(&c.ycsbLoadOnly, "ycsb_load_only", false, "YCSB: the load phase only, no run phase")
 	writes := flag.Int64("writes", -1, "overwrite: puts per thread (default num)")
 	distribution := flag.String("distribution", "uniform", "overwrite key choice: uniform or zipfian")
 	flag.Float64Var(&c.reportInterval, "report_interval_secs", 0, "progress line every this many seconds (0 = off)")

@@ -8,7 +8,8 @@
 // std::pow call), and one ulp can move a zipfian draw over 10^10 items to another integer,
 // after which the redraw loop desynchronises the whole stream. So pow and the zeta sums go
 // through cgo to glibc; products are wrapped in float64() so the compiler cannot fuse them.
-// Workers share the *badger.DB and the atomic insert counter; each owns its generators.
+// Workers share the *badger.DB and the atomic insert counter; each owns its generators, built
+// before the run phase's clock starts.
 package main
 
 /*
@@ -187,7 +188,7 @@ type ycsbWorker struct {
 	wl        *ycsbWorkload
 	rng       *splitMix64
 	scrambled *scrambledZipfian
-	latest    *zipfian
+	latest    *zipfian // D only
 	inserted  *atomic.Uint64
 	values    *valuePool
 	r         phaseResult
@@ -314,16 +315,29 @@ func ycsbRun(db *badger.DB, c *config, wl *ycsbWorkload) phaseResult {
 	expectedInserts := float64(c.reads*c.threads) * wl.mix[2]
 	zipfItems := c.num + uint64(2.0*expectedInserts)
 	parts := make([]phaseResult, c.threads)
+	// Everything the workers need, before the clock starts: latest's zipfian (an O(num) zeta
+	// sum; D only) built once and copied to each worker, the op streams and value pools.
+	var latest *zipfian
+	if wl.latest {
+		latest = newZipfian(max(c.num, 1))
+	}
+	workers := make([]*ycsbWorker, c.threads)
+	for t := range workers {
+		workers[t] = &ycsbWorker{w: &worker{db: db, c: c}, wl: wl,
+			rng: keyStream(c.seed, "ycsb-"+string(wl.name), uint64(t)), scrambled: newScrambledZipfian(zipfItems),
+			inserted: &inserted, values: newValuePool(c.recordSize)}
+		if latest != nil {
+			copied := *latest // plain values: a full copy
+			workers[t].latest = &copied
+		}
+	}
 	var wg sync.WaitGroup
 	start := time.Now()
-	for t := uint64(0); t < c.threads; t++ {
+	for t := range workers {
 		wg.Add(1)
-		go func(t uint64) {
+		go func(t int) {
 			defer wg.Done()
-			y := &ycsbWorker{w: &worker{db: db, c: c}, wl: wl,
-				rng: keyStream(c.seed, "ycsb-"+string(wl.name), t), scrambled: newScrambledZipfian(zipfItems),
-				latest: newZipfian(max(c.num, 1)), inserted: &inserted, values: newValuePool(c.recordSize)}
-			parts[t] = y.run()
+			parts[t] = workers[t].run()
 		}(t)
 	}
 	wg.Wait()
@@ -359,8 +373,8 @@ func printOpLines(r *phaseResult, load bool) {
 	}
 }
 
-// runYcsb loads (unless --use_existing_db) and runs the workload, printing the same lines as
-// `wisckey-bench bench --ycsb`.
+// runYcsb loads (unless --use_existing_db) and runs the workload (unless --ycsb_load_only),
+// printing the same lines as `wisckey-bench bench --ycsb`.
 func runYcsb(c *config, name string) {
 	wl, ok := parseYcsbWorkload(name)
 	if !ok {
@@ -385,6 +399,10 @@ func runYcsb(c *config, name string) {
 		label := fmt.Sprintf("ycsb-%c-%s", wl.name, phase)
 		if load && c.useExisting {
 			fmt.Printf("%s : skipped (--use_existing_db is true)\n", label)
+			continue
+		}
+		if !load && c.ycsbLoadOnly {
+			fmt.Printf("%s : skipped (--ycsb_load_only is true)\n", label)
 			continue
 		}
 		syscall.Sync()

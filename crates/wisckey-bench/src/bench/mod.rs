@@ -174,6 +174,13 @@ pub struct BenchArgs {
     /// YCSB record (value) size in bytes.
     #[arg(long = "record_size", default_value_t = 1024)]
     record_size: usize,
+    /// YCSB: the load phase only, no run phase (its line says `skipped`), so that a later
+    /// process can run the workload on the loaded DB with --use_existing_db
+    /// (bench/run-ycsb.sh). The peers take the same flag.
+    #[arg(long = "ycsb_load_only", action = ArgAction::Set, num_args = 0..=1,
+          default_value = "false", default_missing_value = "true",
+          value_parser = BoolishValueParser::new())]
+    ycsb_load_only: bool,
     /// Run inside a memory cgroup limited to this size (e.g. 1G, 512M; page cache included),
     /// so a database larger than it is served by the device, not the page cache. cgroup v2 or
     /// v1, whichever the machine has; needs root. bench/cgexec.sh limits the peers alike.
@@ -454,8 +461,8 @@ fn with_progress_lines<T>(
     })
 }
 
-/// YCSB: load (unless --use_existing_db), then the workload's run phase, each with its
-/// amplification/CPU lines and per-operation latencies.
+/// YCSB: load (unless --use_existing_db), then the workload's run phase (unless
+/// --ycsb_load_only), each with its amplification/CPU lines and per-operation latencies.
 fn run_ycsb(args: &BenchArgs, workload: ycsb::Workload) -> Result<(), Box<dyn std::error::Error>> {
     let temp;
     let path = match &args.db {
@@ -492,6 +499,13 @@ fn run_ycsb(args: &BenchArgs, workload: ycsb::Workload) -> Result<(), Box<dyn st
         if is_load && args.use_existing_db {
             println!(
                 "ycsb-{}-load : skipped (--use_existing_db is true)",
+                workload.name
+            );
+            continue;
+        }
+        if !is_load && args.ycsb_load_only {
+            println!(
+                "ycsb-{}-run : skipped (--ycsb_load_only is true)",
                 workload.name
             );
             continue;

@@ -11,7 +11,8 @@
 //!   latest: `last - zipfian(last + 1)`; uniform); inserts take the next record number from
 //!   a shared counter; scans seek to the key and read `uniform(1..=100)` entries.
 //!
-//! Workers share the database and the insert counter (atomic); each owns its generators.
+//! Workers share the database and the insert counter (atomic); each owns its generators,
+//! built before the run phase's clock starts.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -138,27 +139,36 @@ pub fn run(db: &Db, workload: Workload, config: &YcsbConfig) -> wisckey::Result<
     let inserted = AtomicU64::new(config.records);
     let expected_inserts = (config.ops * config.threads) as f64 * workload.mix[2];
     let zipf_items = config.records + (2.0 * expected_inserts) as u64;
+    // Everything the workers need is built before the clock starts: the request generator
+    // (latest's zipfian is an O(records) zeta sum, built once and copied to each thread;
+    // only D uses it), the op streams and the value pools. Untimed, and the same draws as
+    // when each thread built its own.
+    let chooser = match workload.dist {
+        Distribution::Zipfian => Chooser::Scrambled(ScrambledZipfian::new(zipf_items)),
+        Distribution::Latest => Chooser::Latest(Zipfian::new(config.records.max(1))),
+    };
+    let workers: Vec<RunWorker<'_>> = (0..config.threads)
+        .map(|t| RunWorker {
+            db,
+            config,
+            workload,
+            rng: key_stream(config.seed, &format!("ycsb-{}", workload.name), t),
+            chooser: chooser.clone(),
+            inserted: &inserted,
+            values: ValuePool::new(config.record_size),
+            key: Vec::new(),
+            result: PhaseResult {
+                latencies: (0..5).map(|_| Latencies::new()).collect(),
+                ..PhaseResult::default()
+            },
+        })
+        .collect();
     let started = Instant::now();
     let outcomes: Vec<wisckey::Result<PhaseResult>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..config.threads)
-            .map(|t| {
-                let inserted = &inserted;
+        let handles: Vec<_> = workers
+            .into_iter()
+            .map(|mut worker| {
                 scope.spawn(move || {
-                    let mut worker = RunWorker {
-                        db,
-                        config,
-                        workload,
-                        rng: key_stream(config.seed, &format!("ycsb-{}", workload.name), t),
-                        scrambled: ScrambledZipfian::new(zipf_items),
-                        latest: Zipfian::new(config.records.max(1)),
-                        inserted,
-                        values: ValuePool::new(config.record_size),
-                        key: Vec::new(),
-                        result: PhaseResult {
-                            latencies: (0..5).map(|_| Latencies::new()).collect(),
-                            ..PhaseResult::default()
-                        },
-                    };
                     worker.run()?;
                     Ok(worker.result)
                 })
@@ -186,13 +196,21 @@ pub fn run(db: &Db, workload: Workload, config: &YcsbConfig) -> wisckey::Result<
     Ok(total)
 }
 
+/// The request distribution's generator, one copy per thread.
+#[derive(Debug, Clone)]
+enum Chooser {
+    /// Scrambled zipfian (A, B, C, E, F).
+    Scrambled(ScrambledZipfian),
+    /// Latest (D): a zipfian over the records, grown as inserts add records.
+    Latest(Zipfian),
+}
+
 struct RunWorker<'a> {
     db: &'a Db,
     config: &'a YcsbConfig,
     workload: Workload,
     rng: SplitMix64,
-    scrambled: ScrambledZipfian,
-    latest: Zipfian,
+    chooser: Chooser,
     inserted: &'a AtomicU64,
     values: ValuePool,
     key: Vec<u8>,
@@ -243,13 +261,13 @@ impl RunWorker<'_> {
     /// A record already inserted, by the workload's request distribution.
     fn choose_record(&mut self) -> u64 {
         let inserted = self.inserted.load(Ordering::Relaxed).max(1);
-        match self.workload.dist {
-            Distribution::Latest => {
+        match &mut self.chooser {
+            Chooser::Latest(latest) => {
                 let last = inserted - 1;
-                last - self.latest.next_of(&mut self.rng, last + 1).min(last)
+                last - latest.next_of(&mut self.rng, last + 1).min(last)
             }
-            Distribution::Zipfian => loop {
-                let record = self.scrambled.next(&mut self.rng);
+            Chooser::Scrambled(scrambled) => loop {
+                let record = scrambled.next(&mut self.rng);
                 if record < inserted {
                     return record;
                 }

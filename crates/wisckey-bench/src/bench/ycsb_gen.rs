@@ -11,7 +11,8 @@
 //!   26.46902820178302), then `fnvhash64(value) % item_count`;
 //! - latest: `max - zipfian(max + 1)` over the inserted keys (YCSB's SkewedLatest).
 //!
-//! Plain data owned by one thread.
+//! Plain data owned by one thread (`ycsb::run` builds them before its clock starts and gives
+//! each thread a copy).
 
 use super::workload::SplitMix64;
 
@@ -181,6 +182,22 @@ mod tests {
         let fresh = Zipfian::new(5000);
         assert!((grown.zetan - fresh.zetan).abs() < 1e-9);
         assert!((grown.eta - fresh.eta).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_copy_draws_what_a_fresh_generator_draws() {
+        // ycsb::run builds latest's zipfian once, before the clock, and gives each thread a
+        // copy: the copies must draw (and grow) exactly as per-thread fresh ones did.
+        let proto = Zipfian::new(3000);
+        for thread in 0..2u64 {
+            let mut copy = proto.clone();
+            let mut fresh = Zipfian::new(3000);
+            let (mut a, mut b) = (SplitMix64::new(thread), SplitMix64::new(thread));
+            for i in 0..2000u64 {
+                let items = 3000 + i / 10;
+                assert_eq!(copy.next_of(&mut a, items), fresh.next_of(&mut b, items));
+            }
+        }
     }
 
     #[test]
