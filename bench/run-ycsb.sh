@@ -105,8 +105,11 @@ run_one() {
   drop_caches
   echo "== $engine: $tag $*" | tee -a "$OUT_DIR/log.txt"
   # shellcheck disable=SC2086
-  "$here/cgexec.sh" "$engine" "$MEM_LIMIT" $cmd $common $measured --db="$DATA_DIR/$engine" "$@" \
-    > "$OUT_DIR/$engine.$tag.txt" 2>&1 || { echo "$engine $tag failed:"; tail "$OUT_DIR/$engine.$tag.txt"; }
+  if ! "$here/cgexec.sh" "$engine" "$MEM_LIMIT" $cmd $common $measured --db="$DATA_DIR/$engine" "$@" \
+    > "$OUT_DIR/$engine.$tag.txt" 2>&1; then
+    echo "$engine $tag failed:"; tail "$OUT_DIR/$engine.$tag.txt"
+    return 1
+  fi
   grep -E 'ops/sec|count' "$OUT_DIR/$engine.$tag.txt" || true
 }
 
@@ -125,7 +128,7 @@ settle_engine_of() {
 load_db() {
   local engine=$1 w=$2
   rm -rf "${DATA_DIR:?}/$engine"
-  run_one "$engine" "$w-load" --ycsb="$w" --ycsb_load_only=1
+  run_one "$engine" "$w-load" --ycsb="$w" --ycsb_load_only=1 || return 1
   if ((SETTLE_ROUNDS > 0)); then
     # shellcheck disable=SC2086
     settle "$(settle_engine_of "$engine")" "$DATA_DIR/$engine" "$OUT_DIR/$engine.$w" $common \
@@ -138,10 +141,15 @@ for engine in $ENGINES; do
   loaded=0
   for w in $(workloads_of "$engine"); do
     if [[ $w == e || $loaded == 0 ]]; then
-      load_db "$engine" "$w"
-      loaded=1
+      # A failed load leaves its workloads' cells empty (the run phases would otherwise
+      # measure an empty or partial database) until the next load.
+      if load_db "$engine" "$w"; then loaded=1; else loaded=failed; fi
     fi
-    run_one "$engine" "$w" --ycsb="$w" --use_existing_db=1
+    if [[ $loaded == failed ]]; then
+      echo "$engine ycsb-$w: not run (its load failed)" | tee -a "$OUT_DIR/log.txt"
+      continue
+    fi
+    run_one "$engine" "$w" --ycsb="$w" --use_existing_db=1 || true
   done
   rm -rf "${DATA_DIR:?}/$engine"
 done

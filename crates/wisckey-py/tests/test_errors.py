@@ -383,7 +383,9 @@ def test_a_full_device_is_a_no_space_error(tmp_path):
         except wisckey.NoSpaceError:
             pass  # closing may need space it has not got; nothing acknowledged is lost
         # Nothing acknowledged is lost across a reopen on the full device either.
-        with wisckey.DB(os.path.join(mount, "db")) as db:
+        with wisckey.DB(os.path.join(mount, "db"), vlog_segment_size=1 << 20,
+                        vlog_preallocate_size=1 << 20, disk_reserve_size=1 << 20,
+                        memtable_size=256 << 10) as db:
             for i in acknowledged:
                 assert db.get(b"%06d" % i) == bytes([i % 251]) * 4096
     finally:

@@ -260,7 +260,9 @@ fn unblock_head(inner: &DbInner) -> Result<()> {
     };
     if let Err(e) = sealed {
         // A full disk while starting the next segment leaves the log as it was: this GC
-        // round fails (background GC retries), writes go on. Lost buffered records do not.
+        // round fails (background GC retries), writes go on (each first retrying the roll,
+        // where the failed start may have left the next segment's file). Lost buffered
+        // records do not.
         return Err(if poisoned {
             super::latch_error(inner, e)
         } else {

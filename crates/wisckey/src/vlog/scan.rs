@@ -496,7 +496,7 @@ fn count_records(fs: &dyn FileSystem, dir: &Path, n: u64, opts: &VlogOptions) ->
 
 /// Bytes of candidates carrying `FLAG_SYNCED_BEFORE` that pass a record header's checks but
 /// fail their checksum after which the search past the log's end gives up (a quarter of a
-/// second of checksumming).
+/// second of checksumming; with [`PROBE_UNFLAGGED_BUDGET`], at most 512 MiB in all).
 const PROBE_CHECKSUM_BUDGET: u64 = 256 << 20;
 /// The same for candidates without the flag, after which the search goes on looking for
 /// flagged ones only (an unflagged record says nothing about syncing, so not finding one is

@@ -250,7 +250,8 @@ impl VlogWriter {
     ///
     /// A full device (or any failure to create the next segment) returns the error with the
     /// writer unchanged: nothing of the group is buffered and earlier buffered bytes stay
-    /// intact, so the caller may fail just this group. If the error came from writing out or
+    /// intact, so the caller may fail just this group (where the failed start may have left
+    /// the next segment's file, later groups must roll first: see `must_roll`). If the error came from writing out or
     /// syncing earlier bytes, the writer is poisoned ([`VlogWriter::is_poisoned`]).
     pub fn reserve(&mut self, group_len: u64) -> Result<()> {
         self.in_reserved_group = false;
