@@ -28,10 +28,11 @@ const CHILD_MODE_ENV: &str = "WISCKEY_KILL_CHILD_MODE";
 
 /// Key `i`'s value at `version`: 0 is its first write (by write `i`); in the GC modes write
 /// `2i` rewrites it at version 1 and write `2i + 1` at version 2 (garbage for GC, and
-/// distinct, so an older version brought back by a relocation is seen).
+/// distinct, so an older version brought back by a relocation is seen). The version comes
+/// first: a 10-byte value keeps it whatever `i`'s length.
 fn value_for(i: u64, version: u64) -> Vec<u8> {
     let len = [10usize, 100, 700, 5000][(i % 4) as usize];
-    let mut v = format!("value-{i}-v{version}-").into_bytes();
+    let mut v = format!("v{version}-value-{i}-").into_bytes();
     v.resize(len, (i % 251) as u8);
     v
 }
