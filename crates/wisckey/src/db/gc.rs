@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use super::read::entry_points_at;
 use super::{install_edit, DbInner, GcRemoval};
 use crate::error::{catch_panic, Error, Result};
 use crate::filename::{parse_file_name, vlog_file_name, FileKind};
@@ -36,8 +37,12 @@ use crate::safety::SafetyStep;
 use crate::version::{VersionEdit, NUM_LEVELS};
 use crate::vlog::{ValuePointer, PUNCH_ALIGN};
 
-/// Value bytes handed to the write leader per relocation batch.
+/// Value bytes handed to the write leader per relocation batch of GC.
 const RELOCATION_BATCH_BYTES: usize = 4 << 20;
+/// Value bytes handed to the write leader per relocation batch of a clustering pass. Writes
+/// wait while the leader appends a batch (a few ms per MiB under a memory limit); a run of
+/// 1 MiB is already read at the device's sequential speed.
+const CLUSTER_BATCH_BYTES: usize = 1 << 20;
 /// Background GC looks at the log at least this often (and after every flush).
 const BACKGROUND_PERIOD: Duration = Duration::from_secs(1);
 /// Background GC rewrites only segments at least this dead.
@@ -172,11 +177,49 @@ struct LsmIndex<'a> {
     /// GC's relocations free space (they may spend the disk reserve); a clustering pass's
     /// do not.
     frees_space: bool,
+    /// The newest memtable's number (`ReadSources::mem_number`) in the first view a liveness
+    /// judgement used since the last relocation: every relocation handed over next was
+    /// judged in it or a later one, so the write leader checks only writes since.
+    judged_in: Cell<Option<u64>>,
+}
+
+impl<'a> LsmIndex<'a> {
+    fn new(inner: &'a DbInner, paced: bool, frees_space: bool) -> LsmIndex<'a> {
+        LsmIndex {
+            inner,
+            paced,
+            frees_space,
+            judged_in: Cell::new(None),
+        }
+    }
+
+    fn capture_for_judgement(&self) -> Result<super::read::View> {
+        let view = super::read::capture(self.inner, &crate::ReadOptions::default())?;
+        if self.judged_in.get().is_none() {
+            self.judged_in.set(Some(view.mem_number()));
+        }
+        Ok(view)
+    }
+
+    /// The relocations whose key's newest entry, in one view taken now, is still `old`: a
+    /// clustering pass's pointers come from its iterator's view, which may be long past.
+    fn still_live(&self, relocations: Vec<Relocation>) -> Result<Vec<Relocation>> {
+        let view = self.capture_for_judgement()?;
+        let mut live = Vec::with_capacity(relocations.len());
+        for relocation in relocations {
+            let newest = super::read::newest_in_view(self.inner, &view, &relocation.key)?;
+            if newest.is_some_and(|newest| entry_points_at(&newest, relocation.old)) {
+                live.push(relocation);
+            }
+        }
+        Ok(live)
+    }
 }
 
 impl GcIndex for LsmIndex<'_> {
     fn newest_pointer(&self, key: &[u8]) -> Result<Option<ValuePointer>> {
-        Ok(match super::read::newest_entry_now(self.inner, key)? {
+        let view = self.capture_for_judgement()?;
+        Ok(match super::read::newest_in_view(self.inner, &view, key)? {
             Some((ValueKind::ValuePointer, stored)) => ValuePointer::decode(&stored),
             _ => None,
         })
@@ -187,7 +230,8 @@ impl GcIndex for LsmIndex<'_> {
             return Err(Error::Closed);
         }
         let started = Instant::now();
-        let result = super::write::relocate(self.inner, relocations, self.frees_space);
+        let judged_in = self.judged_in.take();
+        let result = super::write::relocate(self.inner, relocations, judged_in, self.frees_space);
         if self.paced {
             std::thread::sleep(started.elapsed().min(Duration::from_millis(200)));
         }
@@ -295,11 +339,7 @@ fn sample_stale(inner: &DbInner, choice: &VictimChoice, active: u64) -> Result<u
             .collect()
     };
     // Sampling only reads (it relocates nothing).
-    let index = LsmIndex {
-        inner,
-        paced: false,
-        frees_space: true,
-    };
+    let index = LsmIndex::new(inner, false, true);
     for &(segment, size) in &stale {
         let punched = punched_ranges(inner, segment);
         let sampled = sample_segment(source(inner), segment, &punched, SAMPLE_WINDOWS, &index);
@@ -748,11 +788,7 @@ fn collect_one(
     paced: bool,
 ) -> std::result::Result<GcOutcome, CollectError> {
     let index = WatchedIndex {
-        index: LsmIndex {
-            inner,
-            paced,
-            frees_space: true,
-        },
+        index: LsmIndex::new(inner, paced, true),
         lookup_failed: Cell::new(false),
         relocation_failed: Cell::new(false),
     };
@@ -769,18 +805,18 @@ fn collect_one(
             CollectError::Unreadable(e)
         }
     })?;
-    // A record was judged dead because a newer write or a delete shadows it; that write may
-    // still sit unsynced in the log (a victim with no survivors relocates nothing, so no
-    // relocation synced it). Make it durable before the victim leaves the log, or a power
-    // cut could lose the shadowing write and leave the old pointer into a removed segment.
+    // The relocations are appended but not synced, and a record judged dead because a
+    // newer write or a delete shadows it may have that write still unsynced in the log.
+    // Make both durable before the victim leaves the log, or a power cut could lose them
+    // and leave an old pointer into a removed segment.
     if !crate::safety::skipped(SafetyStep::SyncBeforeGcRemoval) {
         super::write::sync_log(inner)?;
     }
     if crate::safety::skipped(SafetyStep::ManifestEditBeforeSegmentDeletion) {
         inner.fs.remove(&vlog_file_name(&inner.dir, victim))?;
     }
-    // Every relocation above returned: it is appended and synced, with sequence numbers
-    // up to this one.
+    // Every relocation above returned: it is appended (and synced just above), with
+    // sequence numbers up to this one.
     let relocated_through = inner.visible_seq.load(Ordering::Acquire);
     // What deleting the file will free: its blocks less those already punched (counted in
     // `GcTotals::bytes_punched`, not to be counted again as freed).
@@ -851,11 +887,7 @@ pub(crate) fn cluster_values(
         keys_only: dry_run,
         ..crate::ReadOptions::default()
     };
-    let index = LsmIndex {
-        inner,
-        paced: background,
-        frees_space: false,
-    };
+    let index = LsmIndex::new(inner, background, false);
     let mut outcome = ClusterOutcome::default();
     let relocate = |batch: Vec<Relocation>, outcome: &mut ClusterOutcome| -> Result<()> {
         let offered = batch.len() as u64;
@@ -863,14 +895,14 @@ pub(crate) fn cluster_values(
             let bytes = batch.iter().map(|r| u64::from(r.old.len)).sum();
             (offered, bytes)
         } else {
-            index.relocate_if_unchanged(batch)?
+            index.relocate_if_unchanged(index.still_live(batch)?)?
         };
         outcome.values_relocated += relocated;
         outcome.bytes_relocated += bytes;
         outcome.values_changed += offered - relocated;
         Ok(())
     };
-    let mut planner = ClusterPlanner::new(CLUSTER_KEEP_RUN_BYTES, RELOCATION_BATCH_BYTES);
+    let mut planner = ClusterPlanner::new(CLUSTER_KEEP_RUN_BYTES, CLUSTER_BATCH_BYTES);
     let mut it = super::read::iter(inner, &opts)?;
     // The pass's own reads are not a user's scan.
     it.without_scan_heat();

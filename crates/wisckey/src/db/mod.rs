@@ -112,6 +112,10 @@ pub(crate) struct ReadSources {
     /// Newest first.
     pub imms: Vec<Arc<MemTable>>,
     pub version: Arc<crate::version::Version>,
+    /// Which memtable since open `mem` is (the first is 0); the oldest still in memory is
+    /// `mem_number - imms.len()`. Memtables leave memory oldest first, so a memtable
+    /// numbered at least that is still here.
+    pub mem_number: u64,
 }
 
 impl ReadSources {
@@ -125,6 +129,7 @@ impl ReadSources {
                 .map(|i| Arc::clone(&i.table))
                 .collect(),
             version: state.versions.current(),
+            mem_number: state.imms_flushed + state.imms.len() as u64,
         }
     }
 }

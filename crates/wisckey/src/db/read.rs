@@ -34,6 +34,23 @@ impl View {
     fn version(&self) -> &Version {
         &self.sources.version
     }
+
+    /// The number of the memtable this view reads first (`ReadSources::mem_number`).
+    pub(crate) fn mem_number(&self) -> u64 {
+        self.sources.mem_number
+    }
+
+    /// The number of the oldest memtable this view reads.
+    pub(crate) fn oldest_mem_number(&self) -> u64 {
+        self.sources.mem_number - self.sources.imms.len() as u64
+    }
+
+    /// `key`'s newest entry in this view's memtables only (none if they do not hold it).
+    pub(crate) fn newest_in_memtables(&self, key: &[u8]) -> Option<(ValueKind, StoredValue)> {
+        let sources = &self.sources;
+        (sources.mem.get(key, self.sequence))
+            .or_else(|| sources.imms.iter().find_map(|m| m.get(key, self.sequence)))
+    }
 }
 
 /// Takes no lock: loads the published sources, reads the sequence, and keeps the pair only
@@ -129,13 +146,9 @@ fn newest_entry(
     }
 }
 
-/// `key`'s newest entry right now (GC's liveness hint, taken without write leadership).
-pub(crate) fn newest_entry_now(
-    inner: &DbInner,
-    key: &[u8],
-) -> Result<Option<(ValueKind, StoredValue)>> {
-    let view = capture(inner, &ReadOptions::default())?;
-    newest_in_view(inner, &view, key)
+/// Whether a key's entry is the pointer to `old` (a liveness check: GC's, clustering's).
+pub(crate) fn entry_points_at(entry: &(ValueKind, StoredValue), old: ValuePointer) -> bool {
+    matches!(entry, (ValueKind::ValuePointer, stored) if ValuePointer::decode(stored) == Some(old))
 }
 
 /// The newest entry for `key` in `view`, at its sequence.

@@ -98,7 +98,7 @@ pub trait GcIndex {
     fn newest_pointer(&self, key: &[u8]) -> Result<Option<ValuePointer>>;
 
     /// Under write leadership: appends, as new versions, those relocations whose key still
-    /// has `old` as its newest pointer, makes them durable, and returns how many were
-    /// appended and their log bytes.
+    /// has `old` as its newest pointer, and returns how many were appended and their log
+    /// bytes. Not synced: the caller syncs the log before it removes what they replace.
     fn relocate_if_unchanged(&self, relocations: Vec<Relocation>) -> Result<(u64, u64)>;
 }
