@@ -180,6 +180,89 @@ fn writes_racing_passes_and_gc_keep_their_newer_values() {
     assert_eq!(read_all(&db), model, "seed {seed}, after reopen");
 }
 
+/// GC collecting the segments a pass is reading moves their live values first: the pass
+/// then finds those keys at other pointers with the same bytes and clusters them from
+/// there, instead of counting them changed and leaving them in GC's order.
+#[test]
+fn values_gc_moves_during_a_pass_are_clustered_from_where_gc_put_them() {
+    type Racer = Box<dyn Fn() -> u64 + Send + Sync>;
+    #[derive(Default)]
+    struct GcDuringThePass {
+        armed: AtomicBool,
+        racer: std::sync::Mutex<Option<Racer>>,
+        relocated_by_gc: std::sync::atomic::AtomicU64,
+    }
+    impl std::fmt::Debug for GcDuringThePass {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("GcDuringThePass")
+        }
+    }
+    impl common::Hooks for GcDuringThePass {
+        fn before_read(&self, path: &Path, _offset: u64, _len: usize) -> wisckey::Result<()> {
+            let value_read = path.extension().is_some_and(|e| e == "vlog");
+            if value_read && self.armed.swap(false, Ordering::AcqRel) {
+                if let Some(racer) = self.racer.lock().expect("lock").take() {
+                    self.relocated_by_gc.store(racer(), Ordering::SeqCst);
+                }
+            }
+            Ok(())
+        }
+    }
+    let fs = HookFs::new(GcDuringThePass::default());
+    let db = Arc::new(Db::open(Path::new("/db"), options(Arc::new(fs.clone()))).expect("open"));
+    let mut model = load_shuffled(&db, 2000, 11);
+    // Half the keys written again: the load's segments are half dead, so GC takes them.
+    for i in (0..2000).step_by(2) {
+        db.put(key(i), value(i, 1)).expect("overwrite");
+        model.insert(key(i), value(i, 1));
+    }
+    db.flush().expect("flush");
+    let racing_db = Arc::clone(&db);
+    *fs.hooks.racer.lock().expect("lock") = Some(Box::new(move || {
+        let gc = GcOptions {
+            compact_first: false,
+            space_amp_target: 1.0,
+            min_dead_fraction: 0.0,
+            ..GcOptions::default()
+        };
+        racing_db
+            .gc(&gc)
+            .expect("gc during the pass")
+            .records_relocated
+    }));
+    fs.hooks.armed.store(true, Ordering::Release);
+    let done = db.cluster_values::<&[u8], _>(..).expect("cluster");
+    let relocated_by_gc = fs.hooks.relocated_by_gc.load(Ordering::SeqCst);
+    eprintln!("pass {done:?}; GC relocated {relocated_by_gc} meanwhile");
+    assert!(
+        !fs.hooks.armed.load(Ordering::Acquire),
+        "GC ran inside the pass"
+    );
+    assert!(
+        relocated_by_gc >= 500,
+        "GC moved values the pass had yet to reach: {relocated_by_gc}"
+    );
+    assert_eq!(
+        done.values_changed, 0,
+        "nothing was written during the pass: {done:?}"
+    );
+    assert_eq!(
+        done.values_relocated + done.values_kept,
+        done.values_in_log,
+        "{done:?}"
+    );
+    assert_eq!(read_all(&db), model);
+    db.flush().expect("flush");
+    let again = db
+        .cluster_values_estimate::<&[u8], _>(..)
+        .expect("estimate");
+    assert_eq!(
+        again.values_relocated, 0,
+        "one pass left the range in key order: {again:?}"
+    );
+    assert_eq!(read_all(&db), model);
+}
+
 #[test]
 fn inline_values_and_a_read_only_database_are_left_alone_but_estimated() {
     let temp = tempfile::tempdir().expect("tempdir");

@@ -201,15 +201,34 @@ impl<'a> LsmIndex<'a> {
         Ok(view)
     }
 
-    /// The relocations whose key's newest entry, in one view taken now, is still `old`: a
-    /// clustering pass's pointers come from its iterator's view, which may be long past.
+    /// The relocations whose key's value, in one view taken now, is still the one the pass
+    /// read: a clustering pass's pointers come from its iterator's view, which may be long
+    /// past. A value GC moved since (the same bytes at another pointer) is still the range's
+    /// current value, so it is re-read where it is now and moved from there; otherwise GC,
+    /// which collects the load's segments while a pass over them runs, would leave every
+    /// value it got to first out of the pass's key order. A value written anew since is
+    /// left alone (`ClusterOutcome::values_changed`).
     fn still_live(&self, relocations: Vec<Relocation>) -> Result<Vec<Relocation>> {
         let view = self.capture_for_judgement()?;
         let mut live = Vec::with_capacity(relocations.len());
-        for relocation in relocations {
+        for mut relocation in relocations {
             let newest = super::read::newest_in_view(self.inner, &view, &relocation.key)?;
-            if newest.is_some_and(|newest| entry_points_at(&newest, relocation.old)) {
+            let Some(newest) = newest else { continue };
+            if entry_points_at(&newest, relocation.old) {
                 live.push(relocation);
+                continue;
+            }
+            let (ValueKind::ValuePointer, stored) = &newest else {
+                continue;
+            };
+            // A record of another length holds another value: no need to read it.
+            let moved_to = ValuePointer::decode(stored).filter(|now| now.len == relocation.old.len);
+            if let Some(now) = moved_to {
+                let value = view.read_pointer(self.inner, &relocation.key, stored)?;
+                if value == relocation.value {
+                    relocation.old = now;
+                    live.push(relocation);
+                }
             }
         }
         Ok(live)

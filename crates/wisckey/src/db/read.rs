@@ -45,6 +45,12 @@ impl View {
         self.sources.mem_number - self.sources.imms.len() as u64
     }
 
+    /// Reads and verifies the value-log record `encoded` (a pointer this view found for
+    /// `key`) points at.
+    pub(crate) fn read_pointer(&self, inner: &DbInner, key: &[u8], encoded: &[u8]) -> Result<Vec<u8>> {
+        read_pointer(inner, self.version(), key, encoded)
+    }
+
     /// `key`'s newest entry in this view's memtables only (none if they do not hold it).
     pub(crate) fn newest_in_memtables(&self, key: &[u8]) -> Option<(ValueKind, StoredValue)> {
         let sources = &self.sources;

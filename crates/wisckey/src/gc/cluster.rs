@@ -42,7 +42,8 @@ pub struct ClusterOutcome {
     pub values_relocated: u64,
     /// Record bytes of the relocated values.
     pub bytes_relocated: u64,
-    /// Values handed over but not relocated: overwritten or deleted during the pass.
+    /// Values handed over but not relocated: overwritten or deleted during the pass (a value
+    /// GC moved meanwhile is relocated from where GC put it).
     pub values_changed: u64,
 }
 
