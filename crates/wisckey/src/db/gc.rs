@@ -40,9 +40,10 @@ use crate::vlog::{ValuePointer, PUNCH_ALIGN};
 /// Value bytes handed to the write leader per relocation batch of GC.
 const RELOCATION_BATCH_BYTES: usize = 4 << 20;
 /// Value bytes handed to the write leader per relocation batch of a clustering pass. Writes
-/// wait while the leader appends a batch (a few ms per MiB under a memory limit); a run of
-/// 1 MiB is already read at the device's sequential speed.
-const CLUSTER_BATCH_BYTES: usize = 1 << 20;
+/// wait while the leader appends a batch (a few ms per MiB under a memory limit: YCSB E's
+/// insert p99 at 1 KiB was 12.4 ms with 4 MiB, ~1 ms with 1 MiB, 54 µs with 256 KiB), and
+/// runs of 256 KiB served YCSB E's scans as fast as runs of 1 MiB (BENCHMARKS.md, 2026-11-30).
+const CLUSTER_BATCH_BYTES: usize = 256 << 10;
 /// Background GC looks at the log at least this often (and after every flush).
 const BACKGROUND_PERIOD: Duration = Duration::from_secs(1);
 /// Background GC rewrites only segments at least this dead.
