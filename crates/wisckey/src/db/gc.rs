@@ -4,7 +4,7 @@
 //! statistics that explain what GC does and does not collect.
 //!
 //! Order of one victim's collection, each step crash-safe (docs/DESIGN.md, "Value-log GC"):
-//! relocate survivors (appended and synced under write leadership) → one manifest edit
+//! relocate survivors (appended under write leadership) → sync the log → one manifest edit
 //! removing the victim (`State::gc_removed` records it in the same critical section) →
 //! delete the file in the obsolete-file sweep once no live `Version` lists it and no
 //! snapshot older than the relocation is open.
@@ -208,7 +208,11 @@ impl<'a> LsmIndex<'a> {
     /// current value, so it is re-read where it is now and moved from there; otherwise GC,
     /// which collects the load's segments while a pass over them runs, would leave every
     /// value it got to first out of the pass's key order. A value written anew since is
-    /// left alone (`ClusterOutcome::values_changed`).
+    /// left alone (`ClusterOutcome::values_changed`), unless it is the same bytes again
+    /// (indistinguishable from a move, and as good). The cost: a key overwritten during the
+    /// pass with a value of the same length costs one value read here before it is dropped.
+    /// (Values the planner kept in place are not looked at again: one GC moved stays where
+    /// GC put it.)
     fn still_live(&self, relocations: Vec<Relocation>) -> Result<Vec<Relocation>> {
         let view = self.capture_for_judgement()?;
         let mut live = Vec::with_capacity(relocations.len());
@@ -249,8 +253,13 @@ impl GcIndex for LsmIndex<'_> {
         if self.inner.shutting_down.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
-        let started = Instant::now();
         let judged_in = self.judged_in.take();
+        // Nothing left to move (a clustering batch that changed whole): no leadership, no
+        // pause.
+        if relocations.is_empty() {
+            return Ok((0, 0));
+        }
+        let started = Instant::now();
         let result = super::write::relocate(self.inner, relocations, judged_in, self.frees_space);
         if self.paced {
             std::thread::sleep(started.elapsed().min(Duration::from_millis(200)));
@@ -891,8 +900,9 @@ pub(crate) fn gc_now(db: &crate::Db, inner: &DbInner, options: &GcOptions) -> Re
 /// `Db::cluster_values` (and, with `dry_run`, `Db::cluster_values_estimate`): walks the
 /// range at a snapshot in key order (values read ahead in parallel, as any scan) and hands
 /// the values the planner moves to the write leader in key-ordered batches. Runs beside
-/// writers and GC: a value overwritten, deleted or already relocated by GC since the
-/// snapshot fails the relocation's check and stays as it is. A dry run reads keys and
+/// writers and GC: a value overwritten or deleted since the snapshot fails the relocation's
+/// check and stays as it is; one GC moved is moved again from where GC put it
+/// (`LsmIndex::still_live`). A dry run reads keys and
 /// pointers only and counts what a pass would move.
 pub(crate) fn cluster_values(
     inner: &Arc<DbInner>,

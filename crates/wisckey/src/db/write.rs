@@ -60,10 +60,10 @@ struct Writer {
     /// GC's relocations: this writer leads a group of its own and appends only those whose
     /// key still points at the old record; `relocated` receives (records, bytes).
     relocations: Mutex<Option<Vec<Relocation>>>,
-    /// The number of a memtable (`ReadSources::mem_number`) that was the newest in a view
-    /// where every one of `relocations` was judged live, if there was one: while that
-    /// memtable is still in memory, every write since is in the memtables, and the leader
-    /// checks only those.
+    /// The number of a memtable (`ReadSources::mem_number`) such that each of `relocations`
+    /// was judged live in a view whose newest memtable was this one or a later one, if
+    /// known: while it is still in memory, every write since those judgements is in the
+    /// memtables, and the leader checks only those.
     relocations_judged_in: Option<u64>,
     relocated: Mutex<(u64, u64)>,
     /// The relocations free space (GC): on a full disk they may spend the reserve.
@@ -407,10 +407,10 @@ fn lead(inner: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
 /// this check and the append: a key deleted or overwritten before it is dropped here, one
 /// written after it gets a higher sequence number than the relocation.
 ///
-/// If every relocation was judged live in a view whose newest memtable (`judged_in`) is
-/// still in memory, only the memtables are looked at: a write since that judgement is in
-/// one of them, and an entry of theirs the judgement already saw is the pointer itself (the
-/// view found nothing newer for the key). So a key with no memtable entry is unchanged, and
+/// If each relocation was judged live in a view whose newest memtable was `judged_in` or a
+/// later one, and `judged_in` is still in memory, only the memtables are looked at: a write
+/// since the judgement is in one of them, and an entry of theirs the judgement already saw
+/// is the pointer itself (the view found nothing newer for the key). So a key with no memtable entry is unchanged, and
 /// the leader does no table reads (which took ~12 ms per 4 MiB batch of 1 KiB values while
 /// writers queued behind it).
 fn still_pointed_at(

@@ -4,7 +4,7 @@
 //! The segment is scanned record by record without copying values at or above the copy
 //! limit; only survivors' values are read (one positional read each, in file order). The
 //! victim's file is not touched: removing it from the log and deleting it is the caller's
-//! next step, once every relocation returned (and so is durable).
+//! next step, once every relocation returned and the log is synced.
 
 use std::collections::BTreeMap;
 use std::path::Path;
