@@ -317,15 +317,18 @@ fn racing_writes_flushed_before_the_relocation_are_never_shadowed() {
 }
 
 fn race_gc_with_a_delete_and_an_overwrite(flush_racing_writes: bool) {
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::Mutex;
 
     type Racer = Box<dyn Fn() + Send + Sync>;
     #[derive(Default)]
     struct RaceHooks {
         armed: AtomicBool,
-        /// Runs once, inside GC's read of a survivor's value (a positional read of a whole
-        /// record of the victim segment, after the liveness hint said "live").
+        survivor_reads: AtomicUsize,
+        /// Runs once, inside GC's read of the second survivor's value (a positional read of
+        /// a whole record of the victim segment, after the liveness hint said "live"): both
+        /// survivors are then judged live, and only the write leader's check stands
+        /// between the racing writes and a relocation that shadows them.
         racer: Mutex<Option<Racer>>,
     }
     impl std::fmt::Debug for RaceHooks {
@@ -337,9 +340,13 @@ fn race_gc_with_a_delete_and_an_overwrite(flush_racing_writes: bool) {
         fn before_read(&self, path: &Path, _offset: u64, len: usize) -> wisckey::Result<()> {
             let is_record_read = len == RECORD_LEN;
             let segment_one = path.ends_with("000001.vlog");
-            if is_record_read && segment_one && self.armed.swap(false, Ordering::AcqRel) {
-                if let Some(racer) = self.racer.lock().expect("lock").take() {
-                    racer();
+            let armed = self.armed.load(Ordering::Acquire);
+            if is_record_read && segment_one && armed {
+                let second = self.survivor_reads.fetch_add(1, Ordering::AcqRel) + 1 == 2;
+                if second && self.armed.swap(false, Ordering::AcqRel) {
+                    if let Some(racer) = self.racer.lock().expect("lock").take() {
+                        racer();
+                    }
                 }
             }
             Ok(())
