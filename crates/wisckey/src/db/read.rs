@@ -47,7 +47,12 @@ impl View {
 
     /// Reads and verifies the value-log record `encoded` (a pointer this view found for
     /// `key`) points at.
-    pub(crate) fn read_pointer(&self, inner: &DbInner, key: &[u8], encoded: &[u8]) -> Result<Vec<u8>> {
+    pub(crate) fn read_pointer(
+        &self,
+        inner: &DbInner,
+        key: &[u8],
+        encoded: &[u8],
+    ) -> Result<Vec<u8>> {
         read_pointer(inner, self.version(), key, encoded)
     }
 

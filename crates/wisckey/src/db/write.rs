@@ -410,9 +410,9 @@ fn lead(inner: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
 /// If each relocation was judged live in a view whose newest memtable was `judged_in` or a
 /// later one, and `judged_in` is still in memory, only the memtables are looked at: a write
 /// since the judgement is in one of them, and an entry of theirs the judgement already saw
-/// is the pointer itself (the view found nothing newer for the key). So a key with no memtable entry is unchanged, and
-/// the leader does no table reads (which took ~12 ms per 4 MiB batch of 1 KiB values while
-/// writers queued behind it).
+/// is the pointer itself (the view found nothing newer for the key). So a key with no
+/// memtable entry is unchanged, and the leader does no table reads (which took ~12 ms per
+/// 4 MiB batch of 1 KiB values while writers queued behind it).
 fn still_pointed_at(
     inner: &DbInner,
     mem: &Arc<MemTable>,

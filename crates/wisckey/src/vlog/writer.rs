@@ -394,9 +394,9 @@ impl VlogWriter {
     /// `zero_fill_size`: latency, not bandwidth, is what it waits for), first tops up the
     /// zeros written ahead of the records, so that this sync, and the next ones, overwrite
     /// written blocks within the file's size and `fdatasync` flushes data only. Large syncs
-    /// (`Db::sync` after a load, GC's sync before it removes a victim) write no zeros. A failure to
-    /// write the zeros is ignored (the write then syncs as an append would); the sync's is
-    /// not.
+    /// (`Db::sync` after a load, GC's sync before it removes a victim) write no zeros. A
+    /// failure to write the zeros is ignored (the write then syncs as an append would); the
+    /// sync's is not.
     pub fn sync_write(&mut self) -> Result<()> {
         self.check_not_failed()?;
         self.write_out()?;
