@@ -1123,9 +1123,11 @@ impl Db {
     /// often. Values already back to back with a key-order neighbour (after a first pass,
     /// or loaded in key order) and values of 64 KiB or more are left in place.
     ///
-    /// It is online and crash-safe as GC is: each batch of values is appended and synced
-    /// under write leadership, and a key written, deleted or moved by GC since the pass
-    /// began keeps its newer value. The old records become garbage that value-log GC
+    /// It is online and crash-safe as GC is: each batch of values is appended under write
+    /// leadership (not synced: after a crash before the log's next sync, a key still points
+    /// at its old copy, which stays until the move is durable), and a key written or
+    /// deleted since the pass began keeps its newer value; a value GC moved meanwhile is
+    /// moved from where GC put it. The old records become garbage that value-log GC
     /// reclaims once the pass has ended (it reads them until then), so the disk needs room
     /// for a second copy of the range's values: cluster a large database range by range. On
     /// a full disk the pass fails with a no-space error (`Error::is_no_space`) and leaves
