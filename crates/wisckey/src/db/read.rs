@@ -58,9 +58,7 @@ impl View {
 
     /// `key`'s newest entry in this view's memtables only (none if they do not hold it).
     pub(crate) fn newest_in_memtables(&self, key: &[u8]) -> Option<(ValueKind, StoredValue)> {
-        let sources = &self.sources;
-        (sources.mem.get(key, self.sequence))
-            .or_else(|| sources.imms.iter().find_map(|m| m.get(key, self.sequence)))
+        newest_in_memtables(&self.sources.mem, &self.sources.imms, key, self.sequence)
     }
 }
 
@@ -132,6 +130,18 @@ pub(crate) fn get_with<R>(
 
 /// The newest entry for `key` at `seq` in the memtable, the immutable memtables (newest
 /// first) and the version: its kind and stored value (a tombstone is returned as such).
+/// `key`'s newest entry at `seq` in the mutable memtable, then the immutable ones (newest
+/// first).
+fn newest_in_memtables(
+    mem: &MemTable,
+    imms: &[Arc<MemTable>],
+    key: &[u8],
+    seq: SequenceNumber,
+) -> Option<(ValueKind, StoredValue)> {
+    mem.get(key, seq)
+        .or_else(|| imms.iter().find_map(|m| m.get(key, seq)))
+}
+
 fn newest_entry(
     inner: &DbInner,
     mem: &MemTable,
@@ -140,10 +150,7 @@ fn newest_entry(
     key: &[u8],
     seq: SequenceNumber,
 ) -> Result<Option<(ValueKind, StoredValue)>> {
-    if let Some(hit) = mem
-        .get(key, seq)
-        .or_else(|| imms.iter().find_map(|m| m.get(key, seq)))
-    {
+    if let Some(hit) = newest_in_memtables(mem, imms, key, seq) {
         return Ok(Some(hit));
     }
     match version.get(&*inner.tables, &seek_key(key, seq))? {
