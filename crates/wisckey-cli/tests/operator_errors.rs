@@ -3,13 +3,15 @@
 //! non-zero exit status, and nothing the database held before is lost.
 
 use std::path::Path;
-use std::process::Command;
 
 use wisckey::{Db, Options};
 
 mod common;
+#[path = "../../wisckey/tests/common/tmpfs.rs"]
+mod tmpfs;
 
 use common::{damage_value, wisckey};
+use tmpfs::TmpfsMount;
 
 /// The one line a failed command printed on stderr.
 fn failure_line(args: &[&str]) -> String {
@@ -134,52 +136,6 @@ fn a_damaged_value_is_reported_with_its_file_and_offset() {
     );
 }
 
-/// A tmpfs mounted for one test and unmounted when dropped (needs root).
-struct TmpfsMount {
-    path: std::path::PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl TmpfsMount {
-    /// A tmpfs of `mib` MiB, or `None` where none can be mounted (not root, no mount rights):
-    /// `test` then skips, saying so. Under CI (`CI` set) that fails instead, as a missing
-    /// redis-cli does for the server's tests: these are the only tests of a real full disk.
-    fn or_skip(mib: u32, test: &str) -> Option<TmpfsMount> {
-        let mount = TmpfsMount::new(mib);
-        if mount.is_none() {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "{test}: could not mount a tmpfs under CI (needs root and mount rights)"
-            );
-            eprintln!("SKIPPED {test}: could not mount a tmpfs (needs root and mount rights)");
-        }
-        mount
-    }
-
-    fn new(mib: u32) -> Option<TmpfsMount> {
-        let uid = Command::new("id").arg("-u").output().ok()?;
-        if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
-            return None;
-        }
-        let dir = tempfile::tempdir().ok()?;
-        let status = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={mib}m"), "tmpfs"])
-            .arg(dir.path())
-            .status()
-            .ok()?;
-        status.success().then(|| TmpfsMount {
-            path: dir.path().to_path_buf(),
-            _dir: dir,
-        })
-    }
-}
-
-impl Drop for TmpfsMount {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.path).status();
-    }
-}
-
 /// Fills the file system holding `path` (a file of zeros, written until ENOSPC).
 fn fill(path: &Path) {
     use std::io::Write;
@@ -205,13 +161,13 @@ fn a_failed_dump_removes_its_partial_file_and_can_be_run_again() {
     let source = temp.path().join("source");
     create(&source, 2000, 8192);
     let src = source.to_str().expect("utf-8");
-    fill(&mount.path.join("filler"));
-    let dump = mount.path.join("all.dump");
+    fill(&mount.path().join("filler"));
+    let dump = mount.path().join("all.dump");
     let dump_path = dump.to_str().expect("utf-8");
     let line = failure_line(&["dump", "--db", src, "--out", dump_path]);
     assert!(line.to_lowercase().contains("no space left"), "{line}");
     assert!(!dump.exists(), "the failed dump left its partial file");
-    std::fs::remove_file(mount.path.join("filler")).expect("free space");
+    std::fs::remove_file(mount.path().join("filler")).expect("free space");
     let out = wisckey(&["dump", "--db", src, "--out", dump_path]);
     assert!(
         out.status.success(),
@@ -260,7 +216,7 @@ fn a_full_disk_fails_the_load_with_one_line_and_loses_nothing() {
         String::from_utf8_lossy(&out.stderr)
     );
 
-    let dir = mount.path.join("db");
+    let dir = mount.path().join("db");
     let before: Vec<(String, Vec<u8>)> = (0..100u32)
         .map(|i| (format!("before{i:03}"), value_of(i, 1000)))
         .collect();
@@ -271,7 +227,7 @@ fn a_full_disk_fails_the_load_with_one_line_and_loses_nothing() {
         }
         db.close().expect("close");
     }
-    fill(&mount.path.join("filler"));
+    fill(&mount.path().join("filler"));
     let path = dir.to_str().expect("utf-8 path");
     let dump_path = dump.to_str().expect("utf-8");
     let line = failure_line(&["load", "--db", path, "--merge", "--in", dump_path]);
@@ -303,7 +259,7 @@ fn a_full_disk_fails_the_load_with_one_line_and_loses_nothing() {
     }
     db.close().expect("close");
     // With space back, it opens for writing and takes writes again.
-    std::fs::remove_file(mount.path.join("filler")).expect("free space");
+    std::fs::remove_file(mount.path().join("filler")).expect("free space");
     let db = Db::open(&dir, Options::default()).expect("open once space is back");
     for (k, v) in &before {
         assert_eq!(db.get(k).expect("get").as_ref(), Some(v), "{k}");

@@ -9,6 +9,10 @@ use std::sync::Arc;
 use wisckey::fs::{FaultFs, FaultKind, FaultOps, FileSystem, FsOp, MemFs, PosixFs};
 use wisckey::{Db, Error, Options, RecoveryMode, WriteOptions};
 
+#[path = "common/tmpfs.rs"]
+mod tmpfs;
+use tmpfs::TmpfsMount;
+
 const SYNC: WriteOptions = WriteOptions { sync: true };
 
 fn small_posix() -> Options {
@@ -762,8 +766,8 @@ fn real_full_tmpfs_loses_no_acknowledged_write() {
     let Some(mount) = TmpfsMount::or_skip(24, "real_full_tmpfs_loses_no_acknowledged_write") else {
         return;
     };
-    let dir = mount.path.join("db");
-    let filler = mount.path.join("filler");
+    let dir = mount.path().join("db");
+    let filler = mount.path().join("filler");
     std::fs::write(&filler, vec![1u8; 3 << 20]).expect("filler");
     let options = Options {
         vlog_segment_size: 2 << 20,
@@ -822,8 +826,8 @@ fn gc_gives_space_back_on_a_full_disk() {
     let Some(mount) = TmpfsMount::or_skip(24, "gc_gives_space_back_on_a_full_disk") else {
         return;
     };
-    let dir = mount.path.join("db");
-    let filler = mount.path.join("filler");
+    let dir = mount.path().join("db");
+    let filler = mount.path().join("filler");
     std::fs::write(&filler, vec![1u8; 1 << 20]).expect("filler");
     let options = Options {
         vlog_segment_size: 1 << 20,
@@ -877,54 +881,6 @@ fn gc_gives_space_back_on_a_full_disk() {
     let db = Db::open(&dir, options).expect("reopen");
     check(&db);
     db.close().expect("close");
-}
-
-/// A tmpfs mounted for one test and unmounted when dropped.
-struct TmpfsMount {
-    path: std::path::PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl TmpfsMount {
-    /// A tmpfs of `mib` MiB, or `None` where none can be mounted (not root, no mount rights):
-    /// `test` then skips, saying so. Under CI (`CI` set) that fails instead, as a missing
-    /// redis-cli does for the server's tests: these are the only tests of a real full disk.
-    fn or_skip(mib: u32, test: &str) -> Option<TmpfsMount> {
-        let mount = TmpfsMount::new(mib);
-        if mount.is_none() {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "{test}: could not mount a tmpfs under CI (needs root and mount rights)"
-            );
-            eprintln!("SKIPPED {test}: could not mount a tmpfs (needs root and mount rights)");
-        }
-        mount
-    }
-
-    fn new(mib: u32) -> Option<TmpfsMount> {
-        // SAFETY: geteuid has no preconditions and touches no memory.
-        if unsafe { libc::geteuid() } != 0 {
-            return None;
-        }
-        let dir = tempfile::tempdir().ok()?;
-        let status = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={mib}m"), "tmpfs"])
-            .arg(dir.path())
-            .status()
-            .ok()?;
-        status.success().then(|| TmpfsMount {
-            path: dir.path().to_path_buf(),
-            _dir: dir,
-        })
-    }
-}
-
-impl Drop for TmpfsMount {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount")
-            .arg(&self.path)
-            .status();
-    }
 }
 
 /// Defect: an iterator outliving `close()` kept reading and kept the LOCK, so a reopen

@@ -128,8 +128,6 @@ pub(crate) fn get_with<R>(
     }
 }
 
-/// The newest entry for `key` at `seq` in the memtable, the immutable memtables (newest
-/// first) and the version: its kind and stored value (a tombstone is returned as such).
 /// `key`'s newest entry at `seq` in the mutable memtable, then the immutable ones (newest
 /// first).
 fn newest_in_memtables(
@@ -142,6 +140,8 @@ fn newest_in_memtables(
         .or_else(|| imms.iter().find_map(|m| m.get(key, seq)))
 }
 
+/// The newest entry for `key` at `seq` in the memtable, the immutable memtables (newest
+/// first) and the version: its kind and stored value (a tombstone is returned as such).
 fn newest_entry(
     inner: &DbInner,
     mem: &MemTable,
