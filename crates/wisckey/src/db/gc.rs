@@ -1101,9 +1101,62 @@ mod tests {
     use std::sync::atomic::Ordering;
     use std::time::{Duration, Instant};
 
-    use super::{choose, losing_ground, run, sample_stale, VictimPolicy};
+    use super::{choose, losing_ground, run, sample_stale, LsmIndex, VictimPolicy};
     use crate::fs::{FaultFs, FaultKind, FaultOps, FsOp, MemFs};
+    use crate::gc::{GcIndex, Relocation};
     use crate::{Db, Options, Result};
+
+    /// A delete and an overwrite that land after a clustering batch was judged live
+    /// (`still_live`) and before the write leader relocates it are never shadowed by the
+    /// relocation, nor after a reopen: while the judging view's memtable is still in memory
+    /// the leader finds them there; flushed to a table in between, it looks there too. The
+    /// batch's other values move.
+    #[test]
+    fn writes_between_a_clustering_judgement_and_its_relocation_are_never_shadowed() {
+        for flush_between in [false, true] {
+            let options = Options {
+                gc_space_amp_target: f64::INFINITY,
+                ..Options::small_for_tests(Arc::new(MemFs::new()))
+            };
+            let db = Db::open("/db", options.clone()).expect("open");
+            let key = |i: u8| format!("key{i}").into_bytes();
+            for i in 0..4u8 {
+                db.put(key(i), [i; 1000]).expect("put");
+            }
+            // In a table, where a pass over a loaded database finds its keys.
+            db.flush().expect("flush");
+            let lookup = LsmIndex::new(&db.inner, false, false);
+            let pointer = |i: u8| lookup.newest_pointer(&key(i)).expect("lookup");
+            let batch: Vec<Relocation> = (0..4u8)
+                .map(|i| Relocation {
+                    key: key(i),
+                    value: vec![i; 1000],
+                    old: pointer(i).expect("a value pointer"),
+                })
+                .collect();
+            let before: Vec<_> = batch.iter().map(|r| r.old).collect();
+            let pass = LsmIndex::new(&db.inner, false, false);
+            let live = pass.still_live(batch).expect("judge");
+            assert_eq!(live.len(), 4, "all four judged live");
+            db.delete(key(0)).expect("racing delete");
+            db.put(key(1), b"newer").expect("racing overwrite");
+            if flush_between {
+                db.flush().expect("flush the racing writes");
+            }
+            let (moved, _) = pass.relocate_if_unchanged(live).expect("relocate");
+            let case = if flush_between { "flushed" } else { "in memory" };
+            assert_eq!(moved, 2, "{case}: only the untouched values move");
+            assert!(pointer(2) != Some(before[2]) && pointer(3) != Some(before[3]));
+            db.close().expect("close");
+            let db = Db::open("/db", options).expect("reopen");
+            assert_eq!(db.get(key(0)).expect("get"), None, "{case}: the delete stands");
+            assert_eq!(db.get(key(1)).expect("get").as_deref(), Some(&b"newer"[..]));
+            for i in 2..4u8 {
+                assert_eq!(db.get(key(i)).expect("get"), Some(vec![i; 1000]));
+            }
+            db.close().expect("close");
+        }
+    }
 
     /// Defect: a sample that failed (the segment did not read) was stored as an estimate of
     /// 0 dead bytes, replacing a good earlier sample until the log moved on again.
