@@ -775,3 +775,36 @@ pub(crate) fn run_reads_durable(shared: &Shared, mut b: Batch, limit: usize) -> 
     }
     b
 }
+
+/// A connection's read-only batch, handed to the reader thread (single-threaded runtime).
+pub(crate) struct ReadJob {
+    pub batch: Batch,
+    pub limit: usize,
+    /// Gets the batch back with its replies, and how long it took to run.
+    pub done: tokio::sync::oneshot::Sender<(Batch, std::time::Duration)>,
+}
+
+/// Starts the reader thread of a single-threaded server: it runs read-only batches too long
+/// for the event loop ([`run_reads_durable`]) one after the other, as they are queued, so
+/// the loop goes on serving while they run without a blocking-pool hand-off per batch.
+/// Ends when every sender is dropped.
+pub(crate) fn spawn_reader(
+    shared: std::sync::Arc<Shared>,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<ReadJob>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("wisckey-read".into())
+        .spawn(move || {
+            while let Some(ReadJob { batch, limit, done }) = rx.blocking_recv() {
+                let began = std::time::Instant::now();
+                // A panic ends only this batch's connection (its `done` is dropped), as a
+                // panic on a blocking-pool thread would; the thread goes on for the others.
+                let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    run_reads_durable(&shared, batch, limit)
+                }));
+                if let Ok(batch) = ran {
+                    let _ = done.send((batch, began.elapsed()));
+                }
+            }
+        })
+}

@@ -3,8 +3,9 @@
 //!
 //! Per connection, requests are decoded as they arrive and executed in order, a pipeline's
 //! worth at a time; replies are written before more requests are read. Where a batch runs
-//! (see `pipeline.rs`): only GETs/MGETs/PINGs on the connection's own task (falling back to
-//! the blocking pool for a while when a batch turns out slow); only plain SET/MSET/INCR-
+//! (see `pipeline.rs`): only GETs/MGETs/PINGs on the connection's own task (on one event
+//! loop, longer such batches on a reader thread; falling back to the blocking pool for a
+//! while when a batch turns out slow); only plain SET/MSET/INCR-
 //! family/GET commands on the executor, which commits every connection's waiting writes
 //! together; anything else on a blocking thread. The executor is a thread of its own on a
 //! multi-threaded runtime, and a task on a single-threaded one, where the loop runs each
@@ -46,7 +47,7 @@ use tokio::task::JoinSet;
 use crate::cmd::{After, Client, Shared};
 use crate::config::{AppendFsync, Config};
 use crate::error::Error;
-use crate::pipeline::{self, Batch, Job};
+use crate::pipeline::{self, Batch, Job, ReadJob};
 use crate::resp::{Decoder, Reply};
 use crate::store::{Durability, Store};
 use tokio::sync::mpsc::UnboundedSender;
@@ -63,11 +64,13 @@ const READ_CHUNK: usize = 64 << 10;
 /// 0.90-1.10x (no difference). Data on disk is caught by [`SLOW_INLINE`].
 const INLINE_MAX: usize = 32;
 /// [`INLINE_MAX`] on a single-threaded runtime: there, longer read batches go to the
-/// blocking pool so they use another core while the loop goes on. Measured (16 pipelined
-/// 1 KiB GETs, 50 clients, two cores shared with the client, two rounds): 1.15-1.38x the
-/// rate of running them on the loop.
+/// reader thread so they use another core while the loop goes on. Measured (16 pipelined
+/// 1 KiB GETs, 50 clients, two cores shared with the client, two rounds): the blocking
+/// pool 1.15-1.38x the rate of running them on the loop; the reader thread 1.28-1.42x the
+/// pool's, at 0.6-0.7x its CPU per GET (three rounds, 2026-11-30; docs/BENCHMARKS.md).
 const INLINE_MAX_SINGLE_LOOP: usize = 4;
-/// A read-only batch run on the connection's thread that takes longer than this...
+/// A read-only batch run on the connection's thread (or the reader thread) that takes
+/// longer than this...
 const SLOW_INLINE: Duration = Duration::from_micros(500);
 /// ...sends that connection's next this many batches to the blocking pool.
 const POOL_BATCHES_AFTER_SLOW: u32 = 64;
@@ -154,13 +157,25 @@ impl Server {
             let threads = pipeline::spawn_executor(Arc::clone(&shared), rx, 1)?;
             (tx, Committer::Threads(threads))
         });
+        // On a single-threaded runtime, read batches too long for the loop go to a reader
+        // thread of their own.
+        let mut reader = if shared.single_loop {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            Some((tx, pipeline::spawn_reader(Arc::clone(&shared), rx)?))
+        } else {
+            None
+        };
         let mut conns = JoinSet::new();
         loop {
             tokio::select! {
                 _ = stop.wait_for(|s| *s) => break,
                 accepted = listener.accept() => match accepted {
                     Ok((stream, _)) => {
-                        accept(&shared, executor.as_ref().map(|e| &e.0), &mut conns, stream)
+                        let lanes = Lanes {
+                            exec: executor.as_ref().map(|e| &e.0),
+                            reader: reader.as_ref().map(|r| &r.0),
+                        };
+                        accept(&shared, lanes, &mut conns, stream)
                     }
                     Err(e) => {
                         // Out of file descriptors and the like: keep serving the others.
@@ -179,6 +194,15 @@ impl Server {
             conns.shutdown().await;
         }
         background.shutdown().await;
+        if let Some((sender, thread)) = reader.take() {
+            drop(sender);
+            let joined = tokio::task::spawn_blocking(move || thread.join())
+                .await
+                .map_err(join_error)?;
+            if joined.is_err() {
+                say!("wisckey serve: the reader thread panicked");
+            }
+        }
         // Every connection has ended: dropping the last sender ends the executor (thread
         // or task), which holds the shared state.
         if let Some((sender, committer)) = executor.take() {
@@ -242,12 +266,16 @@ async fn close(mut shared: Arc<Shared>) -> Result<(), Error> {
     )))
 }
 
-fn accept(
-    shared: &Arc<Shared>,
-    exec: Option<&UnboundedSender<Job>>,
-    conns: &mut JoinSet<()>,
-    stream: TcpStream,
-) {
+/// Where a connection sends the batches it does not run itself.
+#[derive(Clone, Copy)]
+struct Lanes<'a> {
+    /// The executor (batched writes).
+    exec: Option<&'a UnboundedSender<Job>>,
+    /// The reader thread (long read batches, single-threaded runtime only).
+    reader: Option<&'a UnboundedSender<ReadJob>>,
+}
+
+fn accept(shared: &Arc<Shared>, lanes: Lanes<'_>, conns: &mut JoinSet<()>, stream: TcpStream) {
     let stats = &shared.stats;
     stats.connections_received.fetch_add(1, Ordering::Relaxed);
     if stats.connected_clients.load(Ordering::Relaxed) >= shared.config.max_clients {
@@ -258,11 +286,16 @@ fn accept(
     }
     stats.connected_clients.fetch_add(1, Ordering::Relaxed);
     let shared = Arc::clone(shared);
-    let exec = exec.cloned();
+    let exec = lanes.exec.cloned();
+    let reader = lanes.reader.cloned();
     conns.spawn(async move {
         let _counted = Connected(Arc::clone(&shared));
+        let lanes = Lanes {
+            exec: exec.as_ref(),
+            reader: reader.as_ref(),
+        };
         // A connection's I/O error ends that connection only.
-        let _ = connection(shared, exec.as_ref(), stream).await;
+        let _ = connection(shared, lanes, stream).await;
     });
 }
 
@@ -282,9 +315,13 @@ fn executor_gone() -> Error {
     Error::Io(std::io::Error::other("the executor thread has stopped"))
 }
 
+fn reader_gone() -> Error {
+    Error::Io(std::io::Error::other("the reader thread has stopped"))
+}
+
 async fn connection(
     shared: Arc<Shared>,
-    exec: Option<&UnboundedSender<Job>>,
+    lanes: Lanes<'_>,
     mut stream: TcpStream,
 ) -> Result<(), Error> {
     stream.set_nodelay(true)?;
@@ -372,8 +409,9 @@ async fn connection(
                         batch.after = After::Close;
                     }
                 }
-            } else if let Some(exec) =
-                exec.filter(|_| !reads && pipeline::all_fast(&batch.client, &batch.pending))
+            } else if let Some(exec) = lanes
+                .exec
+                .filter(|_| !reads && pipeline::all_fast(&batch.client, &batch.pending))
             {
                 let (done, result) = tokio::sync::oneshot::channel();
                 let job = Job {
@@ -390,6 +428,17 @@ async fn connection(
                 (batch.pending, batch.out) = (pending, out);
                 if after != After::Continue {
                     batch.after = after;
+                }
+            } else if let Some(reader) = lanes.reader.filter(|_| reads && slow_reads == 0) {
+                let (done, result) = tokio::sync::oneshot::channel();
+                let job = ReadJob { batch, limit, done };
+                if reader.send(job).is_err() {
+                    return Err(reader_gone());
+                }
+                let took;
+                (batch, took) = result.await.map_err(|_| reader_gone())?;
+                if took > SLOW_INLINE {
+                    slow_reads = POOL_BATCHES_AFTER_SLOW;
                 }
             } else if reads {
                 slow_reads = slow_reads.saturating_sub(1);

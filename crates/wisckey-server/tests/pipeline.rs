@@ -527,3 +527,61 @@ fn a_commit_that_fails_before_a_read_fails_the_writes_it_held() {
         assert!(lines[1].starts_with("-ERR"), "{text:?}");
     });
 }
+
+#[test]
+fn long_read_pipelines_from_many_connections_get_their_own_replies_in_order() {
+    // Read-only batches longer than a connection runs itself (on one event loop: more than
+    // 4 keys) are run elsewhere (a reader thread, or the blocking pool) and handed back:
+    // each connection must get exactly its own replies, in request order, and the server
+    // must still shut down cleanly afterwards.
+    for threads in BOTH_WAYS {
+        let server = TestServer::start(|c| c.threads = threads);
+        let clients: Vec<_> = (0..8u8)
+            .map(|c| {
+                let mut raw = server.raw();
+                std::thread::spawn(move || {
+                    let key = |i: u8| format!("c{c}-k{i}").into_bytes();
+                    let value =
+                        |i: u8| vec![b'a' + (i % 26); 50 + 10 * usize::from(c) + usize::from(i)];
+                    let sets: Vec<u8> = (0..30)
+                        .flat_map(|i| resp(&[b"SET", &key(i), &value(i)]))
+                        .collect();
+                    raw.send(&sets);
+                    raw.expect(&b"+OK\r\n".repeat(30));
+                    let bulk = |v: &[u8]| {
+                        [
+                            format!("${}\r\n", v.len()).into_bytes(),
+                            v.to_vec(),
+                            b"\r\n".to_vec(),
+                        ]
+                        .concat()
+                    };
+                    for round in 0..20u8 {
+                        let (mut request, mut expected) = (Vec::new(), Vec::new());
+                        for j in 0..20u8 {
+                            let i = (round + j * 7) % 30;
+                            request.extend(resp(&[b"GET", &key(i)]));
+                            expected.extend(bulk(&value(i)));
+                        }
+                        let mget: Vec<Vec<u8>> = (0..10u8).map(|j| key((round + j) % 30)).collect();
+                        let mut args: Vec<&[u8]> = vec![b"MGET"];
+                        args.extend(mget.iter().map(Vec::as_slice));
+                        request.extend(resp(&args));
+                        expected.extend(b"*10\r\n");
+                        for j in 0..10u8 {
+                            expected.extend(bulk(&value((round + j) % 30)));
+                        }
+                        request.extend(resp(&[b"GET", b"missing"]));
+                        expected.extend(b"$-1\r\n");
+                        raw.send(&request);
+                        raw.expect(&expected);
+                    }
+                })
+            })
+            .collect();
+        for c in clients {
+            c.join().expect("client");
+        }
+        server.stop();
+    }
+}

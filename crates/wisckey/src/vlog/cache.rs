@@ -40,8 +40,10 @@ pub struct CachedValue {
 impl CachedValue {
     fn new(key: &[u8], key_len: u32, value: &[u8]) -> CachedValue {
         CachedValue {
-            // An iterator of known length: one allocation, no intermediate buffer.
-            key_then_value: key.iter().chain(value).copied().collect(),
+            // Two bulk copies and an intermediate buffer: collecting the chained bytes into
+            // the `Arc` copies them one at a time, which profiled at 8% of a server's CPU
+            // serving 16 KiB GETs (2026-11-30).
+            key_then_value: Arc::from([key, value].concat()),
             key_len,
         }
     }
