@@ -784,27 +784,100 @@ pub(crate) struct ReadJob {
     pub done: tokio::sync::oneshot::Sender<(Batch, std::time::Duration)>,
 }
 
+/// How long the reader thread sends batches to the blocking pool after one ran slow.
+const POOL_WHILE_SLOW: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// When the reader thread last saw a slow batch, so it stops running batches one after
+/// another while the data is on disk.
+struct SlowMark {
+    origin: std::time::Instant,
+    /// Microseconds after `origin` until which batches go to the blocking pool.
+    until_us: std::sync::atomic::AtomicU64,
+}
+
+impl SlowMark {
+    fn new() -> SlowMark {
+        SlowMark {
+            origin: std::time::Instant::now(),
+            until_us: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    fn since_origin(&self) -> u64 {
+        u64::try_from(self.origin.elapsed().as_micros()).unwrap_or(u64::MAX)
+    }
+
+    fn mark(&self) {
+        let until = self.since_origin() + POOL_WHILE_SLOW.as_micros() as u64;
+        self.until_us.fetch_max(until, Ordering::Relaxed);
+    }
+
+    fn recent(&self) -> bool {
+        self.since_origin() < self.until_us.load(Ordering::Relaxed)
+    }
+}
+
 /// Starts the reader thread of a single-threaded server: it runs read-only batches too long
 /// for the event loop ([`run_reads_durable`]) one after the other, as they are queued, so
 /// the loop goes on serving while they run without a blocking-pool hand-off per batch.
-/// Ends when every sender is dropped.
+/// Once a batch takes longer than `slow` (its data on disk), and for [`POOL_WHILE_SLOW`]
+/// after the last such batch, it hands batches to the blocking pool instead, where they
+/// read in parallel rather than queue behind each other's disk reads. Must be called on
+/// the runtime (its blocking pool). Ends when every sender is dropped.
 pub(crate) fn spawn_reader(
     shared: std::sync::Arc<Shared>,
     mut rx: tokio::sync::mpsc::UnboundedReceiver<ReadJob>,
+    slow: std::time::Duration,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
+    let pool = tokio::runtime::Handle::current();
+    let mark = std::sync::Arc::new(SlowMark::new());
     std::thread::Builder::new()
         .name("wisckey-read".into())
         .spawn(move || {
-            while let Some(ReadJob { batch, limit, done }) = rx.blocking_recv() {
-                let began = std::time::Instant::now();
-                // A panic ends only this batch's connection (its `done` is dropped), as a
-                // panic on a blocking-pool thread would; the thread goes on for the others.
-                let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    run_reads_durable(&shared, batch, limit)
-                }));
-                if let Ok(batch) = ran {
-                    let _ = done.send((batch, began.elapsed()));
+            while let Some(job) = rx.blocking_recv() {
+                if mark.recent() {
+                    let (shared, mark) =
+                        (std::sync::Arc::clone(&shared), std::sync::Arc::clone(&mark));
+                    // Dropped, the task's handle does not cancel it.
+                    pool.spawn_blocking(move || run_read_job(&shared, &mark, slow, job));
+                } else {
+                    run_read_job(&shared, &mark, slow, job);
                 }
             }
         })
+}
+
+/// Runs one [`ReadJob`], marks `mark` if it took longer than `slow`, and sends it back.
+fn run_read_job(shared: &Shared, mark: &SlowMark, slow: std::time::Duration, job: ReadJob) {
+    let ReadJob { batch, limit, done } = job;
+    let began = std::time::Instant::now();
+    // A panic ends only this batch's connection (its `done` is dropped), as a panic on a
+    // blocking-pool thread would; the reader thread goes on for the others.
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run_reads_durable(shared, batch, limit)
+    }));
+    let took = began.elapsed();
+    if took > slow {
+        mark.mark();
+    }
+    if let Ok(batch) = ran {
+        let _ = done.send((batch, took));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slow_batch_sends_the_reader_threads_next_ones_to_the_pool_for_a_while() {
+        let mark = SlowMark::new();
+        assert!(!mark.recent(), "nothing slow yet");
+        mark.mark();
+        assert!(mark.recent(), "right after a slow batch");
+        std::thread::sleep(POOL_WHILE_SLOW + std::time::Duration::from_millis(50));
+        assert!(!mark.recent(), "the mark wears off");
+        mark.mark();
+        assert!(mark.recent(), "and comes back with the next slow batch");
+    }
 }

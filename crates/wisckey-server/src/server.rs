@@ -161,7 +161,10 @@ impl Server {
         // thread of their own.
         let mut reader = if shared.single_loop {
             let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-            Some((tx, pipeline::spawn_reader(Arc::clone(&shared), rx)?))
+            Some((
+                tx,
+                pipeline::spawn_reader(Arc::clone(&shared), rx, SLOW_INLINE)?,
+            ))
         } else {
             None
         };
