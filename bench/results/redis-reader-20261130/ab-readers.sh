@@ -1,15 +1,6 @@
 #!/bin/bash
 # like ab-reader.sh: old (pool), reader threads 1 and 2 (WISCKEY_READERS), redis
-run() { local name=$1; shift
-  rm -rf /var/tmp/pg; mkdir -p /var/tmp/pg; sync; sleep 1
-  "$@" >/dev/null 2>&1 & local pid=$!
-  for i in $(seq 50); do redis-cli -p 16401 ping >/dev/null 2>&1 && break; sleep 0.1; done
-  redis-benchmark -p 16401 -t set -n 50000 -r 50000 -d ${D:-1024} -P 16 -c 50 -q >/dev/null
-  local c0=$(awk '{print $14+$15}' /proc/$pid/stat)
-  local r=$(redis-benchmark -p 16401 -t get -n ${N:-600000} -r 50000 -d ${D:-1024} -P ${P:-16} -c 50 -q | tr '\r' '\n' | grep "requests per second" | tail -1)
-  local c1=$(awk '{print $14+$15}' /proc/$pid/stat)
-  redis-cli -p 16401 shutdown nosave >/dev/null 2>&1; wait
-  echo "$name $r cpu_ticks=$((c1-c0))"; }
+. "$(dirname "$0")/ab-run.sh"
 for r in $(seq ${ROUNDS:-3}); do
   run old $OLD serve --db /var/tmp/pg --port 16401 --appendfsync always --threads 1
   WISCKEY_READERS=1 run new1 $NEW serve --db /var/tmp/pg --port 16401 --appendfsync always --threads 1
