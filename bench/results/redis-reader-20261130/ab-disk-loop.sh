@@ -1,10 +1,11 @@
 #!/bin/bash
 # Pipelined GETs of data on disk, one event loop: OLD vs NEW `wisckey serve --threads 1` in a
 # 256 MiB memory cgroup (page cache included) over 2 GiB of 16 KiB values, page cache dropped
-# before each run. Usage (root, from the repository root): OLD=bin NEW=bin ROUNDS=2 bash ab-disk-loop.sh
+# before each run. Usage (root, from the repository root): OLD=bin NEW=bin ROUNDS=2 [ARGS=] bash ab-disk-loop.sh
+# (ARGS: the servers' options instead of `--threads 1`; empty for the default server)
 set -u
 db=/var/tmp/disk-loop; port=16402; keys=131072; size=16384
-start() { bench/cgexec.sh disk-loop 256M "$1" serve --db $db --port $port --appendfsync everysec --threads 1 >/dev/null 2>&1 & pid=$!
+start() { bench/cgexec.sh disk-loop 256M "$1" serve --db $db --port $port --appendfsync everysec ${ARGS---threads 1} >/dev/null 2>&1 & pid=$!
   for i in $(seq 100); do redis-cli -p $port ping >/dev/null 2>&1 && break; sleep 0.1; done; }
 stop() { redis-cli -p $port shutdown >/dev/null 2>&1; wait $pid; }
 rm -rf $db; start "$NEW"

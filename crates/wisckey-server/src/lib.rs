@@ -19,6 +19,7 @@
 mod cmd;
 mod config;
 mod cursor;
+mod disk;
 mod error;
 pub mod format;
 mod glob;

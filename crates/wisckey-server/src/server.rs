@@ -5,7 +5,7 @@
 //! worth at a time; replies are written before more requests are read. Where a batch runs
 //! (see `pipeline.rs`): only GETs/MGETs/PINGs on the connection's own task (on one event
 //! loop, longer such batches on a reader thread; falling back to the blocking pool for a
-//! while when a batch turns out slow); only plain SET/MSET/INCR-
+//! while when a batch turns out to wait on the disk); only plain SET/MSET/INCR-
 //! family/GET commands on the executor, which commits every connection's waiting writes
 //! together; anything else on a blocking thread. The executor is a thread of its own on a
 //! multi-threaded runtime, and a task on a single-threaded one, where the loop runs each
@@ -70,7 +70,7 @@ const INLINE_MAX: usize = 32;
 /// pool's, at 0.6-0.7x its CPU per GET (three rounds, 2026-11-30; docs/BENCHMARKS.md).
 const INLINE_MAX_SINGLE_LOOP: usize = 4;
 /// A read-only batch run on the connection's thread (or the reader thread) that takes
-/// longer than this...
+/// longer than this, and read from the disk meanwhile ([`pipeline::waited_on_disk`]),...
 const SLOW_INLINE: Duration = Duration::from_micros(500);
 /// ...sends that connection's next this many batches to the blocking pool.
 const POOL_BATCHES_AFTER_SLOW: u32 = 64;
@@ -392,12 +392,12 @@ async fn connection(
             let reads = pipeline::read_only(&batch.client, &batch.pending);
             if reads && slow_reads == 0 && pipeline::keys_read(&batch.pending) <= inline_max {
                 // Reads of in-memory data take microseconds: run them here rather than pay
-                // for a hand-off to the blocking pool. If they turn out slow (the data is
-                // on disk), send this connection's batches to the pool for a while so one
+                // for a hand-off to the blocking pool. If they turn out slow waiting on
+                // the disk, send this connection's batches to the pool for a while so one
                 // client cannot hold a reactor thread.
                 let began = Instant::now();
                 pipeline::run_reads(&shared, &mut batch, limit);
-                if began.elapsed() > SLOW_INLINE {
+                if pipeline::waited_on_disk(began, SLOW_INLINE) {
                     slow_reads = POOL_BATCHES_AFTER_SLOW;
                 }
                 if shared.store.needs_sync() {
@@ -438,9 +438,9 @@ async fn connection(
                 if reader.send(job).is_err() {
                     return Err(reader_gone());
                 }
-                let took;
-                (batch, took) = result.await.map_err(|_| reader_gone())?;
-                if took > SLOW_INLINE {
+                let on_disk;
+                (batch, on_disk) = result.await.map_err(|_| reader_gone())?;
+                if on_disk {
                     slow_reads = POOL_BATCHES_AFTER_SLOW;
                 }
             } else if reads {
