@@ -12,6 +12,9 @@
 # bench/results/redis-<date>/.
 #
 # SETTLE_SECS=2: pause after each server's data directory is deleted (see the loop).
+# GET_X=1: GETs per cell as a multiple of N (then -t set, -t get, -t mset,incr run one
+# after the other). GETs take no sync, so at N_16K=20000 a pipelined GET cell lasts under
+# 0.1 s and its ratio moves 0.3-0.9 between runs; GET_X=10 makes it last about a second.
 #
 # Before/after in one run: BASELINE_BIN=/path/to/an/older/wisckey adds a third server,
 # `base`, run right after wisckey and redis for every cell (interleaved, so a noisy
@@ -26,6 +29,7 @@ N_1K=${N_1K:-20000}
 N_16K=${N_16K:-5000}
 KEYSPACE=${KEYSPACE:-100000}
 CLIENTS=${CLIENTS:-50}
+GET_X=${GET_X:-1}
 DB_ROOT=${DB_ROOT:-${TMPDIR:-/tmp}}
 PORT=${PORT:-16380}
 
@@ -50,7 +54,7 @@ if [ -n "${BASELINE_BIN:-}" ]; then
 fi
 
 {
-  echo "# run-redis.sh $(date -u +%Y-%m-%dT%H:%MZ): N_1K=$N_1K N_16K=$N_16K KEYSPACE=$KEYSPACE CLIENTS=$CLIENTS"
+  echo "# run-redis.sh $(date -u +%Y-%m-%dT%H:%MZ): N_1K=$N_1K N_16K=$N_16K GET_X=$GET_X KEYSPACE=$KEYSPACE CLIENTS=$CLIENTS"
   echo "# machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB memory; data in $DB_ROOT ($(df -T "$DB_ROOT" | awk 'NR==2 {print $2}'))"
   echo "# $(redis-server --version | cut -d' ' -f1-3); wisckey ${REV:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}${WISCKEY_ARGS:+ ($WISCKEY_ARGS)}${BASELINE_BIN:+; base $BASELINE_BIN ${BASE_REV:-}${BASELINE_ARGS:+ ($BASELINE_ARGS)}}"
 } > "$out/summary.txt"
@@ -83,6 +87,12 @@ start_server() { # engine fsync dir
   exit 1
 }
 
+# rb TESTS N: one redis-benchmark run of the current cell, CSV on stdout.
+rb() {
+  redis-benchmark -p "$PORT" -t "$1" -n "$2" -r "$KEYSPACE" -c "$CLIENTS" \
+    -d "$size" -P "$pipeline" --csv
+}
+
 for size in 1024 16384; do
   n=$N_1K; [ "$size" = 16384 ] && n=$N_16K
   for pipeline in 1 16; do
@@ -91,8 +101,12 @@ for size in 1024 16384; do
       dir=$(mktemp -d "$DB_ROOT/redis-bench.XXXXXX")
       start_server "$1" "$2" "$dir"
       csv=$out/$1-$2-d$size-P$pipeline.csv
-      redis-benchmark -p "$PORT" -t set,get,mset,incr -n "$n" -r "$KEYSPACE" -c "$CLIENTS" \
-        -d "$size" -P "$pipeline" --csv > "$csv"
+      if [ "$GET_X" = 1 ]; then
+        rb set,get,mset,incr "$n" > "$csv"
+      else
+        # One CSV header: the later runs' first lines dropped.
+        { rb set "$n"; rb get $((n * GET_X)) | tail -n +2; rb mset,incr "$n" | tail -n +2; } > "$csv"
+      fi
       stop_server
       rm -rf "$dir"
       # The root file system is mounted with `discard`: right after a deletion the device
