@@ -781,7 +781,7 @@ pub(crate) struct ReadJob {
     pub batch: Batch,
     pub limit: usize,
     /// Gets the batch back with its replies, and whether it ran slow waiting on the disk
-    /// (see [`waited_on_disk`]).
+    /// or copying large values (see [`ran_slow`]).
     pub done: tokio::sync::oneshot::Sender<(Batch, bool)>,
 }
 
@@ -848,16 +848,26 @@ pub(crate) fn spawn_reader(
         })
 }
 
-/// Whether reads that began at `began` on this thread ran longer than `slow` because they
-/// waited on the disk: a batch of page-cache reads slowed only by the scheduler (two cores
-/// shared with the clients) does not count, as it would gain nothing from running in
-/// parallel on the blocking pool, and each read there costs more CPU (see [`crate::disk`]).
-pub(crate) fn waited_on_disk(began: std::time::Instant, slow: std::time::Duration) -> bool {
-    began.elapsed() > slow && crate::disk::read_since_last_look()
+/// Replies of a read batch beyond which, if it also ran slow, the batch counts as heavy
+/// work for an event loop even with its data in memory (see [`ran_slow`]).
+const HEAVY_REPLIES: usize = 1 << 20;
+
+/// Whether reads that began at `began` on this thread, and added `reply_bytes` of replies,
+/// ran longer than `slow` for a reason that sends the next ones off the event loop: they
+/// waited on the disk, or they copied large values (over [`HEAVY_REPLIES`]). A batch of
+/// page-cache reads slowed only by the scheduler (two cores shared with the clients) does
+/// not count: it would gain nothing from running in parallel on the blocking pool, and
+/// each read there costs more CPU (see [`crate::disk`]).
+pub(crate) fn ran_slow(
+    began: std::time::Instant,
+    slow: std::time::Duration,
+    reply_bytes: usize,
+) -> bool {
+    began.elapsed() > slow && (reply_bytes > HEAVY_REPLIES || crate::disk::read_since_last_look())
 }
 
-/// Runs one [`ReadJob`], marks `mark` if it waited on the disk (its reads, or the sync of
-/// the writes they saw) for longer than `slow`, and sends it back.
+/// Runs one [`ReadJob`], marks `mark` if it ran slow ([`ran_slow`], or the sync of the
+/// writes its reads saw took longer than `slow`), and sends it back.
 fn run_read_job(shared: &Shared, mark: &SlowMark, slow: std::time::Duration, job: ReadJob) {
     let ReadJob {
         mut batch,
@@ -867,27 +877,49 @@ fn run_read_job(shared: &Shared, mark: &SlowMark, slow: std::time::Duration, job
     // A panic ends only this batch's connection (its `done` is dropped), as a panic on a
     // blocking-pool thread would; the reader thread goes on for the others.
     let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let began = std::time::Instant::now();
+        let (began, replies_before) = (std::time::Instant::now(), batch.out.len());
         run_reads(shared, &mut batch, limit);
-        let read_from_disk = waited_on_disk(began, slow);
+        let reads_ran_slow = ran_slow(began, slow, batch.out.len() - replies_before);
         // A sync shows in no read count: timed on its own.
         let syncing = std::time::Instant::now();
         if let Err(e) = shared.store.make_durable() {
             not_durable(&e, &mut batch.out, &mut batch.pending, &mut batch.after);
         }
-        (batch, read_from_disk || syncing.elapsed() > slow)
+        (batch, reads_ran_slow || syncing.elapsed() > slow)
     }));
-    if let Ok((batch, on_disk)) = ran {
-        if on_disk {
+    if let Ok((batch, was_slow)) = ran {
+        if was_slow {
             mark.mark();
         }
-        let _ = done.send((batch, on_disk));
+        let _ = done.send((batch, was_slow));
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// On a thread of its own, which has read nothing from the disk.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_slow_batch_leaves_the_loop_only_for_disk_reads_or_large_replies() {
+        std::thread::spawn(|| {
+            let slow = std::time::Duration::from_millis(1);
+            let now = std::time::Instant::now();
+            let long_ago = now - std::time::Duration::from_millis(20);
+            assert!(!ran_slow(now, slow, 2 * HEAVY_REPLIES), "not slow at all");
+            assert!(
+                !ran_slow(long_ago, slow, 16 * 1024),
+                "slow with small replies and no disk read: the scheduler's delay"
+            );
+            assert!(
+                ran_slow(long_ago, slow, HEAVY_REPLIES + 1),
+                "slow copying large values"
+            );
+        })
+        .join()
+        .expect("the test thread");
+    }
 
     #[test]
     fn a_slow_batch_sends_the_reader_threads_next_ones_to_the_pool_for_a_while() {

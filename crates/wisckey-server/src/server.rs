@@ -5,7 +5,7 @@
 //! worth at a time; replies are written before more requests are read. Where a batch runs
 //! (see `pipeline.rs`): only GETs/MGETs/PINGs on the connection's own task (on one event
 //! loop, longer such batches on a reader thread; falling back to the blocking pool for a
-//! while when a batch turns out to wait on the disk); only plain SET/MSET/INCR-
+//! while when a batch turns out to wait on the disk or copy large values); only plain SET/MSET/INCR-
 //! family/GET commands on the executor, which commits every connection's waiting writes
 //! together; anything else on a blocking thread. The executor is a thread of its own on a
 //! multi-threaded runtime, and a task on a single-threaded one, where the loop runs each
@@ -70,7 +70,8 @@ const INLINE_MAX: usize = 32;
 /// pool's, at 0.6-0.7x its CPU per GET (three rounds, 2026-11-30; docs/BENCHMARKS.md).
 const INLINE_MAX_SINGLE_LOOP: usize = 4;
 /// A read-only batch run on the connection's thread (or the reader thread) that takes
-/// longer than this, and read from the disk meanwhile ([`pipeline::waited_on_disk`]),...
+/// longer than this, and read from the disk or copied large values meanwhile
+/// ([`pipeline::ran_slow`]),...
 const SLOW_INLINE: Duration = Duration::from_micros(500);
 /// ...sends that connection's next this many batches to the blocking pool.
 const POOL_BATCHES_AFTER_SLOW: u32 = 64;
@@ -393,11 +394,11 @@ async fn connection(
             if reads && slow_reads == 0 && pipeline::keys_read(&batch.pending) <= inline_max {
                 // Reads of in-memory data take microseconds: run them here rather than pay
                 // for a hand-off to the blocking pool. If they turn out slow waiting on
-                // the disk, send this connection's batches to the pool for a while so one
-                // client cannot hold a reactor thread.
-                let began = Instant::now();
+                // the disk or copying large values, send this connection's batches to the
+                // pool for a while so one client cannot hold a reactor thread.
+                let (began, replies_before) = (Instant::now(), batch.out.len());
                 pipeline::run_reads(&shared, &mut batch, limit);
-                if pipeline::waited_on_disk(began, SLOW_INLINE) {
+                if pipeline::ran_slow(began, SLOW_INLINE, batch.out.len() - replies_before) {
                     slow_reads = POOL_BATCHES_AFTER_SLOW;
                 }
                 if shared.store.needs_sync() {
@@ -438,9 +439,9 @@ async fn connection(
                 if reader.send(job).is_err() {
                     return Err(reader_gone());
                 }
-                let on_disk;
-                (batch, on_disk) = result.await.map_err(|_| reader_gone())?;
-                if on_disk {
+                let was_slow;
+                (batch, was_slow) = result.await.map_err(|_| reader_gone())?;
+                if was_slow {
                     slow_reads = POOL_BATCHES_AFTER_SLOW;
                 }
             } else if reads {
