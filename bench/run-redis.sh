@@ -14,7 +14,7 @@
 # SETTLE_SECS=2: pause after each server's data directory is deleted (see the loop).
 # GET_X=1: GETs per cell as a multiple of N (then -t set, -t get, -t mset,incr run one
 # after the other). GETs take no sync, so at N_16K=20000 a pipelined GET cell lasts under
-# 0.1 s and its ratio moves 0.3-0.9 between runs; GET_X=10 makes it last about a second.
+# 0.1 s and its ratio moved 0.3-0.9 between runs; GET_X=10 made it last 0.4-0.8 s.
 #
 # Before/after in one run: BASELINE_BIN=/path/to/an/older/wisckey adds a third server,
 # `base`, run right after wisckey and redis for every cell (interleaved, so a noisy
