@@ -54,35 +54,15 @@ fn thread_block_input() -> Option<u64> {
 }
 
 #[cfg(all(test, target_os = "linux"))]
+#[path = "page_cache_test_support.rs"]
+mod page_cache;
+
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
+    use super::page_cache::{evict, in_memory_file_system};
     use super::*;
     use std::io::Write;
     use std::os::unix::fs::FileExt;
-    use std::os::unix::io::AsRawFd;
-
-    /// A file's pages pushed out of the page cache (written back, then dropped with
-    /// `POSIX_FADV_DONTNEED`, which needs no privileges), so the next read goes to the disk.
-    fn evict(file: &std::fs::File) {
-        file.sync_all().expect("sync the test file");
-        // SAFETY: a valid open descriptor; the advice only drops clean cached pages.
-        let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-        assert_eq!(rc, 0, "posix_fadvise");
-    }
-
-    /// Whether `dir` is on a file system held in memory (no block device to read from).
-    fn in_memory_file_system(dir: &std::path::Path) -> bool {
-        const TMPFS_MAGIC: i64 = 0x0102_1994;
-        const RAMFS_MAGIC: i64 = 0x8584_58f6;
-        let path = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).expect("path");
-        let mut stat = std::mem::MaybeUninit::<libc::statfs>::zeroed();
-        // SAFETY: a NUL-terminated path and a writable `statfs`, which the call fills.
-        let rc = unsafe { libc::statfs(path.as_ptr(), stat.as_mut_ptr()) };
-        assert_eq!(rc, 0, "statfs {}", dir.display());
-        // SAFETY: `statfs` returned 0, so it filled `stat`.
-        #[allow(clippy::unnecessary_cast)] // `f_type`'s integer type differs by target
-        let kind = unsafe { stat.assume_init() }.f_type as i64;
-        kind == TMPFS_MAGIC || kind == RAMFS_MAGIC
-    }
 
     #[test]
     fn a_page_cache_miss_counts_and_a_hit_does_not() {
@@ -98,6 +78,7 @@ mod tests {
         let path = dir.path().join("cold");
         let mut file = std::fs::File::create(&path).expect("create");
         file.write_all(&vec![7u8; 1 << 20]).expect("write");
+        file.sync_all().expect("sync the test file");
         evict(&file);
         let file = std::fs::File::open(&path).expect("open");
         let mut buf = vec![0u8; 4096];

@@ -890,6 +890,7 @@ fn run_read_job(shared: &Shared, mark: &SlowMark, slow: std::time::Duration, job
     if let Ok((batch, was_slow)) = ran {
         if was_slow {
             mark.mark();
+            (shared.stats.slow_read_batches).fetch_add(1, Ordering::Relaxed);
         }
         let _ = done.send((batch, was_slow));
     }

@@ -400,6 +400,7 @@ async fn connection(
                 pipeline::run_reads(&shared, &mut batch, limit);
                 if pipeline::ran_slow(began, SLOW_INLINE, batch.out.len() - replies_before) {
                     slow_reads = POOL_BATCHES_AFTER_SLOW;
+                    (shared.stats.slow_read_batches).fetch_add(1, Ordering::Relaxed);
                 }
                 if shared.store.needs_sync() {
                     let sh = Arc::clone(&shared);

@@ -35,6 +35,9 @@ pub struct Stats {
     pub rejected_connections: AtomicU64,
     /// Commands executed.
     pub commands_processed: AtomicU64,
+    /// Read-only batches that ran slow waiting on the disk (or copying over 1 MiB of
+    /// replies), each of which sent reads to the blocking pool for a while.
+    pub slow_read_batches: AtomicU64,
     /// Clients connected now.
     pub connected_clients: AtomicUsize,
     /// INFO keyspace's last counts (see `Config::info_keyspace_refresh`); its lock makes

@@ -359,12 +359,14 @@ pub(super) fn info(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Er
         let _ = write!(
             out,
             "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\n\
-             rejected_connections:{}\r\nexpired_keys:{}\r\nexpire_sweeps_read:{}\r\n\r\n",
+             rejected_connections:{}\r\nexpired_keys:{}\r\nexpire_sweeps_read:{}\r\n\
+             slow_read_batches:{}\r\n\r\n",
             st.connections_received.load(Ordering::Relaxed),
             st.commands_processed.load(Ordering::Relaxed),
             st.rejected_connections.load(Ordering::Relaxed),
             sh.store.expired_keys.load(Ordering::Relaxed),
-            sh.store.sweep_scans()
+            sh.store.sweep_scans(),
+            st.slow_read_batches.load(Ordering::Relaxed)
         );
     }
     if want("wisckey") {
