@@ -908,7 +908,11 @@ mod tests {
             let slow = std::time::Duration::from_millis(1);
             let now = std::time::Instant::now();
             let long_ago = now - std::time::Duration::from_millis(20);
-            assert!(!ran_slow(now, slow, 2 * HEAVY_REPLIES), "not slow at all");
+            let very_slow = std::time::Duration::from_secs(10);
+            assert!(
+                !ran_slow(now, very_slow, 2 * HEAVY_REPLIES),
+                "not slow at all"
+            );
             assert!(
                 !ran_slow(long_ago, slow, 16 * 1024),
                 "slow with small replies and no disk read: the scheduler's delay"

@@ -5,13 +5,13 @@
 //! worth at a time; replies are written before more requests are read. Where a batch runs
 //! (see `pipeline.rs`): only GETs/MGETs/PINGs on the connection's own task (on one event
 //! loop, longer such batches on a reader thread; falling back to the blocking pool for a
-//! while when a batch turns out to wait on the disk or copy large values); only plain SET/MSET/INCR-
-//! family/GET commands on the executor, which commits every connection's waiting writes
-//! together; anything else on a blocking thread. The executor is a thread of its own on a
-//! multi-threaded runtime, and a task on a single-threaded one, where the loop runs each
-//! round itself, sync included, as Redis's loop does: no thread hand-off per request, at
-//! the price of the loop waiting for the sync (requests pile up in the sockets meanwhile
-//! and make the next round).
+//! while when a batch turns out to wait on the disk or copy large values); only plain
+//! SET/MSET/INCR-family/GET commands on the executor, which commits every connection's
+//! waiting writes together; anything else on a blocking thread. The executor is a thread
+//! of its own on a multi-threaded runtime, and a task on a single-threaded one, where the
+//! loop runs each round itself, sync included, as Redis's loop does: no thread hand-off
+//! per request, at the price of the loop waiting for the sync (requests pile up in the
+//! sockets meanwhile and make the next round).
 //! Invariants that bound a client's memory: the server reads a client's socket only when
 //! no decoded request is waiting and its replies have been written, so a client that does
 //! not read its replies stops being read (its kernel buffers fill and its writes block);
