@@ -770,10 +770,16 @@ pub(crate) fn run_reads(shared: &Shared, b: &mut Batch, limit: usize) {
 /// [`run_reads`] on a blocking thread, then the durability step of [`run_batch`].
 pub(crate) fn run_reads_durable(shared: &Shared, mut b: Batch, limit: usize) -> Batch {
     run_reads(shared, &mut b, limit);
+    make_reads_durable(shared, &mut b);
+    b
+}
+
+/// The durability step after [`run_reads`]: the writes the reads saw are synced before
+/// the replies leave; if that fails, the batch answers with the error and closes.
+fn make_reads_durable(shared: &Shared, b: &mut Batch) {
     if let Err(e) = shared.store.make_durable() {
         not_durable(&e, &mut b.out, &mut b.pending, &mut b.after);
     }
-    b
 }
 
 /// A connection's read-only batch, handed to the reader thread (single-threaded runtime).
@@ -819,12 +825,12 @@ impl SlowMark {
 }
 
 /// Starts the reader thread of a single-threaded server: it runs read-only batches too long
-/// for the event loop ([`run_reads_durable`]) one after the other, as they are queued, so
-/// the loop goes on serving while they run without a blocking-pool hand-off per batch.
-/// Once a batch takes longer than `slow` (its data on disk), and for [`POOL_WHILE_SLOW`]
-/// after the last such batch, it hands batches to the blocking pool instead, where they
-/// read in parallel rather than queue behind each other's disk reads. Must be called on
-/// the runtime (its blocking pool). Ends when every sender is dropped.
+/// for the event loop ([`run_read_job`]) one after the other, as they are queued, so the
+/// loop goes on serving while they run without a blocking-pool hand-off per batch. Once a
+/// batch runs longer than `slow` waiting on the disk ([`ran_slow`]), and for
+/// [`POOL_WHILE_SLOW`] after the last such batch, it hands batches to the blocking pool
+/// instead, where they read in parallel rather than queue behind each other's disk reads.
+/// Must be called on the runtime (its blocking pool). Ends when every sender is dropped.
 pub(crate) fn spawn_reader(
     shared: std::sync::Arc<Shared>,
     mut rx: tokio::sync::mpsc::UnboundedReceiver<ReadJob>,
@@ -882,9 +888,7 @@ fn run_read_job(shared: &Shared, mark: &SlowMark, slow: std::time::Duration, job
         let reads_ran_slow = ran_slow(began, slow, batch.out.len() - replies_before);
         // A sync shows in no read count: timed on its own.
         let syncing = std::time::Instant::now();
-        if let Err(e) = shared.store.make_durable() {
-            not_durable(&e, &mut batch.out, &mut batch.pending, &mut batch.after);
-        }
+        make_reads_durable(shared, &mut batch);
         (batch, reads_ran_slow || syncing.elapsed() > slow)
     }));
     if let Ok((batch, was_slow)) = ran {
