@@ -8,8 +8,9 @@
 # The server runs in its own memory cgroup (bench/cgexec.sh: page cache included), so reads
 # that miss its caches go to the disk. Keys are redis-benchmark's own `key:%012d`, written
 # once each in order by `redis-cli --pipe` (values of VALUE bytes), so its `-r KEYS` GETs
-# hit only existing keys. With REDIS=1, redis-server is then loaded the same way under the
-# same limit, to show where it stops. Writes bench/results/redis-large-<date>/.
+# hit only existing keys. WISCKEY_BIN=/path/to/wisckey uses that binary instead of building
+# this tree (REV names it in the summary). With REDIS=1, redis-server is then loaded the same
+# way under the same limit, to show where it stops. Writes bench/results/redis-large-<date>/.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -26,11 +27,13 @@ keys=$((DATA_MIB * 1024 * 1024 / VALUE))
 for tool in redis-cli redis-benchmark; do
   command -v "$tool" >/dev/null || { apt-get update -qq && apt-get install -y -qq redis-tools >/dev/null; }
 done
-(cd "$root" && cargo build --release -p wisckey-cli)
+if [[ -z ${WISCKEY_BIN:-} ]]; then
+  (cd "$root" && cargo build --release -p wisckey-cli)
+fi
 out=$root/bench/results/redis-large-$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$out"
 bin=$(mktemp -d)/wisckey # a private copy: a concurrent build must not replace it mid-run
-cp "${CARGO_TARGET_DIR:-$root/target}/release/wisckey" "$bin"
+cp "${WISCKEY_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/wisckey}" "$bin"
 db=$DATA_DIR/redis-large
 rm -rf "$db"
 
@@ -66,7 +69,7 @@ EOF
 }
 
 {
-  echo "# run-redis-large.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) wisckey $(git -C "$root" rev-parse --short HEAD)"
+  echo "# run-redis-large.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) wisckey ${REV:-$(git -C "$root" rev-parse --short HEAD)}"
   echo "DATA_MIB=$DATA_MIB VALUE=$VALUE keys=$keys MEM_LIMIT=$MEM_LIMIT GETS=$GETS DATA_DIR=$DATA_DIR ($fstype)"
   echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$out/summary.txt"
@@ -78,7 +81,7 @@ wait_ready
 started=$(date +%s.%N)
 generate | redis-cli -p "$PORT" --pipe > "$out/load.txt" 2>&1
 loaded=$(date +%s.%N)
-echo "load: $keys SETs of $VALUE B in $(echo "$loaded - $started" | bc) s: $(tail -1 "$out/load.txt")" | tee -a "$out/summary.txt"
+echo "load: $keys SETs of $VALUE B in $(awk "BEGIN { printf \"%.1f\", $loaded - $started }") s: $(tail -1 "$out/load.txt")" | tee -a "$out/summary.txt"
 echo "dbsize: $(redis-cli -p "$PORT" DBSIZE); database on disk: $(du -sh "$db" | cut -f1)" | tee -a "$out/summary.txt"
 
 # Cold reads: restart the server (its caches empty) and drop the page cache.
