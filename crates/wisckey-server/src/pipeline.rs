@@ -736,8 +736,11 @@ fn run_round(shared: &Shared, jobs: &mut Vec<(Job, usize)>) {
 
 /// Executes a [`read_only`] batch on the calling thread, without the durability step:
 /// the caller runs [`Store::make_durable`] before sending if [`Store::needs_sync`] says so.
-pub(crate) fn run_reads(shared: &Shared, b: &mut Batch, limit: usize) {
+/// Returns whether it ran an MGET, whose values the engine reads on its own reader threads
+/// (parallel I/O): their disk reads do not show in this thread's count ([`ran_slow`]).
+pub(crate) fn run_reads(shared: &Shared, b: &mut Batch, limit: usize) -> bool {
     let (mut ekey, mut scratch) = (Vec::new(), Vec::new());
+    let mut ran_mget = false;
     // Counted once per batch: connections on different threads share the counter.
     let mut gets = 0;
     // A lone request (unpipelined) has nothing to overlap: not even the key list is built.
@@ -757,6 +760,7 @@ pub(crate) fn run_reads(shared: &Shared, b: &mut Batch, limit: usize) {
                 Err(e) => Reply::err(format!("ERR {e}")).encode_as(&mut b.out, b.client.resp3),
             }
         } else {
+            ran_mget |= args.first().is_some_and(|name| is(name, "mget"));
             let (reply, _) = cmd::execute(shared, &mut b.client, &args);
             reply.encode_as(&mut b.out, b.client.resp3);
         }
@@ -765,11 +769,13 @@ pub(crate) fn run_reads(shared: &Shared, b: &mut Batch, limit: usize) {
         }
     }
     (shared.stats.commands_processed).fetch_add(gets, Ordering::Relaxed);
+    ran_mget
 }
 
 /// [`run_reads`] on a blocking thread, then the durability step of [`run_batch`].
 pub(crate) fn run_reads_durable(shared: &Shared, mut b: Batch, limit: usize) -> Batch {
-    run_reads(shared, &mut b, limit);
+    // On the pool already: whether it ran slow decides nothing.
+    let _ = run_reads(shared, &mut b, limit);
     make_reads_durable(shared, &mut b);
     b
 }
@@ -863,13 +869,22 @@ const HEAVY_REPLIES: usize = 1 << 20;
 /// waited on the disk, or they copied large values (over [`HEAVY_REPLIES`]). A batch of
 /// page-cache reads slowed only by the scheduler (two cores shared with the clients) does
 /// not count: it would gain nothing from running in parallel on the blocking pool, and
-/// each read there costs more CPU (see [`crate::disk`]).
+/// each read there costs more CPU (see [`crate::disk`]). `ran_mget` (from [`run_reads`]):
+/// some reads ran on the engine's reader threads, where this thread's disk count cannot
+/// see them, so the batch counts by its wall time alone.
 pub(crate) fn ran_slow(
     began: std::time::Instant,
     slow: std::time::Duration,
     reply_bytes: usize,
+    ran_mget: bool,
 ) -> bool {
-    began.elapsed() > slow && (reply_bytes > HEAVY_REPLIES || crate::disk::read_since_last_look())
+    if began.elapsed() <= slow {
+        return false;
+    }
+    // Looked at after every slow batch, whatever else decides, so a disk read counts for
+    // the batch that made it rather than for a later one on this thread.
+    let read_from_disk = crate::disk::read_since_last_look();
+    read_from_disk || ran_mget || reply_bytes > HEAVY_REPLIES
 }
 
 /// Runs one [`ReadJob`], marks `mark` if it ran slow ([`ran_slow`], or the sync of the
@@ -884,8 +899,8 @@ fn run_read_job(shared: &Shared, mark: &SlowMark, slow: std::time::Duration, job
     // blocking-pool thread would; the reader thread goes on for the others.
     let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let (began, replies_before) = (std::time::Instant::now(), batch.out.len());
-        run_reads(shared, &mut batch, limit);
-        let reads_ran_slow = ran_slow(began, slow, batch.out.len() - replies_before);
+        let ran_mget = run_reads(shared, &mut batch, limit);
+        let reads_ran_slow = ran_slow(began, slow, batch.out.len() - replies_before, ran_mget);
         // A sync shows in no read count: timed on its own.
         let syncing = std::time::Instant::now();
         make_reads_durable(shared, &mut batch);
@@ -914,16 +929,20 @@ mod tests {
             let long_ago = now - std::time::Duration::from_millis(20);
             let very_slow = std::time::Duration::from_secs(10);
             assert!(
-                !ran_slow(now, very_slow, 2 * HEAVY_REPLIES),
+                !ran_slow(now, very_slow, 2 * HEAVY_REPLIES, true),
                 "not slow at all"
             );
             assert!(
-                !ran_slow(long_ago, slow, 16 * 1024),
+                !ran_slow(long_ago, slow, 16 * 1024, false),
                 "slow with small replies and no disk read: the scheduler's delay"
             );
             assert!(
-                ran_slow(long_ago, slow, HEAVY_REPLIES + 1),
+                ran_slow(long_ago, slow, HEAVY_REPLIES + 1, false),
                 "slow copying large values"
+            );
+            assert!(
+                ran_slow(long_ago, slow, 16 * 1024, true),
+                "slow with an MGET, whose disk reads this thread cannot count"
             );
         })
         .join()

@@ -70,8 +70,8 @@ const INLINE_MAX: usize = 32;
 /// pool's, at 0.6-0.7x its CPU per GET (three rounds, 2026-11-30; docs/BENCHMARKS.md).
 const INLINE_MAX_SINGLE_LOOP: usize = 4;
 /// A read-only batch run on the connection's thread (or the reader thread) that takes
-/// longer than this, and read from the disk or copied large values meanwhile
-/// ([`pipeline::ran_slow`]),...
+/// longer than this, and read from the disk (or ran an MGET, whose reads other threads
+/// make) or copied large values ([`pipeline::ran_slow`]),...
 const SLOW_INLINE: Duration = Duration::from_micros(500);
 /// ...sends that connection's next this many batches to the blocking pool.
 const POOL_BATCHES_AFTER_SLOW: u32 = 64;
@@ -397,8 +397,9 @@ async fn connection(
                 // the disk or copying large values, send this connection's batches to the
                 // pool for a while so one client cannot hold a reactor thread.
                 let (began, replies_before) = (Instant::now(), batch.out.len());
-                pipeline::run_reads(&shared, &mut batch, limit);
-                if pipeline::ran_slow(began, SLOW_INLINE, batch.out.len() - replies_before) {
+                let ran_mget = pipeline::run_reads(&shared, &mut batch, limit);
+                let replied = batch.out.len() - replies_before;
+                if pipeline::ran_slow(began, SLOW_INLINE, replied, ran_mget) {
                     slow_reads = POOL_BATCHES_AFTER_SLOW;
                     (shared.stats.slow_read_batches).fetch_add(1, Ordering::Relaxed);
                 }

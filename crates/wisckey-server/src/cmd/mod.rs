@@ -36,7 +36,8 @@ pub struct Stats {
     /// Commands executed.
     pub commands_processed: AtomicU64,
     /// Read-only batches that ran slow waiting on the disk (or copying over 1 MiB of
-    /// replies), each of which sent reads to the blocking pool for a while.
+    /// replies; with an MGET, slow at all; on one loop, also the reader thread's batches
+    /// whose sync ran slow), each of which sent reads to the blocking pool for a while.
     pub slow_read_batches: AtomicU64,
     /// Clients connected now.
     pub connected_clients: AtomicUsize,
