@@ -13,8 +13,11 @@
 //! no disk to wait on) only large replies send reads off the loop.
 //!
 //! Invariant: [`read_since_last_look`] errs towards "yes". Where the count is unavailable
-//! (not Linux, or the call fails) it always answers yes, so the server behaves as it would
-//! by wall time alone.
+//! (not Linux; a kernel without per-task I/O accounting, which then reports 0 and has no
+//! `/proc/self/io`; or the call fails) it always answers yes, so the server behaves as it
+//! would by wall time alone. "Since the last look" is not "during this batch": a disk read
+//! by an earlier batch on the thread, one that was not slow, counts for the next slow one
+//! (once), which again errs towards yes.
 
 use std::cell::Cell;
 
@@ -36,6 +39,9 @@ pub(crate) fn read_since_last_look() -> bool {
 /// Blocks (512-byte units) this thread has submitted to block devices for reading.
 #[cfg(target_os = "linux")]
 fn thread_block_input() -> Option<u64> {
+    if !kernel_counts_task_io() {
+        return None;
+    }
     let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
     // SAFETY: `usage` is a valid, writable `rusage`; `getrusage` writes only into it and
     // reports failure (an unknown `who`, on an old kernel) through its return value.
@@ -46,6 +52,15 @@ fn thread_block_input() -> Option<u64> {
     // SAFETY: `getrusage` returned 0, so it filled `usage` (and it was zeroed besides).
     let usage = unsafe { usage.assume_init() };
     u64::try_from(usage.ru_inblock).ok()
+}
+
+/// Whether the kernel counts each task's I/O: built without `CONFIG_TASK_IO_ACCOUNTING`
+/// it still answers `getrusage`, with `ru_inblock` always 0, and has no `/proc/self/io`.
+/// Looked up once per process.
+#[cfg(target_os = "linux")]
+fn kernel_counts_task_io() -> bool {
+    static COUNTS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *COUNTS.get_or_init(|| std::path::Path::new("/proc/self/io").exists())
 }
 
 #[cfg(not(target_os = "linux"))]

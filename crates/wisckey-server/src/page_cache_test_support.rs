@@ -14,15 +14,17 @@ pub fn evict(file: &std::fs::File) {
 
 /// Whether `dir` is on tmpfs or ramfs.
 pub fn in_memory_file_system(dir: &std::path::Path) -> bool {
-    const TMPFS_MAGIC: i64 = 0x0102_1994;
-    const RAMFS_MAGIC: i64 = 0x8584_58f6;
+    const TMPFS_MAGIC: u32 = 0x0102_1994;
+    const RAMFS_MAGIC: u32 = 0x8584_58f6;
     let path = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).expect("path");
     let mut stat = std::mem::MaybeUninit::<libc::statfs>::zeroed();
     // SAFETY: a NUL-terminated path and a writable `statfs`, which the call fills.
     let rc = unsafe { libc::statfs(path.as_ptr(), stat.as_mut_ptr()) };
     assert_eq!(rc, 0, "statfs {}", dir.display());
     // SAFETY: `statfs` returned 0, so it filled `stat`.
-    #[allow(clippy::unnecessary_cast)] // `f_type`'s integer type differs by target
-    let kind = unsafe { stat.assume_init() }.f_type as i64;
+    // `f_type`'s integer type differs by target (a signed 32-bit one on 32-bit glibc,
+    // where ramfs's magic reads negative): the magic numbers are its low 32 bits.
+    #[allow(clippy::unnecessary_cast)]
+    let kind = unsafe { stat.assume_init() }.f_type as u32;
     kind == TMPFS_MAGIC || kind == RAMFS_MAGIC
 }
