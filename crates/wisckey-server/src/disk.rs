@@ -17,7 +17,8 @@
 //! `/proc/self/io`; or the call fails) it always answers yes, so the server behaves as it
 //! would by wall time alone. "Since the last look" is not "during this batch": a disk read
 //! by an earlier batch on the thread, one that was not slow, counts for the next slow one
-//! (once), which again errs towards yes.
+//! (once), which again errs towards yes. One wait it does miss: a read that waits for a
+//! page another thread's read already asked for counts for that thread only.
 
 use std::cell::Cell;
 
