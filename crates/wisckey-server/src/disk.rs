@@ -59,7 +59,7 @@ fn thread_block_input() -> Option<u64> {
 /// it still answers `getrusage`, with `ru_inblock` always 0, and has no `/proc/self/io`.
 /// Looked up once per process.
 #[cfg(target_os = "linux")]
-fn kernel_counts_task_io() -> bool {
+pub(crate) fn kernel_counts_task_io() -> bool {
     static COUNTS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *COUNTS.get_or_init(|| std::path::Path::new("/proc/self/io").exists())
 }

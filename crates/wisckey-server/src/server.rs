@@ -320,7 +320,9 @@ fn executor_gone() -> Error {
 }
 
 fn reader_gone() -> Error {
-    Error::Io(std::io::Error::other("the reader thread has stopped"))
+    Error::Io(std::io::Error::other(
+        "the reader thread has stopped, or a read batch failed on it",
+    ))
 }
 
 async fn connection(

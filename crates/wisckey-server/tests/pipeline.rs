@@ -530,8 +530,9 @@ fn a_commit_that_fails_before_a_read_fails_the_writes_it_held() {
 
 #[test]
 fn long_read_pipelines_from_many_connections_get_their_own_replies_in_order() {
-    // Read-only batches longer than a connection runs itself (on one event loop: more than
-    // 4 keys) are run elsewhere (a reader thread, or the blocking pool) and handed back:
+    // Read-only batches longer than a connection runs itself (41 keys: over the 32 of a
+    // multi-threaded server and the 4 of one event loop) are run elsewhere (the blocking
+    // pool, or on one event loop a reader thread) and handed back:
     // each connection must get exactly its own replies, in request order, and the server
     // must still shut down cleanly afterwards.
     for threads in BOTH_WAYS {
@@ -558,7 +559,7 @@ fn long_read_pipelines_from_many_connections_get_their_own_replies_in_order() {
                     };
                     for round in 0..20u8 {
                         let (mut request, mut expected) = (Vec::new(), Vec::new());
-                        for j in 0..20u8 {
+                        for j in 0..30u8 {
                             let i = (round + j * 7) % 30;
                             request.extend(resp(&[b"GET", &key(i)]));
                             expected.extend(bulk(&value(i)));
