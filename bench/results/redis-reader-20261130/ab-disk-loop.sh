@@ -2,7 +2,9 @@
 # Pipelined GETs of data on disk, one event loop: OLD vs NEW `wisckey serve --threads 1` in a
 # 256 MiB memory cgroup (page cache included) over 2 GiB of 16 KiB values, page cache dropped
 # before each run. Usage (root, from the repository root): OLD=bin NEW=bin ROUNDS=2 [ARGS=] bash ab-disk-loop.sh
-# (ARGS: the servers' options instead of `--threads 1`; empty for the default server)
+# (ARGS: the servers' options instead of `--threads 1`; empty for the default server;
+# CMD: the measured redis-benchmark request instead of `-t get`, e.g. CMD="MGET
+# key:__rand_int__ key:__rand_int__", the keys being `key:` and 12 digits)
 set -u
 db=/var/tmp/disk-loop; port=16402; keys=131072; size=16384
 start() { bench/cgexec.sh disk-loop 256M "$1" serve --db $db --port $port --appendfsync everysec ${ARGS---threads 1} >/dev/null 2>&1 & pid=$!
@@ -21,7 +23,8 @@ for r in $(seq ${ROUNDS:-2}); do for tag in old new; do
   bin=$OLD; [ $tag = new ] && bin=$NEW
   sync; echo 3 > /proc/sys/vm/drop_caches; start "$bin"
   c0=$(awk '{print $14+$15}' /proc/$pid/stat 2>/dev/null || echo 0)
-  res=$(redis-benchmark -p $port -t get -n ${N:-40000} -r $keys -d $size -P 16 -c 50 --csv | tail -1)
+  # shellcheck disable=SC2086 # CMD is a list of words
+  res=$(redis-benchmark -p $port -n ${N:-40000} -r $keys -d $size -P 16 -c 50 --csv ${CMD:--t get} | tail -1)
   echo "r$r $tag $res"
   stop
 done; done
