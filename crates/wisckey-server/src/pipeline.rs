@@ -845,7 +845,7 @@ pub(crate) fn spawn_reader(
     let pool = tokio::runtime::Handle::current();
     let mark = std::sync::Arc::new(SlowMark::new());
     std::thread::Builder::new()
-        .name("wisckey-read".into())
+        .name("wisckey-sread".into()) // not the engine's `wisckey-read` pool
         .spawn(move || {
             while let Some(job) = rx.blocking_recv() {
                 if !mark.recent() {
@@ -983,13 +983,23 @@ mod tests {
 
     #[test]
     fn a_slow_batch_sends_the_reader_threads_next_ones_to_the_pool_for_a_while() {
+        // "Recent" is checked only when this thread was not held up past the window
+        // between marking and asking (a busy CI machine can deschedule it that long).
+        let marked_and_asked = |mark: &SlowMark| {
+            let marked = std::time::Instant::now();
+            mark.mark();
+            (mark.recent(), marked.elapsed() < POOL_WHILE_SLOW)
+        };
         let mark = SlowMark::new();
         assert!(!mark.recent(), "nothing slow yet");
-        mark.mark();
-        assert!(mark.recent(), "right after a slow batch");
+        let (recent, in_time) = marked_and_asked(&mark);
+        assert!(recent || !in_time, "right after a slow batch");
         std::thread::sleep(POOL_WHILE_SLOW + std::time::Duration::from_millis(50));
         assert!(!mark.recent(), "the mark wears off");
-        mark.mark();
-        assert!(mark.recent(), "and comes back with the next slow batch");
+        let (recent, in_time) = marked_and_asked(&mark);
+        assert!(
+            recent || !in_time,
+            "and comes back with the next slow batch"
+        );
     }
 }
