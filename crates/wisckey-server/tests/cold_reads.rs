@@ -31,11 +31,39 @@ fn scattered(from: usize, count: usize) -> Vec<usize> {
     (0..count).map(|i| from + (i * 97) % count).collect()
 }
 
-fn expect_value(conn: &mut common::Raw, i: usize) {
-    let mut reply = format!("${VALUE_LEN}\r\n").into_bytes();
-    reply.extend(value(i));
-    reply.extend(b"\r\n");
-    conn.expect(&reply);
+fn key(i: usize) -> Vec<u8> {
+    format!("key:{i:06}").into_bytes()
+}
+
+/// Reads `keys` in pipelined batches of [`BATCH`] keys, one command per `per_command` keys
+/// (1: GET, more: MGET), and checks every reply, in order. Two new connections take turns,
+/// so on one event loop the second one's batches meet the reader thread while it hands
+/// batches to the pool after the first one's.
+fn read_in_batches(server: &TestServer, keys: &[usize], per_command: usize) {
+    let command: &[u8] = if per_command == 1 { b"GET" } else { b"MGET" };
+    let mut conns = [server.raw(), server.raw()];
+    for (round, batch) in keys.chunks(BATCH).enumerate() {
+        let conn = &mut conns[round % 2];
+        let mut request = Vec::new();
+        for keys in batch.chunks(per_command) {
+            let names: Vec<Vec<u8>> = keys.iter().map(|&i| key(i)).collect();
+            let mut args = vec![command];
+            args.extend(names.iter().map(Vec::as_slice));
+            request.extend(resp(&args));
+        }
+        conn.send(&request);
+        for keys in batch.chunks(per_command) {
+            if per_command > 1 {
+                conn.expect(format!("*{}\r\n", keys.len()).as_bytes());
+            }
+            for &i in keys {
+                let mut reply = format!("${VALUE_LEN}\r\n").into_bytes();
+                reply.extend(value(i));
+                reply.extend(b"\r\n");
+                conn.expect(&reply);
+            }
+        }
+    }
 }
 
 fn value(i: usize) -> Vec<u8> {
@@ -89,7 +117,7 @@ fn pipelined_reads_of_evicted_values_go_to_the_pool_and_answer_in_order() {
         for chunk in (0..KEYS).collect::<Vec<_>>().chunks(64) {
             let mut request = Vec::new();
             for &i in chunk {
-                request.extend(resp(&[b"SET", format!("key:{i:06}").as_bytes(), &value(i)]));
+                request.extend(resp(&[b"SET", &key(i), &value(i)]));
             }
             writer.send(&request);
             for _ in chunk {
@@ -103,21 +131,8 @@ fn pipelined_reads_of_evicted_values_go_to_the_pool_and_answer_in_order() {
             "nothing read yet"
         );
 
-        // Two connections take turns, so on one event loop the second one's batches meet
-        // the reader thread while it hands batches to the pool after the first one's.
-        let mut conns = [server.raw(), server.raw()];
         let batches = KEYS / 2 / BATCH;
-        for (round, keys) in scattered(0, KEYS / 2).chunks(BATCH).enumerate() {
-            let conn = &mut conns[round % 2];
-            let mut request = Vec::new();
-            for &i in keys {
-                request.extend(resp(&[b"GET", format!("key:{i:06}").as_bytes()]));
-            }
-            conn.send(&request);
-            for &i in keys {
-                expect_value(conn, i);
-            }
-        }
+        read_in_batches(&server, &scattered(0, KEYS / 2), 1);
         let slow_gets = info_stat(&server, "slow_read_batches");
         eprintln!("threads {threads}: {slow_gets} of {batches} GET batches ran slow");
         assert!(
@@ -126,29 +141,9 @@ fn pipelined_reads_of_evicted_values_go_to_the_pool_and_answer_in_order() {
         );
 
         // New connections (the old ones run on the pool, where batches are not timed),
-        // after the reader thread's time on the pool has passed.
+        // after the reader thread's time on the pool has passed (100 ms).
         std::thread::sleep(std::time::Duration::from_millis(300));
-        let mut conns = [server.raw(), server.raw()];
-        for (round, keys) in scattered(KEYS / 2, KEYS / 2).chunks(BATCH).enumerate() {
-            let conn = &mut conns[round % 2];
-            let mut request = Vec::new();
-            for mget in keys.chunks(MGET_KEYS) {
-                let names: Vec<Vec<u8>> = mget
-                    .iter()
-                    .map(|i| format!("key:{i:06}").into_bytes())
-                    .collect();
-                let mut args: Vec<&[u8]> = vec![b"MGET"];
-                args.extend(names.iter().map(Vec::as_slice));
-                request.extend(resp(&args));
-            }
-            conn.send(&request);
-            for mget in keys.chunks(MGET_KEYS) {
-                conn.expect(format!("*{}\r\n", mget.len()).as_bytes());
-                for &i in mget {
-                    expect_value(conn, i);
-                }
-            }
-        }
+        read_in_batches(&server, &scattered(KEYS / 2, KEYS / 2), MGET_KEYS);
         let slow_mgets = info_stat(&server, "slow_read_batches") - slow_gets;
         eprintln!("threads {threads}: {slow_mgets} of {batches} MGET batches ran slow");
         assert!(
