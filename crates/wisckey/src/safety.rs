@@ -14,8 +14,9 @@ pub enum SafetyStep {
     SyncBeforeHeadPersistence,
     /// The first sync of a new segment syncs the directory that holds it.
     DirSyncAfterSegmentCreation,
-    /// GC syncs the log (the writes that killed the victim's records) before removing it.
-    SyncBeforeGcRemoval,
+    /// GC syncs the log and moves the replay head past its relocations and the writes that
+    /// killed the victim's records (a flush) before removing it.
+    HeadPastGcWrites,
     /// GC removes a victim from the manifest before its file can be deleted.
     ManifestEditBeforeSegmentDeletion,
     /// GC checks each survivor is still the key's newest value under write leadership.
@@ -36,7 +37,7 @@ impl SafetyStep {
             SafetyStep::DirSyncAfterSegmentCreation,
             "dir_sync_after_segment_creation",
         ),
-        (SafetyStep::SyncBeforeGcRemoval, "sync_before_gc_removal"),
+        (SafetyStep::HeadPastGcWrites, "head_past_gc_writes"),
         (
             SafetyStep::ManifestEditBeforeSegmentDeletion,
             "manifest_edit_before_segment_deletion",

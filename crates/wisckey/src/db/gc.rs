@@ -4,7 +4,8 @@
 //! statistics that explain what GC does and does not collect.
 //!
 //! Order of one victim's collection, each step crash-safe (docs/DESIGN.md, "Value-log GC"):
-//! relocate survivors (appended under write leadership) → sync the log → one manifest edit
+//! relocate survivors (appended under write leadership) → sync the log and flush, so the
+//! replay head passes the relocations and the writes that killed the rest → one manifest edit
 //! removing the victim (`State::gc_removed` records it in the same critical section) →
 //! delete the file in the obsolete-file sweep once no live `Version` lists it and no
 //! snapshot older than the relocation is open.
@@ -834,19 +835,14 @@ fn collect_one(
             CollectError::Unreadable(e)
         }
     })?;
-    // The relocations are appended but not synced, and a record judged dead because a
-    // newer write or a delete shadows it may have that write still unsynced in the log.
-    // Make both durable before the victim leaves the log, or a power cut could lose them
-    // and leave an old pointer into a removed segment.
-    if !crate::safety::skipped(SafetyStep::SyncBeforeGcRemoval) {
-        super::write::sync_log(inner)?;
+    // Every relocation above returned: it is appended, with sequence numbers up to this one.
+    let relocated_through = inner.visible_seq.load(Ordering::Acquire);
+    if !crate::safety::skipped(SafetyStep::HeadPastGcWrites) {
+        put_head_past_gc_writes(inner)?;
     }
     if crate::safety::skipped(SafetyStep::ManifestEditBeforeSegmentDeletion) {
         inner.fs.remove(&vlog_file_name(&inner.dir, victim))?;
     }
-    // Every relocation above returned: it is appended (and synced just above), with
-    // sequence numbers up to this one.
-    let relocated_through = inner.visible_seq.load(Ordering::Acquire);
     // What deleting the file will free: its blocks less those already punched (counted in
     // `GcTotals::bytes_punched`, not to be counted again as freed).
     let size = (inner.state.lock().versions.vlog_segments().get(&victim))
@@ -874,6 +870,49 @@ fn collect_one(
         log::warn!("wisckey: value-log GC freed segment {victim}; deleting files failed: {e}");
     }
     Ok(outcome)
+}
+
+/// Makes the writes a victim's collection depends on durable and moves the replay head past
+/// them, before the victim leaves the log: its relocations (appended, not synced) and the
+/// writes and deletes that made its other records dead (they may be unsynced, or only in a
+/// memtable). Synced alone they would survive a power cut, but they would be the only
+/// record of those keys' values in the log after the head, where a salvage open that cuts
+/// the log at damage before them loses them (read as `Corruption`, their old copies
+/// gone). Flushed, the key index holds them, so nothing of the victim is needed any more.
+///
+/// One flush per victim: letting several victims share one (their files deleted later)
+/// made explicit GC slower still at 1 and 16 KiB (docs/BENCHMARKS.md, "GC flushes before a
+/// victim leaves the log"). A flush that fails for lack of space (the disk GC is freeing)
+/// falls back to the sync alone, the crash-safe minimum: refusing would leave a full disk
+/// full.
+fn put_head_past_gc_writes(inner: &DbInner) -> Result<()> {
+    super::write::sync_log(inner)?;
+    let log_end = inner.vlog.end();
+    let (head, disk_full) = {
+        let state = inner.state.lock();
+        (state.versions.vlog_head(), state.no_space.clone())
+    };
+    if head.is_some_and(|head| head >= log_end) {
+        return Ok(());
+    }
+    // Flushes are failing for space already: waiting for one more (half a second before
+    // `wait_for_flushes` gives up) per victim would only slow the collection that brings
+    // space back.
+    let flushed = match disk_full {
+        Some(e) => Err(e),
+        None => super::write::force_head_forward(inner)
+            .and_then(|()| super::background::wait_for_flushes(inner)),
+    };
+    match flushed {
+        Err(e) if e.is_no_space() => {
+            log::warn!(
+                "wisckey: value-log GC removes a victim whose relocations are synced but not \
+                 yet behind the replay head (the flush met a full disk): {e}"
+            );
+            Ok(())
+        }
+        flushed => flushed,
+    }
 }
 
 /// `Db::gc`.

@@ -1096,8 +1096,9 @@ impl Db {
     /// (by default: compact the key index, then collect every segment with dead records
     /// until nothing is collectable). Returns what it did. Space comes back when a
     /// collected segment's file is deleted, which waits for snapshots and iterators that
-    /// may still read it. Background GC ([`Options::gc_space_amp_target`]) does the same
-    /// without being asked.
+    /// may still read it. A segment leaves the log only after a flush has moved the replay
+    /// head past its relocated values, so each collected segment may write a small table.
+    /// Background GC ([`Options::gc_space_amp_target`]) does the same without being asked.
     ///
     /// ```
     /// # fn main() -> wisckey::Result<()> {

@@ -197,9 +197,9 @@ pub(crate) fn force_head_forward(inner: &DbInner) -> Result<()> {
 ///
 /// Not synced: nothing depends on a relocation being durable before the log's next sync.
 /// Until then the old copy is still the one the key index points to after a crash, and it
-/// stays: GC syncs the log before it removes a victim, and a dead copy is punched only once
-/// the memtable that shadows it is flushed, which syncs the log first. (Syncing each batch
-/// made writes wait behind it: ~10 ms per 4 MiB batch on the 2-core VM.)
+/// stays: GC syncs the log and flushes before it removes a victim, and a dead copy is
+/// punched only once the memtable that shadows it is flushed, which syncs the log first.
+/// (Syncing each batch made writes wait behind it: ~10 ms per 4 MiB batch on the 2-core VM.)
 pub(crate) fn relocate(
     inner: &DbInner,
     relocations: Vec<Relocation>,

@@ -99,8 +99,8 @@ pub trait GcIndex {
 
     /// Under write leadership: appends, as new versions, those relocations whose key still
     /// has `old` as its newest pointer, and returns how many were appended and their log
-    /// bytes. Not synced: GC syncs the log before it removes a victim; a clustering pass's
-    /// old copies are punched only after the flush of the memtable holding the relocations,
-    /// which syncs the log first.
+    /// bytes. Not synced: GC syncs the log and flushes before it removes a victim; a
+    /// clustering pass's old copies are punched only after the flush of the memtable holding
+    /// the relocations, which syncs the log first.
     fn relocate_if_unchanged(&self, relocations: Vec<Relocation>) -> Result<(u64, u64)>;
 }
