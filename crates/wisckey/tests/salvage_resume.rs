@@ -66,6 +66,17 @@ fn kill_image(live: &Path) -> tempfile::TempDir {
     copy
 }
 
+/// Puts `key{i:05}` = `value(i)` for i = 0, 1, ... until the log has `count` segments;
+/// returns how many keys it put.
+fn put_until_segments(db: &Db, dir: &Path, count: usize) -> u32 {
+    let mut keys = 0;
+    while segments(dir).len() < count {
+        db.put(format!("key{keys:05}"), value(keys)).expect("put");
+        keys += 1;
+    }
+    keys
+}
+
 fn cut(path: &Path, len: u64) {
     (std::fs::OpenOptions::new().write(true).open(path))
         .and_then(|f| f.set_len(len))
@@ -80,11 +91,7 @@ fn cut(path: &Path, len: u64) {
 fn a_damaged_header_of_a_segment_with_later_segments_is_refused_untouched() {
     let live = tempfile::tempdir().expect("tempdir");
     let db = Db::open(live.path(), options()).expect("open");
-    let mut i = 0;
-    while segments(live.path()).len() < 3 {
-        db.put(format!("key{i:05}"), value(i)).expect("put");
-        i += 1;
-    }
+    put_until_segments(&db, live.path(), 3);
     db.sync().expect("sync");
     let crashed = kill_image(live.path());
     drop(db);
@@ -266,17 +273,18 @@ fn a_salvage_open_cut_short_before_its_manifest_can_be_salvaged_again() {
 /// database, and only the damaged record's key fails to read.
 #[test]
 fn damage_after_a_gc_costs_no_value_it_relocated_but_the_damaged_one() {
+    // No background GC, and no compaction of the tables GC's flushes write: a compaction
+    // running while the image is copied could delete a table the copy then misses.
     let options = || Options {
         gc_space_amp_target: f64::INFINITY,
+        l0_compaction_trigger: 100,
+        l0_slowdown_trigger: 100,
+        l0_stop_trigger: 101,
         ..options()
     };
     let live = tempfile::tempdir().expect("tempdir");
     let db = Db::open(live.path(), options()).expect("open");
-    let mut keys = 0;
-    while segments(live.path()).len() < 4 {
-        db.put(format!("key{keys:05}"), value(keys)).expect("put");
-        keys += 1;
-    }
+    let keys = put_until_segments(&db, live.path(), 4);
     db.flush()
         .expect("flush: the first segments are before the head");
     // Every key but each tenth is overwritten: the first segments are mostly dead.

@@ -5,8 +5,8 @@
 //!
 //! Order of one victim's collection, each step crash-safe (docs/DESIGN.md, "Value-log GC"):
 //! relocate survivors (appended under write leadership) → sync the log and flush, so the
-//! replay head passes the relocations and the writes that killed the rest → one manifest edit
-//! removing the victim (`State::gc_removed` records it in the same critical section) →
+//! replay head passes the relocations and the writes that killed the rest (on a full disk
+//! the sync alone) → one manifest edit removing the victim (`State::gc_removed` records it in the same critical section) →
 //! delete the file in the obsolete-file sweep once no live `Version` lists it and no
 //! snapshot older than the relocation is open.
 //!
@@ -655,7 +655,12 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
                 taken.sampled = true;
                 sample_stale(inner, &choice, active)?;
             }
-            GcStep::Collect(victim) => match collect_one(inner, victim, paced && !far_behind) {
+            GcStep::Collect(victim) => match collect_one(
+                inner,
+                victim,
+                paced && !far_behind,
+                &mut full_disk,
+            ) {
                 Ok(outcome) => {
                     amp_before_victim = Some(amp);
                     // Counted per victim, so a long background run shows in `Db::stats`
@@ -816,6 +821,7 @@ fn collect_one(
     inner: &DbInner,
     victim: u64,
     paced: bool,
+    full_disk: &mut Option<Error>,
 ) -> std::result::Result<GcOutcome, CollectError> {
     let index = WatchedIndex {
         index: LsmIndex::new(inner, paced, true),
@@ -838,7 +844,7 @@ fn collect_one(
     // Every relocation above returned: it is appended, with sequence numbers up to this one.
     let relocated_through = inner.visible_seq.load(Ordering::Acquire);
     if !crate::safety::skipped(SafetyStep::HeadPastGcWrites) {
-        put_head_past_gc_writes(inner)?;
+        put_head_past_gc_writes(inner, full_disk)?;
     }
     if crate::safety::skipped(SafetyStep::ManifestEditBeforeSegmentDeletion) {
         inner.fs.remove(&vlog_file_name(&inner.dir, victim))?;
@@ -884,22 +890,17 @@ fn collect_one(
 /// made explicit GC slower still at 1 and 16 KiB (docs/BENCHMARKS.md, "GC flushes before a
 /// victim leaves the log"). A flush that fails for lack of space (the disk GC is freeing)
 /// falls back to the sync alone, the crash-safe minimum: refusing would leave a full disk
-/// full.
-fn put_head_past_gc_writes(inner: &DbInner) -> Result<()> {
+/// full. It is then the round's `full_disk`, and later victims of the round do not try
+/// to flush (each try waits half a second before `wait_for_flushes` gives up).
+fn put_head_past_gc_writes(inner: &DbInner, full_disk: &mut Option<Error>) -> Result<()> {
     super::write::sync_log(inner)?;
     let log_end = inner.vlog.end();
-    let (head, disk_full) = {
-        let state = inner.state.lock();
-        (state.versions.vlog_head(), state.no_space.clone())
-    };
+    let head = inner.state.lock().versions.vlog_head();
     if head.is_some_and(|head| head >= log_end) {
         return Ok(());
     }
-    // Flushes are failing for space already: waiting for one more (half a second before
-    // `wait_for_flushes` gives up) per victim would only slow the collection that brings
-    // space back.
-    let flushed = match disk_full {
-        Some(e) => Err(e),
+    let flushed = match full_disk {
+        Some(e) => Err(e.clone()),
         None => super::write::force_head_forward(inner)
             .and_then(|()| super::background::wait_for_flushes(inner)),
     };
@@ -909,6 +910,7 @@ fn put_head_past_gc_writes(inner: &DbInner) -> Result<()> {
                 "wisckey: value-log GC removes a victim whose relocations are synced but not \
                  yet behind the replay head (the flush met a full disk): {e}"
             );
+            *full_disk = Some(e);
             Ok(())
         }
         flushed => flushed,

@@ -1097,7 +1097,8 @@ impl Db {
     /// until nothing is collectable). Returns what it did. Space comes back when a
     /// collected segment's file is deleted, which waits for snapshots and iterators that
     /// may still read it. A segment leaves the log only after a flush has moved the replay
-    /// head past its relocated values, so each collected segment may write a small table.
+    /// head past its relocated values (on a full disk, where the flush cannot be written,
+    /// once they are synced), so each collected segment may write a small table.
     /// Background GC ([`Options::gc_space_amp_target`]) does the same without being asked.
     ///
     /// ```
