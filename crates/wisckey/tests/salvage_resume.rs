@@ -153,13 +153,27 @@ fn segments_through(name: &str) -> usize {
 fn sync_writes_after_a_salvage_open_survive_a_crash_before_the_next_flush() {
     let (crashed, head_segment) = unflushed_segments_after_the_head();
     let dir = crashed.path();
-    cut(&dir.join(head_segment), 64);
+    cut(&dir.join(&head_segment), 64);
     assert!(
         matches!(Db::open(dir, options()), Err(Error::Corruption { .. })),
         "a head segment cut short is refused by a strict open"
     );
+    // How far the head segment was written: the next segment's header says (bytes 20..28).
+    let after_head = format!("{:06}.vlog", segments_through(&head_segment) + 1);
+    let next_header = std::fs::read(dir.join(&after_head)).expect("read");
+    let written_to = u64::from_le_bytes(next_header[20..28].try_into().expect("8 bytes"));
     let db = Db::open(dir, salvage(options())).expect("salvage open");
-    assert!(!db.recovery_report().salvaged.is_empty());
+    // Everything from the cut to where the segment was written is lost, the unflushed
+    // writes after the head included, and the report says so (it counted only the bytes
+    // before the head until a review found it), and that later segments were kept.
+    let salvaged = &db.recovery_report().salvaged;
+    assert_eq!(salvaged.len(), 1, "{salvaged:?}");
+    assert_eq!(salvaged[0].bytes_dropped, written_to - 64, "{salvaged:?}");
+    assert!(
+        salvaged[0].reason.contains("not a prefix"),
+        "{}",
+        salvaged[0].reason
+    );
     // The new segment follows the last replayed one, and its header says where that ends
     // (`prev_segment_end`, bytes 20..28), so a replay goes on into it.
     let names = segments(dir);

@@ -679,14 +679,42 @@ fn plan_replay(
             ),
         ));
     }
+    // Records the segment held after the head were not in tables yet: they are lost too.
+    // How far it was written, the next segment's header says (the writer records it when
+    // the log rolls). The segments after it are replayed all the same, so the result is
+    // not a prefix of the writes; the report says so rather than pass it off as one.
+    let next = head.segment + 1;
+    let later: Vec<u64> = present.iter().copied().filter(|&s| s > head.segment).collect();
+    let written_to = match later.first() {
+        Some(&first) if first == next => vlog::declared_end_of_previous(fs, dir, next)?,
+        _ => None,
+    };
+    let lost_after_head = written_to.map_or(0, |end| end.saturating_sub(head.offset));
+    let reason = match (later.first(), written_to) {
+        (None, _) | (Some(_), Some(_)) if lost_after_head == 0 => reason,
+        (Some(&first), _) if first != next => format!(
+            "{reason}; segment {next} is missing, so the segments after it ({first}..) are not \
+             replayed: what they hold is lost"
+        ),
+        (_, Some(_)) => format!(
+            "{reason}; {lost_after_head} bytes of log records after the replay head (writes \
+             not yet in tables) were lost with it, while the segments after it are replayed: \
+             the database keeps later writes without those (not a prefix of the writes: a \
+             lost delete or overwrite reads as the older value again)"
+        ),
+        (_, None) => format!(
+            "{reason}; segment {next}'s header does not say how far this segment was written, \
+             so writes after the replay head in it may be lost, while the segments after it are \
+             replayed"
+        ),
+    };
     report.salvaged.push(SalvagedDamage {
         at: LogPosition::new(head.segment, head_len),
         reason,
-        bytes_dropped: missing,
+        bytes_dropped: missing + lost_after_head,
         records_dropped: 0,
     });
     // Old pointers reach up to the head: never append into this segment again.
-    let next = head.segment + 1;
     Ok(ReplayPlan {
         start: present_set
             .contains(&next)

@@ -424,6 +424,15 @@ fn read_header(file: &dyn ReadableFile, name: &str) -> Result<SegmentHeader> {
     SegmentHeader::decode(&buf, name)
 }
 
+/// How far segment `n - 1` was written, as segment `n`'s header records it (`None`: the
+/// header does not say, or does not verify).
+pub fn declared_end_of_previous(fs: &dyn FileSystem, dir: &Path, n: u64) -> Result<Option<u64>> {
+    Ok(match header_of_segment(fs, dir, n)? {
+        SegmentHeaderSays::Declares(end) => Some(end),
+        SegmentHeaderSays::DoesNotSay | SegmentHeaderSays::Unreadable => None,
+    })
+}
+
 /// What segment `n`'s header says of the segment before it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum SegmentHeaderSays {
