@@ -6,9 +6,9 @@
 //! Order of one victim's collection, each step crash-safe (docs/DESIGN.md, "Value-log GC"):
 //! relocate survivors (appended under write leadership) → sync the log and flush, so the
 //! replay head passes the relocations and the writes that killed the rest (on a full disk
-//! the sync alone) → one manifest edit removing the victim (`State::gc_removed` records it in the same critical section) →
-//! delete the file in the obsolete-file sweep once no live `Version` lists it and no
-//! snapshot older than the relocation is open.
+//! the sync alone) → one manifest edit removing the victim (`State::gc_removed` records it
+//! in the same critical section) → delete the file in the obsolete-file sweep once no live
+//! `Version` lists it and no snapshot older than the relocation is open.
 //!
 //! Only one collection runs at a time (`DbInner::gc_lock`).
 
