@@ -77,6 +77,13 @@ fn put_until_segments(db: &Db, dir: &Path, count: usize) -> u32 {
     keys
 }
 
+/// The `prev_segment_end` in segment `path`'s header (bytes 20..28): how far the segment
+/// before it was written.
+fn prev_segment_end(path: &Path) -> u64 {
+    let header = std::fs::read(path).expect("read");
+    u64::from_le_bytes(header[20..28].try_into().expect("8 bytes"))
+}
+
 fn cut(path: &Path, len: u64) {
     (std::fs::OpenOptions::new().write(true).open(path))
         .and_then(|f| f.set_len(len))
@@ -158,10 +165,9 @@ fn sync_writes_after_a_salvage_open_survive_a_crash_before_the_next_flush() {
         matches!(Db::open(dir, options()), Err(Error::Corruption { .. })),
         "a head segment cut short is refused by a strict open"
     );
-    // How far the head segment was written: the next segment's header says (bytes 20..28).
+    // How far the head segment was written: the next segment's header says.
     let after_head = format!("{:06}.vlog", segments_through(&head_segment) + 1);
-    let next_header = std::fs::read(dir.join(&after_head)).expect("read");
-    let written_to = u64::from_le_bytes(next_header[20..28].try_into().expect("8 bytes"));
+    let written_to = prev_segment_end(&dir.join(after_head));
     let db = Db::open(dir, salvage(options())).expect("salvage open");
     // Everything from the cut to where the segment was written is lost, the unflushed
     // writes after the head included, and the report says so (it counted only the bytes
@@ -179,8 +185,7 @@ fn sync_writes_after_a_salvage_open_survive_a_crash_before_the_next_flush() {
     let names = segments(dir);
     let (last_replayed, new) = (&names[names.len() - 2], &names[names.len() - 1]);
     assert_eq!(segments_through(new), segments_through(last_replayed) + 1);
-    let header = std::fs::read(dir.join(new)).expect("read");
-    let prev_end = u64::from_le_bytes(header[20..28].try_into().expect("8 bytes"));
+    let prev_end = prev_segment_end(&dir.join(new));
     let replayed_len = std::fs::metadata(dir.join(last_replayed))
         .expect("stat")
         .len();

@@ -890,8 +890,8 @@ fn collect_one(
 /// made explicit GC slower still at 1 and 16 KiB (docs/BENCHMARKS.md, "GC flushes before a
 /// victim leaves the log"). A flush that fails for lack of space (the disk GC is freeing)
 /// falls back to the sync alone, the crash-safe minimum: refusing would leave a full disk
-/// full. It is then the round's `full_disk`, and later victims of the round do not try
-/// to flush (each try waits half a second before `wait_for_flushes` gives up).
+/// full. It is then the round's `full_disk` (logged once), and later victims of the round
+/// do not try to flush (each try waits half a second before `wait_for_flushes` gives up).
 fn put_head_past_gc_writes(inner: &DbInner, full_disk: &mut Option<Error>) -> Result<()> {
     super::write::sync_log(inner)?;
     let log_end = inner.vlog.end();
@@ -899,11 +899,11 @@ fn put_head_past_gc_writes(inner: &DbInner, full_disk: &mut Option<Error>) -> Re
     if head.is_some_and(|head| head >= log_end) {
         return Ok(());
     }
-    let flushed = match full_disk {
-        Some(e) => Err(e.clone()),
-        None => super::write::force_head_forward(inner)
-            .and_then(|()| super::background::wait_for_flushes(inner)),
-    };
+    if full_disk.is_some() {
+        return Ok(());
+    }
+    let flushed = super::write::force_head_forward(inner)
+        .and_then(|()| super::background::wait_for_flushes(inner));
     match flushed {
         Err(e) if e.is_no_space() => {
             log::warn!(

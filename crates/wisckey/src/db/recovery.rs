@@ -684,18 +684,19 @@ fn plan_replay(
     // the log rolls). The segments after it are replayed all the same, so the result is
     // not a prefix of the writes; the report says so rather than pass it off as one.
     let next = head.segment + 1;
-    let later: Vec<u64> = present.iter().copied().filter(|&s| s > head.segment).collect();
-    let written_to = match later.first() {
-        Some(&first) if first == next => vlog::declared_end_of_previous(fs, dir, next)?,
+    let first_later = present.iter().copied().find(|&s| s > head.segment);
+    let written_to = match first_later {
+        Some(first) if first == next => vlog::declared_end_of_previous(fs, dir, next)?,
         _ => None,
     };
     let lost_after_head = written_to.map_or(0, |end| end.saturating_sub(head.offset));
-    let reason = match (later.first(), written_to) {
-        (None, _) | (Some(_), Some(_)) if lost_after_head == 0 => reason,
-        (Some(&first), _) if first != next => format!(
+    let reason = match (first_later, written_to) {
+        (None, _) => reason,
+        (Some(first), _) if first != next => format!(
             "{reason}; segment {next} is missing, so the segments after it ({first}..) are not \
              replayed: what they hold is lost"
         ),
+        (_, Some(_)) if lost_after_head == 0 => reason,
         (_, Some(_)) => format!(
             "{reason}; {lost_after_head} bytes of log records after the replay head (writes \
              not yet in tables) were lost with it, while the segments after it are replayed: \
