@@ -560,7 +560,7 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
     let mut total = GcOutcome::default();
     // Set once a step met a full disk; victims that failed for space are not tried again.
     let mut full_disk: Option<Error> = None;
-    punch_or_go_on(inner, policy, paced, &mut full_disk);
+    punch_first_if_short(inner, policy, paced, &mut full_disk);
     let mut failed_for_space: BTreeSet<u64> = BTreeSet::new();
     let mut taken = StepsTaken::default();
     // The log's space amplification when the latest victim's collection began.
@@ -626,7 +626,7 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
                     Err(e) if e.is_no_space() => full_disk = Some(e),
                     other => {
                         other?;
-                        punch_or_go_on(inner, policy, paced, &mut full_disk);
+                        punch_first_if_short(inner, policy, paced, &mut full_disk);
                     }
                 }
             }
@@ -647,7 +647,7 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
                     }
                     other => {
                         other?;
-                        punch_or_go_on(inner, policy, paced, &mut full_disk);
+                        punch_first_if_short(inner, policy, paced, &mut full_disk);
                     }
                 }
             }
@@ -692,6 +692,9 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
             GcStep::Done => break,
         }
     }
+    // The victims are gone, and with them their queued ranges: what is punched now lies in
+    // segments collection left alone.
+    punch_or_go_on(inner, policy, paced, &mut full_disk);
     if let Some(e) = full_disk {
         if total.segments_collected == 0 {
             // Nothing could be done without space: the caller learns why.
@@ -752,6 +755,32 @@ fn punch_or_go_on(
             *full_disk = Some(e);
         }
     }
+}
+
+/// [`punch_or_go_on`] before collecting, only while the disk is short of space (a write or
+/// background job met ENOSPC, or the disk reserve is spent): there punching is what needs
+/// no room, and it may make the room that relocations need. Otherwise a round punches after
+/// its collections ([`run`]): punching a segment that is then collected whole is wasted, and
+/// it is the slow way to free a mostly dead one — a system call per run of dead records
+/// against one unlink, and behind a flush of small values lie a million such runs. Punching
+/// first, background GC spent whole overwrite phases punching and collected nothing
+/// (docs/BENCHMARKS.md, "Collect first, punch after").
+fn punch_first_if_short(
+    inner: &DbInner,
+    policy: VictimPolicy,
+    paced: bool,
+    full_disk: &mut Option<Error>,
+) {
+    if disk_short(inner) {
+        punch_or_go_on(inner, policy, paced, full_disk);
+    }
+}
+
+/// Whether the disk is short of space: a write or background job met ENOSPC, or the disk
+/// reserve is spent or could not be made.
+fn disk_short(inner: &DbInner) -> bool {
+    inner.state.lock().no_space.is_some()
+        || (inner.options.disk_reserve_size > 0 && !inner.reserve_present.load(Ordering::Acquire))
 }
 
 /// Whether background GC (`paced`) ends its round on `e`, a failed read of the log's
