@@ -26,6 +26,7 @@ use crate::error::{catch_panic, Error, Result};
 use crate::filename::{parse_file_name, vlog_file_name, FileKind};
 use crate::gc::cluster::{ClusterOutcome, ClusterPlanner, CLUSTER_KEEP_RUN_BYTES};
 use crate::gc::cycle::{collect_segment, sample_segment, SegmentSource};
+use crate::gc::pace::FreeingRate;
 use crate::gc::picker::{space_amp, VictimChoice};
 use crate::gc::punch::PunchLimits;
 use crate::gc::{
@@ -50,9 +51,9 @@ const BACKGROUND_PERIOD: Duration = Duration::from_secs(1);
 /// Background GC rewrites only segments at least this dead.
 const BACKGROUND_MIN_DEAD_FRACTION: f64 = 0.2;
 /// While the log is over this many times the space-amplification target and GC has
-/// victims, background GC stops yielding; if it still loses ground, writers are slowed
-/// (about 1 ms per write group) so it catches up.
-const WRITE_DELAY_FACTOR: f64 = 1.25;
+/// victims, background GC is far behind: it stops yielding, and once a victim has measured
+/// what it frees, writers are paced to a fraction of that (`gc::pace`).
+const FAR_BEHIND_FACTOR: f64 = 1.25;
 /// A segment's dead fraction is estimated from this many windows of records spread over it
 /// (1 MiB in all), or from all its records when they are at most twice that.
 const SAMPLE_WINDOWS: (u64, u64) = (16, 64 << 10);
@@ -548,23 +549,23 @@ fn source(inner: &DbInner) -> SegmentSource<'_> {
 /// yield to foreground work between batches (background GC).
 pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<GcOutcome> {
     let _one_gc = inner.gc_lock.lock();
-    // Never leave writers slowed when this collection ends (a snapshot may pin what GC
+    // Never leave writers paced when this collection ends (a snapshot may pin what GC
     // cannot collect).
-    struct ClearDelay<'a>(&'a DbInner);
-    impl Drop for ClearDelay<'_> {
+    struct StopPacing<'a>(&'a DbInner);
+    impl Drop for StopPacing<'_> {
         fn drop(&mut self) {
-            self.0.gc_write_delay.store(false, Ordering::Release);
+            self.0.gc_pacer.set_rate(0.0);
         }
     }
-    let _clear = ClearDelay(inner);
+    let _stop_pacing = StopPacing(inner);
     let mut total = GcOutcome::default();
     // Set once a step met a full disk; victims that failed for space are not tried again.
     let mut full_disk: Option<Error> = None;
     punch_first_if_short(inner, policy, paced, &mut full_disk);
     let mut failed_for_space: BTreeSet<u64> = BTreeSet::new();
     let mut taken = StepsTaken::default();
-    // The log's space amplification when the latest victim's collection began.
-    let mut amp_before_victim: Option<f64> = None;
+    // What this round's victims freed per second: writers are paced to it.
+    let mut freeing = FreeingRate::default();
     let min_seal_size = if paced {
         // Background GC seals the active segment only once it is a good part of a segment.
         inner.options.vlog_segment_size / 4
@@ -598,14 +599,14 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
                 .victims
                 .retain(|v| nothing_live.contains(v) && !failed_for_space.contains(v));
         }
-        // Far behind with work it can do, background GC runs flat out; writers are slowed
-        // only if that still loses ground.
+        // Far behind with work it can do, background GC runs flat out, and writers append
+        // no faster than a fraction of what it frees (once a victim has shown that).
         let amp = choice.space_amp_gc_can_lower();
         let far_behind = paced
             && !choice.victims.is_empty()
-            && amp > policy.space_amp_target * WRITE_DELAY_FACTOR;
-        let slow_writers = far_behind && losing_ground(amp, amp_before_victim);
-        inner.gc_write_delay.store(slow_writers, Ordering::Release);
+            && amp > policy.space_amp_target * FAR_BEHIND_FACTOR;
+        let writers_rate = far_behind.then(|| freeing.writers_rate()).flatten();
+        inner.gc_pacer.set_rate(writers_rate.unwrap_or(0.0));
         let step = next_step(
             &choice,
             policy,
@@ -661,8 +662,8 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
                 paced && !far_behind,
                 &mut full_disk,
             ) {
-                Ok(outcome) => {
-                    amp_before_victim = Some(amp);
+                Ok((outcome, took)) => {
+                    freeing.add_victim(outcome.bytes_read, outcome.bytes_relocated, took);
                     // Counted per victim, so a long background run shows in `Db::stats`
                     // while it is still going.
                     let mut totals = inner.gc_totals.lock();
@@ -795,13 +796,6 @@ fn ends_background_round(paced: bool, e: &Error) -> bool {
     ends
 }
 
-/// Whether GC, collecting flat out, is losing ground: the log's space amplification did not
-/// fall across the latest victim's collection. Before the first victim of a run it has not
-/// had its chance yet (a database opened far over its target is not throttled for that).
-fn losing_ground(amp_now: f64, amp_before_victim: Option<f64>) -> bool {
-    amp_before_victim.is_some_and(|before| amp_now >= before)
-}
-
 /// [`LsmIndex`] for one victim's collection, noting which of its calls failed: an error of
 /// the collection that came from neither came from reading the victim.
 struct WatchedIndex<'a> {
@@ -845,13 +839,14 @@ impl From<Error> for CollectError {
 }
 
 /// Relocates `victim`'s survivors, then removes it from the log (manifest) and hands its
-/// file to the sweep.
+/// file to the sweep. Returns what it did and how long it took.
 fn collect_one(
     inner: &DbInner,
     victim: u64,
     paced: bool,
     full_disk: &mut Option<Error>,
-) -> std::result::Result<GcOutcome, CollectError> {
+) -> std::result::Result<(GcOutcome, Duration), CollectError> {
+    let started = Instant::now();
     let index = WatchedIndex {
         index: LsmIndex::new(inner, paced, true),
         lookup_failed: Cell::new(false),
@@ -904,7 +899,7 @@ fn collect_one(
     if let Err(e) = super::background::delete_obsolete_files(inner) {
         log::warn!("wisckey: value-log GC freed segment {victim}; deleting files failed: {e}");
     }
-    Ok(outcome)
+    Ok((outcome, started.elapsed()))
 }
 
 /// Makes the writes a victim's collection depends on durable and moves the replay head past
@@ -1171,7 +1166,7 @@ mod tests {
     use std::sync::atomic::Ordering;
     use std::time::{Duration, Instant};
 
-    use super::{choose, losing_ground, run, sample_stale, LsmIndex, VictimPolicy};
+    use super::{choose, run, sample_stale, LsmIndex, VictimPolicy};
     use crate::fs::{FaultFs, FaultKind, FaultOps, FsOp, MemFs};
     use crate::gc::{GcIndex, Relocation};
     use crate::{Db, Options, Result};
@@ -1385,19 +1380,5 @@ mod tests {
         };
         waits_told("checkpoint", &|| db.checkpoint("/copy").map(|_| ()));
         waits_told("check", &|| db.check().map(|_| ()));
-    }
-
-    #[test]
-    fn writers_are_slowed_only_after_a_victim_that_did_not_lower_the_log() {
-        assert!(
-            !losing_ground(2.0, None),
-            "no victim collected yet this run"
-        );
-        assert!(
-            !losing_ground(1.6, Some(1.7)),
-            "the victim brought the log down"
-        );
-        assert!(losing_ground(1.7, Some(1.7)), "no ground won");
-        assert!(losing_ground(1.8, Some(1.7)), "writers outran the victim");
     }
 }

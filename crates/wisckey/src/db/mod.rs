@@ -178,8 +178,8 @@ pub(crate) struct DbInner {
     pub scan_heat: Mutex<crate::gc::heat::ScanHeat>,
     /// What the clustering passes that scans triggered have done since open.
     pub auto_cluster_totals: Mutex<AutoClusterTotals>,
-    /// Set by background GC while it is far behind its target: writers are slowed.
-    pub gc_write_delay: AtomicBool,
+    /// Paces writers while background GC is far behind its target (`gc::pace`).
+    pub gc_pacer: crate::gc::pace::WritePacer,
     /// Sampled dead-byte estimates per segment (not manifest state: estimates).
     pub gc_samples: Mutex<std::collections::BTreeMap<u64, gc::DeadSample>>,
     /// Dead records flushes found, on their way to being punched out of their segments.

@@ -248,7 +248,7 @@ pub(crate) fn open(dir: &Path, mut options: Options, read_only: bool) -> Result<
         auto_cluster_totals: Mutex::new(super::AutoClusterTotals::default()),
         gc_samples: Mutex::new(BTreeMap::new()),
         punches: Mutex::new(Default::default()),
-        gc_write_delay: AtomicBool::new(false),
+        gc_pacer: Default::default(),
         writers: WriteQueue::default(),
         vlog: ValueLog::new(
             vlog_writer,

@@ -143,6 +143,7 @@ pub(crate) struct WriteQueue {
 }
 
 pub(crate) fn write(inner: &DbInner, batch: WriteBatch, sync: bool) -> Result<()> {
+    pace_for_gc(inner, &batch);
     submit(inner, new_writer(Some(batch), sync, false)).map(drop)
 }
 
@@ -572,6 +573,18 @@ fn memtable_as_it_is(inner: &DbInner) -> Result<Arc<MemTable>> {
     }
 }
 
+/// While background GC is far behind its target, makes a writer wait, before it joins the
+/// write queue, until the log bytes written so far are paid for at the rate GC frees
+/// (`gc::pace`). Before the queue, not as a group's leader: a sleeping leader would hold up
+/// GC's relocations (which are never charged) and every writer behind it.
+fn pace_for_gc(inner: &DbInner, batch: &WriteBatch) {
+    if inner.gc_pacer.is_on() {
+        (inner.gc_pacer).pay(batch.payload_bytes() as u64, || {
+            inner.shutting_down.load(Ordering::Acquire)
+        });
+    }
+}
+
 /// Returns the memtable to insert into, switching and stalling as needed.
 fn make_room(inner: &DbInner, mut force: bool, even_if_empty: bool) -> Result<Arc<MemTable>> {
     let options = &inner.options;
@@ -584,8 +597,7 @@ fn make_room(inner: &DbInner, mut force: bool, even_if_empty: bool) -> Result<Ar
         let l0_files = state.versions.current().num_files(0);
         let mem_full = state.mem.approximate_bytes() >= options.memtable_size
             || inner.log_bytes_in_mem.load(Ordering::Relaxed) >= options.memtable_max_log_bytes;
-        let gc_behind = inner.gc_write_delay.load(Ordering::Acquire);
-        if allow_delay && (l0_files >= options.l0_slowdown_trigger || gc_behind) {
+        if allow_delay && l0_files >= options.l0_slowdown_trigger {
             // Give compaction some of the CPU instead of stalling one write for seconds later.
             drop(state);
             std::thread::sleep(Duration::from_millis(1));

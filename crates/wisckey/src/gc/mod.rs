@@ -11,6 +11,7 @@
 //! once nothing can read it. [`cluster`] rewrites a key range's scattered values in key
 //! order through the same relocation path (`Db::cluster_values`); [`heat`] counts which
 //! ranges scans read out of order, so the GC thread clusters the ones read again and again.
+//! [`pace`] slows writers to what GC frees while it is far behind its target.
 //!
 //! Invariants (docs/DESIGN.md, "Value-log GC"):
 //! - GC never decides liveness on its own: the final check that a record is the key's newest
@@ -30,6 +31,7 @@
 pub mod cluster;
 pub mod cycle;
 pub(crate) mod heat;
+pub mod pace;
 pub mod picker;
 pub mod punch;
 
