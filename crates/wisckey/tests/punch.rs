@@ -429,6 +429,9 @@ struct FailPunchEdits {
     /// Refuse to create the disk reserve: the database then counts its disk as short of
     /// space, where GC punches before it collects.
     refuse_reserve: bool,
+    /// Manifest records appended or tried, in order: "punch" (records punched ranges) or
+    /// "removal" (removes value-log segments).
+    edits: std::sync::Mutex<Vec<&'static str>>,
 }
 
 impl common::Hooks for FailPunchEdits {
@@ -446,13 +449,20 @@ impl common::Hooks for FailPunchEdits {
         use std::sync::atomic::Ordering;
         let manifest =
             (path.file_name().and_then(|n| n.to_str())).is_some_and(|n| n.starts_with("MANIFEST-"));
-        let records_punches = || {
-            (data.get(8..))
-                .and_then(|edit| wisckey::version::VersionEdit::decode(edit, "", 0).ok())
-                .is_some_and(|edit| !edit.vlog_punched.is_empty())
-        };
-        if manifest
-            && records_punches()
+        let edit = (data.get(8..))
+            .filter(|_| manifest)
+            .and_then(|edit| wisckey::version::VersionEdit::decode(edit, "", 0).ok());
+        let records_punches = edit.as_ref().is_some_and(|e| !e.vlog_punched.is_empty());
+        if let Some(edit) = &edit {
+            let mut edits = self.edits.lock().expect("edits");
+            if records_punches {
+                edits.push("punch");
+            }
+            if !edit.vlog_segments_removed.is_empty() {
+                edits.push("removal");
+            }
+        }
+        if records_punches
             && (self.n)
                 .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
                 .is_ok()
@@ -528,6 +538,7 @@ fn on_a_short_disk_a_failed_punch_does_not_stop_the_collection_after_it() {
     let fs = common::HookFs::new(FailPunchEdits {
         n: ALWAYS.into(),
         refuse_reserve: true,
+        ..FailPunchEdits::default()
     });
     let dir = Path::new("/db");
     let options = Options {
@@ -547,6 +558,7 @@ fn on_a_short_disk_a_failed_punch_does_not_stop_the_collection_after_it() {
     }
     db.compact_range(None, None).expect("compact");
     let failed_before = ALWAYS - fs.hooks.n.load(Ordering::SeqCst);
+    fs.hooks.edits.lock().expect("edits").clear();
     let done = db
         .gc(&GcOptions {
             compact_first: false,
@@ -559,6 +571,12 @@ fn on_a_short_disk_a_failed_punch_does_not_stop_the_collection_after_it() {
         "the round's punch was tried, and failed"
     );
     assert!(done.segments_collected > 0, "{done:?}");
+    let edits = fs.hooks.edits.lock().expect("edits").clone();
+    let first = |kind| edits.iter().position(|&e| e == kind);
+    assert!(
+        first("punch").is_some_and(|p| first("removal").is_some_and(|r| p < r)),
+        "on a short disk the punch comes before the collection: {edits:?}"
+    );
     check(&db, &model, &ReadOptions::default());
     db.close().expect("close");
     fs.hooks.n.store(0, Ordering::SeqCst);

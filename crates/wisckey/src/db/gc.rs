@@ -572,6 +572,9 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
     } else {
         0
     };
+    // Whether the round ended before it ran out of work (closing, a checkpoint or check
+    // waiting, a failed read): then it does not punch on its way out either.
+    let mut cut_short = true;
     loop {
         if inner.shutting_down.load(Ordering::Acquire) {
             break;
@@ -690,12 +693,18 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
                 }
                 Err(CollectError::IndexRead(e) | CollectError::Other(e)) => return Err(e),
             },
-            GcStep::Done => break,
+            GcStep::Done => {
+                cut_short = false;
+                break;
+            }
         }
     }
+    inner.gc_pacer.set_rate(0.0);
     // The victims are gone, and with them their queued ranges: what is punched now lies in
     // segments collection left alone.
-    punch_or_go_on(inner, policy, paced, &mut full_disk);
+    if !cut_short {
+        punch_or_go_on(inner, policy, paced, &mut full_disk);
+    }
     if let Some(e) = full_disk {
         if total.segments_collected == 0 {
             // Nothing could be done without space: the caller learns why.
