@@ -1,18 +1,10 @@
 #!/usr/bin/env bash
 # Background GC under sustained overwrites, the binary before (OLD: collects first, writers
 # slowed by the old 1 ms "losing ground" delay) and after (NEW: writers paced to GC's
-# measured freeing rate, gc::pace) the change, alternated: bench/run-gc.sh, wisckey-gc only,
-# uniform overwrites of OVERWRITE_XS times the 384 MiB live data, 1 and 16 KiB values, each
-# run in its own 1 GiB cgroup with the page cache dropped. Outputs: x<N>-<old|new>/ here.
-# As root: OLD=... NEW=... bash run.sh
+# measured freeing rate, gc::pace) the change, alternated: the same A/B as
+# ../gc-punch-order-20261130/run.sh (run-gc.sh, wisckey-gc only, uniform overwrites of
+# OVERWRITE_XS times the 384 MiB live data, 1 and 16 KiB values, 1 GiB cgroup), outputs
+# x<N>-<old|new>/ here. As root: OLD=... NEW=... bash run.sh
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-bench=$(cd "$here/../.." && pwd)
-: "${OLD:?}" "${NEW:?}"
-for x in ${OVERWRITE_XS:-20 3}; do
-  for which in old new; do
-    bin=$OLD; [[ $which == new ]] && bin=$NEW
-    ENGINES=wisckey-gc OVERWRITE_X=$x DISTRIBUTIONS=uniform SETUP=0 WISCKEY_BIN=$bin \
-      OUT_DIR="$here/x$x-$which" bash "$bench/run-gc.sh"
-  done
-done
+OUT=$here exec bash "$here/../gc-punch-order-20261130/run.sh"

@@ -71,6 +71,18 @@ fn check(db: &Db, model: &Model, opts: &ReadOptions) {
     assert!(seen == *model, "a scan shows exactly the model");
 }
 
+/// Opens a database on `mem` and writes every key, half of them again, then every key once
+/// more: a contiguous run of dead records (ready to punch once its flush's readers are gone)
+/// at the start of the sealed first segment, whose other records are live.
+fn open_with_a_dead_run(mem: &MemFs, dir: &Path) -> (Db, Model) {
+    let db = Db::open(dir, options(Arc::new(mem.clone()))).expect("open");
+    let mut model = Model::new();
+    write_all(&db, 0..KEYS, 0, &mut model);
+    write_all(&db, 0..KEYS / 2, 1, &mut model);
+    write_all(&db, 0..KEYS, 2, &mut model);
+    (db, model)
+}
+
 fn punched(stats: &DbStats) -> u64 {
     stats
         .value_log
@@ -157,13 +169,7 @@ fn dead_records_are_punched_out_and_every_reader_steps_over_them() {
 fn a_round_collects_its_victims_before_it_punches() {
     let mem = MemFs::new();
     let dir = Path::new("/db");
-    let db = Db::open(dir, options(Arc::new(mem.clone()))).expect("open");
-    let mut model = Model::new();
-    // As in the first test: a run of dead records, ready to punch, at the start of the
-    // sealed first segment, whose other records are live.
-    write_all(&db, 0..KEYS, 0, &mut model);
-    write_all(&db, 0..KEYS / 2, 1, &mut model);
-    write_all(&db, 0..KEYS, 2, &mut model);
+    let (db, model) = open_with_a_dead_run(&mem, dir);
     let done = db
         .gc(&GcOptions {
             compact_first: false,
@@ -395,11 +401,7 @@ fn can_punch_holes(dir: &Path) -> bool {
 fn a_check_while_gc_punches_reports_no_damage() {
     let mem = MemFs::new();
     let dir = Path::new("/db");
-    let db = Db::open(dir, options(Arc::new(mem.clone()))).expect("open");
-    let mut model = Model::new();
-    write_all(&db, 0..KEYS, 0, &mut model);
-    write_all(&db, 0..KEYS / 2, 1, &mut model);
-    write_all(&db, 0..KEYS, 2, &mut model);
+    let (db, model) = open_with_a_dead_run(&mem, dir);
     let mut punched_during_check = 0;
     let report = db
         .check_with_progress(|p| {
