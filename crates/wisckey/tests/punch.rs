@@ -83,6 +83,28 @@ fn open_with_a_dead_run(mem: &MemFs, dir: &Path) -> (Db, Model) {
     (db, model)
 }
 
+/// Opens a database at `/db` on `mem` whose background GC aims at `target`.
+fn open_with_background_target(mem: &MemFs, target: f64) -> Db {
+    let options = Options {
+        gc_space_amp_target: target,
+        ..options(Arc::new(mem.clone()))
+    };
+    Db::open(Path::new("/db"), options).expect("open")
+}
+
+/// The database's stats once `done` holds for them, or after 20 s (background GC's rounds
+/// come after every flush and at least once a second), whichever is first.
+fn stats_once(db: &Db, done: impl Fn(&DbStats) -> bool) -> DbStats {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let stats = db.stats().expect("stats");
+        if done(&stats) || std::time::Instant::now() > deadline {
+            return stats;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 fn punched(stats: &DbStats) -> u64 {
     stats
         .value_log
@@ -258,13 +280,8 @@ fn an_older_iterator_or_snapshot_holds_punching_back() {
 #[test]
 fn background_gc_punches_only_over_its_target() {
     let mem = MemFs::new();
-    let dir = Path::new("/db");
     let target = 1.5;
-    let options = Options {
-        gc_space_amp_target: target,
-        ..options(Arc::new(mem.clone()))
-    };
-    let db = Db::open(dir, options).expect("open");
+    let db = open_with_background_target(&mem, target);
     let mut model = Model::new();
     // 120 keys of 12 KiB: keys 0..85 fill the first 1 MiB segment, the rest start the
     // second. Then keys 0..50 again: their old records are garbage in the sealed first
@@ -310,14 +327,7 @@ fn background_gc_punches_only_over_its_target() {
     // punch what victims leave.
     write_all(&db, 100..LIVE_KEYS, 1, &mut model);
     let given_back = |stats: &DbStats| stats.gc.bytes_punched + stats.gc.bytes_freed;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    let over = loop {
-        let stats = db.stats().expect("stats");
-        if given_back(&stats) >= dead_bytes || std::time::Instant::now() > deadline {
-            break stats;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    let over = stats_once(&db, |stats| given_back(stats) >= dead_bytes);
     assert!(
         given_back(&over) >= dead_bytes,
         "the first segment's garbage is given back over the target: {:?} {:?}",
@@ -334,13 +344,8 @@ fn background_gc_punches_only_over_its_target() {
 #[test]
 fn background_gc_punches_what_collection_leaves_while_over_its_target() {
     let mem = MemFs::new();
-    let dir = Path::new("/db");
     let target = 1.1;
-    let options = Options {
-        gc_space_amp_target: target,
-        ..options(Arc::new(mem.clone()))
-    };
-    let db = Db::open(dir, options).expect("open");
+    let db = open_with_background_target(&mem, target);
     let mut model = Model::new();
     // 255 keys of 12 KiB fill three 1 MiB segments (85 records each). Then a run of 12 keys
     // at the start of each: about 14% of each sealed segment is dead, under the threshold,
@@ -351,17 +356,11 @@ fn background_gc_punches_what_collection_leaves_while_over_its_target() {
     // The log is now ~1.14x its live bytes (a background round may already be punching it,
     // so that is not asserted); punched until it is back under its target (a round punches
     // the ranges that are ready; once under, the rest waits).
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    let stats = loop {
-        let stats = db.stats().expect("stats");
-        // (The ranges are recorded, and so left out of disk use, before their blocks are
-        // deallocated and counted in `bytes_punched`: wait for both.)
-        let punched = stats.gc.bytes_punched > 0 && stats.value_log.space_amp <= target;
-        if punched || std::time::Instant::now() > deadline {
-            break stats;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    // (The ranges are recorded, and so left out of disk use, before their blocks are
+    // deallocated and counted in `bytes_punched`: wait for both.)
+    let stats = stats_once(&db, |stats| {
+        stats.gc.bytes_punched > 0 && stats.value_log.space_amp <= target
+    });
     assert_eq!(stats.gc.work.segments_collected, 0, "{:?}", stats.gc);
     assert!(
         stats.gc.bytes_punched > 0 && stats.value_log.space_amp <= target,
