@@ -25,9 +25,9 @@ engine_cmd() {
     wisckey) echo "$WISCKEY_BIN bench $WISCKEY_FLAGS" ;;
     wisckey-noreadahead) echo "$WISCKEY_BIN bench $WISCKEY_FLAGS --readahead_entries=0" ;;
     # GC's target set below what a load leaves: a fillrandom of the suite ends at ~1.6x space
-    # amp, above this target. A 2 GiB load lasts 1-3 s, about one GC check, so GC collects or
-    # punches little during it, nor in YCSB A's short run phase (each phase's gc_runs= line
-    # says what GC did). GC at work is measured by bench/run-gc.sh and run-aged-ycsb-a.sh
+    # amp, above this target. run-suite.sh measures it on DBs that already hold garbage (an
+    # overwrite after a preload, YCSB A after aging), beside wisckey-nogc on the same DBs;
+    # each phase's gc_runs= line says what GC did. Longer runs: bench/run-gc.sh
     wisckey-gc) echo "$WISCKEY_BIN bench $WISCKEY_FLAGS --gc_space_amp_target=1.2" ;;
     wisckey-nogc) echo "$WISCKEY_BIN bench $WISCKEY_FLAGS --gc_space_amp_target=inf" ;;
     # the value log written O_DIRECT (Options::vlog_direct_writes), off by default

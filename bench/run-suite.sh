@@ -18,9 +18,14 @@
 #   MADV_RANDOM both get reported, and wisckey with scan read-ahead off.
 #   At each of $SYNC_SIZES, first `fillsync` (every put a sync write; NUM/1000 puts per
 #   thread) with 1 and with 16 threads, each on a fresh DB (tags fillsync, fillsync16).
-#   Engines in $GC_VARIANTS (wisckey -> wisckey-gc: --gc_space_amp_target=1.2) then also run
-#   fillrandom on a fresh DB with GC made to work during the load; each wisckey phase prints
-#   a gc_runs= line with what background GC did during it.
+#   Engines in $GC_VARIANTS (wisckey -> wisckey-gc: --gc_space_amp_target=1.2, and
+#   wisckey -> wisckey-nogc: GC off, the baseline) then measure loads with GC running: each
+#   variant gets a fresh DB preloaded by an unmeasured fillrandom with GC off (seed SEED+3,
+#   output <variant>.preload.log: the report does not read it; the log then holds ~0.7 GiB of
+#   garbage at ~1.6x the live data, over wisckey-gc's target), then `overwrite` of NUM puts
+#   (the measured phase, tag overwrite) with the variant's GC setting: GC collects the
+#   preload's garbage and the overwrites' while the puts run. Every wisckey phase prints a
+#   gc_runs= line with what background GC did during it.
 #   Engines in $FILL_VARIANTS (wisckey -> wisckey-direct: --vlog_direct_writes=true) then run
 #   the fills again, fillsync and fillrandom, each on a fresh DB: the option side by side
 #   with the default in one run (reads are not repeated: the option changes only writes).
@@ -32,7 +37,11 @@
 #   variants are not "best peer" in the report's targets (the default wisckey is not
 #   reorganised).
 # Then YCSB A-F (bench/run-ycsb.sh) at each of $YCSB_SIZES into $OUT_DIR/ycsb-<size>, plus
-# YCSB A (load + run) for wisckey-gc.
+# YCSB A on an aged DB for wisckey-gc (GC busy) and wisckey-nogc (GC off): run-ycsb.sh's
+# AGED_ENGINES, RECORDS/2 unmeasured operations of A with GC off after the load.
+# Then value-log GC under sustained overwrites side by side with the peers' GC
+# (bench/run-gc.sh into $OUT_DIR/gc: $GC_OVERWRITE_X x overwrites of 384 MiB live, uniform,
+# at $GC_SIZES; engines $GC_ENGINES, each with its GC on, and wisckey with GC off).
 #
 # Sizes: NUM = DATA_BYTES / (value size + key size) keys are written by each fill, so every
 # value size writes the same bytes (default 2 GiB). fillrandom draws keys with replacement
@@ -49,12 +58,15 @@
 #     ValueThreshold stay in its LSM-tree, its Go heap sits at the 1 GiB limit and fillseq ran
 #     at ~5K puts/s, i.e. about an hour for the two fills; see docs/BENCHMARKS.md)
 #   SYNC_SIZES="1024" SYNC_THREADS="1 16" (fillsync cells; SYNC_SIZES="" skips them)
-#   GC_VARIANTS="wisckey:wisckey-gc" (set empty to skip the with-GC-running loads)
+#   GC_VARIANTS="wisckey:wisckey-gc wisckey:wisckey-nogc" (wisckey variants only: the preload
+#     adds --gc_space_amp_target=inf; set empty to skip the with-GC-running loads)
 #   FILL_VARIANTS="wisckey:wisckey-direct" (set empty to skip the extra fills)
 #   REORG_VARIANTS="wisckey:wisckey-clustered rocksdb-blob:rocksdb-blob-compacted" (empty: skip)
 #   YCSB_SIZES="1024 16384" YCSB_DATA_BYTES=2147483648
-#   YCSB_ENGINES="wisckey wisckey-gc leveldb-pread rocksdb rocksdb-blob badger-madv"
-#   YCSB_ENGINE_WORKLOADS="wisckey-gc:a"
+#   YCSB_ENGINES="wisckey wisckey-gc wisckey-nogc leveldb-pread rocksdb rocksdb-blob badger-madv"
+#   YCSB_ENGINE_WORKLOADS="wisckey-gc:a wisckey-nogc:a" YCSB_AGED_ENGINES="wisckey-gc wisckey-nogc"
+#   RUN_GC=1 (0 skips run-gc.sh) GC_OVERWRITE_X=10 GC_SIZES="1024 16384"
+#     GC_ENGINES="wisckey-gc wisckey-nogc rocksdb-blob-gc badger-gc-smallmt"
 #   YCSB_OPS_1024=10000 YCSB_OPS_16384=2000 (run-phase operations per workload; for another
 #     size set YCSB_OPS_<size>, default 2000)
 #   SETTLE_ROUNDS=5 (unmeasured readrandom rounds after each load until compaction is done,
@@ -86,11 +98,16 @@ READ_VARIANTS=${READ_VARIANTS-"wisckey:wisckey-noreadahead leveldb:leveldb-pread
 SKIP_CELLS=${SKIP_CELLS-"badger:256"}
 YCSB_SIZES=${YCSB_SIZES:-"1024 16384"}
 YCSB_DATA_BYTES=${YCSB_DATA_BYTES:-2147483648}
-YCSB_ENGINES=${YCSB_ENGINES:-"wisckey wisckey-gc leveldb-pread rocksdb rocksdb-blob badger-madv"}
-YCSB_ENGINE_WORKLOADS=${YCSB_ENGINE_WORKLOADS-"wisckey-gc:a"}
+YCSB_ENGINES=${YCSB_ENGINES:-"wisckey wisckey-gc wisckey-nogc leveldb-pread rocksdb rocksdb-blob badger-madv"}
+YCSB_ENGINE_WORKLOADS=${YCSB_ENGINE_WORKLOADS-"wisckey-gc:a wisckey-nogc:a"}
+YCSB_AGED_ENGINES=${YCSB_AGED_ENGINES-"wisckey-gc wisckey-nogc"}
+RUN_GC=${RUN_GC:-1}
+GC_OVERWRITE_X=${GC_OVERWRITE_X:-10}
+GC_SIZES=${GC_SIZES:-"1024 16384"}
+GC_ENGINES=${GC_ENGINES:-"wisckey-gc wisckey-nogc rocksdb-blob-gc badger-gc-smallmt"}
 SYNC_SIZES=${SYNC_SIZES-"1024"}
 SYNC_THREADS=${SYNC_THREADS:-"1 16"}
-GC_VARIANTS=${GC_VARIANTS-"wisckey:wisckey-gc"}
+GC_VARIANTS=${GC_VARIANTS-"wisckey:wisckey-gc wisckey:wisckey-nogc"}
 FILL_VARIANTS=${FILL_VARIANTS-"wisckey:wisckey-direct"}
 REORG_VARIANTS=${REORG_VARIANTS-"wisckey:wisckey-clustered rocksdb-blob:rocksdb-blob-compacted"}
 YCSB_OPS_1024=${YCSB_OPS_1024:-10000}
@@ -128,7 +145,7 @@ paired_with() { # "a:b c:d ..." engine -> what the engine is paired with, or not
   return 0
 }
 variant_of() { paired_with "$READ_VARIANTS" "$1"; }    # its read variant
-gc_variant_of() { paired_with "$GC_VARIANTS" "$1"; }   # its with-GC-running variant
+gc_variants_of() { paired_with "$GC_VARIANTS" "$1"; }  # its with-GC-running variants
 fill_variant_of() { paired_with "$FILL_VARIANTS" "$1"; } # its fill-only variant
 reorg_variant_of() { paired_with "$REORG_VARIANTS" "$1"; } # its reorganised-DB variant
 reorganise_flags() { # the benchmarks that reorganise a loaded DB, per reorganised variant
@@ -173,6 +190,23 @@ run() {
   grep -E '^[a-z]+ +: .*ops/sec' "$out" || true
 }
 
+# preload VARIANT DB: an unmeasured fillrandom with GC off (a later flag wins) into a fresh
+# DB, seeded SEED+3 so the measured overwrite's keys are not the preload's in the same order;
+# output $dir/<variant>.preload.log (not a .txt: the report does not read it)
+preload() {
+  local variant=$1 db=$2 out=$dir/$1.preload.log
+  drop_caches >> "$dir/log.txt"
+  echo "== $(date -u +%H:%M:%S) $variant preload: fillrandom, GC off" | tee -a "$dir/log.txt"
+  # shellcheck disable=SC2046,SC2086
+  if ! "$here/cgexec.sh" "$variant" "$MEM_LIMIT" $(engine_cmd "$variant") $common --seed=$((SEED + 3)) \
+    --benchmarks=fillrandom --db="$db" --gc_space_amp_target=inf > "$out" 2>&1; then
+    echo "$variant preload failed:"
+    tail -5 "$out"
+    return 1
+  fi
+  grep -E '^fillrandom +: .*ops/sec|space_amp' "$out" || true
+}
+
 read_phases() { # engine db
   local engine=$1 db=$2 limit=$READ_TIMEOUT
   run "$engine" readrandom "$limit" --benchmarks=readrandom --threads=1 --reads="$reads" --db="$db" --use_existing_db=1 --histogram
@@ -186,7 +220,8 @@ read_phases() { # engine db
   echo "VALUE_SIZES=$VALUE_SIZES DATA_BYTES=$DATA_BYTES KEY_SIZE=$KEY_SIZE SEED=$SEED MEM_LIMIT=$MEM_LIMIT"
   echo "ENGINES=$ENGINES READ_VARIANTS=$READ_VARIANTS SKIP_CELLS=$SKIP_CELLS"
   echo "SETTLE_ROUNDS=$SETTLE_ROUNDS READ_TIMEOUT=$READ_TIMEOUT SYNC_SIZES=$SYNC_SIZES SYNC_THREADS=$SYNC_THREADS GC_VARIANTS=$GC_VARIANTS FILL_VARIANTS=$FILL_VARIANTS REORG_VARIANTS=$REORG_VARIANTS"
-  echo "YCSB_SIZES=$YCSB_SIZES YCSB_DATA_BYTES=$YCSB_DATA_BYTES YCSB_ENGINES=$YCSB_ENGINES"
+  echo "YCSB_SIZES=$YCSB_SIZES YCSB_DATA_BYTES=$YCSB_DATA_BYTES YCSB_ENGINES=$YCSB_ENGINES YCSB_ENGINE_WORKLOADS=$YCSB_ENGINE_WORKLOADS YCSB_AGED_ENGINES=$YCSB_AGED_ENGINES"
+  echo "RUN_GC=$RUN_GC GC_OVERWRITE_X=$GC_OVERWRITE_X GC_SIZES=$GC_SIZES GC_ENGINES=$GC_ENGINES"
   echo "DATA_DIR=$DATA_DIR ($fstype) WISCKEY_FLAGS=$WISCKEY_FLAGS EXTRA_FLAGS=$EXTRA_FLAGS"
 } | tee "$OUT_DIR/params.txt"
 
@@ -206,8 +241,7 @@ if [[ $SKIP_DBBENCH != 1 ]]; then
     for engine in $ENGINES; do
       variant=$(variant_of "$engine")
       [[ -n $variant ]] && all_engines+=" $variant"
-      variant=$(gc_variant_of "$engine")
-      [[ -n $variant ]] && all_engines+=" $variant"
+      for variant in $(gc_variants_of "$engine"); do all_engines+=" $variant"; done
       variant=$(fill_variant_of "$engine")
       [[ -n $variant ]] && all_engines+=" $variant"
       variant=$(reorg_variant_of "$engine")
@@ -254,13 +288,12 @@ if [[ $SKIP_DBBENCH != 1 ]]; then
         read_phases "$reorg_variant" "$db"
       fi
       rm -rf "$db"
-      gc_variant=$(gc_variant_of "$engine")
-      if [[ -n $gc_variant ]]; then
+      for gc_variant in $(gc_variants_of "$engine"); do
         db=$DATA_DIR/$gc_variant
         rm -rf "$db"
-        run "$gc_variant" fillrandom 0 --benchmarks=fillrandom --db="$db"
+        preload "$gc_variant" "$db" && run "$gc_variant" overwrite 0 --benchmarks=overwrite --use_existing_db=1 --db="$db"
         rm -rf "$db"
-      fi
+      done
       fill_variant=$(fill_variant_of "$engine")
       if [[ -n $fill_variant ]]; then
         db=$DATA_DIR/$fill_variant
@@ -280,10 +313,19 @@ if [[ $SKIP_YCSB != 1 ]]; then
     RECORDS=$((YCSB_DATA_BYTES / (size + KEY_SIZE))) OPS=${!ops_var:-2000} RECORD_SIZE=$size \
       KEY_SIZE=$KEY_SIZE SEED=$SEED MEM_LIMIT=$MEM_LIMIT ENGINES=$YCSB_ENGINES \
       SETTLE_ROUNDS=$SETTLE_ROUNDS READ_TIMEOUT=$READ_TIMEOUT \
-      ENGINE_WORKLOADS=$YCSB_ENGINE_WORKLOADS \
+      ENGINE_WORKLOADS=$YCSB_ENGINE_WORKLOADS AGED_ENGINES=$YCSB_AGED_ENGINES \
       OUT_DIR=$OUT_DIR/ycsb-$size "$here/run-ycsb.sh" | tee -a "$OUT_DIR/ycsb.log"
     dirs+=("$OUT_DIR/ycsb-$size")
   done
+fi
+
+if [[ $RUN_GC == 1 ]]; then
+  # its own summary.md and charts in $OUT_DIR/gc (bench/gc_report.py); the report below does
+  # not read that folder
+  WISCKEY_BIN=$WISCKEY_BIN ENGINES=$GC_ENGINES VALUE_SIZES=$GC_SIZES DISTRIBUTIONS=uniform \
+    OVERWRITE_X=$GC_OVERWRITE_X KEY_SIZE=$KEY_SIZE SEED=$SEED MEM_LIMIT=$MEM_LIMIT SETUP=0 \
+    OUT_DIR=$OUT_DIR/gc "$here/run-gc.sh" | tee -a "$OUT_DIR/gc.log" ||
+    echo "run-gc.sh failed: see $OUT_DIR/gc.log"
 fi
 
 if [[ $FIO == 1 ]]; then

@@ -24,6 +24,12 @@
 #   ENGINES="wisckey leveldb rocksdb rocksdb-blob badger"   WORKLOADS="a b c f d e"
 #   ENGINE_WORKLOADS="" (engine:w1,w2 pairs: those engines run only those workloads, e.g.
 #     "wisckey-gc:a" for YCSB A with GC made to work; their other cells stay empty)
+#   AGED_ENGINES="" (engines whose DB is aged before it is settled and measured: right after
+#     each load, one unmeasured process runs AGE_OPS operations of YCSB A with value-log GC
+#     off (--gc_space_amp_target=inf, seed SEED+2; output <engine>.<w>-age.log), so the
+#     measured phases find garbage in the log; wisckey engines only, e.g. "wisckey-gc
+#     wisckey-nogc" for YCSB A on an aged DB with GC busy and with GC off)
+#   AGE_OPS=RECORDS/2 (about RECORDS/4 updates: at 1 KiB the log ends ~1.25x the live data)
 #   DATA_DIR=/work/bench-data (real disk)   OUT_DIR=bench/results/ycsb-<timestamp>
 #   WISCKEY_BIN=$CARGO_TARGET_DIR/release/wisckey-bench  WISCKEY_FLAGS="" EXTRA_FLAGS=""
 #   CHECK=1: agreement check instead of a measurement: defaults become RECORDS=20000
@@ -48,6 +54,8 @@ MEM_LIMIT=${MEM_LIMIT:-1G}
 ENGINES=${ENGINES:-"wisckey leveldb rocksdb rocksdb-blob badger"}
 WORKLOADS=${WORKLOADS:-"a b c f d e"}
 ENGINE_WORKLOADS=${ENGINE_WORKLOADS:-}
+AGED_ENGINES=${AGED_ENGINES:-}
+AGE_OPS=${AGE_OPS:-$((RECORDS / 2))}
 SETTLE_ROUNDS=${SETTLE_ROUNDS:-5}
 SETTLE_OPS=${SETTLE_OPS:-$((OPS < 20000 ? OPS : 20000))}
 READ_TIMEOUT=${READ_TIMEOUT:-120}
@@ -92,7 +100,8 @@ measured="--reads=$OPS --threads=$THREADS --seed=$SEED"
   echo "# YCSB run $(date -u +%Y-%m-%dT%H:%M:%SZ) $(git -C "$root" rev-parse --short HEAD 2>/dev/null || true)"
   echo "RECORDS=$RECORDS OPS=$OPS RECORD_SIZE=$RECORD_SIZE KEY_SIZE=$KEY_SIZE THREADS=$THREADS SEED=$SEED MEM_LIMIT=$MEM_LIMIT CHECK=$CHECK"
   echo "SETTLE_ROUNDS=$SETTLE_ROUNDS SETTLE_OPS=$SETTLE_OPS READ_TIMEOUT=$READ_TIMEOUT"
-  echo "ENGINES=$ENGINES WORKLOADS=$WORKLOADS DATA_DIR=$DATA_DIR ($fstype)"
+  echo "ENGINES=$ENGINES WORKLOADS=$WORKLOADS ENGINE_WORKLOADS=$ENGINE_WORKLOADS AGED_ENGINES=$AGED_ENGINES AGE_OPS=$AGE_OPS"
+  echo "DATA_DIR=$DATA_DIR ($fstype)"
   echo "WISCKEY_FLAGS=$WISCKEY_FLAGS EXTRA_FLAGS=$EXTRA_FLAGS"
 } | tee "$OUT_DIR/params.txt"
 
@@ -114,21 +123,32 @@ run_one() {
 }
 
 # the engine settle rounds run as: the pread / MADV_RANDOM variant of a stock mmap engine
-# (same DB; its thrashing reads would make each round take minutes), else the engine itself
+# (same DB; its thrashing reads would make each round take minutes), wisckey with GC off for
+# wisckey-gc (GC would collect an aged DB's garbage before the measured phase, and its writes
+# would keep every round above settle()'s threshold), else the engine itself
 settle_engine_of() {
   case $1 in
     leveldb) echo leveldb-pread ;;
     badger) echo badger-madv ;;
+    wisckey-gc) echo wisckey-nogc ;;
     *) echo "$1" ;;
   esac
 }
 
-# load_db ENGINE W: a fresh DB loaded by a load-only process (labelled ycsb-<w>-load), then
-# settled (lib.sh) with unmeasured YCSB C rounds seeded SEED+1
+# load_db ENGINE W: a fresh DB loaded by a load-only process (labelled ycsb-<w>-load), aged
+# when ENGINE is one of $AGED_ENGINES (AGE_OPS operations of YCSB A with GC off, labelled
+# <w>-age; output renamed .log so neither summary.md nor the report reads it), then settled
+# (lib.sh) with unmeasured YCSB C rounds seeded SEED+1
 load_db() {
   local engine=$1 w=$2
   rm -rf "${DATA_DIR:?}/$engine"
   run_one "$engine" "$w-load" --ycsb="$w" --ycsb_load_only=1 || return 1
+  if [[ " $AGED_ENGINES " == *" $engine "* ]]; then
+    # later flags win (wisckey-bench bench takes a repeated flag's last value)
+    run_one "$engine" "$w-age" --ycsb=a --use_existing_db=1 --reads="$AGE_OPS" --threads=1 \
+      --seed=$((SEED + 2)) --gc_space_amp_target=inf || return 1
+    mv "$OUT_DIR/$engine.$w-age.txt" "$OUT_DIR/$engine.$w-age.log"
+  fi
   if ((SETTLE_ROUNDS > 0)); then
     # shellcheck disable=SC2086
     settle "$(settle_engine_of "$engine")" "$DATA_DIR/$engine" "$OUT_DIR/$engine.$w" $common \

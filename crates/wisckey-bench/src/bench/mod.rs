@@ -36,6 +36,7 @@ pub struct BenchArgs {
     /// (`Db::gc` without compacting first).
     #[arg(
         long,
+        action = ArgAction::Set,
         value_delimiter = ',',
         default_value = "fillseq,fillsync,fillrandom,overwrite,readrandom,readseq"
     )]
