@@ -97,7 +97,7 @@ peak_mem() { # cgroup name -> peak MiB (v1 or v2, as bench/cgexec.sh made it)
 }
 
 {
-  echo "# value-log GC run $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet HEAD -- bench crates/wisckey-cli || echo ' (bench tool changes uncommitted)')"
+  echo "# value-log GC run $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo "?")$(git -C "$root" diff --quiet HEAD -- bench crates/wisckey-cli 2>/dev/null || echo ' (bench tool changes uncommitted, or no git checkout)')"
   echo "LIVE_MIB=$LIVE_MIB VALUE_SIZES=$VALUE_SIZES DISTRIBUTIONS=$DISTRIBUTIONS OVERWRITE_X=$OVERWRITE_X"
   echo "ENGINES=$ENGINES KEY_SIZE=$KEY_SIZE SEED=$SEED MEM_LIMIT=$MEM_LIMIT INTERVAL=$INTERVAL SETTLE_SECS=$SETTLE_SECS"
   echo "DATA_DIR=$DATA_DIR ($fstype) nproc=$(nproc) kernel=$(uname -r)"
