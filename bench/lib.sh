@@ -26,7 +26,7 @@ engine_cmd() {
     wisckey-noreadahead) echo "$WISCKEY_BIN bench $WISCKEY_FLAGS --readahead_entries=0" ;;
     # GC's target set below what a load leaves: a fillrandom of the suite ends at ~1.6x space
     # amp, above this target. run-suite.sh measures it on DBs that already hold garbage (an
-    # overwrite after a preload, YCSB A after aging), beside wisckey-nogc on the same DBs;
+    # overwrite after a preload, YCSB A after aging), beside wisckey-nogc on DBs built alike;
     # each phase's gc_runs= line says what GC did. Longer runs: bench/run-gc.sh
     wisckey-gc) echo "$WISCKEY_BIN bench $WISCKEY_FLAGS --gc_space_amp_target=1.2" ;;
     wisckey-nogc) echo "$WISCKEY_BIN bench $WISCKEY_FLAGS --gc_space_amp_target=inf" ;;

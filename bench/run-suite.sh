@@ -38,7 +38,8 @@
 #   reorganised).
 # Then YCSB A-F (bench/run-ycsb.sh) at each of $YCSB_SIZES into $OUT_DIR/ycsb-<size>, plus
 # YCSB A on an aged DB for wisckey-gc (GC busy) and wisckey-nogc (GC off): run-ycsb.sh's
-# AGED_ENGINES, RECORDS/2 unmeasured operations of A with GC off after the load.
+# AGED_ENGINES, RECORDS unmeasured operations of A with GC off after the load, then a run
+# phase of max(OPS, 100000) operations (AGED_OPS).
 # Then value-log GC under sustained overwrites side by side with the peers' GC
 # (bench/run-gc.sh into $OUT_DIR/gc: $GC_OVERWRITE_X x overwrites of 384 MiB live, uniform,
 # at $GC_SIZES; engines $GC_ENGINES, each with its GC on, and wisckey with GC off).
@@ -82,9 +83,14 @@
 #   FIO=1 (0 = no fio; the report then reads bench/results/fio/device.md if present)
 #   SKIP_DBBENCH=0 SKIP_YCSB=0 SKIP_FILLSEQ=0   OUT_DIR=bench/results/suite-<timestamp>
 #   DATA_DIR, WISCKEY_BIN, WISCKEY_FLAGS, EXTRA_FLAGS as in lib.sh
-# Run bench/setup.sh first. Needs root (cgroups, drop_caches). Each DB is deleted after use.
+# Run bench/setup.sh first. Needs root (cgroups, drop_caches). Each DB is deleted after use;
+# the largest at once is a GC-off DB of ~4.2 GiB (the overwrite after a preload, and
+# run-gc.sh's wisckey-nogc), so DATA_DIR needs ~5 GiB free.
 # At the defaults this took 62 minutes on a 2-core VM with one SSD (2026-11-23 10:05 run: fio
-# 2 min, db_bench part 43 min, YCSB 1 KiB 11 min, YCSB 16 KiB 6 min, final fio 1 min).
+# 2 min, db_bench part 43 min, YCSB 1 KiB 11 min, YCSB 16 KiB 6 min, final fio 1 min), before
+# the fillsync, GC and reorganised cells; at four sizes (no 256 B) with all of them, 60
+# minutes (2026-11-30 18:51 run: fio 2 min, db_bench part 40 min, YCSB 12 min, run-gc.sh
+# 5 min, final fio 1 min).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -191,8 +197,8 @@ run() {
 }
 
 # preload VARIANT DB: an unmeasured fillrandom with GC off (a later flag wins) into a fresh
-# DB, seeded SEED+3 so the measured overwrite's keys are not the preload's in the same order;
-# output $dir/<variant>.preload.log (not a .txt: the report does not read it)
+# DB, seeded SEED+3 (not the measured phases' seed); output $dir/<variant>.preload.log (not a
+# .txt: the report does not read it)
 preload() {
   local variant=$1 db=$2 out=$dir/$1.preload.log
   drop_caches >> "$dir/log.txt"

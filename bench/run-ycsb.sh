@@ -33,9 +33,10 @@
 #     wisckey engines only, e.g. "wisckey-gc wisckey-nogc" for YCSB A on an aged DB with GC
 #     busy and with GC off, two DBs aged alike)
 #   AGE_OPS=RECORDS (about RECORDS/2 updates: the log ends ~1.5x the live data)
-#   AGED_OPS=10 x OPS (the aged engines' run phases: GC's thread first looks 1 s after open,
-#     and run-suite.sh's OPS last about a second at 1 KiB; so they are not comparable
-#     operation for operation with the other engines' cells, only with each other)
+#   AGED_OPS=max(OPS, 100000) (the aged engines' run phases: GC's thread first looks 1 s
+#     after open, and run-suite.sh's OPS, 10,000 at 1 KiB and 2,000 at 16 KiB, last about a
+#     second; 100,000 take 3-5 s. So they are comparable with each other, not operation for
+#     operation with the other engines' cells)
 #   DATA_DIR=/work/bench-data (real disk)   OUT_DIR=bench/results/ycsb-<timestamp>
 #   WISCKEY_BIN=$CARGO_TARGET_DIR/release/wisckey-bench  WISCKEY_FLAGS="" EXTRA_FLAGS=""
 #   CHECK=1: agreement check instead of a measurement: defaults become RECORDS=20000
@@ -62,7 +63,7 @@ WORKLOADS=${WORKLOADS:-"a b c f d e"}
 ENGINE_WORKLOADS=${ENGINE_WORKLOADS:-}
 AGED_ENGINES=${AGED_ENGINES:-}
 AGE_OPS=${AGE_OPS:-$RECORDS}
-AGED_OPS=${AGED_OPS:-$((OPS * 10))}
+AGED_OPS=${AGED_OPS:-$((OPS > 100000 ? OPS : 100000))}
 SETTLE_ROUNDS=${SETTLE_ROUNDS:-5}
 SETTLE_OPS=${SETTLE_OPS:-$((OPS < 20000 ? OPS : 20000))}
 READ_TIMEOUT=${READ_TIMEOUT:-120}

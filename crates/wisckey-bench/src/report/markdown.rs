@@ -655,19 +655,20 @@ fn value_size_charts(model: &Model, md: &mut String) -> Vec<(String, String)> {
     charts
 }
 
-/// With `every_benchmark` false (several folders) only loads and readrandom are listed, to keep
-/// the table readable; the raw outputs hold the figures of every phase.
+/// With `every_benchmark` false (several folders) only loads, overwrites and readrandom are
+/// listed, to keep the table readable; the raw outputs hold the figures of every phase.
 fn amplification_table(md: &mut String, model: &Model, every_benchmark: bool) {
-    md.push_str("## Amplification and CPU\n\nWA = bytes written ÷ user bytes (device counter, and the process's own I/O counters); RA likewise for reads; space amp = DB size ÷ live logical bytes (load runs only); CPU = user+sys ÷ wall (100% = one core). Written MiB = what the process wrote during the phase (process counter): in a read phase, background compaction sharing the device with the reads.");
+    md.push_str("## Amplification and CPU\n\nWA = bytes written ÷ user bytes (device counter, and the process's own I/O counters); RA likewise for reads; space amp = DB size ÷ live logical bytes (fresh loads only: a phase on an existing DB does not know its live bytes); CPU = user+sys ÷ wall (100% = one core). Written MiB = what the process wrote during the phase (process counter): in a read phase, background compaction sharing the device with the reads.");
     if !every_benchmark {
         md.push_str(
-            " Loads and readrandom only; every other phase's figures are in its raw output.",
+            " Loads, overwrites and readrandom only; every other phase's figures are in its raw output.",
         );
     }
     md.push_str("\n\n| benchmark | engine | WA device | WA process | written MiB | RA device | RA process | space amp | DB MiB | CPU % |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (c, column) in model.columns.iter().enumerate() {
         let b = column.bench.as_str();
-        let listed = b.starts_with("fill") || b.ends_with("-load") || b == "readrandom";
+        let listed =
+            b.starts_with("fill") || b.ends_with("-load") || b == "overwrite" || b == "readrandom";
         if !(every_benchmark || listed) {
             continue;
         }

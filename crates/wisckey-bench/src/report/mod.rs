@@ -219,6 +219,39 @@ mod tests {
     }
 
     #[test]
+    fn overwrites_with_gc_running_are_in_the_amplification_table() {
+        // The 2026-11-30 evening suite: wisckey-gc and wisckey-nogc overwrite a preloaded DB
+        // (run-suite.sh's GC_VARIANTS); their unmeasured preloads are .log files.
+        let out = tempfile::tempdir().expect("tempdir");
+        let args = ReportArgs {
+            // Two folders: the table then lists only some phases.
+            dirs: ["v1024", "v4096"]
+                .iter()
+                .map(|d| committed(&format!("suite-20261130T185129Z/{d}")))
+                .collect(),
+            out: Some(out.path().to_path_buf()),
+            device: None,
+        };
+        run(&args).expect("report");
+        let report = std::fs::read_to_string(out.path().join("REPORT.md")).expect("REPORT.md");
+        let amplification = report
+            .split("## Amplification and CPU")
+            .nth(1)
+            .expect("an amplification section");
+        for engine in ["wisckey-gc", "wisckey-nogc"] {
+            assert!(
+                amplification.contains(&format!("| overwrite (v1024) | {engine} |")),
+                "{amplification}"
+            );
+            // Only the measured overwrite: the preload's fillrandom is not read.
+            assert!(
+                !amplification.contains(&format!("| fillrandom (v1024) | {engine} |")),
+                "{amplification}"
+            );
+        }
+    }
+
+    #[test]
     fn missing_folder_is_an_error_not_a_panic() {
         let args = ReportArgs {
             dirs: vec![PathBuf::from("/nonexistent/wisckey-report")],
