@@ -160,16 +160,23 @@ mod tests {
             .join(dir)
     }
 
-    #[test]
-    fn report_of_final_run_has_tables_and_charts() {
+    /// The report over `dirs`, written into a temporary folder (kept alive by the returned
+    /// handle, for the charts), and its REPORT.md.
+    fn report_over(dirs: Vec<PathBuf>) -> (tempfile::TempDir, String) {
         let out = tempfile::tempdir().expect("tempdir");
         let args = ReportArgs {
-            dirs: vec![committed("final-2m")],
+            dirs,
             out: Some(out.path().to_path_buf()),
             device: None,
         };
         run(&args).expect("report");
         let report = std::fs::read_to_string(out.path().join("REPORT.md")).expect("REPORT.md");
+        (out, report)
+    }
+
+    #[test]
+    fn report_of_final_run_has_tables_and_charts() {
+        let (out, report) = report_over(vec![committed("final-2m")]);
         assert!(report.contains("| wisckey | 186609 |"), "{report}");
         assert!(report.contains("leveldb"), "{report}");
         assert!(out.path().join("throughput.svg").is_file());
@@ -178,32 +185,20 @@ mod tests {
 
     #[test]
     fn several_folders_with_different_value_sizes_chart_by_value_size() {
-        let out = tempfile::tempdir().expect("tempdir");
-        let args = ReportArgs {
-            dirs: vec![committed("small"), committed("final-2m")],
-            out: Some(out.path().to_path_buf()),
-            device: None,
-        };
-        run(&args).expect("report");
-        let report = std::fs::read_to_string(out.path().join("REPORT.md")).expect("REPORT.md");
+        let (_out, report) = report_over(vec![committed("small"), committed("final-2m")]);
         assert!(report.contains("small"), "{report}");
         assert!(report.contains("final-2m"), "{report}");
     }
 
     #[test]
     fn each_value_size_chart_is_linked_once_however_many_folders() {
-        let out = tempfile::tempdir().expect("tempdir");
         let suite = "suite-20261123T072017Z";
-        let args = ReportArgs {
-            dirs: ["v256", "v1024", "v4096"]
+        let (out, report) = report_over(
+            ["v256", "v1024", "v4096"]
                 .iter()
                 .map(|d| committed(&format!("{suite}/{d}")))
                 .collect(),
-            out: Some(out.path().to_path_buf()),
-            device: None,
-        };
-        run(&args).expect("report");
-        let report = std::fs::read_to_string(out.path().join("REPORT.md")).expect("REPORT.md");
+        );
         let link = "(throughput-readrandom-by-value-size.svg)";
         assert_eq!(report.matches(link).count(), 1, "{report}");
         assert!(out
@@ -221,19 +216,14 @@ mod tests {
     #[test]
     fn overwrites_with_gc_running_are_in_the_amplification_table() {
         // The 2026-11-30 evening suite: wisckey-gc and wisckey-nogc overwrite a preloaded DB
-        // (run-suite.sh's GC_VARIANTS); their unmeasured preloads are .log files.
-        let out = tempfile::tempdir().expect("tempdir");
-        let args = ReportArgs {
-            // Two folders: the table then lists only some phases.
-            dirs: ["v1024", "v4096"]
+        // (run-suite.sh's GC_VARIANTS); their unmeasured preloads are .log files. Two
+        // folders: the table then lists only some phases.
+        let (_out, report) = report_over(
+            ["v1024", "v4096"]
                 .iter()
                 .map(|d| committed(&format!("suite-20261130T185129Z/{d}")))
                 .collect(),
-            out: Some(out.path().to_path_buf()),
-            device: None,
-        };
-        run(&args).expect("report");
-        let report = std::fs::read_to_string(out.path().join("REPORT.md")).expect("REPORT.md");
+        );
         let amplification = report
             .split("## Amplification and CPU")
             .nth(1)
