@@ -21,7 +21,7 @@
 #   Engines in $GC_VARIANTS (wisckey -> wisckey-gc: --gc_space_amp_target=1.2, and
 #   wisckey -> wisckey-nogc: GC off, the baseline) then measure loads with GC running: each
 #   variant gets a fresh DB preloaded by an unmeasured fillrandom with GC off (seed SEED+3,
-#   output <variant>.preload.log: the report does not read it; the log then holds ~0.7 GiB of
+#   output <variant>.preload.log: the report does not read it; the log then holds ~0.8 GiB of
 #   garbage at ~1.6x the live data, over wisckey-gc's target), then `overwrite` of NUM puts
 #   (the measured phase, tag overwrite) with the variant's GC setting: GC collects the
 #   preload's garbage and the overwrites' while the puts run. Every wisckey phase prints a
