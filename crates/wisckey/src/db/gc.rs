@@ -699,6 +699,8 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
             }
         }
     }
+    // Not left to `_stop_pacing`: the punching below may take long, and writers wait for
+    // nothing it does.
     inner.gc_pacer.set_rate(0.0);
     // The victims are gone, and with them their queued ranges: what is punched now lies in
     // segments collection left alone.
