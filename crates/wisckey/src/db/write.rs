@@ -36,6 +36,7 @@ use crate::error::{Error, Result};
 use crate::gc::Relocation;
 use crate::key::ValueKind;
 use crate::memtable::MemTable;
+use crate::version::AscendingGets;
 use crate::vlog::{BatchEntry, ValuePointer, VlogWriter, RECORD_HEADER_LEN};
 
 /// Largest group a leader assembles, in payload bytes.
@@ -427,6 +428,8 @@ fn still_pointed_at(
         judged_in.is_some_and(|number| view.oldest_mem_number() <= number);
     let mut batch = WriteBatch::new();
     let mut bytes = 0u64;
+    // Relocations come in key order (GC's and clustering's batches alike).
+    let mut gets = AscendingGets::default();
     for relocation in relocations {
         let unchanged = if memtables_hold_every_later_write {
             match view.newest_in_memtables(&relocation.key) {
@@ -434,7 +437,8 @@ fn still_pointed_at(
                 Some(newest) => entry_points_at(&newest, relocation.old),
             }
         } else {
-            let newest = super::read::newest_in_view(inner, &view, &relocation.key)?;
+            let newest =
+                super::read::newest_in_view_ascending(inner, &view, &relocation.key, &mut gets)?;
             newest.is_some_and(|newest| entry_points_at(&newest, relocation.old))
         } || crate::safety::skipped(crate::safety::SafetyStep::LivenessCheckUnderLeadership);
         if unchanged {

@@ -93,16 +93,29 @@ impl DeadBytes {
     }
 }
 
+/// The view a liveness judgement was made in, as the key index marks it: the write leader's
+/// check before relocating looks only at what changed since (`None`: at everything).
+/// Relocations handed over with a mark must all have been judged in that view or a later one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JudgedIn(pub(crate) Option<u64>);
+
 /// What GC needs from the key index (the LSM-tree behind `db/`).
 pub trait GcIndex {
-    /// The pointer stored as `key`'s newest value, if its newest entry is a pointer. A hint
-    /// taken without write leadership: GC uses it to skip records that are surely dead.
-    fn newest_pointer(&self, key: &[u8]) -> Result<Option<ValuePointer>>;
+    /// The pointer stored as each key's newest value (`None` where its newest entry is not a
+    /// pointer), all judged in one view, and that view's mark. Hints taken without write
+    /// leadership: GC uses them to skip records that are surely dead. One call for many keys
+    /// lets the index look them up in key order, in one view.
+    fn newest_pointers(&self, keys: &[&[u8]]) -> Result<(Vec<Option<ValuePointer>>, JudgedIn)>;
 
     /// Under write leadership: appends, as new versions, those relocations whose key still
     /// has `old` as its newest pointer, and returns how many were appended and their log
-    /// bytes. Not synced: GC syncs the log and flushes before it removes a victim; a
-    /// clustering pass's old copies are punched only after the flush of the memtable holding
-    /// the relocations, which syncs the log first.
-    fn relocate_if_unchanged(&self, relocations: Vec<Relocation>) -> Result<(u64, u64)>;
+    /// bytes. `judged_in`: the mark of the view they were judged live in (or an earlier one).
+    /// Not synced: GC syncs the log and flushes before it removes a victim; a clustering
+    /// pass's old copies are punched only after the flush of the memtable holding the
+    /// relocations, which syncs the log first.
+    fn relocate_if_unchanged(
+        &self,
+        relocations: Vec<Relocation>,
+        judged_in: JudgedIn,
+    ) -> Result<(u64, u64)>;
 }

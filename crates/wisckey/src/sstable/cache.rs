@@ -238,6 +238,15 @@ impl crate::version::TableSource for TableCache {
     fn iter(&self, number: u64, file_size: u64) -> Result<Box<dyn crate::iter::InternalIterator>> {
         Ok(Box::new(TableCache::get(self, number, file_size)?.iter()))
     }
+
+    fn cursor(
+        &self,
+        number: u64,
+        file_size: u64,
+    ) -> Result<Option<Box<dyn crate::version::PointCursor>>> {
+        let table = TableCache::get(self, number, file_size)?;
+        Ok(Some(Box::new(super::reader::TableCursor::new(table))))
+    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::fs::ReadableFile;
 use crate::iter::InternalIterator;
-use crate::key::user_key;
+use crate::key::{compare_internal, user_key};
 use crate::sstable::block::{Block, BlockIter};
 use crate::sstable::cache::BlockCache;
 use crate::sstable::filter::BloomFilter;
@@ -22,6 +22,42 @@ use crate::sstable::iterator::TableIterator;
 /// Told of a block [`Table::salvage_entries`] could not read, with the internal keys that
 /// bound it (after the first, up to and including the second; `None` where unknown).
 pub type DamagedBlock<'a> = dyn FnMut(Error, Option<&[u8]>, Option<&[u8]>) + 'a;
+
+/// The data block a [`TableCursor`] found its last key in.
+#[derive(Debug)]
+struct HeldBlock {
+    /// The lookup key that found it: a later lookup key at or above it and at or below
+    /// `index_key` lies in this block's range.
+    after: Vec<u8>,
+    /// The block's index key: at or above every key in the block, below the next block's.
+    index_key: Vec<u8>,
+    block: Arc<Block>,
+}
+
+/// Point lookups in one table in ascending key order (GC's liveness judgements: a victim's
+/// keys, sorted): the last data block found is held, so the next key in it is looked up
+/// without the index block's search and the block cache. On the 2-core VM, GC's judgement of
+/// a 64 MiB victim of 1 KiB values looks up ~62,000 keys in a key space of ~400,000 to
+/// 2,000,000, about one key in every 6 to 30 entries: several per data block.
+#[derive(Debug)]
+pub struct TableCursor {
+    table: Arc<Table>,
+    held: Option<HeldBlock>,
+}
+
+impl TableCursor {
+    pub fn new(table: Arc<Table>) -> TableCursor {
+        TableCursor { table, held: None }
+    }
+
+}
+
+impl crate::version::PointCursor for TableCursor {
+    /// [`Table::get`] (the same answer for any key), faster for keys in ascending order.
+    fn get(&mut self, ikey: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.table.get_holding(ikey, &mut self.held)
+    }
+}
 
 /// A table file opened for reads.
 #[derive(Debug)]
@@ -104,6 +140,58 @@ impl Table {
             data.status()?;
             // Only reachable if the index key was above every key of its block; the
             // answer then starts in the next block.
+            index.next();
+        }
+        index.status()?;
+        Ok(None)
+    }
+
+    /// [`Table::get`], holding the data block it found in `held` for the next lookup: a
+    /// lookup of a larger key that falls in the same block needs neither the index nor the
+    /// block cache. Any order of keys is answered correctly; ascending order is what the
+    /// held block saves work for.
+    fn get_holding(
+        &self,
+        ikey: &[u8],
+        held: &mut Option<HeldBlock>,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let target_user_key = user_key(ikey);
+        if !self.may_contain(target_user_key) {
+            return Ok(None);
+        }
+        // The held block covers the internal keys after its predecessor's index key up to
+        // its own; past the last lookup and not past its index key, `ikey` is in it.
+        if let Some(block) = held.as_ref().filter(|h| {
+            compare_internal(ikey, &h.after).is_ge() && compare_internal(ikey, &h.index_key).is_le()
+        }) {
+            let mut data = block.block.iter();
+            data.seek(ikey);
+            if data.valid() {
+                let hit = user_key(data.key()) == target_user_key;
+                return Ok(hit.then(|| (data.key().to_vec(), data.value().to_vec())));
+            }
+            data.status()?;
+            // Above the block's last key: not with this crate's builder (its index key is
+            // the block's last key), but the index key is only promised to be a bound. The
+            // next block's first entry is then the answer, found through the index below.
+        }
+        let mut index = self.index.iter();
+        index.seek(ikey);
+        while index.valid() {
+            let block = self.block_for_index_entry(&index)?;
+            let mut data = block.iter();
+            data.seek(ikey);
+            if data.valid() {
+                let hit = user_key(data.key()) == target_user_key;
+                let found = hit.then(|| (data.key().to_vec(), data.value().to_vec()));
+                *held = Some(HeldBlock {
+                    after: ikey.to_vec(),
+                    index_key: index.key().to_vec(),
+                    block,
+                });
+                return Ok(found);
+            }
+            data.status()?;
             index.next();
         }
         index.status()?;

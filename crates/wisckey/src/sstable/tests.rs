@@ -164,6 +164,58 @@ fn get_works_without_a_bloom_filter() {
     assert_eq!(table.get(&seek_key(b"key-0011", 100)).expect("get"), None);
 }
 
+/// A table cursor (the held data block of GC's ascending lookups) answers every lookup as
+/// `Table::get` does, in ascending order (where the held block is used), descending and
+/// shuffled order (where it must not be), with and without a Bloom filter (without one,
+/// absent keys and keys between blocks reach the held block too).
+#[test]
+fn a_table_cursor_answers_as_get_does_in_any_order() {
+    use rand::{rngs::SmallRng, seq::SliceRandom, SeedableRng};
+
+    use crate::version::PointCursor;
+
+    let entries = versioned_entries(300);
+    let mut lookups: Vec<Vec<u8>> = vec![seek_key(b"", 100), seek_key(b"zzz", 100)];
+    for i in 0..600 {
+        let user = format!("key-{i:04}");
+        for seq in [100, 15, 5] {
+            lookups.push(seek_key(user.as_bytes(), seq));
+        }
+        // Between a key and the next one (absent; without a filter it reaches the blocks).
+        lookups.push(seek_key(format!("key-{i:04}a").as_bytes(), 100));
+    }
+    lookups.sort_by(|a, b| crate::key::compare_internal(a, b));
+    let seed = 20261130;
+    for bloom_bits_per_key in [10, 0] {
+        let options = TableOptions {
+            bloom_bits_per_key,
+            ..small_options()
+        };
+        let table = open_table(build_table(&entries, options), None).expect("open");
+        let mut orders = vec![("ascending", lookups.clone())];
+        orders.push(("descending", lookups.iter().rev().cloned().collect()));
+        let mut shuffled = lookups.clone();
+        shuffled.shuffle(&mut SmallRng::seed_from_u64(seed));
+        orders.push(("shuffled", shuffled));
+        for (order, keys) in orders {
+            let mut cursor = super::reader::TableCursor::new(Arc::clone(&table));
+            let mut found = 0;
+            for ikey in &keys {
+                let expected = table.get(ikey).expect("get");
+                found += usize::from(expected.is_some());
+                assert_eq!(
+                    cursor.get(ikey).expect("cursor get"),
+                    expected,
+                    "{order} order, bloom {bloom_bits_per_key}, seed {seed}, key {:?}",
+                    String::from_utf8_lossy(ikey)
+                );
+            }
+            // Each present key at sequences 100 and 15.
+            assert_eq!(found, 600, "{order}");
+        }
+    }
+}
+
 #[test]
 fn seek_to_every_key_and_between_keys_across_blocks() {
     let entries = versioned_entries(150);

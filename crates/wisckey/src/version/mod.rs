@@ -44,4 +44,51 @@ pub trait TableSource: Send + Sync {
     fn get(&self, number: u64, file_size: u64, ikey: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>>;
     /// An iterator over the whole table.
     fn iter(&self, number: u64, file_size: u64) -> Result<Box<dyn InternalIterator>>;
+    /// A cursor for point lookups in table `number` in ascending key order
+    /// ([`Version::get_ascending`]); `None`: the source has none, and `get` is used.
+    fn cursor(&self, number: u64, file_size: u64) -> Result<Option<Box<dyn PointCursor>>> {
+        let _ = (number, file_size);
+        Ok(None)
+    }
+}
+
+/// Point lookups in one table, answered as [`TableSource::get`] answers them, faster when
+/// the keys come in ascending order (the cursor keeps what the last lookup found).
+pub trait PointCursor: Send {
+    fn get(&mut self, ikey: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>>;
+}
+
+/// The table cursors of a run of [`Version::get_ascending`] lookups, by table number
+/// (`None`: the source has no cursor for it). Held only while the version it serves is.
+#[derive(Default)]
+pub struct AscendingGets {
+    cursors: std::collections::HashMap<u64, Option<Box<dyn PointCursor>>>,
+}
+
+impl std::fmt::Debug for AscendingGets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AscendingGets")
+            .field("tables", &self.cursors.len())
+            .finish()
+    }
+}
+
+impl AscendingGets {
+    /// `ikey`'s lookup in table `number` through its cursor, opened on first use.
+    fn get(
+        &mut self,
+        tables: &dyn TableSource,
+        number: u64,
+        file_size: u64,
+        ikey: &[u8],
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let cursor = match self.cursors.entry(number) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => e.insert(tables.cursor(number, file_size)?),
+        };
+        match cursor {
+            Some(cursor) => cursor.get(ikey),
+            None => tables.get(number, file_size, ikey),
+        }
+    }
 }
