@@ -256,6 +256,14 @@ impl GcIndex for LsmIndex<'_> {
         Ok((newest, judged_in))
     }
 
+    fn judgement_outdated(&self, judged_in: JudgedIn) -> bool {
+        // As the leader decides (`write::still_pointed_at`): the memtables in memory now must
+        // include the judging view's newest one.
+        let sources = self.inner.read_sources.load();
+        let oldest_in_memory = sources.mem_number - sources.imms.len() as u64;
+        judged_in.0.is_none_or(|number| oldest_in_memory > number)
+    }
+
     fn relocate_if_unchanged(
         &self,
         relocations: Vec<Relocation>,
@@ -829,6 +837,10 @@ impl GcIndex for WatchedIndex<'_> {
         self.lookup_failed
             .set(self.lookup_failed.get() || found.is_err());
         found
+    }
+
+    fn judgement_outdated(&self, judged_in: JudgedIn) -> bool {
+        self.index.judgement_outdated(judged_in)
     }
 
     fn relocate_if_unchanged(

@@ -1,10 +1,11 @@
 //! One collection of one victim segment: read it sequentially, keep what the index still
 //! points to, hand the survivors to the index for relocation in key-ordered batches.
 //!
-//! The segment is scanned record by record without copying values at or above the copy
-//! limit; only survivors' values are read (one positional read each, in file order). The
-//! victim's file is not touched: removing it from the log and deleting it is the caller's
-//! next step, once every relocation returned and the log is synced.
+//! The segment is scanned record by record for keys and pointers (values are checked, not
+//! copied); the records are judged in key order, many in one view; only survivors' values
+//! are read (one positional read each, in file order within a batch). The victim's file is
+//! not touched: removing it from the log and deleting it is the caller's next step, once
+//! every relocation returned and the log is synced.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -61,7 +62,7 @@ pub struct SegmentSource<'a> {
     pub dir: &'a Path,
     pub reader: &'a VlogReader,
     pub options: &'a VlogOptions,
-    /// Survivors are handed over in batches of about this many value bytes.
+    /// Survivors are handed over in batches of about this many bytes of records.
     pub batch_bytes: usize,
     /// Records judged in one view, at most ([`JUDGED_TOGETHER`]).
     pub judged_together: usize,
@@ -159,7 +160,7 @@ fn relocate_survivors(
             outcome.records_dropped += 1;
             continue;
         }
-        batch_bytes += candidate.key.len() + candidate.ptr.len as usize;
+        batch_bytes += candidate.ptr.len as usize;
         batch.push(candidate);
         if batch_bytes >= src.batch_bytes {
             batch_bytes = 0;
@@ -169,22 +170,39 @@ fn relocate_survivors(
     relocate_batch(src, end, batch, index, judged_in, outcome)
 }
 
-/// Reads a batch of survivors' values (in file order) and hands them over in key order.
+/// Reads a batch of survivors' values (in file order) and hands them over in key order,
+/// judged again first if their judgement is outdated (`GcIndex::judgement_outdated`).
+/// `batch` comes in key order.
 fn relocate_batch(
     src: SegmentSource<'_>,
     end: LogPosition,
     mut batch: Vec<Candidate>,
     index: &dyn GcIndex,
-    judged_in: JudgedIn,
+    mut judged_in: JudgedIn,
     outcome: &mut GcOutcome,
 ) -> Result<()> {
     if batch.is_empty() {
         return Ok(());
     }
+    if index.judgement_outdated(judged_in) {
+        let keys: Vec<&[u8]> = batch.iter().map(|c| c.key.as_slice()).collect();
+        let (newest, fresh) = index.newest_pointers(&keys)?;
+        drop(keys);
+        let judged = batch.len();
+        batch = (batch.into_iter().zip(newest))
+            .filter(|(candidate, newest)| *newest == Some(candidate.ptr))
+            .map(|(candidate, _)| candidate)
+            .collect();
+        outcome.records_dropped += (judged - batch.len()) as u64;
+        judged_in = fresh;
+        if batch.is_empty() {
+            return Ok(());
+        }
+    }
     batch.sort_unstable_by_key(|c| c.ptr.offset);
     let mut relocations = Vec::with_capacity(batch.len());
     for candidate in batch {
-        let value = (src.reader).read_value_uncached(&candidate.ptr, &candidate.key, LiveRange { end })?;
+        let value = src.reader.read_value_uncached(&candidate.ptr, &candidate.key, LiveRange { end })?;
         relocations.push(Relocation {
             key: candidate.key,
             value,
@@ -269,7 +287,7 @@ pub fn sample_segment(
 
 #[cfg(test)]
 mod tests {
-    use std::cell::RefCell;
+    use std::cell::{Cell, RefCell};
     use std::collections::HashMap;
     use std::path::PathBuf;
     use std::sync::Arc;
@@ -282,11 +300,16 @@ mod tests {
     /// and handed over.
     #[derive(Default)]
     struct NotingIndex {
-        newest: HashMap<Vec<u8>, ValuePointer>,
+        newest: RefCell<HashMap<Vec<u8>, ValuePointer>>,
         /// The keys of each judgement, in the order asked.
         judgements: RefCell<Vec<Vec<Vec<u8>>>>,
         /// Each batch handed over, with the mark it came with.
         handed: RefCell<Vec<(Vec<Relocation>, JudgedIn)>>,
+        /// After the first batch handed over: every judgement made so far is outdated (its
+        /// memtable flushed), and these keys are overwritten.
+        after_first_batch: RefCell<Option<Vec<Vec<u8>>>>,
+        /// Judgements with a number below this are outdated.
+        outdated_below: Cell<u64>,
     }
 
     impl GcIndex for NotingIndex {
@@ -296,9 +319,14 @@ mod tests {
         ) -> Result<(Vec<Option<ValuePointer>>, JudgedIn)> {
             let mut judgements = self.judgements.borrow_mut();
             judgements.push(keys.iter().map(|k| k.to_vec()).collect());
-            let found = keys.iter().map(|k| self.newest.get(*k).copied()).collect();
+            let newest = self.newest.borrow();
+            let found = keys.iter().map(|k| newest.get(*k).copied()).collect();
             // The judgement's number stands for its view.
             Ok((found, JudgedIn(Some(judgements.len() as u64))))
+        }
+
+        fn judgement_outdated(&self, judged_in: JudgedIn) -> bool {
+            judged_in.0.is_none_or(|n| n < self.outdated_below.get())
         }
 
         fn relocate_if_unchanged(
@@ -306,21 +334,23 @@ mod tests {
             relocations: Vec<Relocation>,
             judged_in: JudgedIn,
         ) -> Result<(u64, u64)> {
+            assert!(!self.judgement_outdated(judged_in), "handed over with an outdated mark");
             let n = relocations.len() as u64;
             let bytes = relocations.iter().map(|r| r.value.len() as u64).sum();
             self.handed.borrow_mut().push((relocations, judged_in));
+            if let Some(overwritten) = self.after_first_batch.borrow_mut().take() {
+                self.outdated_below.set(self.judgements.borrow().len() as u64 + 1);
+                let mut newest = self.newest.borrow_mut();
+                for key in overwritten {
+                    newest.remove(&key);
+                }
+            }
             Ok((n, bytes))
         }
     }
 
-    /// A victim judged in parts (here 7 records per view) relocates exactly its live
-    /// records, each once, with its own value, in key order within each batch, and each
-    /// batch carries the mark of the judgement its records were judged live in.
-    #[test]
-    fn a_victim_judged_in_parts_relocates_each_live_record_once_with_its_judgements_mark() {
-        let fs = MemFs::new();
-        let dir = PathBuf::from("/db");
-        let options = VlogOptions {
+    fn options() -> VlogOptions {
+        VlogOptions {
             segment_size: 1 << 20,
             buffer_size: 256,
             max_key_size: 64,
@@ -329,12 +359,16 @@ mod tests {
             write_back_interval: 0,
             direct_writes: false,
             zero_fill_size: 0,
-        };
-        let mut writer =
-            VlogWriter::create(Arc::new(fs.clone()), dir.clone(), 1, options.clone()).expect("create");
-        let mut index = NotingIndex::default();
+        }
+    }
+
+    /// Writes keys `key000`..`key049` in descending order (so the log's order is not key
+    /// order) as segment 1, sealed; the index points at every key not divisible by 3 (the
+    /// others were overwritten since). Returns the live keys' values.
+    fn victim(fs: &MemFs, dir: &Path, index: &NotingIndex) -> HashMap<Vec<u8>, Vec<u8>> {
+        let mut writer = VlogWriter::create(Arc::new(fs.clone()), dir.to_path_buf(), 1, options())
+            .expect("create");
         let mut values = HashMap::new();
-        // Keys written in descending order, so the log's order is not key order.
         for (seq, i) in (0..50u32).rev().enumerate() {
             let key = format!("key{i:03}").into_bytes();
             let value = vec![i as u8; 100 + i as usize];
@@ -344,20 +378,31 @@ mod tests {
                 value: &value,
             };
             let ptr = writer.append_batch(seq as u64 + 1, &[entry]).expect("append")[0];
-            // Every third key was overwritten since (its newest record is elsewhere).
             if i % 3 != 0 {
-                index.newest.insert(key.clone(), ptr);
+                index.newest.borrow_mut().insert(key.clone(), ptr);
                 values.insert(key, value);
             }
         }
         writer.sync().expect("sync");
         assert!(writer.seal_active().expect("seal"));
-        let reader = VlogReader::new(Arc::new(fs.clone()), dir.clone(), options.clone());
+        values
+    }
+
+    /// A victim judged in parts (here 7 records per view) relocates exactly its live
+    /// records, each once, with its own value, in key order within each batch, and each
+    /// batch carries the mark of the judgement its records were judged live in.
+    #[test]
+    fn a_victim_judged_in_parts_relocates_each_live_record_once_with_its_judgements_mark() {
+        let fs = MemFs::new();
+        let dir = PathBuf::from("/db");
+        let index = NotingIndex::default();
+        let values = victim(&fs, &dir, &index);
+        let reader = VlogReader::new(Arc::new(fs.clone()), dir.clone(), options());
         let src = SegmentSource {
             fs: &fs,
             dir: &dir,
             reader: &reader,
-            options: &options,
+            options: &options(),
             batch_bytes: 500,
             judged_together: 7,
         };
@@ -376,11 +421,55 @@ mod tests {
             for relocation in batch {
                 let judged = &judgements[judgement as usize - 1];
                 assert!(judged.contains(&relocation.key), "judged in the view its mark names");
-                assert_eq!(Some(&relocation.old), index.newest.get(&relocation.key));
+                assert_eq!(Some(&relocation.old), index.newest.borrow().get(&relocation.key));
                 let earlier = relocated.insert(relocation.key.clone(), relocation.value.clone());
                 assert!(earlier.is_none(), "relocated once");
             }
         }
         assert_eq!(relocated, values);
+    }
+
+    /// A judgement outdated before its later batches are handed over (its memtable flushed,
+    /// so the write leader would have to look every key up in the tables) is made again for
+    /// each such batch, in a fresh view: the batch goes with the fresh mark, and a record
+    /// overwritten since is dropped there, before its value is read.
+    #[test]
+    fn batches_of_an_outdated_judgement_are_judged_again_before_they_are_handed_over() {
+        let fs = MemFs::new();
+        let dir = PathBuf::from("/db");
+        let index = NotingIndex::default();
+        let mut values = victim(&fs, &dir, &index);
+        // Overwritten after the first batch: keys in later batches (key order).
+        let overwritten: Vec<Vec<u8>> = [40u32, 41, 43, 44]
+            .iter()
+            .map(|i| format!("key{i:03}").into_bytes())
+            .collect();
+        for key in &overwritten {
+            values.remove(key);
+        }
+        *index.after_first_batch.borrow_mut() = Some(overwritten.clone());
+        let reader = VlogReader::new(Arc::new(fs.clone()), dir.clone(), options());
+        let src = SegmentSource {
+            fs: &fs,
+            dir: &dir,
+            reader: &reader,
+            options: &options(),
+            batch_bytes: 1000,
+            judged_together: JUDGED_TOGETHER,
+        };
+        let outcome = collect_segment(src, 1, &BTreeMap::new(), &index).expect("collect");
+        assert_eq!(outcome.records_relocated, 29);
+        assert_eq!(outcome.records_dropped, 21);
+        let handed = index.handed.borrow();
+        assert!(handed.len() >= 3, "several batches: {}", handed.len());
+        // One judgement of the whole victim, then one per later batch.
+        assert_eq!(index.judgements.borrow().len(), handed.len());
+        let relocated: HashMap<Vec<u8>, Vec<u8>> = (handed.iter())
+            .flat_map(|(batch, _)| batch.iter().map(|r| (r.key.clone(), r.value.clone())))
+            .collect();
+        assert_eq!(relocated, values);
+        for (i, (_, judged_in)) in handed.iter().enumerate() {
+            assert_eq!(*judged_in, JudgedIn(Some(i as u64 + 1)), "batch {i}");
+        }
     }
 }

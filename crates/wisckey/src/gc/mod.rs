@@ -107,6 +107,12 @@ pub trait GcIndex {
     /// lets the index look them up in key order, in one view.
     fn newest_pointers(&self, keys: &[&[u8]]) -> Result<(Vec<Option<ValuePointer>>, JudgedIn)>;
 
+    /// Whether the write leader could no longer check relocations judged in the view marked
+    /// `judged_in` against the memtables alone (they have been flushed since): GC then
+    /// judges them again in a fresh view, outside the leader's critical section, rather than
+    /// have the leader look each up in the tables while writers wait behind it.
+    fn judgement_outdated(&self, judged_in: JudgedIn) -> bool;
+
     /// Under write leadership: appends, as new versions, those relocations whose key still
     /// has `old` as its newest pointer, and returns how many were appended and their log
     /// bytes. `judged_in`: the mark of the view they were judged live in (or an earlier one).

@@ -58,33 +58,58 @@ pub trait PointCursor: Send {
     fn get(&mut self, ikey: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>>;
 }
 
-/// The table cursors of a run of [`Version::get_ascending`] lookups, by table number
-/// (`None`: the source has no cursor for it). Held only while the version it serves is.
+/// A cursor in one table, or `None`: the source has none for it.
+type OpenCursor = (u64, Option<Box<dyn PointCursor>>);
+
+/// The table cursors of a run of [`Version::get_ascending`] lookups: one per L0 table met,
+/// and one per deeper level, for the table of that level the last lookup met (keys ascend,
+/// so a level's earlier tables are not met again; if one is, it gets a new cursor). So a run
+/// holds at most the L0 tables and one table per level open, whatever the database's size.
 #[derive(Default)]
 pub struct AscendingGets {
-    cursors: std::collections::HashMap<u64, Option<Box<dyn PointCursor>>>,
+    level0: Vec<OpenCursor>,
+    deeper: [Option<OpenCursor>; NUM_LEVELS],
 }
 
 impl std::fmt::Debug for AscendingGets {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let deeper = self.deeper.iter().flatten().map(|(n, _)| n);
         f.debug_struct("AscendingGets")
-            .field("tables", &self.cursors.len())
+            .field("level0", &self.level0.iter().map(|(n, _)| n).collect::<Vec<_>>())
+            .field("deeper", &deeper.collect::<Vec<_>>())
             .finish()
     }
 }
 
 impl AscendingGets {
-    /// `ikey`'s lookup in table `number` through its cursor, opened on first use.
+    /// `ikey`'s lookup in table `number` of `level` through its cursor, opened on first use.
     fn get(
         &mut self,
         tables: &dyn TableSource,
+        level: usize,
         number: u64,
         file_size: u64,
         ikey: &[u8],
     ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        let cursor = match self.cursors.entry(number) {
-            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => e.insert(tables.cursor(number, file_size)?),
+        let cursor = if level == 0 {
+            let i = match self.level0.iter().position(|(n, _)| *n == number) {
+                Some(i) => i,
+                None => {
+                    self.level0.push((number, tables.cursor(number, file_size)?));
+                    self.level0.len() - 1
+                }
+            };
+            &mut self.level0[i].1
+        } else {
+            let slot = &mut self.deeper[level];
+            match slot {
+                Some((n, cursor)) if *n == number => cursor,
+                _ => {
+                    // The level's previous table is released before the next one is opened.
+                    *slot = None;
+                    &mut slot.insert((number, tables.cursor(number, file_size)?)).1
+                }
+            }
         };
         match cursor {
             Some(cursor) => cursor.get(ikey),

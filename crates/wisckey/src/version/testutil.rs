@@ -14,7 +14,7 @@ use crate::iter::InternalIterator;
 use crate::key::{compare_internal, make_internal_key, user_key, ValueKind, MAX_SEQUENCE};
 
 use super::levels::FileMeta;
-use super::TableSource;
+use super::{PointCursor, TableSource};
 
 /// A file covering user keys `[lo, hi]` at every sequence, 100 bytes long.
 pub(crate) fn meta(number: u64, lo: &[u8], hi: &[u8]) -> FileMeta {
@@ -33,6 +33,8 @@ type Entries = Arc<Vec<(Vec<u8>, Vec<u8>)>>;
 pub(crate) struct MockTables {
     tables: Mutex<HashMap<u64, Entries>>,
     failing: Mutex<HashSet<u64>>,
+    /// Cursors handed out and not yet dropped, and the most there ever were at once.
+    cursors: Arc<Mutex<(usize, usize)>>,
 }
 
 impl MockTables {
@@ -44,6 +46,11 @@ impl MockTables {
             .collect();
         rows.sort_by(|a, b| compare_internal(&a.0, &b.0));
         self.tables.lock().insert(number, Arc::new(rows));
+    }
+
+    /// The most cursors that were open at once.
+    pub(crate) fn most_cursors_open(&self) -> usize {
+        self.cursors.lock().1
     }
 
     /// Makes every later access to table `number` fail with an I/O error.
@@ -67,14 +74,46 @@ impl MockTables {
     }
 }
 
+/// The first row at or after `ikey`, if it has `ikey`'s user key.
+fn lookup(rows: &Entries, ikey: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
+    let idx = rows.partition_point(|(k, _)| compare_internal(k, ikey).is_lt());
+    rows.get(idx)
+        .filter(|(k, _)| user_key(k) == user_key(ikey))
+        .cloned()
+}
+
+/// A cursor over a mock table, counted while it lives.
+struct MockCursor {
+    rows: Entries,
+    open: Arc<Mutex<(usize, usize)>>,
+}
+
+impl PointCursor for MockCursor {
+    fn get(&mut self, ikey: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        Ok(lookup(&self.rows, ikey))
+    }
+}
+
+impl Drop for MockCursor {
+    fn drop(&mut self) {
+        self.open.lock().0 -= 1;
+    }
+}
+
 impl TableSource for MockTables {
     fn get(&self, number: u64, _size: u64, ikey: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        Ok(lookup(&self.table(number)?, ikey))
+    }
+
+    fn cursor(&self, number: u64, _size: u64) -> Result<Option<Box<dyn PointCursor>>> {
         let rows = self.table(number)?;
-        let idx = rows.partition_point(|(k, _)| compare_internal(k, ikey).is_lt());
-        Ok(rows
-            .get(idx)
-            .filter(|(k, _)| user_key(k) == user_key(ikey))
-            .cloned())
+        let mut open = self.cursors.lock();
+        open.0 += 1;
+        open.1 = open.1.max(open.0);
+        Ok(Some(Box::new(MockCursor {
+            rows,
+            open: Arc::clone(&self.cursors),
+        })))
     }
 
     fn iter(&self, number: u64, _size: u64) -> Result<Box<dyn InternalIterator>> {
