@@ -26,7 +26,7 @@ use crate::key::{parse_internal_key, seek_key, ValueKind, MAX_SEQUENCE};
 use crate::memtable::{MemTable, MemTableIterator};
 use crate::safety::SafetyStep;
 use crate::sstable::{TableBuilder, TableOptions};
-use crate::version::{FileMeta, Version, VersionEdit, NUM_LEVELS};
+use crate::version::{AscendingGets, FileMeta, Version, VersionEdit, NUM_LEVELS};
 
 pub(crate) fn spawn(inner: Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
     let worker = Arc::clone(&inner);
@@ -409,8 +409,10 @@ fn write_memtable_table(
 ///
 /// Where the memtable's keys are dense in the tree (an overwrite-heavy load: about as many
 /// table entries as memtable keys), one merging cursor steps forward through the tables,
-/// reading them about sequentially; where they are sparse (new keys into a big tree), a
-/// point lookup per key lets the bloom filters answer most of them.
+/// reading them about sequentially; where they are sparse (new keys into a big tree, or
+/// the small memtable GC flushes before a victim leaves the log), a point lookup per key
+/// lets the bloom filters answer most of them, through table cursors that keep each table's
+/// last data block for the next key (`Version::get_ascending`).
 enum TablesLookup<'a> {
     Cursor {
         it: Box<MergingIterator>,
@@ -419,6 +421,7 @@ enum TablesLookup<'a> {
     Point {
         inner: &'a DbInner,
         version: &'a Version,
+        gets: Box<AscendingGets>,
     },
 }
 
@@ -440,7 +443,11 @@ impl<'a> TablesLookup<'a> {
                 positioned: false,
             }
         } else {
-            TablesLookup::Point { inner, version }
+            TablesLookup::Point {
+                inner,
+                version,
+                gets: Box::default(),
+            }
         }
     }
 
@@ -449,8 +456,13 @@ impl<'a> TablesLookup<'a> {
     fn newest(&mut self, user_key: &[u8]) -> Result<Option<(ValueKind, Vec<u8>)>> {
         let malformed = || Error::corruption("sstable", 0, "table holds a malformed internal key");
         match self {
-            TablesLookup::Point { inner, version } => {
-                match version.get(&*inner.tables, &seek_key(user_key, MAX_SEQUENCE))? {
+            TablesLookup::Point {
+                inner,
+                version,
+                gets,
+            } => {
+                let lookup = seek_key(user_key, MAX_SEQUENCE);
+                match version.get_ascending(&*inner.tables, gets, &lookup)? {
                     Some((found, stored)) => {
                         let kind = parse_internal_key(&found).ok_or_else(malformed)?.kind;
                         Ok(Some((kind, stored)))
