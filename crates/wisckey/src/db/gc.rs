@@ -247,7 +247,8 @@ impl GcIndex for LsmIndex<'_> {
         order.sort_by_key(|&i| keys[i]);
         let mut gets = AscendingGets::default();
         for i in order {
-            let entry = super::read::newest_in_view_ascending(self.inner, &view, keys[i], &mut gets)?;
+            let entry =
+                super::read::newest_in_view_ascending(self.inner, &view, keys[i], &mut gets)?;
             newest[i] = match entry {
                 Some((ValueKind::ValuePointer, stored)) => ValuePointer::decode(&stored),
                 _ => None,
@@ -1301,7 +1302,8 @@ mod tests {
             .expect("view");
         let mut pointers = 0;
         for (k, got) in asked.iter().zip(&together) {
-            let alone = match super::super::read::newest_in_view(&db.inner, &view, k).expect("get") {
+            let entry = super::super::read::newest_in_view(&db.inner, &view, k).expect("get");
+            let alone = match entry {
                 Some((ValueKind::ValuePointer, stored)) => ValuePointer::decode(&stored),
                 _ => None,
             };

@@ -84,8 +84,8 @@ struct Candidate {
 /// ranges. Fails (and the victim must then be kept) if the segment does not read cleanly to
 /// its end.
 ///
-/// The victim is read sequentially for its keys and pointers; up to
-/// `src.judged_together` of them are judged at once, in key order, then the survivors' values are read (one
+/// The victim is read sequentially for its keys and pointers; up to `src.judged_together`
+/// of them are judged at once, in key order, then the survivors' values are read (one
 /// positional read each, in file order within a relocation batch) and handed over in key
 /// order. Judged one by one as the scan met them, in the log's (random) order, each lookup
 /// missed the CPU cache on its way through the tables; about 70% of GC's time at 1 KiB
@@ -126,7 +126,8 @@ pub fn collect_segment(
                     ptr: record.ptr,
                 });
                 if candidates.len() >= src.judged_together {
-                    relocate_survivors(src, end, std::mem::take(&mut candidates), index, &mut outcome)?;
+                    let part = std::mem::take(&mut candidates);
+                    relocate_survivors(src, end, part, index, &mut outcome)?;
                 }
             }
             Ok(())
@@ -202,7 +203,11 @@ fn relocate_batch(
     batch.sort_unstable_by_key(|c| c.ptr.offset);
     let mut relocations = Vec::with_capacity(batch.len());
     for candidate in batch {
-        let value = src.reader.read_value_uncached(&candidate.ptr, &candidate.key, LiveRange { end })?;
+        let value = src.reader.read_value_uncached(
+            &candidate.ptr,
+            &candidate.key,
+            LiveRange { end },
+        )?;
         relocations.push(Relocation {
             key: candidate.key,
             value,
@@ -350,16 +355,28 @@ mod tests {
     }
 
     fn options() -> VlogOptions {
-        VlogOptions {
-            segment_size: 1 << 20,
-            buffer_size: 256,
-            max_key_size: 64,
-            max_value_size: 4096,
-            preallocate_size: 0,
-            write_back_interval: 0,
-            direct_writes: false,
-            zero_fill_size: 0,
-        }
+        VlogOptions::for_tests(1 << 20, 256)
+    }
+
+    /// Collects segment 1 of `fs` at `/db` into `index` in batches of about `batch_bytes`,
+    /// judging at most `judged_together` records at once.
+    fn collect(
+        fs: &MemFs,
+        index: &NotingIndex,
+        batch_bytes: usize,
+        judged_together: usize,
+    ) -> GcOutcome {
+        let dir = PathBuf::from("/db");
+        let reader = VlogReader::new(Arc::new(fs.clone()), dir.clone(), options());
+        let src = SegmentSource {
+            fs,
+            dir: &dir,
+            reader: &reader,
+            options: &options(),
+            batch_bytes,
+            judged_together,
+        };
+        collect_segment(src, 1, &BTreeMap::new(), index).expect("collect")
     }
 
     /// Writes keys `key000`..`key049` in descending order (so the log's order is not key
@@ -397,16 +414,7 @@ mod tests {
         let dir = PathBuf::from("/db");
         let index = NotingIndex::default();
         let values = victim(&fs, &dir, &index);
-        let reader = VlogReader::new(Arc::new(fs.clone()), dir.clone(), options());
-        let src = SegmentSource {
-            fs: &fs,
-            dir: &dir,
-            reader: &reader,
-            options: &options(),
-            batch_bytes: 500,
-            judged_together: 7,
-        };
-        let outcome = collect_segment(src, 1, &BTreeMap::new(), &index).expect("collect");
+        let outcome = collect(&fs, &index, 500, 7);
         assert_eq!(outcome.records_relocated, 33);
         assert_eq!(outcome.records_dropped, 17);
         let judgements = index.judgements.borrow();
@@ -448,16 +456,7 @@ mod tests {
             values.remove(key);
         }
         *index.after_first_batch.borrow_mut() = Some(overwritten.clone());
-        let reader = VlogReader::new(Arc::new(fs.clone()), dir.clone(), options());
-        let src = SegmentSource {
-            fs: &fs,
-            dir: &dir,
-            reader: &reader,
-            options: &options(),
-            batch_bytes: 1000,
-            judged_together: JUDGED_TOGETHER,
-        };
-        let outcome = collect_segment(src, 1, &BTreeMap::new(), &index).expect("collect");
+        let outcome = collect(&fs, &index, 1000, JUDGED_TOGETHER);
         assert_eq!(outcome.records_relocated, 29);
         assert_eq!(outcome.records_dropped, 21);
         let handed = index.handed.borrow();

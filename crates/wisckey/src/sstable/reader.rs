@@ -1,6 +1,7 @@
 //! An open, immutable table: footer, index block and filter loaded at open; data blocks
 //! read on demand (one `read_exact_at` per block, checksummed on every read from the
-//! file) and optionally kept in a shared [`BlockCache`].
+//! file) and optionally kept in a shared [`BlockCache`]; [`TableCursor`] for point lookups
+//! in ascending key order, which keeps the last data block it found.
 //!
 //! Invariants: every handle taken from the footer or the index is bounds-checked against
 //! the data region (`file_size - FOOTER_LEN`) before any read or allocation, so a damaged
@@ -22,6 +23,10 @@ use crate::sstable::iterator::TableIterator;
 /// Told of a block [`Table::salvage_entries`] could not read, with the internal keys that
 /// bound it (after the first, up to and including the second; `None` where unknown).
 pub type DamagedBlock<'a> = dyn FnMut(Error, Option<&[u8]>, Option<&[u8]>) + 'a;
+
+/// The index positioned at a data block's entry, the block, and the block's iterator
+/// positioned at an entry in it ([`Table::seek_through_index`]).
+type FoundThroughIndex = (BlockIter, Arc<Block>, BlockIter);
 
 /// The data block a [`TableCursor`] found its last key in.
 #[derive(Debug)]
@@ -49,7 +54,6 @@ impl TableCursor {
     pub fn new(table: Arc<Table>) -> TableCursor {
         TableCursor { table, held: None }
     }
-
 }
 
 impl crate::version::PointCursor for TableCursor {
@@ -125,6 +129,16 @@ impl Table {
         if !self.may_contain(target_user_key) {
             return Ok(None);
         }
+        Ok(self.seek_through_index(ikey)?.and_then(|(_, _, data)| {
+            (user_key(data.key()) == target_user_key)
+                .then(|| (data.key().to_vec(), data.value().to_vec()))
+        }))
+    }
+
+    /// The first entry at or after `ikey`, found through the index: the index positioned at
+    /// its block's entry, the block, and the block's iterator positioned at it; `None` past
+    /// the table's last entry.
+    fn seek_through_index(&self, ikey: &[u8]) -> Result<Option<FoundThroughIndex>> {
         let mut index = self.index.iter();
         index.seek(ikey);
         while index.valid() {
@@ -132,10 +146,7 @@ impl Table {
             let mut data = block.iter();
             data.seek(ikey);
             if data.valid() {
-                if user_key(data.key()) == target_user_key {
-                    return Ok(Some((data.key().to_vec(), data.value().to_vec())));
-                }
-                return Ok(None);
+                return Ok(Some((index, block, data)));
             }
             data.status()?;
             // Only reachable if the index key was above every key of its block; the
@@ -161,9 +172,11 @@ impl Table {
         }
         // The held block covers the internal keys after its predecessor's index key up to
         // its own; past the last lookup and not past its index key, `ikey` is in it.
-        if let Some(block) = held.as_ref().filter(|h| {
-            compare_internal(ikey, &h.after).is_ge() && compare_internal(ikey, &h.index_key).is_le()
-        }) {
+        let in_held = |h: &&HeldBlock| {
+            compare_internal(ikey, &h.after).is_ge()
+                && compare_internal(ikey, &h.index_key).is_le()
+        };
+        if let Some(block) = held.as_ref().filter(in_held) {
             let mut data = block.block.iter();
             data.seek(ikey);
             if data.valid() {
@@ -175,27 +188,17 @@ impl Table {
             // the block's last key), but the index key is only promised to be a bound. The
             // next block's first entry is then the answer, found through the index below.
         }
-        let mut index = self.index.iter();
-        index.seek(ikey);
-        while index.valid() {
-            let block = self.block_for_index_entry(&index)?;
-            let mut data = block.iter();
-            data.seek(ikey);
-            if data.valid() {
-                let hit = user_key(data.key()) == target_user_key;
-                let found = hit.then(|| (data.key().to_vec(), data.value().to_vec()));
-                *held = Some(HeldBlock {
-                    after: ikey.to_vec(),
-                    index_key: index.key().to_vec(),
-                    block,
-                });
-                return Ok(found);
-            }
-            data.status()?;
-            index.next();
-        }
-        index.status()?;
-        Ok(None)
+        let Some((index, block, data)) = self.seek_through_index(ikey)? else {
+            return Ok(None);
+        };
+        let hit = user_key(data.key()) == target_user_key;
+        let found = hit.then(|| (data.key().to_vec(), data.value().to_vec()));
+        *held = Some(HeldBlock {
+            after: ikey.to_vec(),
+            index_key: index.key().to_vec(),
+            block,
+        });
+        Ok(found)
     }
 
     /// False only if no entry of this table has `user_key`.

@@ -175,16 +175,7 @@ mod tests {
         let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
         let dir = PathBuf::from("/db");
         fs.create_dir_all(&dir).expect("mkdir");
-        let options = VlogOptions {
-            segment_size: 1 << 20,
-            buffer_size: 4096,
-            max_key_size: 64,
-            max_value_size: 4096,
-            preallocate_size: 0,
-            write_back_interval: 0,
-            direct_writes: false,
-            zero_fill_size: 0,
-        };
+        let options = VlogOptions::for_tests(1 << 20, 4096);
         let writer =
             VlogWriter::create(Arc::clone(&fs), dir.clone(), 1, options.clone()).expect("create");
         let reader = VlogReader::new(Arc::clone(&fs), dir, options.clone());

@@ -65,6 +65,24 @@ pub struct VlogOptions {
     pub zero_fill_size: u64,
 }
 
+#[cfg(test)]
+impl VlogOptions {
+    /// Small limits for tests (keys up to 64 bytes, values up to 4 KiB), no preallocation,
+    /// write-back hints, `O_DIRECT` or zeros ahead.
+    pub(crate) fn for_tests(segment_size: u64, buffer_size: usize) -> VlogOptions {
+        VlogOptions {
+            segment_size,
+            buffer_size,
+            max_key_size: 64,
+            max_value_size: 4096,
+            preallocate_size: 0,
+            write_back_interval: 0,
+            direct_writes: false,
+            zero_fill_size: 0,
+        }
+    }
+}
+
 impl Default for VlogOptions {
     fn default() -> Self {
         VlogOptions {

@@ -15,16 +15,7 @@ fn dir() -> PathBuf {
 }
 
 fn opts(segment_size: u64) -> VlogOptions {
-    VlogOptions {
-        segment_size,
-        buffer_size: 256,
-        max_key_size: 64,
-        max_value_size: 4096,
-        preallocate_size: 0,
-        write_back_interval: 0,
-        direct_writes: false,
-        zero_fill_size: 0,
-    }
+    VlogOptions::for_tests(segment_size, 256)
 }
 
 /// (first sequence, records' keys, pointers) per batch.

@@ -12,16 +12,7 @@ fn dir() -> PathBuf {
 }
 
 fn opts(segment_size: u64, buffer_size: usize) -> VlogOptions {
-    VlogOptions {
-        segment_size,
-        buffer_size,
-        max_key_size: 64,
-        max_value_size: 4096,
-        preallocate_size: 0,
-        write_back_interval: 0,
-        direct_writes: false,
-        zero_fill_size: 0,
-    }
+    VlogOptions::for_tests(segment_size, buffer_size)
 }
 
 fn put<'a>(key: &'a [u8], value: &'a [u8]) -> BatchEntry<'a> {
