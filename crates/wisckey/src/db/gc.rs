@@ -258,11 +258,8 @@ impl GcIndex for LsmIndex<'_> {
     }
 
     fn judgement_outdated(&self, judged_in: JudgedIn) -> bool {
-        // As the leader decides (`write::still_pointed_at`): the memtables in memory now must
-        // include the judging view's newest one.
-        let sources = self.inner.read_sources.load();
-        let oldest_in_memory = sources.mem_number - sources.imms.len() as u64;
-        judged_in.0.is_none_or(|number| oldest_in_memory > number)
+        // The leader's own rule (`write::still_pointed_at`), on the memtables of now.
+        !(self.inner.read_sources.load()).hold_writes_since(judged_in.0)
     }
 
     fn relocate_if_unchanged(

@@ -132,6 +132,13 @@ impl ReadSources {
             mem_number: state.imms_flushed + state.imms.len() as u64,
         }
     }
+
+    /// Whether these memtables hold every write since a view whose newest memtable was
+    /// `number` (a GC judgement's mark): that memtable is still in memory. `None`: unknown.
+    pub(crate) fn hold_writes_since(&self, number: Option<u64>) -> bool {
+        let oldest_in_memory = self.mem_number - self.imms.len() as u64;
+        number.is_some_and(|number| oldest_in_memory <= number)
+    }
 }
 
 /// Republishes `DbInner::read_sources` from `state`. Called with the state lock held, right

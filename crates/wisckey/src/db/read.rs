@@ -40,9 +40,10 @@ impl View {
         self.sources.mem_number
     }
 
-    /// The number of the oldest memtable this view reads.
-    pub(crate) fn oldest_mem_number(&self) -> u64 {
-        self.sources.mem_number - self.sources.imms.len() as u64
+    /// Whether this view's memtables hold every write since a view whose newest memtable
+    /// was `number` (`ReadSources::hold_writes_since`).
+    pub(crate) fn memtables_hold_writes_since(&self, number: Option<u64>) -> bool {
+        self.sources.hold_writes_since(number)
     }
 
     /// Reads and verifies the value-log record `encoded` (a pointer this view found for

@@ -424,8 +424,7 @@ fn still_pointed_at(
     // As the leader, every acknowledged write is in this view.
     let view = super::read::capture(inner, &crate::options::ReadOptions::default())?;
     debug_assert!(view.reads_memtable(mem));
-    let memtables_hold_every_later_write =
-        judged_in.is_some_and(|number| view.oldest_mem_number() <= number);
+    let memtables_hold_every_later_write = view.memtables_hold_writes_since(judged_in);
     let mut batch = WriteBatch::new();
     let mut bytes = 0u64;
     // Relocations come in key order (GC's and clustering's batches alike).

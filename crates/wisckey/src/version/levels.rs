@@ -512,9 +512,8 @@ mod tests {
                 assert!(expected.is_some(), "key {i}");
             }
         }
-        assert!(tables.most_cursors_open() <= 3, "{}", tables.most_cursors_open());
-        drop(gets);
-        assert_eq!(tables.most_cursors_open(), 3, "L0, L1 and L2 each met");
+        // At most one at a time in each of L0 (one table there), L1 and L2; each was met.
+        assert_eq!(tables.most_cursors_open(), 3);
     }
 
     #[test]
