@@ -200,7 +200,9 @@ pub struct Options {
     /// exceed this many times its live bytes: it collects segments (most garbage first, by
     /// cost–benefit) until the log is back at this ratio, and if it is still over (what is
     /// left is under 20% dead), punches out the dead records it may in the segments left.
-    /// While it is far behind (over 1.25× this), writers are paced to the rate it frees.
+    /// Writers are paced to the rate it frees once their writes would take it far behind
+    /// (over 1.25× this, counting the garbage of writes not flushed yet as recent flushes
+    /// found it).
     /// Default 1.5: disk use for values at most about 1.5× the live values, at the
     /// cost of rewriting a segment's live part when it is collected. Lower: less disk, more
     /// rewriting; higher: the reverse. `f64::INFINITY` turns background GC off

@@ -247,6 +247,8 @@ fn flush_memtable(inner: &DbInner, imm: ImmutableMemtable) -> Result<()> {
     for (segment, bytes) in imm.table.unreferenced_log_bytes() {
         dead.add(segment, bytes);
     }
+    let victim = inner.gc_victim.load(Ordering::Acquire);
+    let made_dead_by_writes = dead.total_except(Some(victim));
     dead.record(&mut edit);
     // Held from here: the segment list below depends on the last install.
     let one_install = inner.manifest_lock.lock();
@@ -308,6 +310,7 @@ fn flush_memtable(inner: &DbInner, imm: ImmutableMemtable) -> Result<()> {
         return Err(e);
     }
     drop(one_install);
+    (inner.uncounted_garbage.lock()).add_flush(made_dead_by_writes, imm.log_bytes);
     inner.bg_cv.notify_all();
     sweep_obsolete_files(inner);
     Ok(())

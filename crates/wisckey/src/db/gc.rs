@@ -26,7 +26,6 @@ use crate::error::{catch_panic, Error, Result};
 use crate::filename::{parse_file_name, vlog_file_name, FileKind};
 use crate::gc::cluster::{ClusterOutcome, ClusterPlanner, CLUSTER_KEEP_RUN_BYTES};
 use crate::gc::cycle::{collect_segment, sample_segment, SegmentSource};
-use crate::gc::pace::FreeingRate;
 use crate::gc::picker::{space_amp, VictimChoice};
 use crate::gc::punch::PunchLimits;
 use crate::gc::{
@@ -50,9 +49,11 @@ const CLUSTER_BATCH_BYTES: usize = 256 << 10;
 const BACKGROUND_PERIOD: Duration = Duration::from_secs(1);
 /// Background GC rewrites only segments at least this dead.
 const BACKGROUND_MIN_DEAD_FRACTION: f64 = 0.2;
-/// While the log is over this many times the space-amplification target and GC has
-/// victims, background GC is far behind: it stops yielding, and once a victim has measured
-/// what it frees, writers are paced to a fraction of that (`gc::pace`).
+/// While the log is over this many times the space-amplification target (the garbage of
+/// the log not flushed yet counted) and GC has victims, background GC is far behind: it
+/// stops yielding, and once a victim has measured what it frees, writers are paced to a
+/// fraction of that (`gc::pace`); short of it, writers are paced once they have appended
+/// what would take GC there ([`headroom_before_far_behind`]).
 const FAR_BEHIND_FACTOR: f64 = 1.25;
 /// A segment's dead fraction is estimated from this many windows of records spread over it
 /// (1 MiB in all), or from all its records when they are at most twice that.
@@ -175,7 +176,8 @@ pub struct DbStats {
 /// The LSM-tree as GC's key index.
 struct LsmIndex<'a> {
     inner: &'a DbInner,
-    /// Background GC yields: after each batch it sleeps as long as the batch took.
+    /// Background GC yields: after each batch it sleeps as long as the batch took, unless
+    /// writers have spent the headroom GC gave them meanwhile (`gc::pace`).
     paced: bool,
     /// GC's relocations free space (they may spend the disk reserve); a clustering pass's
     /// do not.
@@ -189,6 +191,12 @@ impl<'a> LsmIndex<'a> {
             paced,
             frees_space,
         }
+    }
+
+    /// Whether to sleep after a batch: paced, and writers are not paced (they would wait
+    /// for GC while it slept).
+    fn yields(&self) -> bool {
+        self.paced && !self.inner.gc_pacer.pacing()
     }
 
     /// A view for a liveness judgement, and its mark: the newest memtable's number
@@ -277,7 +285,7 @@ impl GcIndex for LsmIndex<'_> {
         }
         let started = Instant::now();
         let result = super::write::relocate(self.inner, relocations, judged_in.0, self.frees_space);
-        if self.paced {
+        if self.yields() {
             std::thread::sleep(started.elapsed().min(Duration::from_millis(200)));
         }
         result
@@ -578,8 +586,6 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
     punch_first_if_short(inner, policy, paced, &mut full_disk);
     let mut failed_for_space: BTreeSet<u64> = BTreeSet::new();
     let mut taken = StepsTaken::default();
-    // What this round's victims freed per second: writers are paced to it.
-    let mut freeing = FreeingRate::default();
     let min_seal_size = if paced {
         // Background GC seals the active segment only once it is a good part of a segment.
         inner.options.vlog_segment_size / 4
@@ -617,13 +623,21 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
                 .retain(|v| nothing_live.contains(v) && !failed_for_space.contains(v));
         }
         // Far behind with work it can do, background GC runs flat out, and writers append
-        // no faster than a fraction of what it frees (once a victim has shown that).
-        let amp = choice.space_amp_gc_can_lower();
-        let far_behind = paced
-            && !choice.victims.is_empty()
-            && amp > policy.space_amp_target * FAR_BEHIND_FACTOR;
-        let writers_rate = far_behind.then(|| freeing.writers_rate()).flatten();
-        inner.gc_pacer.set_rate(writers_rate.unwrap_or(0.0));
+        // no faster than a fraction of what it frees (once a victim has shown that); short
+        // of that, writers are paced once they have spent the headroom left.
+        let headroom = if paced {
+            headroom_before_far_behind(inner, policy, &choice)
+        } else {
+            None
+        };
+        let writers_rate = inner.gc_freeing.lock().writers_rate();
+        match (headroom, writers_rate) {
+            (Some(headroom), Some(rate)) => inner.gc_pacer.set_rate_after(rate, headroom),
+            _ => inner.gc_pacer.set_rate(0.0),
+        }
+        // Far behind, or writes could take it there before any victim has shown what GC
+        // frees (nothing could pace them yet): the victim does not yield.
+        let flat_out = headroom == Some(0) || (headroom.is_some() && writers_rate.is_none());
         let step = next_step(
             &choice,
             policy,
@@ -676,11 +690,15 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
             GcStep::Collect(victim) => match collect_one(
                 inner,
                 victim,
-                paced && !far_behind,
+                paced && !flat_out,
                 &mut full_disk,
             ) {
                 Ok((outcome, took)) => {
-                    freeing.add_victim(outcome.bytes_read, outcome.bytes_relocated, took);
+                    (inner.gc_freeing.lock()).add_victim(
+                        outcome.bytes_read,
+                        outcome.bytes_relocated,
+                        took,
+                    );
                     // Counted per victim, so a long background run shows in `Db::stats`
                     // while it is still going.
                     let mut totals = inner.gc_totals.lock();
@@ -731,6 +749,43 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
         Err(e) if !ends_background_round(paced, &e) => Err(e),
         _ => Ok(total),
     }
+}
+
+/// The log bytes writers may append before background GC is far behind (0: it is):
+/// far behind is the log over [`FAR_BEHIND_FACTOR`] times the target, counting the garbage
+/// of the log not flushed yet as recent flushes found it (`gc::pace::UncountedGarbage`).
+/// `None` when there is nothing to collect, or when writes alone cannot take the log there
+/// (they make too little garbage). Judged from the counts alone, GC under sustained
+/// overwrites yielded through a victim of over a second while one writer appended 720 MiB
+/// unpaced (docs/BENCHMARKS.md, "Writers paced from their own bytes").
+fn headroom_before_far_behind(
+    inner: &DbInner,
+    policy: VictimPolicy,
+    choice: &VictimChoice,
+) -> Option<u64> {
+    if choice.victims.is_empty() {
+        return None;
+    }
+    let unflushed = {
+        let state = inner.state.lock();
+        // Under the state lock: a memtable switch moves its bytes into `imms` under it.
+        let imms: u64 = state.imms.iter().map(|imm| imm.log_bytes).sum();
+        imms + inner.log_bytes_in_mem.load(Ordering::Relaxed)
+    };
+    let garbage = *inner.uncounted_garbage.lock();
+    let (on_disk, live) = choice.gc_can_lower_counting(garbage.estimate(unflushed));
+    let far = policy.space_amp_target * FAR_BEHIND_FACTOR;
+    let (on_disk, live) = (on_disk as f64, live.max(1) as f64);
+    if on_disk > far * live {
+        return Some(0);
+    }
+    // Each byte appended adds a byte on disk and (1 - share) live: the ratio tends to
+    // 1 / (1 - share), and reaches `far` after this many bytes if that is above it.
+    let per_byte = 1.0 - far * (1.0 - garbage.share());
+    if per_byte <= 0.0 {
+        return None;
+    }
+    Some(((far * live - on_disk) / per_byte).ceil().max(1.0) as u64)
 }
 
 /// Punches what is ready ([`punch_ready`]) if this round wants space back: a call of
@@ -880,6 +935,16 @@ fn collect_one(
     full_disk: &mut Option<Error>,
 ) -> std::result::Result<(GcOutcome, Duration), CollectError> {
     let started = Instant::now();
+    // Until the victim is gone, flushes leave the dead bytes its relocations make out of
+    // the writers' garbage (`DbInner::uncounted_garbage`).
+    struct CollectingVictim<'a>(&'a DbInner);
+    impl Drop for CollectingVictim<'_> {
+        fn drop(&mut self) {
+            self.0.gc_victim.store(super::NO_GC_VICTIM, Ordering::Release);
+        }
+    }
+    inner.gc_victim.store(victim, Ordering::Release);
+    let _collecting = CollectingVictim(inner);
     let index = WatchedIndex {
         index: LsmIndex::new(inner, paced, true),
         lookup_failed: Cell::new(false),
@@ -1310,6 +1375,115 @@ mod tests {
         // Every key but the deleted, inline and absent ones holds a pointer.
         let expected = (0..2000u32).filter(|i| i % 7 != 0 && i % 11 != 0).count();
         assert_eq!(pointers, expected);
+        db.close().expect("close");
+    }
+
+    /// Defect: GC judged how far behind it was from the segments' dead counts alone, which
+    /// take the log no flush has covered as all live, and only between victims. Under
+    /// sustained overwrites that part is mostly garbage and grew by hundreds of MiB during
+    /// one yielding victim, with writers unpaced. Now GC counts the share of the unflushed
+    /// log that recent flushes found dead, and gives writers the headroom of log bytes
+    /// that takes it to far behind: spent, they are paced.
+    #[test]
+    fn writers_get_the_headroom_that_takes_gc_far_behind_counting_unflushed_garbage() {
+        let options = Options {
+            gc_space_amp_target: f64::INFINITY,
+            memtable_size: 4 << 20,
+            memtable_max_log_bytes: 4 << 20,
+            ..Options::small_for_tests(Arc::new(MemFs::new()))
+        };
+        let db = Db::open("/db", options).expect("open");
+        let round_bytes = 200 * 1000;
+        let put_all = |round: u8| {
+            for i in 0..200u32 {
+                db.put(format!("key{i:04}"), [round; 1000]).expect("put");
+            }
+        };
+        put_all(0);
+        db.flush().expect("flush");
+        put_all(1);
+        db.flush().expect("flush");
+        let share = db.inner.uncounted_garbage.lock().share();
+        // Weighted by bytes, the newest flush weighing half: (0 + 1) / (0.5 + 1).
+        assert!((share - 2.0 / 3.0).abs() < 0.05, "{share}");
+        // Far behind at 2.5: two rounds on disk over one live (2.0), each byte appended
+        // adding a third of a byte live: 0.5 / (1 - 2.5 / 3) = 3 rounds of headroom.
+        let policy = |target: f64| VictimPolicy {
+            space_amp_target: target / super::FAR_BEHIND_FACTOR,
+            min_dead_fraction: 0.0,
+            order: Default::default(),
+        };
+        let headroom = |target: f64| {
+            let (choice, _, _) = choose(&db.inner, policy(target)).expect("choose");
+            assert!(!choice.victims.is_empty());
+            super::headroom_before_far_behind(&db.inner, policy(target), &choice)
+        };
+        let before = headroom(2.5).expect("some headroom") as f64;
+        assert!((before / round_bytes as f64 - 3.0).abs() < 0.3, "{before}");
+        // A third round, all in the memtable: its garbage is in no count yet, but the
+        // headroom shrinks by what it appended.
+        put_all(2);
+        let after = headroom(2.5).expect("some headroom") as f64;
+        assert!(((before - after) / round_bytes as f64 - 1.0).abs() < 0.1, "{before} {after}");
+        // The counts see three rounds on disk over two live (1.5); with two thirds of the
+        // third round dead it is 3 / (2 - 2/3) = 2.25: far behind at 2.0.
+        let (choice, _, _) = choose(&db.inner, policy(2.0)).expect("choose");
+        assert!(choice.space_amp_gc_can_lower() < 1.6);
+        assert_eq!(headroom(2.0), Some(0));
+        // Writes that make no more than a third of their bytes dead never reach 4.0.
+        assert_eq!(headroom(4.0), None);
+        db.close().expect("close");
+    }
+
+    /// The share of the log flushes find dead is the writers' garbage: the old copies GC's
+    /// relocations leave in the victim (which leaves the log with it) are not counted, or
+    /// GC collecting under new-key inserts would look like overwrites and pace them.
+    #[test]
+    fn flushes_count_the_garbage_of_writes_not_of_relocations() {
+        let options = Options {
+            gc_space_amp_target: f64::INFINITY,
+            ..Options::small_for_tests(Arc::new(MemFs::new()))
+        };
+        let db = Db::open("/db", options).expect("open");
+        let key = |i: u32| format!("key{i:05}");
+        for i in 0..400u32 {
+            db.put(key(i), [0; 1000]).expect("put");
+        }
+        db.flush().expect("flush");
+        for i in (0..400u32).step_by(2) {
+            db.put(key(i), [1; 1000]).expect("overwrite");
+        }
+        db.flush().expect("flush");
+        let share = || db.inner.uncounted_garbage.lock().share();
+        assert!(share() > 0.5, "overwrites: {}", share());
+        // New keys since: flushes find nothing dead.
+        for i in 400..2000u32 {
+            db.put(key(i), [2; 1000]).expect("put");
+        }
+        db.flush().expect("flush");
+        let before = share();
+        assert!(before < 0.01, "new keys: {before}");
+        // GC relocates the live half of the first round's segments.
+        let outcome = run(&db.inner, COLLECT_ALL, false).expect("gc");
+        assert!(outcome.records_relocated >= 100, "{outcome:?}");
+        assert!(share() <= before, "{} after GC, {before} before", share());
+        db.close().expect("close");
+    }
+
+    /// A yielding victim stops yielding once writers have spent their headroom: they
+    /// would wait for GC while it slept.
+    #[test]
+    fn gc_yields_only_while_writers_are_not_paced() {
+        let db = Db::open("/db", Options::small_for_tests(Arc::new(MemFs::new()))).expect("open");
+        let paced = LsmIndex::new(&db.inner, true, true);
+        assert!(paced.yields());
+        db.inner.gc_pacer.set_rate_after(1e9, 1000);
+        assert!(paced.yields(), "headroom left");
+        db.inner.gc_pacer.charge(1000, Instant::now());
+        assert!(!paced.yields(), "headroom spent");
+        // Explicit GC never yields.
+        db.inner.gc_pacer.set_rate(0.0);
+        assert!(!LsmIndex::new(&db.inner, false, true).yields());
         db.close().expect("close");
     }
 

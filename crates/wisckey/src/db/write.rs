@@ -638,9 +638,9 @@ fn make_room(inner: &DbInner, mut force: bool, even_if_empty: bool) -> Result<Ar
         state.imms.push_back(ImmutableMemtable {
             table: full,
             log_end,
+            log_bytes: inner.log_bytes_in_mem.swap(0, Ordering::Relaxed),
         });
         super::publish_read_sources(inner, &state);
-        inner.log_bytes_in_mem.store(0, Ordering::Relaxed);
         inner.bg_cv.notify_all();
         force = false;
     }

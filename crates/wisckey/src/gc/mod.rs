@@ -78,6 +78,15 @@ impl DeadBytes {
         }
     }
 
+    /// The dead bytes counted, those of `except` (the segment GC is collecting, whose old
+    /// copies its relocations make dead) left out.
+    pub fn total_except(&self, except: Option<u64>) -> u64 {
+        (self.by_segment.iter())
+            .filter(|&(&segment, _)| Some(segment) != except)
+            .map(|(_, &bytes)| bytes)
+            .sum()
+    }
+
     /// Adds the counts to the edit that installs the flush.
     pub fn record(&mut self, edit: &mut VersionEdit) {
         edit.vlog_dead_bytes.extend(

@@ -4,13 +4,20 @@
 //! of GC's measured net freeing rate) and the virtual clock of when the appends so far are
 //! paid for. Without it a writer faster than GC grows the log without bound: GC frees a
 //! 64 MiB segment in about a quarter of a second on the 2-core test VM while one writer
-//! appends 500 MB/s of 1 KiB values (docs/BENCHMARKS.md, "Writers paced to GC").
+//! appends 500 MB/s of 1 KiB values (docs/BENCHMARKS.md, "Writers paced to GC"). Also owns
+//! the estimate of the garbage in the log not flushed yet ([`UncountedGarbage`]), which
+//! tells GC how far behind it is before a flush has counted it.
 //!
 //! Invariants:
-//! - pacing is off (rate 0) unless background GC says it is far behind and has measured
-//!   its own rate on at least one victim of the round: a database opened far over its
-//!   target is not slowed before GC has shown what it can do, and a writer slower than GC
-//!   never waits (the clock stays in the past);
+//! - pacing is off (rate 0) unless GC has measured its own rate on at least one victim
+//!   since open and background GC sees that writes could take it far behind: a database
+//!   opened far over its target is not slowed before GC has shown what it can do (that
+//!   first victim runs flat out instead), and a writer slower than GC never waits (the
+//!   clock stays in the past);
+//! - writes within the headroom GC gave (the bytes that would take it from where it stands
+//!   to far behind) are never charged: GC judges where it stands only between victims, and
+//!   a victim can take over a second while one writer appends hundreds of MiB, so the
+//!   writers' own bytes say when pacing starts, not GC's next look;
 //! - GC's own relocations are never charged (they are what brings the log down);
 //! - a writer sleeps only once its debt exceeds [`MIN_SLEEP`], so small writes are not each
 //!   charged a sleep (whose real length is tens of microseconds at best);
@@ -18,7 +25,7 @@
 //!   (a 512 MiB batch at the floor rate would otherwise owe a minute, and every writer
 //!   after it too).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
@@ -40,7 +47,7 @@ const RATE_WEIGHT: f64 = 0.5;
 
 #[derive(Debug, Default)]
 struct PacerState {
-    /// Bytes per second writers may append; 0: not paced.
+    /// Bytes per second writers may append once the headroom is spent; 0: not paced.
     bytes_per_sec: f64,
     /// When the bytes charged so far are paid for.
     paid_until: Option<Instant>,
@@ -51,24 +58,39 @@ struct PacerState {
 pub struct WritePacer {
     /// Whether the rate is above 0: read by every write, so kept apart from the clock.
     on: AtomicBool,
+    /// Bytes writers may still append before they are paced: spent by every write while a
+    /// rate is set, so taken without the lock (set only under it).
+    headroom: AtomicU64,
     state: Mutex<PacerState>,
 }
 
 impl WritePacer {
-    /// Sets the rate writers may append at (bytes per second); 0 turns pacing off and
-    /// forgets any debt.
+    /// Sets the rate writers may append at (bytes per second) at once; 0 turns pacing off
+    /// and forgets any debt.
     pub fn set_rate(&self, bytes_per_sec: f64) {
+        self.set_rate_after(bytes_per_sec, 0);
+    }
+
+    /// Sets the rate writers may append at once they have appended `headroom` more bytes;
+    /// a rate of 0 turns pacing off. Any debt is forgotten unless pacing starts at once.
+    pub fn set_rate_after(&self, bytes_per_sec: f64, headroom: u64) {
         let mut state = self.state.lock();
         state.bytes_per_sec = bytes_per_sec.max(0.0);
-        if state.bytes_per_sec == 0.0 {
+        self.headroom.store(headroom, Ordering::Release);
+        if state.bytes_per_sec == 0.0 || headroom > 0 {
             state.paid_until = None;
         }
         self.on.store(state.bytes_per_sec > 0.0, Ordering::Release);
     }
 
-    /// Whether writers are paced now.
+    /// Whether a rate is set (writers must report what they append, paced or not yet).
     pub fn is_on(&self) -> bool {
         self.on.load(Ordering::Acquire)
+    }
+
+    /// Whether writers are paced now: a rate is set and the headroom is spent.
+    pub fn pacing(&self) -> bool {
+        self.is_on() && self.headroom.load(Ordering::Acquire) == 0
     }
 
     /// Charges `bytes` appended now and sleeps until they are paid for, if the debt is at
@@ -90,9 +112,20 @@ impl WritePacer {
         }
     }
 
-    /// Charges `bytes` appended at `now`; returns how long the writer must sleep first, if
-    /// its debt is at least [`MIN_SLEEP`].
+    /// Charges `bytes` appended at `now` (what the headroom does not cover); returns how
+    /// long the writer must sleep first, if its debt is at least [`MIN_SLEEP`].
     pub fn charge(&self, bytes: u64, now: Instant) -> Option<Duration> {
+        let spent = self.headroom.fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| {
+            (left > 0).then(|| left.saturating_sub(bytes))
+        });
+        // What the headroom left (or 0 when it covered all of it) is charged.
+        let bytes = match spent {
+            Ok(left) => bytes.saturating_sub(left),
+            Err(_) => bytes,
+        };
+        if bytes == 0 {
+            return None;
+        }
         let mut state = self.state.lock();
         if state.bytes_per_sec <= 0.0 {
             return None;
@@ -107,7 +140,8 @@ impl WritePacer {
 }
 
 /// GC's side: its net freeing rate (bytes freed less bytes rewritten, per second of a
-/// victim's collection, flush included), smoothed over victims.
+/// victim's collection, flush included), smoothed over victims (those of earlier rounds
+/// too: a round's first victim would otherwise run with writers unpaced).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct FreeingRate {
     bytes_per_sec: Option<f64>,
@@ -130,6 +164,50 @@ impl FreeingRate {
     /// victim.
     pub fn writers_rate(&self) -> Option<f64> {
         (self.bytes_per_sec).map(|r| (r * PACE_FRACTION).max(MIN_WRITERS_RATE))
+    }
+}
+
+/// Weight of the newest flush in [`UncountedGarbage`]'s share.
+const SHARE_WEIGHT: f64 = 0.5;
+
+/// The garbage no count shows yet: what a memtable's writes make dead is counted only when
+/// it is flushed, so until then the log it covers looks all live, and under sustained
+/// overwrites that part can outgrow the whole live data (a victim's collection took 1.25 s
+/// while one writer appended 720 MiB; docs/BENCHMARKS.md, "GC counts the garbage of the
+/// unflushed log"). Owns the share of a flushed memtable's log bytes that its flush found
+/// dead, smoothed over flushes (weighted by bytes, the newest flush weighing
+/// [`SHARE_WEIGHT`]), which GC applies to the log not flushed yet.
+///
+/// Invariants: the share is in `[0, 1]` (a flush of shrinking values can count more dead
+/// bytes than it covers; the estimate never counts more of the unflushed log as garbage
+/// than there is log); it is 0 until a flush covered log bytes.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct UncountedGarbage {
+    dead: f64,
+    covered: f64,
+}
+
+impl UncountedGarbage {
+    /// Adds one flush: `dead` bytes it counted (the records its memtable's entries made
+    /// dead, GC's own relocations' old copies left out) of a memtable that covered
+    /// `covered` log bytes.
+    pub fn add_flush(&mut self, dead: u64, covered: u64) {
+        self.dead = self.dead * (1.0 - SHARE_WEIGHT) + dead as f64;
+        self.covered = self.covered * (1.0 - SHARE_WEIGHT) + covered as f64;
+    }
+
+    /// The share of the log a flush covers that it finds dead.
+    pub fn share(&self) -> f64 {
+        if self.covered <= 0.0 {
+            0.0
+        } else {
+            (self.dead / self.covered).clamp(0.0, 1.0)
+        }
+    }
+
+    /// The estimated dead bytes among `unflushed` log bytes not flushed yet.
+    pub fn estimate(&self, unflushed: u64) -> u64 {
+        (self.share() * unflushed as f64) as u64
     }
 }
 
@@ -188,6 +266,25 @@ mod tests {
     }
 
     #[test]
+    fn writes_within_the_headroom_are_not_paced() {
+        let pacer = WritePacer::default();
+        pacer.set_rate_after(100.0 * MB, 10_000_000);
+        assert!(pacer.is_on() && !pacer.pacing());
+        let now = Instant::now();
+        assert_eq!(pacer.charge(6_000_000, now), None);
+        assert!(!pacer.pacing());
+        // 4 MB of headroom left: the other 2 MB are charged, 20 ms at 100 MB/s.
+        let wait = pacer.charge(6_000_000, now).expect("owes");
+        assert!((wait.as_secs_f64() - 0.02).abs() < 1e-6, "{wait:?}");
+        assert!(pacer.pacing());
+        // New headroom (GC gained ground): the debt is forgotten.
+        pacer.set_rate_after(100.0 * MB, 1);
+        assert!(!pacer.pacing());
+        let wait = pacer.charge(1_000_001, now).expect("owes");
+        assert!((wait.as_secs_f64() - 0.01).abs() < 1e-6, "{wait:?}");
+    }
+
+    #[test]
     fn turning_pacing_off_forgets_the_debt() {
         let pacer = WritePacer::default();
         pacer.set_rate(1.0 * MB);
@@ -240,5 +337,34 @@ mod tests {
         let mut rate = FreeingRate::default();
         rate.add_victim(1_000, 2_000, Duration::from_millis(1));
         assert_eq!(rate.writers_rate(), Some(MIN_WRITERS_RATE));
+    }
+
+    #[test]
+    fn uncounted_garbage_is_the_recent_flushes_dead_share_of_the_unflushed_log() {
+        let mut garbage = UncountedGarbage::default();
+        // No flush yet: nothing is estimated.
+        assert_eq!(garbage.estimate(1 << 30), 0);
+        // Overwrites: every byte a flush covers made as many bytes dead.
+        garbage.add_flush(512 << 20, 512 << 20);
+        assert_eq!(garbage.estimate(100 << 20), 100 << 20);
+        // New keys since: the share falls towards 0, the newest flush weighing half.
+        garbage.add_flush(0, 512 << 20);
+        assert!((garbage.share() - 1.0 / 3.0).abs() < 1e-9, "{}", garbage.share());
+        for _ in 0..20 {
+            garbage.add_flush(0, 512 << 20);
+        }
+        assert!(garbage.share() < 1e-5, "{}", garbage.share());
+        // A small flush moves it little: the share is per byte, not per flush.
+        garbage.add_flush(1 << 20, 1 << 20);
+        assert!(garbage.share() < 0.01, "{}", garbage.share());
+    }
+
+    #[test]
+    fn uncounted_garbage_never_exceeds_the_unflushed_log() {
+        let mut garbage = UncountedGarbage::default();
+        // 16 KiB values overwritten with 1 KiB ones: 16 dead bytes per byte covered.
+        garbage.add_flush(16 << 20, 1 << 20);
+        assert_eq!(garbage.share(), 1.0);
+        assert_eq!(garbage.estimate(300), 300);
     }
 }

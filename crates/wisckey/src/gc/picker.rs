@@ -107,9 +107,17 @@ impl VictimChoice {
     /// still pin: what GC's own progress is measured by. Those wait only for readers, so
     /// they must not make GC look as if it were losing ground and slow writers down.
     pub fn space_amp_gc_can_lower(&self) -> f64 {
-        space_amp(
+        let (on_disk, live) = self.gc_can_lower_counting(0);
+        space_amp(on_disk, live)
+    }
+
+    /// The bytes on disk and live bytes [`VictimChoice::space_amp_gc_can_lower`] divides,
+    /// with `uncounted_dead` more bytes dead than the segments' counts show (the garbage of
+    /// the log not flushed yet, which the counts take as live).
+    pub fn gc_can_lower_counting(&self, uncounted_dead: u64) -> (u64, u64) {
+        (
             self.log_bytes.saturating_sub(pinned_by_readers(&self.segments)),
-            self.live_bytes,
+            self.live_bytes.saturating_sub(uncounted_dead),
         )
     }
 }
