@@ -247,8 +247,11 @@ fn flush_memtable(inner: &DbInner, imm: ImmutableMemtable) -> Result<()> {
     for (segment, bytes) in imm.table.unreferenced_log_bytes() {
         dead.add(segment, bytes);
     }
-    let victim = inner.gc_victim.load(Ordering::Acquire);
-    let made_dead_by_writes = dead.total_except(Some(victim));
+    // The writers' share: relocations' new copies are live, and their old copies' death is
+    // GC's (or clustering's) doing.
+    let relocated = imm.table.relocated();
+    let made_dead_by_writes = dead.total().saturating_sub(relocated.old_bytes);
+    let written = imm.log_bytes.saturating_sub(relocated.log_bytes);
     dead.record(&mut edit);
     // Held from here: the segment list below depends on the last install.
     let one_install = inner.manifest_lock.lock();
@@ -310,7 +313,7 @@ fn flush_memtable(inner: &DbInner, imm: ImmutableMemtable) -> Result<()> {
         return Err(e);
     }
     drop(one_install);
-    (inner.uncounted_garbage.lock()).add_flush(made_dead_by_writes, imm.log_bytes);
+    (inner.uncounted_garbage.lock()).add_flush(made_dead_by_writes, written);
     inner.bg_cv.notify_all();
     sweep_obsolete_files(inner);
     Ok(())

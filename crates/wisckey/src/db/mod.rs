@@ -59,9 +59,6 @@ use crate::vlog::{ValueLog, VlogWriter};
 
 use write::WriteQueue;
 
-/// [`DbInner::gc_victim`] while GC collects no segment.
-pub(crate) const NO_GC_VICTIM: u64 = u64::MAX;
-
 /// A memtable that no longer takes writes, waiting to be flushed to L0.
 #[derive(Debug, Clone)]
 pub(crate) struct ImmutableMemtable {
@@ -69,8 +66,8 @@ pub(crate) struct ImmutableMemtable {
     /// Value-log position just past the last record in `table`: the new replay head once
     /// this memtable is durable in an SSTable.
     pub log_end: LogPosition,
-    /// Value-log bytes appended while it was the active memtable (GC's relocations
-    /// included): the log its flush covers.
+    /// Value-log bytes appended while it was the active memtable (relocations included,
+    /// `MemTable::relocated` says how many): the log its flush covers.
     pub log_bytes: u64,
 }
 
@@ -191,16 +188,16 @@ pub(crate) struct DbInner {
     pub scan_heat: Mutex<crate::gc::heat::ScanHeat>,
     /// What the clustering passes that scans triggered have done since open.
     pub auto_cluster_totals: Mutex<AutoClusterTotals>,
-    /// Paces writers while background GC is far behind its target (`gc::pace`).
+    /// Paces writers once their writes would take background GC far behind its target
+    /// (`gc::pace`).
     pub gc_pacer: crate::gc::pace::WritePacer,
-    /// What GC's victims freed per second, smoothed over the victims since open: writers
-    /// are paced to it.
+    /// What GC's victims freed per second, smoothed over the victims since open (those of
+    /// `Db::gc` too: GC's rate when it does not yield, as background GC does not while
+    /// writers are paced): writers are paced to it.
     pub gc_freeing: Mutex<crate::gc::pace::FreeingRate>,
-    /// The share of the log flushes find dead, for the garbage of the log not flushed yet.
+    /// The share of the log written (relocations left out) that flushes find dead, for the
+    /// garbage of the log not flushed yet.
     pub uncounted_garbage: Mutex<crate::gc::pace::UncountedGarbage>,
-    /// The segment GC is collecting ([`NO_GC_VICTIM`] when none): a flush leaves the dead
-    /// bytes GC's relocations make there out of `uncounted_garbage`.
-    pub gc_victim: AtomicU64,
     /// Sampled dead-byte estimates per segment (not manifest state: estimates).
     pub gc_samples: Mutex<std::collections::BTreeMap<u64, gc::DeadSample>>,
     /// Dead records flushes found, on their way to being punched out of their segments.

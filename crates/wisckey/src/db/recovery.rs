@@ -251,7 +251,6 @@ pub(crate) fn open(dir: &Path, mut options: Options, read_only: bool) -> Result<
         gc_pacer: Default::default(),
         uncounted_garbage: Default::default(),
         gc_freeing: Default::default(),
-        gc_victim: AtomicU64::new(super::NO_GC_VICTIM),
         writers: WriteQueue::default(),
         vlog: ValueLog::new(
             vlog_writer,

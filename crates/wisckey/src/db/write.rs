@@ -35,7 +35,7 @@ use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::gc::Relocation;
 use crate::key::ValueKind;
-use crate::memtable::MemTable;
+use crate::memtable::{MemTable, Relocated};
 use crate::version::AscendingGets;
 use crate::vlog::{BatchEntry, ValuePointer, VlogWriter, RECORD_HEADER_LEN};
 
@@ -332,14 +332,16 @@ fn lead(inner: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
         return Ok(());
     }
     let relocations = leader.relocations.lock().take();
+    let mut relocated = None;
     let (batches, may_spend_reserve) = match relocations {
         Some(relocations) => {
             let judged_in = leader.relocations_judged_in;
-            let (batch, kept_bytes) = still_pointed_at(inner, &mem, relocations, judged_in)?;
+            let (batch, kept) = still_pointed_at(inner, &mem, relocations, judged_in)?;
             if batch.is_empty() {
                 return Ok(());
             }
-            *leader.relocated.lock() = (batch.ops.len() as u64, kept_bytes);
+            *leader.relocated.lock() = (batch.ops.len() as u64, kept.log_bytes);
+            relocated = Some(kept);
             // GC writes to free space: on a full disk it may spend the reserve. A clustering
             // pass frees nothing, so it may not.
             (vec![batch], leader.relocation_frees_space)
@@ -400,12 +402,15 @@ fn lead(inner: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
     if let Some((segment, bytes)) = unreferenced {
         mem.add_unreferenced_log_bytes(segment, bytes);
     }
+    if let Some(kept) = relocated {
+        mem.add_relocated(kept.log_bytes, kept.old_bytes);
+    }
     inner.visible_seq.store(seq - 1, Ordering::Release);
     Ok(())
 }
 
 /// The relocations whose key's newest entry is still the pointer GC read, as one batch of
-/// puts, and their log bytes. Called by the write leader, so no write can land between
+/// puts, and the log bytes of their new and old copies. Called by the write leader, so no write can land between
 /// this check and the append: a key deleted or overwritten before it is dropped here, one
 /// written after it gets a higher sequence number than the relocation.
 ///
@@ -420,13 +425,13 @@ fn still_pointed_at(
     mem: &Arc<MemTable>,
     relocations: Vec<Relocation>,
     judged_in: Option<u64>,
-) -> Result<(WriteBatch, u64)> {
+) -> Result<(WriteBatch, Relocated)> {
     // As the leader, every acknowledged write is in this view.
     let view = super::read::capture(inner, &crate::options::ReadOptions::default())?;
     debug_assert!(view.reads_memtable(mem));
     let memtables_hold_every_later_write = view.memtables_hold_writes_since(judged_in);
     let mut batch = WriteBatch::new();
-    let mut bytes = 0u64;
+    let mut kept = Relocated::default();
     // Relocations come in key order (GC's and clustering's batches alike).
     let mut gets = AscendingGets::default();
     for relocation in relocations {
@@ -441,11 +446,13 @@ fn still_pointed_at(
             newest.is_some_and(|newest| entry_points_at(&newest, relocation.old))
         } || crate::safety::skipped(crate::safety::SafetyStep::LivenessCheckUnderLeadership);
         if unchanged {
-            bytes += (RECORD_HEADER_LEN + relocation.key.len() + relocation.value.len()) as u64;
+            let len = RECORD_HEADER_LEN + relocation.key.len() + relocation.value.len();
+            kept.log_bytes += len as u64;
+            kept.old_bytes += u64::from(relocation.old.len);
             batch.put(&relocation.key, &relocation.value);
         }
     }
-    Ok((batch, bytes))
+    Ok((batch, kept))
 }
 
 /// Why a group failed to reach the log.
@@ -582,7 +589,9 @@ fn memtable_as_it_is(inner: &DbInner) -> Result<Arc<MemTable>> {
 /// GC's relocations (which are never charged) and every writer behind it.
 fn pace_for_gc(inner: &DbInner, batch: &WriteBatch) {
     if inner.gc_pacer.is_on() {
-        (inner.gc_pacer).pay(batch.payload_bytes() as u64, || {
+        // In log bytes, as the headroom and GC's rate are: each record has a header.
+        let log_bytes = batch.payload_bytes() + RECORD_HEADER_LEN * batch.ops.len();
+        (inner.gc_pacer).pay(log_bytes as u64, || {
             inner.shutting_down.load(Ordering::Acquire)
         });
     }

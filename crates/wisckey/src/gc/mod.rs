@@ -78,13 +78,9 @@ impl DeadBytes {
         }
     }
 
-    /// The dead bytes counted, those of `except` (the segment GC is collecting, whose old
-    /// copies its relocations make dead) left out.
-    pub fn total_except(&self, except: Option<u64>) -> u64 {
-        (self.by_segment.iter())
-            .filter(|&(&segment, _)| Some(segment) != except)
-            .map(|(_, &bytes)| bytes)
-            .sum()
+    /// The dead bytes counted.
+    pub fn total(&self) -> u64 {
+        self.by_segment.values().sum()
     }
 
     /// Adds the counts to the edit that installs the flush.

@@ -1,8 +1,9 @@
-//! Pacing writers to what value-log GC frees, while background GC is far behind its target.
+//! Pacing writers to what value-log GC frees, once their writes would take background GC
+//! far behind its target.
 //!
-//! Owns the rate at which writers may append to the log while GC is far behind (a fraction
-//! of GC's measured net freeing rate) and the virtual clock of when the appends so far are
-//! paid for. Without it a writer faster than GC grows the log without bound: GC frees a
+//! Owns the headroom writers may still append before that, the rate at which they may
+//! append after it (a fraction of GC's measured net freeing rate), and the virtual clock of
+//! when the appends so far are paid for. Without it a writer faster than GC grows the log without bound: GC frees a
 //! 64 MiB segment in about a quarter of a second on the 2-core test VM while one writer
 //! appends 500 MB/s of 1 KiB values (docs/BENCHMARKS.md, "Writers paced to GC"). Also owns
 //! the estimate of the garbage in the log not flushed yet ([`UncountedGarbage`]), which
@@ -83,6 +84,18 @@ impl WritePacer {
         self.on.store(state.bytes_per_sec > 0.0, Ordering::Release);
     }
 
+    /// What background GC sets before each step: writers may append `headroom` more log
+    /// bytes before they are paced at `writers_rate` (`None` headroom: not paced at all).
+    /// Before GC has measured a rate nothing can pace them, but GC still stops yielding
+    /// once they have spent the headroom ([`WritePacer::pacing`]): an infinite rate charges
+    /// nothing.
+    pub fn arm(&self, headroom: Option<u64>, writers_rate: Option<f64>) {
+        match headroom {
+            Some(headroom) => self.set_rate_after(writers_rate.unwrap_or(f64::INFINITY), headroom),
+            None => self.set_rate(0.0),
+        }
+    }
+
     /// Whether a rate is set (writers must report what they append, paced or not yet).
     pub fn is_on(&self) -> bool {
         self.on.load(Ordering::Acquire)
@@ -95,7 +108,8 @@ impl WritePacer {
 
     /// Charges `bytes` appended now and sleeps until they are paid for, if the debt is at
     /// least [`MIN_SLEEP`] (at most [`MAX_DEBT`]). The sleep is taken in slices and ends
-    /// early once pacing stops (GC caught up, or its round ended) or `closing` says so.
+    /// early once pacing stops (GC caught up and gave new headroom, or its round ended) or
+    /// `closing` says so.
     pub fn pay(&self, bytes: u64, closing: impl Fn() -> bool) {
         const SLICE: Duration = Duration::from_millis(10);
         let now = Instant::now();
@@ -105,7 +119,7 @@ impl WritePacer {
         let until = now + wait;
         loop {
             let now = Instant::now();
-            if now >= until || !self.is_on() || closing() {
+            if now >= until || !self.pacing() || closing() {
                 return;
             }
             std::thread::sleep((until - now).min(SLICE));
@@ -159,7 +173,7 @@ impl FreeingRate {
         });
     }
 
-    /// The rate writers may append at while GC is far behind: [`PACE_FRACTION`] of GC's
+    /// The rate writers may append at once their headroom is spent: [`PACE_FRACTION`] of GC's
     /// net freeing rate, at least [`MIN_WRITERS_RATE`]; `None` before GC has collected a
     /// victim.
     pub fn writers_rate(&self) -> Option<f64> {
@@ -173,10 +187,11 @@ const SHARE_WEIGHT: f64 = 0.5;
 /// The garbage no count shows yet: what a memtable's writes make dead is counted only when
 /// it is flushed, so until then the log it covers looks all live, and under sustained
 /// overwrites that part can outgrow the whole live data (a victim's collection took 1.25 s
-/// while one writer appended 720 MiB; docs/BENCHMARKS.md, "GC counts the garbage of the
-/// unflushed log"). Owns the share of a flushed memtable's log bytes that its flush found
-/// dead, smoothed over flushes (weighted by bytes, the newest flush weighing
-/// [`SHARE_WEIGHT`]), which GC applies to the log not flushed yet.
+/// while one writer appended 720 MiB; docs/BENCHMARKS.md, "Writers paced from their own
+/// bytes"). Owns the share of the log bytes written into a memtable (relocations left out)
+/// that its flush found dead (the old copies relocations replace left out), smoothed over
+/// flushes (weighted by bytes, the newest flush weighing [`SHARE_WEIGHT`]), which GC
+/// applies to the log written and not flushed yet.
 ///
 /// Invariants: the share is in `[0, 1]` (a flush of shrinking values can count more dead
 /// bytes than it covers; the estimate never counts more of the unflushed log as garbage
@@ -189,8 +204,8 @@ pub struct UncountedGarbage {
 
 impl UncountedGarbage {
     /// Adds one flush: `dead` bytes it counted (the records its memtable's entries made
-    /// dead, GC's own relocations' old copies left out) of a memtable that covered
-    /// `covered` log bytes.
+    /// dead, the old copies of relocations left out) of a memtable whose writes (not
+    /// relocations) appended `covered` log bytes.
     pub fn add_flush(&mut self, dead: u64, covered: u64) {
         self.dead = self.dead * (1.0 - SHARE_WEIGHT) + dead as f64;
         self.covered = self.covered * (1.0 - SHARE_WEIGHT) + covered as f64;
@@ -282,6 +297,31 @@ mod tests {
         assert!(!pacer.pacing());
         let wait = pacer.charge(1_000_001, now).expect("owes");
         assert!((wait.as_secs_f64() - 0.01).abs() < 1e-6, "{wait:?}");
+    }
+
+    #[test]
+    fn gc_arms_the_pacer_with_its_headroom_and_rate() {
+        let pacer = WritePacer::default();
+        let now = Instant::now();
+        // Nothing to collect: not paced, nothing counted.
+        pacer.arm(None, Some(100.0 * MB));
+        assert!(!pacer.is_on());
+        // Headroom and a measured rate: free until spent, then charged.
+        pacer.arm(Some(1_000_000), Some(100.0 * MB));
+        assert_eq!(pacer.charge(1_000_000, now), None);
+        assert!(pacer.pacing());
+        assert!(pacer.charge(1_000_000, now).is_some());
+        // No rate measured yet: spending the headroom tells GC to stop yielding, but no
+        // writer waits.
+        pacer.arm(Some(1_000_000), None);
+        assert!(pacer.is_on() && !pacer.pacing());
+        assert_eq!(pacer.charge(1 << 30, now), None);
+        assert!(pacer.pacing());
+        assert_eq!(pacer.charge(1 << 30, now), None);
+        // Far behind with a rate: charged at once.
+        pacer.arm(Some(0), Some(100.0 * MB));
+        assert!(pacer.pacing());
+        assert!(pacer.charge(1_000_000, now).is_some());
     }
 
     #[test]

@@ -24,7 +24,9 @@
 //!
 //! It also counts, per value-log segment, the log bytes of records its entries do not point
 //! to (inline values and tombstones): those records are garbage once the memtable is flushed
-//! and the replay head passes them. Segments are opaque numbers here.
+//! and the replay head passes them. Segments are opaque numbers here. And it counts the log
+//! bytes of the relocations inserted into it and of the old copies they replace, so GC can
+//! tell the garbage writes make from the garbage relocations make (`gc::pace`).
 //!
 //! Entry values are what the LSM stores: the value itself (`ValueKind::Value`), an encoded
 //! value-log pointer (`ValueKind::ValuePointer`), or nothing (`ValueKind::Deletion`).
@@ -110,6 +112,18 @@ pub struct MemTable {
     sorted: sorted::SortedRuns,
     approximate_bytes: AtomicUsize,
     unreferenced_log_bytes: Mutex<BTreeMap<u64, u64>>,
+    /// Log bytes of the relocations (GC's, clustering's) inserted here, and of the old
+    /// copies they replace: what the flush's dead count owes to relocation, not to writes.
+    relocated: Mutex<Relocated>,
+}
+
+/// See [`MemTable::add_relocated`].
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Relocated {
+    /// Log bytes of the new copies.
+    pub log_bytes: u64,
+    /// Log bytes of the old copies they replace (dead once this memtable is flushed).
+    pub old_bytes: u64,
 }
 
 impl Default for MemTable {
@@ -129,6 +143,7 @@ impl MemTable {
             sorted: sorted::SortedRuns::default(),
             approximate_bytes: AtomicUsize::new(0),
             unreferenced_log_bytes: Mutex::new(BTreeMap::new()),
+            relocated: Mutex::new(Relocated::default()),
         }
     }
 
@@ -237,6 +252,18 @@ impl MemTable {
     pub fn unreferenced_log_bytes(&self) -> Vec<(u64, u64)> {
         let counts = self.unreferenced_log_bytes.lock();
         counts.iter().map(|(&s, &b)| (s, b)).collect()
+    }
+
+    /// Counts relocations inserted here: `log_bytes` of new copies replacing `old_bytes`.
+    pub fn add_relocated(&self, log_bytes: u64, old_bytes: u64) {
+        let mut relocated = self.relocated.lock();
+        relocated.log_bytes += log_bytes;
+        relocated.old_bytes += old_bytes;
+    }
+
+    /// What [`MemTable::add_relocated`] counted.
+    pub fn relocated(&self) -> Relocated {
+        *self.relocated.lock()
     }
 
     /// Approximate memory used by the entries.
