@@ -1471,7 +1471,12 @@ mod tests {
     /// would wait for GC while it slept.
     #[test]
     fn gc_yields_only_while_writers_are_not_paced() {
-        let db = Db::open("/db", Options::small_for_tests(Arc::new(MemFs::new()))).expect("open");
+        // Background GC off: its rounds would set the pacer under the test.
+        let options = Options {
+            gc_space_amp_target: f64::INFINITY,
+            ..Options::small_for_tests(Arc::new(MemFs::new()))
+        };
+        let db = Db::open("/db", options).expect("open");
         let paced = LsmIndex::new(&db.inner, true, true);
         assert!(paced.yields());
         db.inner.gc_pacer.set_rate_after(1e9, 1000);

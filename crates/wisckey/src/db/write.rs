@@ -410,9 +410,10 @@ fn lead(inner: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
 }
 
 /// The relocations whose key's newest entry is still the pointer GC read, as one batch of
-/// puts, and the log bytes of their new and old copies. Called by the write leader, so no write can land between
-/// this check and the append: a key deleted or overwritten before it is dropped here, one
-/// written after it gets a higher sequence number than the relocation.
+/// puts, and the log bytes of their new and old copies. Called by the write leader, so no
+/// write can land between this check and the append: a key deleted or overwritten before
+/// it is dropped here, one written after it gets a higher sequence number than the
+/// relocation.
 ///
 /// If each relocation was judged live in a view whose newest memtable was `judged_in` or a
 /// later one, and `judged_in` is still in memory, only the memtables are looked at: a write
