@@ -3,18 +3,18 @@
 //!
 //! Owns the headroom writers may still append before that, the rate at which they may
 //! append after it (a fraction of GC's measured net freeing rate), and the virtual clock of
-//! when the appends so far are paid for. Without it a writer faster than GC grows the log without bound: GC frees a
-//! 64 MiB segment in about a quarter of a second on the 2-core test VM while one writer
-//! appends 500 MB/s of 1 KiB values (docs/BENCHMARKS.md, "Writers paced to GC"). Also owns
+//! when the appends so far are paid for. Without it a writer faster than GC grows the log
+//! without bound: GC frees a 64 MiB segment in about a quarter of a second on the 2-core
+//! test VM while one writer appends 500 MB/s of 1 KiB values (docs/BENCHMARKS.md, "Writers paced to GC"). Also owns
 //! the estimate of the garbage in the log not flushed yet ([`UncountedGarbage`]), which
 //! tells GC how far behind it is before a flush has counted it.
 //!
 //! Invariants:
 //! - pacing is off (rate 0) unless GC has measured its own rate on at least one victim
 //!   since open and background GC sees that writes could take it far behind: a database
-//!   opened far over its target is not slowed before GC has shown what it can do (that
-//!   first victim runs flat out instead), and a writer slower than GC never waits (the
-//!   clock stays in the past);
+//!   opened far over its target is not slowed before GC has shown what it can do (writers
+//!   spending the headroom then only stop GC yielding), and a writer slower than GC never
+//!   waits (the clock stays in the past);
 //! - writes within the headroom GC gave (the bytes that would take it from where it stands
 //!   to far behind) are never charged: GC judges where it stands only between victims, and
 //!   a victim can take over a second while one writer appends hundreds of MiB, so the
