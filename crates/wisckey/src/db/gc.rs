@@ -8,7 +8,9 @@
 //! replay head passes the relocations and the writes that killed the rest (on a full disk
 //! the sync alone) → one manifest edit removing the victim (`State::gc_removed` records it
 //! in the same critical section) → delete the file in the obsolete-file sweep once no live
-//! `Version` lists it and no snapshot older than the relocation is open.
+//! `Version` lists it and no snapshot older than the relocation is open. The flush runs
+//! while the next victims are collected, and those share the next one (`Leaving`); a
+//! victim on its way out is never chosen again.
 //!
 //! Only one collection runs at a time (`DbInner::gc_lock`).
 
@@ -34,6 +36,7 @@ use crate::gc::{
 };
 use crate::gc::{VictimOrder, VictimPolicy};
 use crate::key::ValueKind;
+use crate::position::LogPosition;
 use crate::safety::SafetyStep;
 use crate::version::{AscendingGets, VersionEdit, NUM_LEVELS};
 use crate::vlog::{ValuePointer, PUNCH_ALIGN};
@@ -318,13 +321,21 @@ fn segment_sizes(inner: &DbInner) -> Result<BTreeMap<u64, u64>> {
     Ok(sizes)
 }
 
-/// Victim choice over the database's current state.
-fn choose(inner: &DbInner, policy: VictimPolicy) -> Result<(VictimChoice, u64, u64)> {
+/// Victim choice over the database's current state. `leaving`: victims collected and
+/// waiting for the replay head before they leave the log ([`Leaving`]); they count as
+/// removed (their survivors are relocated already).
+fn choose(
+    inner: &DbInner,
+    policy: VictimPolicy,
+    leaving: impl Iterator<Item = u64>,
+) -> Result<(VictimChoice, u64, u64)> {
     let sizes = segment_sizes(inner)?;
     let active = inner.vlog.end().segment;
     let state = inner.state.lock();
     let head_segment = state.versions.vlog_head().map_or(active, |h| h.segment);
-    let removed: BTreeSet<u64> = state.gc_removed.keys().copied().collect();
+    let removed: BTreeSet<u64> = (state.gc_removed.keys().copied())
+        .chain(leaving)
+        .collect();
     let estimates: BTreeMap<u64, u64> = (inner.gc_samples.lock().iter())
         .map(|(&s, sample)| (s, sample.dead_bytes))
         .collect();
@@ -585,6 +596,16 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
     let mut full_disk: Option<Error> = None;
     punch_first_if_short(inner, policy, paced, &mut full_disk);
     let mut failed_for_space: BTreeSet<u64> = BTreeSet::new();
+    let mut leaving = Leaving::default();
+    macro_rules! round {
+        () => {
+            RoundState {
+                full_disk: &mut full_disk,
+                failed_for_space: &mut failed_for_space,
+                total: &mut total,
+            }
+        };
+    }
     let mut taken = StepsTaken::default();
     let min_seal_size = if paced {
         // Background GC seals the active segment only once it is a good part of a segment.
@@ -606,7 +627,7 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
         if let Some(e) = inner.state.lock().bg_error.clone() {
             return Err(e);
         }
-        let (mut choice, head_segment, active) = match choose(inner, policy) {
+        let (mut choice, head_segment, active) = match choose(inner, policy, leaving.victims()) {
             Ok(chosen) => chosen,
             Err(e) if ends_background_round(paced, &e) => break,
             Err(e) => return Err(e),
@@ -641,6 +662,9 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
             min_seal_size,
             taken,
         );
+        if !matches!(step, GcStep::Collect(_)) {
+            leaving.finish(inner, &mut round!())?;
+        }
         match step {
             GcStep::Flush => {
                 taken.flushed = true;
@@ -681,49 +705,43 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
                 taken.sampled = true;
                 sample_stale(inner, &choice, active)?;
             }
-            GcStep::Collect(victim) => match collect_one(
-                inner,
-                victim,
-                paced,
-                &mut full_disk,
-            ) {
-                Ok((outcome, took)) => {
-                    (inner.gc_freeing.lock()).add_victim(
-                        outcome.bytes_read,
-                        outcome.bytes_relocated,
-                        took,
-                    );
-                    // Counted per victim, so a long background run shows in `Db::stats`
-                    // while it is still going.
-                    let mut totals = inner.gc_totals.lock();
-                    totals.runs += u64::from(total.segments_collected == 0);
-                    totals.work.add(&outcome);
-                    total.add(&outcome);
+            GcStep::Collect(victim) => {
+                let collected = collect_victim(inner, victim, paced);
+                let collected = collected.map(|c| leaving.unasked.push(c));
+                let hurries = !LsmIndex::new(inner, paced, true).yields();
+                leaving.go_on(inner, &mut round!(), hurries)?;
+                match collected {
+                    Ok(()) => {}
+                    // Kept, reported, and not tried again until the next open. A read error
+                    // of the victim (EIO) is no reason to stop the database's writes either.
+                    Err(CollectError::Unreadable(e)) if !e.is_corruption() => {
+                        log::warn!("wisckey: value-log GC skips segment {victim}, unread: {e}");
+                        inner.state.lock().gc_unreadable.insert(victim);
+                    }
+                    Err(
+                        CollectError::Unreadable(e)
+                        | CollectError::Other(e @ Error::Corruption { .. }),
+                    ) => {
+                        log::error!("wisckey: value-log GC skips segment {victim}: {e}");
+                        inner.state.lock().gc_unreadable.insert(victim);
+                    }
+                    Err(CollectError::IndexRead(e)) if ends_background_round(paced, &e) => break,
+                    Err(CollectError::Other(e)) if e.is_no_space() => {
+                        failed_for_space.insert(victim);
+                        full_disk = Some(e);
+                    }
+                    Err(CollectError::IndexRead(e) | CollectError::Other(e)) => return Err(e),
                 }
-                // Kept, reported, and not tried again until the next open. A read error of
-                // the victim (EIO) is no reason to stop the database's writes either.
-                Err(CollectError::Unreadable(e)) if !e.is_corruption() => {
-                    log::warn!("wisckey: value-log GC skips segment {victim}, unread: {e}");
-                    inner.state.lock().gc_unreadable.insert(victim);
-                }
-                Err(
-                    CollectError::Unreadable(e) | CollectError::Other(e @ Error::Corruption { .. }),
-                ) => {
-                    log::error!("wisckey: value-log GC skips segment {victim}: {e}");
-                    inner.state.lock().gc_unreadable.insert(victim);
-                }
-                Err(CollectError::IndexRead(e)) if ends_background_round(paced, &e) => break,
-                Err(CollectError::Other(e)) if e.is_no_space() => {
-                    failed_for_space.insert(victim);
-                    full_disk = Some(e);
-                }
-                Err(CollectError::IndexRead(e) | CollectError::Other(e)) => return Err(e),
-            },
+            }
             GcStep::Done => {
                 cut_short = false;
                 break;
             }
         }
+    }
+    // A round cut short by closing leaves its last victims in the log: nothing would flush.
+    if !inner.shutting_down.load(Ordering::Acquire) {
+        leaving.finish(inner, &mut round!())?;
     }
     // Not left to `_stop_pacing`: the punching below may take long, and writers wait for
     // nothing it does.
@@ -815,7 +833,7 @@ fn punch_if_wanted(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result
     let wanted = !paced
         || inner.state.lock().no_space.is_some()
         || (inner.options.disk_reserve_size > 0 && !inner.reserve_present.load(Ordering::Acquire))
-        || choose(inner, policy)?.0.space_amp_gc_can_lower() > policy.space_amp_target;
+        || choose(inner, policy, std::iter::empty())?.0.space_amp_gc_can_lower() > policy.space_amp_target;
     if wanted {
         punch_ready(inner)?;
     }
@@ -929,14 +947,206 @@ impl From<Error> for CollectError {
     }
 }
 
-/// Relocates `victim`'s survivors, then removes it from the log (manifest) and hands its
-/// file to the sweep. Returns what it did and how long it took.
-fn collect_one(
+/// A victim collected: its survivors are relocated (appended, not yet synced); it leaves
+/// the log once the replay head is past them ([`Leaving`]).
+struct Collected {
+    victim: u64,
+    outcome: GcOutcome,
+    /// The collection's own time; its share of the wait for the head is added when it
+    /// leaves the log.
+    took: Duration,
+    /// `State::gc_removed`'s mark: every relocation is appended with a sequence number up to
+    /// this one.
+    relocated_through: u64,
+}
+
+/// At most this many victims wait for the replay head before GC waits for it: each waits in
+/// the log with its space not yet freed.
+const MOST_VICTIMS_LEAVING: usize = 4;
+
+/// The victims of a round on their way out of the log. A victim leaves once the replay
+/// head is past its relocations and the writes that made its other records dead; the flush
+/// that moves the head runs on the background thread while GC collects the next victims,
+/// and the victims collected meanwhile share the next flush: flushes go at the pace of the
+/// background thread (behind a compaction a flush waits), one per victim when they are
+/// quick. GC waited for a flush of its own after each victim before: about 45% of a
+/// victim's time at 1 KiB under overwrites, and a small L0 table per victim that
+/// compactions then merged (docs/BENCHMARKS.md, "Victims leave the log while the next are
+/// collected").
+#[derive(Default)]
+struct Leaving {
+    /// Collected since the last head move was asked for.
+    unasked: Vec<Collected>,
+    /// Those a head move was asked for, and the log position it must reach (None: nothing
+    /// to wait for, the head is past or on a full disk the sync alone had to do).
+    asked: Vec<Collected>,
+    head_must_reach: Option<LogPosition>,
+}
+
+/// What [`Leaving`]'s steps change in the round's state.
+struct RoundState<'a> {
+    full_disk: &'a mut Option<Error>,
+    failed_for_space: &'a mut BTreeSet<u64>,
+    total: &'a mut GcOutcome,
+}
+
+impl Leaving {
+    /// Every victim on its way out: victim choice counts them as removed (their survivors
+    /// are relocated already).
+    fn victims(&self) -> impl Iterator<Item = u64> + '_ {
+        (self.asked.iter().chain(&self.unasked)).map(|c| c.victim)
+    }
+
+    /// After a victim's collection: removes the victims whose head move is done (or waits
+    /// for it when [`MOST_VICTIMS_LEAVING`] wait), then asks for the head to move past
+    /// those collected since, if no move is under way. Unless GC `hurries` (it is explicit,
+    /// or writers are paced to it): then it waits for each victim's flush, as it yields
+    /// between relocation batches, and leaves the background thread to the writers.
+    fn go_on(&mut self, inner: &DbInner, round: &mut RoundState<'_>, hurries: bool) -> Result<()> {
+        if !hurries {
+            return self.finish(inner, round);
+        }
+        if !self.asked.is_empty() {
+            let head = inner.state.lock().versions.vlog_head();
+            let moved = (self.head_must_reach).is_none_or(|pos| head.is_some_and(|h| h >= pos));
+            if moved || self.asked.len() + self.unasked.len() >= MOST_VICTIMS_LEAVING {
+                self.remove_asked(inner, round)?;
+            }
+        }
+        if self.asked.is_empty() && !self.unasked.is_empty() {
+            self.ask(inner, round)?;
+        }
+        Ok(())
+    }
+
+    /// Removes every victim on its way out, waiting for the head to pass them.
+    fn finish(&mut self, inner: &DbInner, round: &mut RoundState<'_>) -> Result<()> {
+        self.remove_asked(inner, round)?;
+        if !self.unasked.is_empty() {
+            self.ask(inner, round)?;
+            self.remove_asked(inner, round)?;
+        }
+        Ok(())
+    }
+
+    /// Asks for the head to move past the victims collected since the last ask
+    /// ([`put_head_forward`]). Victims whose ask met a full disk stay in the log and are
+    /// not tried again this round.
+    fn ask(&mut self, inner: &DbInner, round: &mut RoundState<'_>) -> Result<()> {
+        debug_assert!(self.asked.is_empty());
+        match put_head_forward(inner, round.full_disk) {
+            Ok(head_must_reach) => {
+                self.head_must_reach = head_must_reach;
+                self.asked = std::mem::take(&mut self.unasked);
+                Ok(())
+            }
+            Err(e) if e.is_no_space() => {
+                (round.failed_for_space).extend(self.unasked.drain(..).map(|c| c.victim));
+                *round.full_disk = Some(e);
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Waits for the head to pass the asked victims (a flush that meets a full disk leaves
+    /// the sync alone, see [`put_head_forward`]), then removes them from the log (one
+    /// manifest edit), hands their files to the sweep and counts their collections.
+    fn remove_asked(&mut self, inner: &DbInner, round: &mut RoundState<'_>) -> Result<()> {
+        if self.asked.is_empty() {
+            return Ok(());
+        }
+        let waiting = Instant::now();
+        if let Some(log_end) = self.head_must_reach.take() {
+            let head = inner.state.lock().versions.vlog_head();
+            if head.is_none_or(|head| head < log_end) {
+                // The switch queued the memtable holding them: waiting for the memtables
+                // queued now includes it.
+                match super::background::wait_for_flushes(inner) {
+                    Err(e) if e.is_no_space() => {
+                        head_forward_met_full_disk(&e);
+                        *round.full_disk = Some(e);
+                    }
+                    waited => waited?,
+                }
+            }
+        }
+        let waited = waiting.elapsed();
+        let leaving = std::mem::take(&mut self.asked);
+        if crate::safety::skipped(SafetyStep::ManifestEditBeforeSegmentDeletion) {
+            for c in &leaving {
+                inner.fs.remove(&vlog_file_name(&inner.dir, c.victim))?;
+            }
+        }
+        // What deleting each file will free: its blocks less those already punched (counted
+        // in `GcTotals::bytes_punched`, not to be counted again as freed).
+        let removals: Vec<(u64, GcRemoval)> = {
+            let state = inner.state.lock();
+            let segments = state.versions.vlog_segments();
+            (leaving.iter())
+                .map(|c| {
+                    let size = (segments.get(&c.victim))
+                        .and_then(|m| Some(m.sealed_size?.saturating_sub(m.punched_bytes())))
+                        .unwrap_or(c.outcome.bytes_read);
+                    let removal = GcRemoval {
+                        size,
+                        relocated_through: c.relocated_through,
+                    };
+                    (c.victim, removal)
+                })
+                .collect()
+        };
+        let edit = VersionEdit {
+            vlog_segments_removed: removals.iter().map(|(victim, _)| *victim).collect(),
+            ..VersionEdit::default()
+        };
+        match install_edit(inner, edit, |state| state.gc_removed.extend(removals)) {
+            Err(e) if e.is_no_space() => {
+                (round.failed_for_space).extend(leaving.iter().map(|c| c.victim));
+                *round.full_disk = Some(e);
+                return Ok(());
+            }
+            installed => installed?,
+        }
+        {
+            let mut samples = inner.gc_samples.lock();
+            for c in &leaving {
+                samples.remove(&c.victim);
+            }
+        }
+        let share_of_wait = waited / leaving.len() as u32;
+        for c in &leaving {
+            (inner.gc_freeing.lock()).add_victim(
+                c.outcome.bytes_read,
+                c.outcome.bytes_relocated,
+                c.took + share_of_wait,
+            );
+            // Counted per victim, so a long background run shows in `Db::stats` while it
+            // is still going.
+            let mut totals = inner.gc_totals.lock();
+            totals.runs += u64::from(round.total.segments_collected == 0);
+            totals.work.add(&c.outcome);
+            round.total.add(&c.outcome);
+        }
+        // Free them now if nothing pins them: on a nearly full disk the next victim's
+        // relocations need this space. A failure here (listing the directory, removing some
+        // obsolete file) takes nothing back: the victims have left the log, and the sweep at
+        // the end of the round, after a flush or at open deletes the files. So it is logged,
+        // not returned: an error would count the collection as failed, and background GC
+        // would latch it and stop every write.
+        if let Err(e) = super::background::delete_obsolete_files(inner) {
+            log::warn!("wisckey: value-log GC freed segments; deleting files failed: {e}");
+        }
+        Ok(())
+    }
+}
+
+/// Relocates `victim`'s survivors (appended, not yet synced).
+fn collect_victim(
     inner: &DbInner,
     victim: u64,
     paced: bool,
-    full_disk: &mut Option<Error>,
-) -> std::result::Result<(GcOutcome, Duration), CollectError> {
+) -> std::result::Result<Collected, CollectError> {
     let started = Instant::now();
     let index = WatchedIndex {
         index: LsmIndex::new(inner, paced, true),
@@ -956,80 +1166,57 @@ fn collect_one(
             CollectError::Unreadable(e)
         }
     })?;
-    // Every relocation above returned: it is appended, with sequence numbers up to this one.
-    let relocated_through = inner.visible_seq.load(Ordering::Acquire);
-    if !crate::safety::skipped(SafetyStep::HeadPastGcWrites) {
-        put_head_past_gc_writes(inner, full_disk)?;
-    }
-    if crate::safety::skipped(SafetyStep::ManifestEditBeforeSegmentDeletion) {
-        inner.fs.remove(&vlog_file_name(&inner.dir, victim))?;
-    }
-    // What deleting the file will free: its blocks less those already punched (counted in
-    // `GcTotals::bytes_punched`, not to be counted again as freed).
-    let size = (inner.state.lock().versions.vlog_segments().get(&victim))
-        .and_then(|m| Some(m.sealed_size?.saturating_sub(m.punched_bytes())))
-        .unwrap_or(outcome.bytes_read);
-    let mut edit = VersionEdit::default();
-    edit.vlog_segments_removed.push(victim);
-    install_edit(inner, edit, |state| {
-        state.gc_removed.insert(
-            victim,
-            GcRemoval {
-                size,
-                relocated_through,
-            },
-        );
-    })?;
-    inner.gc_samples.lock().remove(&victim);
-    // Free it now if nothing pins it: on a nearly full disk the next victim's relocations
-    // need this space. A failure here (listing the directory, removing some obsolete file)
-    // takes nothing back: the victim has left the log, and the sweep at the end of the
-    // round, after a flush or at open deletes the file. So it is logged, not returned: an
-    // error would count the collection as failed, and background GC would latch it and
-    // stop every write.
-    if let Err(e) = super::background::delete_obsolete_files(inner) {
-        log::warn!("wisckey: value-log GC freed segment {victim}; deleting files failed: {e}");
-    }
-    Ok((outcome, started.elapsed()))
+    Ok(Collected {
+        victim,
+        outcome,
+        took: started.elapsed(),
+        // Every relocation above returned: it is appended, with sequence numbers up to this.
+        relocated_through: inner.visible_seq.load(Ordering::Acquire),
+    })
 }
 
-/// Makes the writes a victim's collection depends on durable and moves the replay head past
-/// them, before the victim leaves the log: its relocations (appended, not synced) and the
-/// writes and deletes that made its other records dead (they may be unsynced, or only in a
-/// memtable). Synced alone they would survive a power cut, but they would be the only
-/// record of those keys' values in the log after the head, where a salvage open that cuts
-/// the log at damage before them loses them (read as `Corruption`, their old copies
-/// gone). Flushed, the key index holds them, so nothing of the victim is needed any more.
+/// Starts moving the replay head past the writes collected victims depend on: their
+/// relocations (appended, not synced) and the writes and deletes that made their other
+/// records dead (they may be unsynced, or only in a memtable). Synced alone they would
+/// survive a power cut, but they would be the only record of those keys' values in the log
+/// after the head, where a salvage open that cuts the log at damage before them loses them
+/// (read as `Corruption`, their old copies gone). Flushed, the key index holds them, so
+/// nothing of the victims is needed any more.
 ///
-/// One flush per victim: letting several victims share one (their files deleted later)
-/// made explicit GC slower still at 1 and 16 KiB (docs/BENCHMARKS.md, "GC flushes before a
-/// victim leaves the log"). A flush that fails for lack of space (the disk GC is freeing)
-/// falls back to the sync alone, the crash-safe minimum: refusing would leave a full disk
-/// full. It is then the round's `full_disk` (logged once), and later victims of the round
-/// do not try to flush (each try waits half a second before `wait_for_flushes` gives up).
-fn put_head_past_gc_writes(inner: &DbInner, full_disk: &mut Option<Error>) -> Result<()> {
+/// Syncs the log and switches the memtable; the flush is waited for when the victims leave
+/// ([`Leaving::remove_asked`]). A switch that fails for lack of space (the disk GC is
+/// freeing) falls back to the sync alone, the crash-safe minimum: refusing would leave a
+/// full disk full. It is then the round's `full_disk` (logged once), and later victims of
+/// the round do not try to flush. Returns the position the head must reach, if any.
+fn put_head_forward(
+    inner: &DbInner,
+    full_disk: &mut Option<Error>,
+) -> Result<Option<LogPosition>> {
+    if crate::safety::skipped(SafetyStep::HeadPastGcWrites) {
+        return Ok(None);
+    }
     super::write::sync_log(inner)?;
     let log_end = inner.vlog.end();
     let head = inner.state.lock().versions.vlog_head();
-    if head.is_some_and(|head| head >= log_end) {
-        return Ok(());
+    if head.is_some_and(|head| head >= log_end) || full_disk.is_some() {
+        return Ok(None);
     }
-    if full_disk.is_some() {
-        return Ok(());
-    }
-    let flushed = super::write::force_head_forward(inner)
-        .and_then(|()| super::background::wait_for_flushes(inner));
-    match flushed {
+    match super::write::force_head_forward(inner) {
         Err(e) if e.is_no_space() => {
-            log::warn!(
-                "wisckey: value-log GC removes a victim whose relocations are synced but not \
-                 yet behind the replay head (the flush met a full disk): {e}"
-            );
+            head_forward_met_full_disk(&e);
             *full_disk = Some(e);
-            Ok(())
+            Ok(None)
         }
-        flushed => flushed,
+        Err(e) => Err(e),
+        Ok(()) => Ok(Some(log_end)),
     }
+}
+
+fn head_forward_met_full_disk(e: &Error) {
+    log::warn!(
+        "wisckey: value-log GC removes victims whose relocations are synced but not yet \
+         behind the replay head (the flush met a full disk): {e}"
+    );
 }
 
 /// `Db::gc`.
@@ -1224,7 +1411,7 @@ pub(crate) fn stats(inner: &DbInner) -> Result<DbStats> {
         min_dead_fraction: BACKGROUND_MIN_DEAD_FRACTION,
         order: inner.options.gc_victim_order,
     };
-    let (choice, head_segment, active_segment) = choose(inner, policy)?;
+    let (choice, head_segment, active_segment) = choose(inner, policy, std::iter::empty())?;
     let version = inner.state.lock().versions.current();
     let mut gc = *inner.gc_totals.lock();
     gc.bytes_freed = inner.state.lock().gc_freed_bytes;
@@ -1325,11 +1512,7 @@ mod tests {
     fn keys_judged_together_get_the_answers_each_gets_alone() {
         use rand::{rngs::SmallRng, seq::SliceRandom, SeedableRng};
 
-        let options = Options {
-            gc_space_amp_target: f64::INFINITY,
-            ..Options::small_for_tests(Arc::new(MemFs::new()))
-        };
-        let db = Db::open("/db", options).expect("open");
+        let db = open_with_background_gc_off(Arc::new(MemFs::new()));
         let key = |i: u32| format!("key{i:05}").into_bytes();
         for i in 0..2000u32 {
             db.put(key(i), [i as u8; 200]).expect("put");
@@ -1407,7 +1590,7 @@ mod tests {
             order: Default::default(),
         };
         let headroom = |target: f64| {
-            let (choice, _, _) = choose(&db.inner, policy(target)).expect("choose");
+            let (choice, _, _) = choose(&db.inner, policy(target), std::iter::empty()).expect("choose");
             assert!(!choice.victims.is_empty());
             super::headroom_before_far_behind(&db.inner, policy(target), &choice)
         };
@@ -1420,7 +1603,7 @@ mod tests {
         assert!(((before - after) / round_bytes as f64 - 1.0).abs() < 0.1, "{before} {after}");
         // The counts see three rounds on disk over two live (1.5); with two thirds of the
         // third round dead it is 3 / (2 - 2/3) = 2.25: far behind at 2.0.
-        let (choice, _, _) = choose(&db.inner, policy(2.0)).expect("choose");
+        let (choice, _, _) = choose(&db.inner, policy(2.0), std::iter::empty()).expect("choose");
         assert!(choice.space_amp_gc_can_lower() < 1.6);
         assert_eq!(headroom(2.0), Some(0));
         // Writes that make no more than a third of their bytes dead never reach 4.0.
@@ -1433,11 +1616,7 @@ mod tests {
     /// under new-key inserts would look like overwrites and pace them.
     #[test]
     fn flushes_count_the_garbage_of_writes_not_of_relocations() {
-        let options = Options {
-            gc_space_amp_target: f64::INFINITY,
-            ..Options::small_for_tests(Arc::new(MemFs::new()))
-        };
-        let db = Db::open("/db", options).expect("open");
+        let db = open_with_background_gc_off(Arc::new(MemFs::new()));
         let key = |i: u32| format!("key{i:05}");
         for i in 0..400u32 {
             db.put(key(i), [0; 1000]).expect("put");
@@ -1467,16 +1646,56 @@ mod tests {
         db.close().expect("close");
     }
 
+    /// A victim leaves the log once the flush moving the replay head past its relocations
+    /// is done, which runs while the next victim is collected: none is chosen again while it
+    /// waits (collected twice, it would be counted twice), every one leaves the log (the
+    /// last too: nothing collectable is left), and every value reads back, before and after
+    /// a reopen.
+    #[test]
+    fn each_victim_leaves_the_log_once_while_the_next_is_collected() {
+        let fs = Arc::new(MemFs::new());
+        let db = open_with_background_gc_off(fs.clone());
+        let key = |i: u32| format!("key{i:05}");
+        let value = |i: u32, round: u8| vec![round; 900 + (i % 200) as usize];
+        let mut expected = std::collections::BTreeMap::new();
+        for i in 0..600u32 {
+            db.put(key(i), value(i, 0)).expect("put");
+            expected.insert(key(i), value(i, 0));
+        }
+        for i in (0..600u32).step_by(3) {
+            db.put(key(i), value(i, 1)).expect("overwrite");
+            expected.insert(key(i), value(i, 1));
+        }
+        db.flush().expect("flush");
+        let listed = |db: &Db| -> std::collections::BTreeSet<u64> {
+            (db.inner.state.lock().versions.vlog_segments().keys().copied()).collect()
+        };
+        let before = listed(&db);
+        let outcome = run(&db.inner, COLLECT_ALL, false).expect("gc");
+        let removed = before.difference(&listed(&db)).count() as u64;
+        assert!(outcome.segments_collected >= 4, "{outcome:?}");
+        assert_eq!(outcome.segments_collected, removed, "{outcome:?}");
+        assert!(outcome.records_relocated >= 300, "{outcome:?}");
+        let (left, _, _) = choose(&db.inner, COLLECT_ALL, std::iter::empty()).expect("choose");
+        assert_eq!(left.victims, Vec::<u64>::new(), "nothing left to collect");
+        let check = |db: &Db| {
+            for (k, v) in &expected {
+                assert_eq!(db.get(k).expect("get").as_deref(), Some(&v[..]), "{k}");
+            }
+        };
+        check(&db);
+        db.close().expect("close");
+        let db = open_with_background_gc_off(fs);
+        check(&db);
+        db.close().expect("close");
+    }
+
     /// A yielding victim stops yielding once writers have spent their headroom: they
     /// would wait for GC while it slept.
     #[test]
     fn gc_yields_only_while_writers_are_not_paced() {
         // Background GC off: its rounds would set the pacer under the test.
-        let options = Options {
-            gc_space_amp_target: f64::INFINITY,
-            ..Options::small_for_tests(Arc::new(MemFs::new()))
-        };
-        let db = Db::open("/db", options).expect("open");
+        let db = open_with_background_gc_off(Arc::new(MemFs::new()));
         let paced = LsmIndex::new(&db.inner, true, true);
         assert!(paced.yields());
         db.inner.gc_pacer.set_rate_after(1e9, 1000);
@@ -1496,11 +1715,7 @@ mod tests {
     #[test]
     fn a_failed_sample_keeps_the_previous_estimate() {
         let fault = FaultFs::new(Arc::new(MemFs::new()));
-        let options = Options {
-            gc_space_amp_target: f64::INFINITY,
-            ..Options::small_for_tests(Arc::new(fault.clone()))
-        };
-        let db = Db::open("/db", options).expect("open");
+        let db = open_with_background_gc_off(Arc::new(fault.clone()));
         let key = |i: u32| format!("key{i:04}");
         for i in 0..80u32 {
             db.put(key(i), [1u8; 1000]).expect("put");
@@ -1517,7 +1732,7 @@ mod tests {
             min_dead_fraction: 0.9,
             order: Default::default(),
         };
-        let (choice, _, active) = choose(inner, policy).expect("choose");
+        let (choice, _, active) = choose(inner, policy, std::iter::empty()).expect("choose");
         assert!(sample_stale(inner, &choice, active).expect("sample") > 0);
         let good = inner.gc_samples.lock()[&1];
         assert!(good.dead_bytes > 0, "{good:?}");
@@ -1535,11 +1750,7 @@ mod tests {
     /// A database on `fault` whose first value-log segment is all dead (every key written
     /// again and flushed).
     fn with_a_dead_segment(fault: &FaultFs) -> Db {
-        let options = Options {
-            gc_space_amp_target: f64::INFINITY,
-            ..Options::small_for_tests(Arc::new(fault.clone()))
-        };
-        let db = Db::open("/db", options).expect("open");
+        let db = open_with_background_gc_off(Arc::new(fault.clone()));
         for round in 0..2u8 {
             for i in 0..80u32 {
                 db.put(format!("key{i:04}"), [round; 1000]).expect("put");
@@ -1547,6 +1758,16 @@ mod tests {
             db.flush().expect("flush");
         }
         db
+    }
+
+    /// A database of `small_for_tests` on `fs` whose background GC never runs: the tests
+    /// run GC themselves (a background round would collect, or set the pacer, under them).
+    fn open_with_background_gc_off(fs: Arc<dyn crate::fs::FileSystem>) -> Db {
+        let options = Options {
+            gc_space_amp_target: f64::INFINITY,
+            ..Options::small_for_tests(fs)
+        };
+        Db::open("/db", options).expect("open")
     }
 
     const COLLECT_ALL: VictimPolicy = VictimPolicy {
