@@ -153,17 +153,18 @@ impl WritePacer {
     }
 }
 
-/// GC's side: its net freeing rate (bytes freed less bytes rewritten, per second of a
-/// victim's collection, flush included), smoothed over victims (those of earlier rounds
-/// too: a round's first victim would otherwise run with writers unpaced).
+/// GC's side: its net freeing rate (bytes freed less bytes rewritten, per second of the
+/// round since victims last left the log, flushes included), smoothed over the victims
+/// that left together (those of earlier rounds too: a round's first victim would
+/// otherwise run with writers unpaced).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct FreeingRate {
     bytes_per_sec: Option<f64>,
 }
 
 impl FreeingRate {
-    /// Adds one victim's collection: `freed` bytes read from it, `rewritten` bytes it
-    /// relocated, in `took`.
+    /// Adds the victims that left the log together: `freed` bytes read from them,
+    /// `rewritten` bytes they relocated, in `took` (since victims last left).
     pub fn add_victim(&mut self, freed: u64, rewritten: u64, took: Duration) {
         let secs = took.as_secs_f64().max(1e-3);
         let rate = freed.saturating_sub(rewritten) as f64 / secs;
