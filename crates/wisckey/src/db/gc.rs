@@ -1031,7 +1031,7 @@ impl Leaving {
     /// After a victim's collection. With `overlap`: removes the victims whose head move is
     /// done (or waits for it when [`MOST_VICTIMS_LEAVING`] wait), then asks for the head to
     /// move past those collected since, if no move is under way. Without: every victim
-    /// leaves now, each round of collection waiting for its own flush.
+    /// leaves now, after its own flush.
     fn after_collecting(
         &mut self,
         inner: &DbInner,
