@@ -5,9 +5,10 @@
 //! append after it (a fraction of GC's measured net freeing rate), and the virtual clock of
 //! when the appends so far are paid for. Without it a writer faster than GC grows the log
 //! without bound: GC frees a 64 MiB segment in about a quarter of a second on the 2-core
-//! test VM while one writer appends 500 MB/s of 1 KiB values (docs/BENCHMARKS.md, "Writers paced to GC"). Also owns
-//! the estimate of the garbage in the log not flushed yet ([`UncountedGarbage`]), which
-//! tells GC how far behind it is before a flush has counted it.
+//! test VM while one writer appends 500 MB/s of 1 KiB values (docs/BENCHMARKS.md, "Writers
+//! paced to GC"). Also owns the estimate of the garbage in the log not flushed yet
+//! ([`UncountedGarbage`]), which tells GC how far behind it is before a flush has counted
+//! it.
 //!
 //! Invariants:
 //! - pacing is off (rate 0) unless GC has measured its own rate on at least one victim
