@@ -937,3 +937,52 @@ fn a_failed_key_index_read_ends_a_background_round_without_stopping_writes() {
         assert_eq!(db.get(key(i)).expect("get"), Some(value(i, version, 1000)));
     }
 }
+
+/// A flush whose keys are dense in the tables (one forward cursor per table source) counts
+/// the newest of the entries the tables hold for each key it shadows: here the second of two
+/// level-0 tables holding every key, whose records are longer than the first one's.
+#[test]
+fn a_dense_flush_counts_the_newest_table_entry_of_each_key() {
+    let fs = MemFs::new();
+    let options = Options {
+        memtable_size: 16 << 20,
+        memtable_max_log_bytes: 16 << 20,
+        // No compaction merges the two tables before the third flush.
+        l0_compaction_trigger: 8,
+        l0_slowdown_trigger: 16,
+        l0_stop_trigger: 24,
+        ..mem_options(&fs)
+    };
+    let db = Db::open(Path::new("/db"), options).expect("open");
+    const KEYS: u32 = 1500;
+    let record = |i: u32, len: usize| (22 + key(i).len() + len) as u64;
+    let dead = |db: &Db| -> u64 {
+        let stats = db.stats().expect("stats");
+        stats.value_log.segments.iter().map(|s| s.dead_bytes).sum()
+    };
+    for (version, len) in [(0, 100), (1, 300)] {
+        for i in 0..KEYS {
+            db.put(key(i), value(i, version, len)).expect("put");
+        }
+        db.flush().expect("flush");
+    }
+    let files = |db: &Db| db.stats().expect("stats").level_files[0];
+    assert_eq!(files(&db), 2, "two level-0 tables");
+    let before = dead(&db);
+    assert_eq!(before, (0..KEYS).map(|i| record(i, 100)).sum::<u64>());
+    for i in 0..KEYS {
+        db.put(key(i), value(i, 2, 200)).expect("put");
+    }
+    db.flush().expect("flush");
+    assert_eq!(files(&db), 3, "no compaction ran");
+    let newest: u64 = (0..KEYS).map(|i| record(i, 300)).sum();
+    assert_eq!(
+        dead(&db) - before,
+        newest,
+        "the newer table's records are the dead ones"
+    );
+    for i in 0..KEYS {
+        assert_eq!(db.get(key(i)).expect("get"), Some(value(i, 2, 200)));
+    }
+    db.close().expect("close");
+}

@@ -21,7 +21,7 @@ use crate::compaction::{self, CompactionPolicy, ShadowTracker};
 use crate::error::{catch_panic, Error, Result};
 use crate::filename::{parse_file_name, table_file_name, vlog_file_name, FileKind};
 use crate::gc::DeadBytes;
-use crate::iter::{InternalIterator, MergingIterator};
+use crate::iter::InternalIterator;
 use crate::key::{parse_internal_key, seek_key, ValueKind, MAX_SEQUENCE};
 use crate::memtable::{MemTable, MemTableIterator};
 use crate::safety::SafetyStep;
@@ -414,16 +414,18 @@ fn write_memtable_table(
 /// The tables' newest entry of each key a flush writes, asked in ascending key order.
 ///
 /// Where the memtable's keys are dense in the tree (an overwrite-heavy load: about as many
-/// table entries as memtable keys), one merging cursor steps forward through the tables,
-/// reading them about sequentially; where they are sparse (new keys into a big tree, or
-/// the small memtable GC flushes before a victim leaves the log), a point lookup per key
-/// lets the bloom filters answer most of them, through table cursors that keep each table's
-/// last data block for the next key (`Version::get_ascending`).
+/// table entries as memtable keys), a forward cursor per source (each level-0 table, each
+/// deeper level) steps through the tables, reading them about sequentially; the newest of
+/// the entries the sources hold for a key is the answer. One merging cursor over all
+/// sources did the same with a heap step (a key comparison per source) for every table
+/// entry passed: under 1 KiB overwrites with GC, 46% of the background thread
+/// (docs/BENCHMARKS.md, "A forward cursor per table source for a flush's dead bytes").
+/// Where they are sparse (new keys into a big tree, or the small memtable GC flushes before
+/// a victim leaves the log), a point lookup per key lets the bloom filters answer most of
+/// them, through table cursors that keep each table's last data block for the next key
+/// (`Version::get_ascending`).
 enum TablesLookup<'a> {
-    Cursor {
-        it: Box<MergingIterator>,
-        positioned: bool,
-    },
+    Cursors(Vec<SourceCursor>),
     Point {
         inner: &'a DbInner,
         version: &'a Version,
@@ -431,9 +433,37 @@ enum TablesLookup<'a> {
     },
 }
 
-/// Table entries per memtable key up to which the cursor is used.
+/// One table source's forward cursor ([`TablesLookup::Cursors`]).
+struct SourceCursor {
+    it: Box<dyn InternalIterator>,
+    positioned: bool,
+}
+
+impl SourceCursor {
+    /// Moves to the source's first entry of a user key at or after `user_key` (stepping
+    /// when that is near, else seeking to `target`, `user_key`'s first possible entry).
+    fn reach(&mut self, user_key: &[u8], target: &[u8]) -> Result<()> {
+        let mut steps = 0;
+        let mut seek = !self.positioned;
+        while !seek && self.it.valid() && crate::key::user_key(self.it.key()) < user_key {
+            if steps == CURSOR_NEXTS_BEFORE_SEEK {
+                seek = true;
+            } else {
+                self.it.next();
+                steps += 1;
+            }
+        }
+        if seek {
+            self.it.seek(target);
+            self.positioned = true;
+        }
+        self.it.status()
+    }
+}
+
+/// Table entries per memtable key up to which the cursors are used.
 const CURSOR_MAX_DENSITY: u64 = 8;
-/// `next` calls the cursor spends to reach a key before it seeks instead.
+/// `next` calls a cursor spends to reach a key before it seeks instead.
 const CURSOR_NEXTS_BEFORE_SEEK: usize = 16;
 
 impl<'a> TablesLookup<'a> {
@@ -443,11 +473,13 @@ impl<'a> TablesLookup<'a> {
         let entry_bytes = (mem.approximate_bytes() / mem.len().max(1)).max(16) as u64;
         let table_entries = table_bytes / entry_bytes;
         if table_entries <= CURSOR_MAX_DENSITY * mem.len() as u64 {
-            let it = MergingIterator::new(version.iterators(&inner.tables));
-            TablesLookup::Cursor {
-                it: Box::new(it),
-                positioned: false,
-            }
+            let sources = (version.iterators(&inner.tables).into_iter())
+                .map(|it| SourceCursor {
+                    it,
+                    positioned: false,
+                })
+                .collect();
+            TablesLookup::Cursors(sources)
         } else {
             TablesLookup::Point {
                 inner,
@@ -461,43 +493,36 @@ impl<'a> TablesLookup<'a> {
     /// asked in ascending order.
     fn newest(&mut self, user_key: &[u8]) -> Result<Option<(ValueKind, Vec<u8>)>> {
         let malformed = || Error::corruption("sstable", 0, "table holds a malformed internal key");
+        let target = seek_key(user_key, MAX_SEQUENCE);
         match self {
             TablesLookup::Point {
                 inner,
                 version,
                 gets,
-            } => {
-                let lookup = seek_key(user_key, MAX_SEQUENCE);
-                match version.get_ascending(&*inner.tables, gets, &lookup)? {
-                    Some((found, stored)) => {
-                        let kind = parse_internal_key(&found).ok_or_else(malformed)?.kind;
-                        Ok(Some((kind, stored)))
+            } => match version.get_ascending(&*inner.tables, gets, &target)? {
+                Some((found, stored)) => {
+                    let kind = parse_internal_key(&found).ok_or_else(malformed)?.kind;
+                    Ok(Some((kind, stored)))
+                }
+                None => Ok(None),
+            },
+            TablesLookup::Cursors(sources) => {
+                // (source, sequence, kind) of the newest entry found so far.
+                let mut newest: Option<(usize, u64, ValueKind)> = None;
+                for (i, source) in sources.iter_mut().enumerate() {
+                    source.reach(user_key, &target)?;
+                    if !source.it.valid() {
+                        continue;
                     }
-                    None => Ok(None),
-                }
-            }
-            TablesLookup::Cursor { it, positioned } => {
-                let mut seek = !*positioned;
-                let mut steps = 0;
-                while !seek && it.valid() && crate::key::user_key(it.key()) < user_key {
-                    if steps == CURSOR_NEXTS_BEFORE_SEEK {
-                        seek = true;
-                    } else {
-                        it.next();
-                        steps += 1;
+                    // Within a key, a source's entries run newest first.
+                    let found = parse_internal_key(source.it.key()).ok_or_else(malformed)?;
+                    if found.user_key == user_key
+                        && newest.is_none_or(|(_, seq, _)| found.sequence > seq)
+                    {
+                        newest = Some((i, found.sequence, found.kind));
                     }
                 }
-                if seek {
-                    it.seek(&seek_key(user_key, MAX_SEQUENCE));
-                    *positioned = true;
-                }
-                it.status()?;
-                if !it.valid() {
-                    return Ok(None);
-                }
-                // Within a key, entries run newest first: the first one is the newest.
-                let found = parse_internal_key(it.key()).ok_or_else(malformed)?;
-                Ok((found.user_key == user_key).then(|| (found.kind, it.value().to_vec())))
+                Ok(newest.map(|(i, _, kind)| (kind, sources[i].it.value().to_vec())))
             }
         }
     }
