@@ -613,21 +613,9 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
         }
     }
     let _stop_pacing = StopPacing(inner);
-    let mut total = GcOutcome::default();
-    // Set once a step met a full disk; victims that failed for space are not tried again.
-    let mut full_disk: Option<Error> = None;
-    punch_first_if_short(inner, policy, paced, &mut full_disk);
-    let mut failed_for_space: BTreeSet<u64> = BTreeSet::new();
+    let mut round = RoundState::default();
+    punch_first_if_short(inner, policy, paced, &mut round.full_disk);
     let mut leaving = Leaving::new();
-    macro_rules! round {
-        () => {
-            RoundState {
-                full_disk: &mut full_disk,
-                failed_for_space: &mut failed_for_space,
-                total: &mut total,
-            }
-        };
-    }
     let mut taken = StepsTaken::default();
     let min_seal_size = if paced {
         // Background GC seals the active segment only once it is a good part of a segment.
@@ -654,7 +642,7 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
             Err(e) if ends_background_round(paced, &e) => break,
             Err(e) => return Err(e),
         };
-        if full_disk.is_some() {
+        if round.full_disk.is_some() {
             // On a full disk only victims with nothing live can still be collected: the
             // others need log space for their relocations.
             let nothing_live: BTreeSet<u64> = (choice.segments.iter())
@@ -663,7 +651,7 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
                 .collect();
             choice
                 .victims
-                .retain(|v| nothing_live.contains(v) && !failed_for_space.contains(v));
+                .retain(|v| nothing_live.contains(v) && !round.failed_for_space.contains(v));
         }
         // Far behind with work it can do, background GC runs flat out, and writers append
         // no faster than a fraction of what it frees (once a victim has shown that); short
@@ -684,7 +672,7 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
             taken,
         );
         if !matches!(step, GcStep::Collect(_)) {
-            leaving.finish(inner, &mut round!())?;
+            leaving.finish(inner, &mut round)?;
         }
         match step {
             GcStep::Flush => {
@@ -694,17 +682,17 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
                 match flushed {
                     // A step that meets a full disk is passed over: what needs no space
                     // may still be collected (it is `taken`, so it is not tried again).
-                    Err(e) if e.is_no_space() => full_disk = Some(e),
+                    Err(e) if e.is_no_space() => round.full_disk = Some(e),
                     other => {
                         other?;
-                        punch_first_if_short(inner, policy, paced, &mut full_disk);
+                        punch_first_if_short(inner, policy, paced, &mut round.full_disk);
                     }
                 }
             }
             GcStep::SealAndFlush => {
                 taken.sealed = true;
                 match unblock_head(inner) {
-                    Err(e) if e.is_no_space() => full_disk = Some(e),
+                    Err(e) if e.is_no_space() => round.full_disk = Some(e),
                     // The next segment could not be made (EMFILE, EIO, ...) and the writer
                     // is intact (a poisoned one `unblock_head` latched itself): the log is
                     // as it was and writes go on, as the write path's own seal failure
@@ -718,7 +706,7 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
                     }
                     other => {
                         other?;
-                        punch_first_if_short(inner, policy, paced, &mut full_disk);
+                        punch_first_if_short(inner, policy, paced, &mut round.full_disk);
                     }
                 }
             }
@@ -744,8 +732,8 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
                     }
                     Err(CollectError::IndexRead(e)) if ends_background_round(paced, &e) => break,
                     Err(CollectError::Other(e)) if e.is_no_space() => {
-                        failed_for_space.insert(victim);
-                        full_disk = Some(e);
+                        round.failed_for_space.insert(victim);
+                        round.full_disk = Some(e);
                     }
                     Err(CollectError::IndexRead(e) | CollectError::Other(e)) => return Err(e),
                 }
@@ -753,7 +741,7 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
                 // disk short of space the next victim's relocations need the space these
                 // free.
                 let overlap = !yields(inner, paced) && !disk_short(inner);
-                leaving.after_collecting(inner, &mut round!(), overlap)?;
+                leaving.after_collecting(inner, &mut round, overlap)?;
             }
             GcStep::Done => {
                 cut_short = false;
@@ -763,7 +751,7 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
     }
     // A round cut short by closing leaves its last victims in the log: nothing would flush.
     if !inner.shutting_down.load(Ordering::Acquire) {
-        leaving.finish(inner, &mut round!())?;
+        leaving.finish(inner, &mut round)?;
     }
     // Not left to `_stop_pacing`: the punching below may take long, and writers wait for
     // nothing it does.
@@ -771,17 +759,17 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
     // The victims are gone, and with them their queued ranges: what is punched now lies in
     // segments collection left alone.
     if !cut_short {
-        punch_or_go_on(inner, policy, paced, &mut full_disk);
+        punch_or_go_on(inner, policy, paced, &mut round.full_disk);
     }
-    if let Some(e) = full_disk {
-        if total.segments_collected == 0 {
+    if let Some(e) = round.full_disk {
+        if round.total.segments_collected == 0 {
             // Nothing could be done without space: the caller learns why.
             return Err(e);
         }
     }
     match super::background::delete_obsolete_files(inner) {
         Err(e) if !ends_background_round(paced, &e) => Err(e),
-        _ => Ok(total),
+        _ => Ok(round.total),
     }
 }
 
@@ -1008,11 +996,15 @@ struct Leaving {
     last_left: Instant,
 }
 
-/// What [`Leaving`]'s steps change in the round's state.
-struct RoundState<'a> {
-    full_disk: &'a mut Option<Error>,
-    failed_for_space: &'a mut BTreeSet<u64>,
-    total: &'a mut GcOutcome,
+/// A round's state beyond its victims on their way out ([`Leaving`]'s steps change it too).
+#[derive(Default)]
+struct RoundState {
+    /// Set once a step met a full disk.
+    full_disk: Option<Error>,
+    /// Victims that failed for space: not tried again this round.
+    failed_for_space: BTreeSet<u64>,
+    /// What the round collected.
+    total: GcOutcome,
 }
 
 impl Leaving {
@@ -1038,7 +1030,7 @@ impl Leaving {
     fn after_collecting(
         &mut self,
         inner: &DbInner,
-        round: &mut RoundState<'_>,
+        round: &mut RoundState,
         overlap: bool,
     ) -> Result<()> {
         if !overlap {
@@ -1058,7 +1050,7 @@ impl Leaving {
     }
 
     /// Removes every victim on its way out, waiting for the head to pass them.
-    fn finish(&mut self, inner: &DbInner, round: &mut RoundState<'_>) -> Result<()> {
+    fn finish(&mut self, inner: &DbInner, round: &mut RoundState) -> Result<()> {
         self.remove_asked(inner, round)?;
         if !self.unasked.is_empty() {
             self.ask(inner, round)?;
@@ -1070,9 +1062,9 @@ impl Leaving {
     /// Asks for the head to move past the victims collected since the last ask
     /// ([`put_head_forward`]). Victims whose ask met a full disk stay in the log and are
     /// not tried again this round.
-    fn ask(&mut self, inner: &DbInner, round: &mut RoundState<'_>) -> Result<()> {
+    fn ask(&mut self, inner: &DbInner, round: &mut RoundState) -> Result<()> {
         debug_assert!(self.asked.is_empty());
-        match put_head_forward(inner, round.full_disk) {
+        match put_head_forward(inner, &mut round.full_disk) {
             Ok(head_must_reach) => {
                 self.head_must_reach = head_must_reach;
                 self.asked = std::mem::take(&mut self.unasked);
@@ -1080,7 +1072,7 @@ impl Leaving {
             }
             Err(e) if e.is_no_space() => {
                 (round.failed_for_space).extend(self.unasked.drain(..).map(|c| c.victim));
-                *round.full_disk = Some(e);
+                round.full_disk = Some(e);
                 Ok(())
             }
             Err(e) => Err(e),
@@ -1090,7 +1082,7 @@ impl Leaving {
     /// Waits for the head to pass the asked victims (a flush that meets a full disk leaves
     /// the sync alone, see [`put_head_forward`]), then removes them from the log (one
     /// manifest edit), hands their files to the sweep and counts their collections.
-    fn remove_asked(&mut self, inner: &DbInner, round: &mut RoundState<'_>) -> Result<()> {
+    fn remove_asked(&mut self, inner: &DbInner, round: &mut RoundState) -> Result<()> {
         if self.asked.is_empty() {
             return Ok(());
         }
@@ -1102,7 +1094,7 @@ impl Leaving {
                 match super::background::wait_for_flushes(inner) {
                     Err(e) if e.is_no_space() => {
                         head_forward_met_full_disk(&e);
-                        *round.full_disk = Some(e);
+                        round.full_disk = Some(e);
                     }
                     waited => waited?,
                 }
@@ -1139,7 +1131,7 @@ impl Leaving {
         match install_edit(inner, edit, |state| state.gc_removed.extend(removals)) {
             Err(e) if e.is_no_space() => {
                 (round.failed_for_space).extend(leaving.iter().map(|c| c.victim));
-                *round.full_disk = Some(e);
+                round.full_disk = Some(e);
                 return Ok(());
             }
             installed => installed?,
