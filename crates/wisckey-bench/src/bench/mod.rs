@@ -118,6 +118,10 @@ pub struct BenchArgs {
     /// default, 32 MiB). The peers have no counterpart: their block cache holds values.
     #[arg(long = "value_cache_size")]
     value_cache_size: Option<usize>,
+    /// wisckey's `Options::table_preload_size` in bytes (table files read ahead at open;
+    /// default: the engine's default, 64 MiB; 0 turns it off).
+    #[arg(long = "table_preload_size")]
+    table_preload_size: Option<u64>,
     /// wisckey's memtable bytes (`Options::memtable_size`; db_bench's name; default: the
     /// engine's default, 64 MiB).
     #[arg(long = "write_buffer_size")]
@@ -652,6 +656,9 @@ fn engine_options(args: &BenchArgs) -> Options {
     if let Some(bytes) = args.value_cache_size {
         options.value_cache_size = bytes;
     }
+    if let Some(bytes) = args.table_preload_size {
+        options.table_preload_size = bytes;
+    }
     if let Some(bytes) = args.write_buffer_size {
         options.memtable_size = bytes;
     }
@@ -683,7 +690,7 @@ fn print_header(args: &BenchArgs, path: &Path, options: &Options) {
          scan_readahead_entries={} scan_readahead_threads={} gc_space_amp_target={} \
          value_cache_size={} scan_length_hint={} vlog_write_back_interval={} \
          vlog_segment_size={} vlog_direct_writes={} auto_cluster_ratio={} \
-         vlog_zero_fill_size={}",
+         vlog_zero_fill_size={} table_preload_size={}",
         options.value_threshold,
         options.block_cache_size,
         options.bloom_bits_per_key,
@@ -697,7 +704,8 @@ fn print_header(args: &BenchArgs, path: &Path, options: &Options) {
         options.vlog_segment_size,
         options.vlog_direct_writes,
         options.auto_cluster_ratio,
-        options.vlog_zero_fill_size
+        options.vlog_zero_fill_size,
+        options.table_preload_size
     );
     println!("db:         {}", path.display());
     println!("------------------------------------------------");

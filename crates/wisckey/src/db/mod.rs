@@ -236,8 +236,8 @@ pub(crate) struct DbInner {
     pub reserve_lock: Mutex<()>,
     /// What open found and salvaged.
     pub recovery_report: RecoveryReport,
-    /// Opened with [`Db::open_read_only`]: `fs` is a `ReadOnlyFs`, no background thread
-    /// runs, and every write API is refused up front.
+    /// Opened with [`Db::open_read_only`]: `fs` is a `ReadOnlyFs`, no background work runs
+    /// (only the short table preload, which reads), and every write API is refused up front.
     pub read_only: bool,
     /// The directory's lock: exclusive, or shared for a read-only open (`None` only for a
     /// read-only open of a directory without a LOCK file).
@@ -325,6 +325,9 @@ impl Db {
                 Err(e) => return Err(e),
             }
         }
+        db.background
+            .lock()
+            .extend(recovery::spawn_table_preload(&db.inner));
         Ok(db)
     }
 
@@ -339,7 +342,8 @@ impl Db {
     ///   opens coexist (in this process or others), and none coexists with a read-write
     ///   [`Db::open`] (either fails with [`Error::Locked`]). A directory without a `LOCK` file
     ///   is opened unlocked (creating it would be a write).
-    /// - No background thread runs (no flush, compaction or GC), and every call that would
+    /// - No background work runs (no flush, compaction or GC; only the short-lived thread
+    ///   that reads tables ahead, [`Options::table_preload_size`]), and every call that would
     ///   write — `put`, `delete`, `write`, `delete_range`, `flush`, `sync`, `compact_range`,
     ///   `gc` — fails with [`Error::ReadOnly`]. [`Db::checkpoint`] copies without writing to
     ///   the database. `close` writes nothing.
@@ -364,9 +368,11 @@ impl Db {
             mut inner, report, ..
         } = recovery::open(path.as_ref(), options, true)?;
         inner.recovery_report = report;
+        let inner = Arc::new(inner);
+        let preload = recovery::spawn_table_preload(&inner);
         Ok(Db {
-            inner: Arc::new(inner),
-            background: Mutex::new(Vec::new()),
+            inner,
+            background: Mutex::new(preload.into_iter().collect()),
         })
     }
 
@@ -1403,8 +1409,13 @@ impl Db {
             return Ok(());
         }
         if self.inner.read_only {
-            // No background thread, nothing buffered, nothing to flush or sync.
+            // Nothing buffered, nothing to flush or sync; the only thread is the table
+            // preload's, which ends on its own.
             self.inner.shutting_down.store(true, Ordering::Release);
+            let handles = std::mem::take(&mut *self.background.lock());
+            if handles.into_iter().any(|h| h.join().is_err()) {
+                return Err(Error::Internal("the table preload thread panicked".into()));
+            }
             return Ok(());
         }
         // Flushing the memtable is cheap (keys and pointers only) and saves the next open

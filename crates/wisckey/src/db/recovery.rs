@@ -24,6 +24,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
@@ -38,7 +39,8 @@ use crate::memtable::MemTable;
 use crate::options::{Options, RecoveryMode};
 use crate::position::LogPosition;
 use crate::snapshot::SnapshotRegistry;
-use crate::version::{LoadedState, TableSource, VersionSet};
+use crate::sstable::TableCache;
+use crate::version::{LoadedState, TableSource, VersionSet, NUM_LEVELS};
 use crate::vlog::{self, ValueLog, VlogOptions, VlogReader, VlogWriter, SEGMENT_HEADER_LEN};
 
 /// What open found and, under `RecoveryMode::SalvagePrefix`, dropped.
@@ -927,4 +929,50 @@ fn finish_log(
         }
     };
     Ok((writer, segments, new_head))
+}
+
+/// Starts the read-ahead of the tables (`Options::table_preload_size`) on a thread of its
+/// own, once the open has done its own reads and writes (so neither queues behind it): level
+/// 0 newest first, then each deeper level in key order, up to the first table that would
+/// pass the budget. The thread opens those tables (index and filter reads), then asks the
+/// OS to read each file ahead, and ends; `None` when there is nothing to preload or no
+/// thread (logged: the preload only saves reads).
+pub(crate) fn spawn_table_preload(inner: &Arc<DbInner>) -> Option<JoinHandle<()>> {
+    let version = inner.state.lock().versions.current();
+    let mut bytes = 0u64;
+    let tables: Vec<(u64, u64)> = (0..NUM_LEVELS)
+        .flat_map(|level| version.files(level))
+        .map_while(|file| {
+            bytes = (bytes.checked_add(file.file_size))
+                .filter(|&total| total <= inner.options.table_preload_size)?;
+            Some((file.number, file.file_size))
+        })
+        .collect();
+    if tables.is_empty() {
+        return None;
+    }
+    let cache = Arc::clone(&inner.table_cache);
+    std::thread::Builder::new()
+        .name("wisckey-preload".into())
+        .spawn(move || preload_tables(&cache, &tables))
+        .inspect_err(|e| log::warn!("wisckey: no thread to preload tables: {e}"))
+        .ok()
+}
+
+/// Opens the `tables` (number, size), all first so that their index and filter reads do
+/// not queue behind the read-ahead, then asks the OS to read each file ahead. A table that
+/// fails here is logged and left to the read that needs it, which meets the same error.
+fn preload_tables(cache: &TableCache, tables: &[(u64, u64)]) {
+    let opened: Vec<_> = (tables.iter())
+        .filter_map(|&(number, size)| {
+            (cache.get(number, size))
+                .inspect_err(|e| log::warn!("wisckey: could not preload table {number}: {e}"))
+                .ok()
+        })
+        .collect();
+    for table in opened {
+        if let Err(e) = table.prefetch() {
+            log::warn!("wisckey: could not preload a table: {e}");
+        }
+    }
 }

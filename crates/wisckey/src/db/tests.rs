@@ -3,7 +3,8 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::fs::MemFs;
+use crate::fs::{FaultFs, FsOp, MemFs};
+use crate::version::NUM_LEVELS;
 use crate::{Db, Options};
 
 /// Defect (issue 10): `compact_range` held the compaction lock while the background thread,
@@ -82,4 +83,89 @@ fn a_writer_stalled_on_l0_gives_up_when_the_database_closes() {
         .expect("the stalled writer returned instead of hanging");
     assert!(matches!(outcome, Err(crate::Error::Closed)), "{outcome:?}");
     db.inner.manual_compaction.fetch_sub(1, Ordering::AcqRel);
+}
+
+/// `Options::table_preload_size`: an open asks the OS to read ahead the tables of level 0
+/// (newest first), then of each deeper level in key order, until the next table would pass
+/// the budget; a read-only open does the same; 0 asks for nothing.
+#[test]
+fn open_reads_tables_ahead_upper_levels_first_within_the_budget() {
+    let mem = MemFs::new();
+    let fault = FaultFs::new(Arc::new(mem.clone()));
+    let options = Options {
+        l0_compaction_trigger: 6,
+        ..Options::small_for_tests(Arc::new(fault.clone()))
+    };
+    let db = Db::open("/db", options.clone()).expect("open");
+    for round in 0..40u32 {
+        for i in 0..400u32 {
+            let key = format!("key{:08}", (i * 40 + round).wrapping_mul(2_654_435_761));
+            db.put(key, [7u8; 100]).expect("put");
+        }
+        db.flush().expect("flush");
+    }
+    db.close().expect("close");
+
+    // The tables a preload of `budget` bytes must ask for, in order.
+    let expected = |db: &Db, budget: u64| -> (Vec<String>, usize) {
+        let version = db.inner.state.lock().versions.current();
+        let all: Vec<_> = (0..NUM_LEVELS)
+            .flat_map(|level| version.files(level).iter().map(move |f| (level, f)))
+            .collect();
+        let mut bytes = 0;
+        let chosen: Vec<String> = (all.iter())
+            .take_while(|(_, f)| {
+                bytes += f.file_size;
+                bytes <= budget
+            })
+            .map(|(_, f)| format!("{:06}.sst", f.number))
+            .collect();
+        let levels = (all.iter().take(chosen.len()).map(|(level, _)| *level))
+            .collect::<std::collections::BTreeSet<_>>()
+            .len();
+        (chosen, levels)
+    };
+    let prefetched = || -> Vec<String> {
+        (fault.recorded().into_iter())
+            .filter(|(op, _)| *op == FsOp::Prefetch)
+            .map(|(_, path)| path.file_name().expect("a table path").to_string_lossy().into_owned())
+            .collect()
+    };
+    let total: u64 = {
+        let db = Db::open_read_only("/db", options.clone()).expect("open");
+        let version = db.inner.state.lock().versions.current();
+        (0..NUM_LEVELS).map(|level| version.level_bytes(level)).sum()
+    };
+    let budget = total * 3 / 4;
+
+    for read_only in [false, true] {
+        fault.record_calls(true);
+        // Nothing to compact: the version the test reads is the one the open preloaded.
+        let with_budget = Options {
+            table_preload_size: budget,
+            l0_compaction_trigger: 1000,
+            l0_slowdown_trigger: 2000,
+            l0_stop_trigger: 3000,
+            level1_max_bytes: 1 << 40,
+            ..options.clone()
+        };
+        let db = if read_only {
+            Db::open_read_only("/db", with_budget)
+        } else {
+            Db::open("/db", with_budget)
+        }
+        .expect("open");
+        let (want, levels) = expected(&db, budget);
+        db.close().expect("close"); // joins the preload thread
+        let got = prefetched();
+        eprintln!("read_only={read_only}: {} of the tables read ahead: {got:?}", got.len());
+        assert!(levels >= 2, "the budget reaches below level 0 ({levels} levels)");
+        assert!(want.len() >= 2, "{want:?}");
+        assert_eq!(got, want, "read_only={read_only}");
+
+        fault.record_calls(true);
+        let db = Db::open("/db", options.clone()).expect("open");
+        db.close().expect("close");
+        assert_eq!(prefetched(), Vec::<String>::new(), "table_preload_size 0");
+    }
 }

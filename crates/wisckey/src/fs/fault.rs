@@ -4,7 +4,7 @@
 //! each op is either a *write* (`create`, `open_append`, `append`, `sync_data`, `set_len`,
 //! `zero_fill`, `rename`, `remove`, `sync_dir`, `punch_hole`, `create_dir_all`,
 //! `preallocate`) or a *read* (`open_read`,
-//! `read_at`, readable `len`, `list`, `exists`, `file_size`, `lock`). Calls are counted per
+//! `read_at`, readable `len`, `prefetch`, `list`, `exists`, `file_size`, `lock`). Calls are counted per
 //! op from creation; a [`FaultOps`] selects which ops a count covers (writes, all, or a
 //! listed few). `WritableFile::len` is infallible and is not counted.
 //! `fail_at(n, kind, ops, forever)` makes the n-th call counted under `ops`, counting from
@@ -118,11 +118,13 @@ pub enum FsOp {
     StartWriteBack,
     /// `WritableFile::zero_fill`.
     ZeroFill,
+    /// `ReadableFile::prefetch` (a hint, like `StartWriteBack`).
+    Prefetch,
 }
 
 impl FsOp {
     /// Every op, in declaration order: `ALL[op as usize] == op`.
-    pub const ALL: [FsOp; 20] = [
+    pub const ALL: [FsOp; 21] = [
         FsOp::CreateDirAll,
         FsOp::Create,
         FsOp::OpenAppend,
@@ -143,6 +145,7 @@ impl FsOp {
         FsOp::Preallocate,
         FsOp::StartWriteBack,
         FsOp::ZeroFill,
+        FsOp::Prefetch,
     ];
 
     /// Whether the call changes the file system (is counted under [`FaultOps::Writes`]).
@@ -167,7 +170,8 @@ impl FsOp {
             | FsOp::Lock
             | FsOp::ReadAt
             | FsOp::ReadLen
-            | FsOp::StartWriteBack => false,
+            | FsOp::StartWriteBack
+            | FsOp::Prefetch => false,
         }
     }
 
@@ -193,6 +197,7 @@ impl FsOp {
             FsOp::Preallocate => "preallocate",
             FsOp::StartWriteBack => "start_write_back",
             FsOp::ZeroFill => "zero_fill",
+            FsOp::Prefetch => "prefetch",
         }
     }
 }
@@ -454,6 +459,11 @@ impl ReadableFile for FaultReadable {
 
     fn advise_random(&self) {
         self.inner.advise_random();
+    }
+
+    fn prefetch(&self, offset: u64, len: u64) -> Result<()> {
+        check(&self.state, FsOp::Prefetch, &self.path)?;
+        self.inner.prefetch(offset, len)
     }
 }
 

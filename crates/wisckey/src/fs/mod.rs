@@ -166,6 +166,14 @@ pub trait ReadableFile: Send + Sync + std::fmt::Debug {
     /// them. Advisory: the default, and any failure, changes nothing but speed.
     fn advise_random(&self) {}
 
+    /// Asks the OS to start reading `len` bytes at `offset` into its page cache and returns
+    /// without waiting for them, so later reads of those bytes are memory copies instead
+    /// of one device read each. A hint: the default does nothing, and an error changes
+    /// nothing but speed (callers log it and go on).
+    fn prefetch(&self, _offset: u64, _len: u64) -> Result<()> {
+        Ok(())
+    }
+
     /// The concrete handle, for a file system that recognises its own handles in
     /// [`FileSystem::read_batch`]. The default hides it.
     fn as_any(&self) -> Option<&dyn std::any::Any> {

@@ -122,6 +122,13 @@ impl Table {
         })
     }
 
+    /// Asks the OS to read the whole file into its page cache in the background
+    /// ([`ReadableFile::prefetch`]), so that later block misses of the block cache are
+    /// memory copies.
+    pub fn prefetch(&self) -> Result<()> {
+        self.file.prefetch(0, self.file_size)
+    }
+
     /// Point lookup: the first entry whose internal key is >= `ikey` IF its user key equals
     /// `user_key(ikey)`; Ok(None) if absent (bloom filter says no, or next key differs).
     pub fn get(&self, ikey: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
