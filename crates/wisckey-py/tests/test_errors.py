@@ -237,6 +237,11 @@ def test_bad_options_are_invalid_arguments(path):
     with wisckey.DB(path, vlog_zero_fill_size=0) as db:  # sync writes without zeros ahead
         db.put(b"k2", b"w" * 5000, sync=True)
         assert db[b"k2"] == b"w" * 5000
+    with pytest.raises(OverflowError):  # a size, never negative
+        wisckey.DB(path, table_preload_size=-1)
+    for preload in (0, 1 << 30):  # off, and more than the tables hold
+        with wisckey.DB(path, table_preload_size=preload) as db:
+            assert db[b"k2"] == b"w" * 5000
     with pytest.raises(wisckey.InvalidArgumentError):
         wisckey.DB(path, error_if_exists=True)
     with wisckey.DB(path) as db:

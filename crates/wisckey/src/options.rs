@@ -122,7 +122,8 @@ pub struct Options {
     /// the OS and does not wait), so the first lookups after a restart find the key index
     /// in memory instead of paying a random device read per table block. A WiscKey tree
     /// holds keys and value pointers only: 64 MiB covers about two million 16-byte keys.
-    /// The pages are the kernel's, evicted under memory pressure like any file cache.
+    /// The pages are the kernel's, evicted under memory pressure like any file cache. On
+    /// Linux (`posix_fadvise(WILLNEED)`); elsewhere the tables are only opened.
     /// Default 64 MiB; 0 turns it off.
     pub table_preload_size: u64,
     /// Open tables kept in the table cache. Default 1000.

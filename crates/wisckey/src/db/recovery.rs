@@ -22,7 +22,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -39,7 +39,6 @@ use crate::memtable::MemTable;
 use crate::options::{Options, RecoveryMode};
 use crate::position::LogPosition;
 use crate::snapshot::SnapshotRegistry;
-use crate::sstable::TableCache;
 use crate::version::{LoadedState, TableSource, VersionSet, NUM_LEVELS};
 use crate::vlog::{self, ValueLog, VlogOptions, VlogReader, VlogWriter, SEGMENT_HEADER_LEN};
 
@@ -935,8 +934,9 @@ fn finish_log(
 /// own, once the open has done its own reads and writes (so neither queues behind it): level
 /// 0 newest first, then each deeper level in key order, up to the first table that would
 /// pass the budget. The thread opens those tables (index and filter reads), then asks the
-/// OS to read each file ahead, and ends; `None` when there is nothing to preload or no
-/// thread (logged: the preload only saves reads).
+/// OS to read each file ahead, and ends; it stops early once the database is closing.
+/// `None` when there is nothing to preload or no thread (logged: the preload only saves
+/// reads).
 pub(crate) fn spawn_table_preload(inner: &Arc<DbInner>) -> Option<JoinHandle<()>> {
     let version = inner.state.lock().versions.current();
     let mut bytes = 0u64;
@@ -951,26 +951,39 @@ pub(crate) fn spawn_table_preload(inner: &Arc<DbInner>) -> Option<JoinHandle<()>
     if tables.is_empty() {
         return None;
     }
-    let cache = Arc::clone(&inner.table_cache);
+    let inner = Arc::clone(inner);
     std::thread::Builder::new()
         .name("wisckey-preload".into())
-        .spawn(move || preload_tables(&cache, &tables))
+        .spawn(move || {
+            // Held until the end: the obsolete-file sweep keeps a live version's tables, so
+            // a compaction cannot delete one between its open here and its cache entry.
+            let _version = version;
+            preload_tables(&inner, &tables);
+        })
         .inspect_err(|e| log::warn!("wisckey: no thread to preload tables: {e}"))
         .ok()
 }
 
 /// Opens the `tables` (number, size), all first so that their index and filter reads do
-/// not queue behind the read-ahead, then asks the OS to read each file ahead. A table that
-/// fails here is logged and left to the read that needs it, which meets the same error.
-fn preload_tables(cache: &TableCache, tables: &[(u64, u64)]) {
-    let opened: Vec<_> = (tables.iter())
-        .filter_map(|&(number, size)| {
-            (cache.get(number, size))
-                .inspect_err(|e| log::warn!("wisckey: could not preload table {number}: {e}"))
-                .ok()
-        })
-        .collect();
+/// not queue behind the read-ahead, then asks the OS to read each file ahead; stops at the
+/// next table once the database is closing. A table that fails here is logged and left to
+/// the read that needs it, which meets the same error.
+fn preload_tables(inner: &DbInner, tables: &[(u64, u64)]) {
+    let closing = || inner.shutting_down.load(Ordering::Acquire);
+    let mut opened = Vec::with_capacity(tables.len());
+    for &(number, size) in tables {
+        if closing() {
+            return;
+        }
+        match inner.table_cache.get(number, size) {
+            Ok(table) => opened.push(table),
+            Err(e) => log::warn!("wisckey: could not preload table {number}: {e}"),
+        }
+    }
     for table in opened {
+        if closing() {
+            return;
+        }
         if let Err(e) = table.prefetch() {
             log::warn!("wisckey: could not preload a table: {e}");
         }

@@ -156,6 +156,11 @@ fn open_reads_tables_ahead_upper_levels_first_within_the_budget() {
         }
         .expect("open");
         let (want, levels) = expected(&db, budget);
+        // The preload stops early once the database closes: wait for it to finish first.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while prefetched().len() < want.len() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         db.close().expect("close"); // joins the preload thread
         let got = prefetched();
         eprintln!("read_only={read_only}: {} of the tables read ahead: {got:?}", got.len());
