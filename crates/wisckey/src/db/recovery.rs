@@ -39,7 +39,7 @@ use crate::memtable::MemTable;
 use crate::options::{Options, RecoveryMode};
 use crate::position::LogPosition;
 use crate::snapshot::SnapshotRegistry;
-use crate::version::{LoadedState, TableSource, VersionSet, NUM_LEVELS};
+use crate::version::{LoadedState, TableSource, VersionSet};
 use crate::vlog::{self, ValueLog, VlogOptions, VlogReader, VlogWriter, SEGMENT_HEADER_LEN};
 
 /// What open found and, under `RecoveryMode::SalvagePrefix`, dropped.
@@ -940,9 +940,8 @@ fn finish_log(
 pub(crate) fn spawn_table_preload(inner: &Arc<DbInner>) -> Option<JoinHandle<()>> {
     let version = inner.state.lock().versions.current();
     let mut bytes = 0u64;
-    let tables: Vec<(u64, u64)> = (0..NUM_LEVELS)
-        .flat_map(|level| version.files(level))
-        .map_while(|file| {
+    let tables: Vec<(u64, u64)> = (version.all_files())
+        .map_while(|(_, file)| {
             bytes = (bytes.checked_add(file.file_size))
                 .filter(|&total| total <= inner.options.table_preload_size)?;
             Some((file.number, file.file_size))

@@ -4,7 +4,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::fs::{FaultFs, FsOp, MemFs};
-use crate::version::NUM_LEVELS;
 use crate::{Db, Options};
 
 /// Defect (issue 10): `compact_range` held the compaction lock while the background thread,
@@ -109,9 +108,7 @@ fn open_reads_tables_ahead_upper_levels_first_within_the_budget() {
     // The tables a preload of `budget` bytes must ask for, in order.
     let expected = |db: &Db, budget: u64| -> (Vec<String>, usize) {
         let version = db.inner.state.lock().versions.current();
-        let all: Vec<_> = (0..NUM_LEVELS)
-            .flat_map(|level| version.files(level).iter().map(move |f| (level, f)))
-            .collect();
+        let all: Vec<_> = version.all_files().collect();
         let mut bytes = 0;
         let chosen: Vec<String> = (all.iter())
             .take_while(|(_, f)| {
@@ -134,7 +131,7 @@ fn open_reads_tables_ahead_upper_levels_first_within_the_budget() {
     let total: u64 = {
         let db = Db::open_read_only("/db", options.clone()).expect("open");
         let version = db.inner.state.lock().versions.current();
-        (0..NUM_LEVELS).map(|level| version.level_bytes(level)).sum()
+        version.all_files().map(|(_, f)| f.file_size).sum()
     };
     let budget = total * 3 / 4;
 

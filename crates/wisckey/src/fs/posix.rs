@@ -300,7 +300,7 @@ impl ReadableFile for PosixReadable {
             Err(io_err(
                 "prefetch",
                 &self.path,
-                std::io::Error::from_raw_os_error(rc),
+                io::Error::from_raw_os_error(rc),
             ))
         }
     }

@@ -174,7 +174,8 @@ impl Version {
         self.files(level).iter().map(|f| f.file_size).sum()
     }
 
-    /// Every file at every level.
+    /// Every file at every level, level by level in [`files`](Self::files) order (level 0
+    /// newest first, deeper levels in key order).
     pub fn all_files(&self) -> impl Iterator<Item = (usize, &Arc<FileMeta>)> {
         self.levels
             .iter()
