@@ -957,7 +957,9 @@ pub(crate) fn spawn_table_preload(inner: &Arc<DbInner>) -> Option<JoinHandle<()>
             // Held until the end: the obsolete-file sweep keeps a live version's tables, so
             // a compaction cannot delete one between its open here and its cache entry.
             let _version = version;
-            preload_tables(&inner, &tables);
+            preload_tables(&inner, &tables, || {
+                inner.shutting_down.load(Ordering::Acquire)
+            });
         })
         .inspect_err(|e| log::warn!("wisckey: no thread to preload tables: {e}"))
         .ok()
@@ -965,10 +967,9 @@ pub(crate) fn spawn_table_preload(inner: &Arc<DbInner>) -> Option<JoinHandle<()>
 
 /// Opens the `tables` (number, size), all first so that their index and filter reads do
 /// not queue behind the read-ahead, then asks the OS to read each file ahead; stops at the
-/// next table once the database is closing. A table that fails here is logged and left to
-/// the read that needs it, which meets the same error.
-fn preload_tables(inner: &DbInner, tables: &[(u64, u64)]) {
-    let closing = || inner.shutting_down.load(Ordering::Acquire);
+/// next table once `closing` says the database is closing. A table that fails here is logged
+/// and left to the read that needs it, which meets the same error.
+pub(super) fn preload_tables(inner: &DbInner, tables: &[(u64, u64)], closing: impl Fn() -> bool) {
     let mut opened = Vec::with_capacity(tables.len());
     for &(number, size) in tables {
         if closing() {

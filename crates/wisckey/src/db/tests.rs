@@ -84,6 +84,58 @@ fn a_writer_stalled_on_l0_gives_up_when_the_database_closes() {
     db.inner.manual_compaction.fetch_sub(1, Ordering::AcqRel);
 }
 
+/// The table preload stops at the next table once the database closes, both while it opens
+/// the tables and while it asks for their read-ahead.
+#[test]
+fn table_preload_stops_at_the_next_table_once_the_database_closes() {
+    let mem = MemFs::new();
+    let fault = FaultFs::new(Arc::new(mem.clone()));
+    let options = Options {
+        l0_compaction_trigger: 1000,
+        l0_slowdown_trigger: 2000,
+        l0_stop_trigger: 3000,
+        ..Options::small_for_tests(Arc::new(fault.clone()))
+    };
+    let db = Db::open("/db", options.clone()).expect("open");
+    for round in 0..4u32 {
+        for i in 0..50u32 {
+            db.put(format!("key{round}-{i:03}"), [7u8; 100]).expect("put");
+        }
+        db.flush().expect("flush");
+    }
+    db.close().expect("close");
+
+    // `closing` answers true from its call `closed_after + 1` on: it is asked before each
+    // table's open, then before each table's read-ahead.
+    let preload = |closed_after: usize| -> (usize, usize) {
+        // A fresh open (preload off in `small_for_tests`): no table is in its cache yet.
+        let db = Db::open_read_only("/db", options.clone()).expect("open");
+        let version = db.inner.state.lock().versions.current();
+        let tables: Vec<(u64, u64)> = (version.all_files())
+            .map(|(_, f)| (f.number, f.file_size))
+            .collect();
+        assert_eq!(tables.len(), 4, "one table per flush");
+        fault.record_calls(true);
+        let asked = std::cell::Cell::new(0);
+        super::recovery::preload_tables(&db.inner, &tables, || {
+            asked.set(asked.get() + 1);
+            asked.get() > closed_after
+        });
+        let recorded = fault.recorded();
+        fault.record_calls(false);
+        db.close().expect("close");
+        let of = |op: FsOp| {
+            (recorded.iter())
+                .filter(|(o, path)| *o == op && path.extension().is_some_and(|e| e == "sst"))
+                .count()
+        };
+        (of(FsOp::OpenRead), of(FsOp::Prefetch))
+    };
+    assert_eq!(preload(usize::MAX), (4, 4), "not closing: every table");
+    assert_eq!(preload(2), (2, 0), "closing while opening: two tables opened, none read");
+    assert_eq!(preload(4 + 1), (4, 1), "closing while reading ahead: one table read");
+}
+
 /// `Options::table_preload_size`: an open asks the OS to read ahead the tables of level 0
 /// (newest first), then of each deeper level in key order, until the next table would pass
 /// the budget; a read-only open does the same; 0 asks for nothing.
