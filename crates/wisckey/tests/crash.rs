@@ -580,6 +580,10 @@ fn delete_step(key: &str, sync: bool) -> Step {
     })
 }
 
+/// The named workload whose one GC step must collect several victims.
+const GC_VICTIMS: &str =
+    "a GC run of several victims, each leaving the log while the next is collected";
+
 /// The small workloads whose every crash state is enumerated (issue 12, item 1).
 fn named_workloads() -> Vec<(&'static str, Vec<Step>)> {
     let key = |i: usize| format!("key{i:02}");
@@ -609,6 +613,23 @@ fn named_workloads() -> Vec<(&'static str, Vec<Step>)> {
         put_step(&key(2), 2500, 9, false),
         Step::Gc,
         put_step(&key(3), 100, 4, true),
+    ]);
+    // Several victims in one collection: each leaves the log (sync, head forward, removal
+    // edit) while the next is collected, with half of every victim's records relocated.
+    let mut gc_victims = (0..20)
+        .map(|i| put_step(&key(i), 9_000, 1, false))
+        .collect::<Vec<_>>();
+    gc_victims.extend(
+        (0..20)
+            .step_by(2)
+            .map(|i| put_step(&key(i), 9_000, 2, i == 18)),
+    );
+    gc_victims.extend([
+        Step::Flush,
+        Step::Compact,
+        Step::Gc,
+        put_step(&key(1), 300, 3, false),
+        put_step("after", 500, 3, true),
     ]);
     let roll_batch = Step::Write(Write {
         ops: (0..4)
@@ -646,6 +667,7 @@ fn named_workloads() -> Vec<(&'static str, Vec<Step>)> {
             ],
         ),
         ("a full GC cycle", gc),
+        (GC_VICTIMS, gc_victims),
         (
             "GC after a delete and an overwrite of the same keys",
             gc_race,
@@ -682,6 +704,18 @@ fn step_options(fs: Arc<dyn FileSystem>) -> Options {
         gc_space_amp_target: f64::INFINITY,
         ..options(fs)
     }
+}
+
+/// How many value-log segment files a fault-free run of `steps` deletes.
+fn segments_removed_by(steps: &[Step]) -> usize {
+    let recording = FaultFs::new(Arc::new(MemFs::new()));
+    recording.record_calls(true);
+    run_steps(Arc::new(recording.clone()), steps);
+    (recording.recorded().iter())
+        .filter(|(op, path)| {
+            *op == wisckey::fs::FsOp::Remove && path.extension().is_some_and(|e| e == "vlog")
+        })
+        .count()
 }
 
 /// Runs `steps` until one fails; returns how many of its writes were acknowledged.
@@ -757,6 +791,10 @@ fn every_crash_state_of_the_named_workloads_keeps_the_contract() {
             "{name}: a fault-free run acknowledges every write"
         );
         let calls = counting.calls();
+        if name == GC_VICTIMS {
+            let removed = segments_removed_by(&steps);
+            assert!(removed >= 3, "{name}: {removed} segments collected");
+        }
         for n in 1..=calls + 1 {
             let mem = MemFs::new();
             let fault = FaultFs::new(Arc::new(mem.clone()));
