@@ -22,6 +22,8 @@ use wisckey::{Db, Error, Options, ReadOptions, Result, WriteOptions};
 struct LogFailure {
     vlog_fail_sleep_ms: AtomicU64,
     sst_sleep_ms: AtomicU64,
+    /// One-shot: the next `.vlog` fdatasync makes its data durable, then reports EIO.
+    vlog_sync_fails_after: std::sync::atomic::AtomicBool,
 }
 
 impl Hooks for LogFailure {
@@ -40,6 +42,15 @@ impl Hooks for LogFailure {
             if ms > 0 {
                 std::thread::sleep(Duration::from_millis(ms));
             }
+        }
+        Ok(())
+    }
+
+    fn after_sync_data(&self, path: &Path) -> Result<()> {
+        let vlog = path.display().to_string().ends_with(".vlog");
+        if vlog && self.vlog_sync_fails_after.swap(false, Ordering::SeqCst) {
+            let eio = std::io::Error::from_raw_os_error(libc::EIO);
+            return Err(Error::io("hook fdatasync", eio));
         }
         Ok(())
     }
@@ -173,4 +184,38 @@ fn flush_never_moves_the_head_past_records_a_failure_discarded() {
     assert_eq!(db.get(b"big").expect("get big"), None, "the failed write");
     let report = db.check().expect("check");
     assert!(report.is_ok(), "{:?}", report.problems);
+}
+
+/// An fdatasync that wrote the group's records but reported EIO: the sync write fails, so
+/// it must not be there after a power cut either (DESIGN, contract 5). The writer cuts the
+/// failed group off its segment; that cut must be durable, or the restart finds the whole
+/// records the failed sync did write and replays them.
+#[test]
+fn a_sync_write_whose_fdatasync_failed_is_not_there_after_a_power_cut() {
+    let fs = hookfs();
+    let opts = Options::small_for_tests(Arc::new(fs.clone()));
+    let db = Db::open("/db", opts).expect("open");
+    let sync = WriteOptions { sync: true };
+    db.put_opt(b"before", vec![1u8; 300], &sync)
+        .expect("a synced write");
+    fs.hooks.vlog_sync_fails_after.store(true, Ordering::SeqCst);
+    let failed = db.put_opt(b"failed", vec![2u8; 300], &sync);
+    assert!(
+        !fs.hooks.vlog_sync_fails_after.load(Ordering::SeqCst),
+        "the injected failure fired"
+    );
+    assert!(failed.is_err(), "the write whose sync failed: {failed:?}");
+    // The power goes out now, before anything else is written.
+    let image = fs.mem.power_loss_image(PowerLoss::DropUnsynced);
+    drop(db);
+    let db = Db::open("/db", Options::small_for_tests(Arc::new(image))).expect("reopen");
+    assert_eq!(
+        db.get(b"before").expect("get").as_deref(),
+        Some(&[1u8; 300][..])
+    );
+    assert_eq!(
+        db.get(b"failed").expect("get"),
+        None,
+        "a write that returned an error came back after the power cut"
+    );
 }

@@ -4,7 +4,8 @@
 //! - the active segment file holds exactly `flushed_len` bytes that the writer vouches for;
 //!   the buffer holds the bytes that follow, so `end() = (segment, flushed_len + buf.len())`;
 //! - a batch is encoded whole into one segment; rollover happens only between batches;
-//! - a failed `append` is undone with `set_len(flushed_len)`; if that fails too, the active
+//! - a failed `append` is undone with `set_len(flushed_len)`, synced (a power cut must not
+//!   undo the cut and bring back records the failed write did put there); if that fails too, the active
 //!   segment is never appended to again (the next batch starts a new segment whose header
 //!   records `flushed_len` as the previous segment's valid end, so recovery skips the junk);
 //! - `sync` makes older segments durable before newer ones, and a new segment's directory
@@ -284,7 +285,8 @@ impl VlogWriter {
             self.poison(e.clone());
             return Err(e);
         }
-        let chunk_end = self.reserved_to + self.opts.preallocate_size;
+        // Options do not bound the chunk: any size means "up to the segment's end".
+        let chunk_end = self.reserved_to.saturating_add(self.opts.preallocate_size);
         let target = needed.max(chunk_end.min(self.opts.segment_size));
         match self.file.preallocate(target) {
             Ok(()) => self.reserved_to = target,
@@ -420,7 +422,7 @@ impl VlogWriter {
             return;
         }
         let from = self.zeroed_to.max(self.flushed_len);
-        let to = (self.flushed_len + size).min(self.opts.segment_size);
+        let to = self.flushed_len.saturating_add(size).min(self.opts.segment_size);
         if from >= to || from - self.flushed_len >= size / 2 {
             return;
         }
@@ -476,7 +478,7 @@ impl VlogWriter {
         // A failed in-flight write-out is undone here already; a finished one is counted.
         let _ = self.settle();
         if start.offset < self.flushed_len {
-            if self.file.set_len(start.offset).is_ok() {
+            if self.cut_failed_bytes(start.offset) {
                 self.flushed_len = start.offset;
                 self.write_back_from = self.write_back_from.min(start.offset);
                 self.zeroed_to = start.offset;
@@ -486,6 +488,21 @@ impl VlogWriter {
         }
         let keep = start.offset.saturating_sub(self.flushed_len) as usize;
         self.buf.truncate(keep.min(self.buf.len()));
+    }
+
+    /// Cuts the active segment back to `len` after a failed write or sync, and syncs the cut
+    /// (best effort): the failed write may have put whole records of its group in the file
+    /// (a short write, or an fdatasync that wrote the data and still reported an error), and
+    /// a power cut that undid an unsynced cut would bring them back as if written. Once the
+    /// writer is poisoned nothing else syncs this file. False if the cut itself failed.
+    fn cut_failed_bytes(&mut self, len: u64) -> bool {
+        if self.file.set_len(len).is_err() {
+            return false;
+        }
+        if let Err(e) = self.file.sync_data() {
+            log::warn!("wisckey: could not sync the cut of a failed value-log write: {e}");
+        }
+        true
     }
 
     /// Position just past the last appended record, buffered or not: where the next goes.
@@ -612,7 +629,7 @@ impl VlogWriter {
                 self.start_write_back_if_due();
             }
             Err(_) => {
-                if self.file.set_len(self.flushed_len).is_ok() {
+                if self.cut_failed_bytes(self.flushed_len) {
                     self.zeroed_to = self.flushed_len;
                 } else {
                     self.must_roll = true;
@@ -711,7 +728,7 @@ impl VlogWriter {
                 Ok(())
             }
             Err(e) => {
-                if self.file.set_len(self.flushed_len).is_err() {
+                if !self.cut_failed_bytes(self.flushed_len) {
                     self.must_roll = true;
                 }
                 self.buf.clear();

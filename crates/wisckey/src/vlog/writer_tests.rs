@@ -695,6 +695,29 @@ fn sync_writes_write_zeros_ahead_and_overwrite_them() {
     assert_eq!(end, w.end());
 }
 
+/// Options do not bound the zero fill or the preallocation chunk: the largest sizes mean
+/// "to the segment's end" (once their sums overflowed: a panic in a build with overflow
+/// checks, no zeros and no reservation past the group without).
+#[test]
+fn the_largest_zero_fill_and_preallocation_reach_the_segments_end() {
+    const SEGMENT: u64 = 64 << 10;
+    let (mem, fs) = new_fs();
+    let o = VlogOptions {
+        preallocate_size: u64::MAX,
+        ..zero_filled(SEGMENT, u64::MAX)
+    };
+    let mut w = new_writer(&fs, o.clone());
+    w.reserve(record_len(1, 100) as u64).expect("reserve");
+    w.append_batch(1, &[put(b"k", &[1u8; 100])]).expect("append");
+    w.sync_write().expect("sync write");
+    assert_eq!(seg_len(&mem, 1), SEGMENT, "zeros written to the segment's end");
+    assert_eq!(w.reserved_to, SEGMENT, "space reserved to the segment's end");
+    w.finish().expect("finish");
+    assert_eq!(seg_len(&mem, 1), w.end().offset);
+    let (batches, _) = replay(&mem, &o);
+    assert_eq!(batches, vec![(1, vec![b"k".to_vec()])]);
+}
+
 #[test]
 fn plain_syncs_and_loads_write_no_zeros() {
     let (mem, fs) = new_fs();

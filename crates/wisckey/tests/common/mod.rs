@@ -22,6 +22,11 @@ pub trait Hooks: Send + Sync + std::fmt::Debug + 'static {
     fn before_sync_data(&self, _path: &Path) -> Result<()> {
         Ok(())
     }
+    /// After a `sync_data` that reached the `MemFs` (its bytes are durable): an error here is
+    /// what the caller sees, as from an fsync that wrote the data but reported a failure.
+    fn after_sync_data(&self, _path: &Path) -> Result<()> {
+        Ok(())
+    }
     /// Before `read_at` on a file opened for reading.
     fn before_read(&self, _path: &Path, _offset: u64, _len: usize) -> Result<()> {
         Ok(())
@@ -112,7 +117,8 @@ impl<H: Hooks> WritableFile for HookFile<H> {
     }
     fn sync_data(&mut self) -> Result<()> {
         self.hooks.before_sync_data(&self.path)?;
-        self.inner.sync_data()
+        self.inner.sync_data()?;
+        self.hooks.after_sync_data(&self.path)
     }
     fn set_len(&mut self, len: u64) -> Result<()> {
         self.inner.set_len(len)
