@@ -3,7 +3,8 @@
 //! and a memtable flush must not move the replay head past records a failure discarded.
 //!
 //! A hook file system makes the next `.vlog` append sleep and then fail with EIO, and can
-//! slow the next `.sst` append, to open the race windows deterministically enough.
+//! slow the next `.sst` append, to open the race windows deterministically enough; it can
+//! also make the next `.vlog` fdatasync report EIO after its data became durable.
 
 mod common;
 

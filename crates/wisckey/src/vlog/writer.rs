@@ -5,9 +5,10 @@
 //!   the buffer holds the bytes that follow, so `end() = (segment, flushed_len + buf.len())`;
 //! - a batch is encoded whole into one segment; rollover happens only between batches;
 //! - a failed `append` is undone with `set_len(flushed_len)`, synced (a power cut must not
-//!   undo the cut and bring back records the failed write did put there); if that fails too, the active
-//!   segment is never appended to again (the next batch starts a new segment whose header
-//!   records `flushed_len` as the previous segment's valid end, so recovery skips the junk);
+//!   undo the cut and bring back records the failed write put there); if that fails too,
+//!   the active segment is never appended to again (the next batch starts a new segment
+//!   whose header records `flushed_len` as the previous segment's valid end, so recovery
+//!   skips the junk);
 //! - `sync` makes older segments durable before newer ones, and a new segment's directory
 //!   entry durable before anything in it is reported durable, so the durable part of the log
 //!   is always a prefix;
