@@ -493,8 +493,10 @@ fn io_error_loop(workload: &str, writes: &[Write]) {
             // last few may not be reached.)
             if let (FaultKind::Io, Some(db), true) = (kind, &db, fault.tripped()) {
                 // A failed fsync is never retried and trusted: the file it failed on is
-                // never written or synced again, and after a failed fsync of the log or of
-                // a table the database takes no more writes, synced or not (though the next
+                // never appended to again, and synced again only right after a cut, to make
+                // the removal of the failed write's records durable (nothing is acknowledged
+                // on the strength of that sync); after a failed fsync of the log or of a
+                // table the database takes no more writes, synced or not (though the next
                 // fsync would succeed). The manifest is rolled over to a new file instead.
                 let recorded = fault.recorded();
                 let (failed_at, (_, failed)) = (recorded.iter().enumerate())
@@ -513,11 +515,18 @@ fn io_error_loop(workload: &str, writes: &[Write]) {
                     synced_after_failure |= sync && later.is_ok();
                 }
                 let _ = db.flush();
-                let reused = (fault.recorded().iter().skip(failed_at + 1))
-                    .any(|(op, p)| *p == failed && matches!(op, FsOp::Append | FsOp::SyncData));
+                let later_ops: Vec<FsOp> = (fault.recorded().iter().skip(failed_at + 1))
+                    .filter(|(_, p)| *p == failed)
+                    .map(|(op, _)| *op)
+                    .collect();
+                let reused = (later_ops.iter().enumerate()).any(|(i, op)| match op {
+                    FsOp::Append => true,
+                    FsOp::SyncData => i == 0 || later_ops[i - 1] != FsOp::SetLen,
+                    _ => false,
+                });
                 assert!(
                     !reused,
-                    "{context}: {name} was written again after its fsync failed"
+                    "{context}: {name} was written again after its fsync failed: {later_ops:?}"
                 );
             }
             drop(db);
