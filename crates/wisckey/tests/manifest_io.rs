@@ -202,3 +202,49 @@ fn a_table_of_a_failed_install_is_removed_once_a_later_install_succeeds() {
         );
     }
 }
+
+/// An open rolls to a new manifest (write it, sync, then CURRENT through a temp file and a
+/// rename). When the directory sync after that rename fails and CURRENT cannot be read
+/// back either, the switch may have happened: the new manifest must stay. Removing it once
+/// left CURRENT naming a missing manifest, and the database did not open again though the
+/// old manifest was intact beside it. Every one of these calls fails in turn here; each
+/// time the database must open again once the disk works, with its data.
+#[test]
+fn a_failed_manifest_switch_never_leaves_current_naming_a_missing_manifest() {
+    use wisckey::fs::{FaultFs, FaultKind, FaultOps, FsOp, MemFs, PowerLoss};
+    // A copy of what `mem` holds (everything is synced after a clean close).
+    let copy = |mem: &MemFs| mem.power_loss_image(PowerLoss::DropUnsynced);
+    const OPS: FaultOps = FaultOps::Only(&[FsOp::SyncDir, FsOp::Exists]);
+    let mem = MemFs::new();
+    {
+        let db = Db::open("/db", Options::small_for_tests(Arc::new(mem.clone()))).expect("open");
+        for i in 0..50u32 {
+            db.put(format!("key{i:03}"), b"value").expect("put");
+        }
+        db.close().expect("close");
+    }
+    let counting = FaultFs::new(Arc::new(copy(&mem)));
+    Db::open("/db", Options::small_for_tests(Arc::new(counting.clone())))
+        .expect("open")
+        .close()
+        .expect("close");
+    let calls = counting.calls_of(OPS);
+    assert!(calls >= 2, "{calls} directory syncs and existence checks");
+    for k in 1..=calls {
+        let image = copy(&mem);
+        let fault = FaultFs::new(Arc::new(image.clone()));
+        fault.fail_at(k, FaultKind::Io, OPS, true);
+        if let Ok(db) = Db::open("/db", Options::small_for_tests(Arc::new(fault.clone()))) {
+            let _ = db.close();
+        }
+        let db = Db::open("/db", Options::small_for_tests(Arc::new(image)))
+            .unwrap_or_else(|e| panic!("call {k} of {calls} failed: the reopen fails: {e}"));
+        for i in 0..50u32 {
+            assert_eq!(
+                db.get(format!("key{i:03}")).expect("get"),
+                Some(b"value".to_vec()),
+                "call {k}"
+            );
+        }
+    }
+}

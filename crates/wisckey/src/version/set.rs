@@ -483,10 +483,11 @@ impl VersionSet {
             Ok((writer, len))
         });
         if result.is_err() {
-            // Best effort: CURRENT still names the previous manifest (or the switch is in
-            // doubt and the caller will roll again); an orphan is swept later.
-            let still_current = read_current(fs, dir).ok() == Some(number);
-            if !still_current {
+            // Best effort, and only where CURRENT is read back naming another manifest: if it
+            // cannot be read, the rename may have happened, and removing this one would leave
+            // CURRENT naming a missing manifest. A manifest kept for nothing is swept later.
+            let names_another = matches!(read_current(fs, dir), Ok(current) if current != number);
+            if names_another {
                 let _ = fs.remove(&manifest_file_name(dir, number));
             }
         }
