@@ -234,7 +234,7 @@ fn a_failed_manifest_switch_never_leaves_current_naming_a_missing_manifest() {
         let image = copy(&mem);
         let fault = FaultFs::new(Arc::new(image.clone()));
         fault.fail_at(k, FaultKind::Io, OPS, true);
-        if let Ok(db) = Db::open("/db", Options::small_for_tests(Arc::new(fault.clone()))) {
+        if let Ok(db) = Db::open("/db", Options::small_for_tests(Arc::new(fault))) {
             let _ = db.close();
         }
         let db = Db::open("/db", Options::small_for_tests(Arc::new(image)))

@@ -39,6 +39,7 @@ use crate::memtable::MemTable;
 use crate::options::{Options, RecoveryMode};
 use crate::position::LogPosition;
 use crate::snapshot::SnapshotRegistry;
+use crate::sstable::TableCache;
 use crate::version::{LoadedState, TableSource, VersionSet};
 use crate::vlog::{self, ValueLog, VlogOptions, VlogReader, VlogWriter, SEGMENT_HEADER_LEN};
 
@@ -957,7 +958,7 @@ pub(crate) fn spawn_table_preload(inner: &Arc<DbInner>) -> Option<JoinHandle<()>
             // Held until the end: the obsolete-file sweep keeps a live version's tables, so
             // a compaction cannot delete one between its open here and its cache entry.
             let _version = version;
-            preload_tables(&inner, &tables, || {
+            preload_tables(&inner.table_cache, &tables, || {
                 inner.shutting_down.load(Ordering::Acquire)
             });
         })
@@ -969,13 +970,17 @@ pub(crate) fn spawn_table_preload(inner: &Arc<DbInner>) -> Option<JoinHandle<()>
 /// not queue behind the read-ahead, then asks the OS to read each file ahead; stops at the
 /// next table once `closing` says the database is closing. A table that fails here is logged
 /// and left to the read that needs it, which meets the same error.
-pub(super) fn preload_tables(inner: &DbInner, tables: &[(u64, u64)], closing: impl Fn() -> bool) {
+pub(super) fn preload_tables(
+    cache: &TableCache,
+    tables: &[(u64, u64)],
+    closing: impl Fn() -> bool,
+) {
     let mut opened = Vec::with_capacity(tables.len());
     for &(number, size) in tables {
         if closing() {
             return;
         }
-        match inner.table_cache.get(number, size) {
+        match cache.get(number, size) {
             Ok(table) => opened.push(table),
             Err(e) => log::warn!("wisckey: could not preload table {number}: {e}"),
         }

@@ -117,7 +117,7 @@ fn table_preload_stops_at_the_next_table_once_the_database_closes() {
         assert_eq!(tables.len(), 4, "one table per flush");
         fault.record_calls(true);
         let asked = std::cell::Cell::new(0);
-        super::recovery::preload_tables(&db.inner, &tables, || {
+        super::recovery::preload_tables(&db.inner.table_cache, &tables, || {
             asked.set(asked.get() + 1);
             asked.get() > closed_after
         });
