@@ -248,3 +248,135 @@ fn a_failed_manifest_switch_never_leaves_current_naming_a_missing_manifest() {
         }
     }
 }
+
+/// Fails, while armed, the directory sync after the first manifest's CURRENT switch (the
+/// one after CURRENT's temp file was created and renamed) with ENOSPC, so the open retries
+/// with the space reserve released; then the first append to any later manifest with EIO.
+#[derive(Debug, Default)]
+struct FailSwitchThenRewrite {
+    armed: AtomicBool,
+    manifests_created: Mutex<Vec<std::path::PathBuf>>,
+    current_temp_created: AtomicBool,
+    switch_failed: AtomicBool,
+    rewrite_failed: AtomicBool,
+}
+
+fn is_manifest(path: &Path) -> bool {
+    path.file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with("MANIFEST-"))
+}
+
+impl Hooks for FailSwitchThenRewrite {
+    fn before_create(&self, path: &Path) -> Result<()> {
+        if self.armed.load(Ordering::SeqCst) {
+            if is_manifest(path) {
+                self.manifests_created.lock().push(path.to_path_buf());
+            } else if path.extension().is_some_and(|e| e == "tmp") {
+                self.current_temp_created.store(true, Ordering::SeqCst);
+            }
+        }
+        Ok(())
+    }
+    fn before_sync_dir(&self, dir: &Path) -> Result<()> {
+        if self.armed.load(Ordering::SeqCst)
+            && self.current_temp_created.load(Ordering::SeqCst)
+            && !self.switch_failed.swap(true, Ordering::SeqCst)
+        {
+            return Err(wisckey::Error::io(
+                format!("sync {}", dir.display()),
+                std::io::Error::from_raw_os_error(libc::ENOSPC),
+            ));
+        }
+        Ok(())
+    }
+    fn before_append(&self, path: &Path, _data: &[u8]) -> Result<()> {
+        let later_manifest = self.manifests_created.lock().len() >= 2;
+        if self.armed.load(Ordering::SeqCst)
+            && later_manifest
+            && is_manifest(path)
+            && !self.rewrite_failed.swap(true, Ordering::SeqCst)
+        {
+            return Err(wisckey::Error::io(
+                format!("append {}", path.display()),
+                std::io::Error::from_raw_os_error(libc::EIO),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// An open whose CURRENT switch failed on a full disk retries with the space reserve
+/// released. The failed attempt may already have renamed CURRENT to name its new manifest;
+/// the retry once wrote its manifest under the same number, truncating the manifest CURRENT
+/// named, so a retry that failed in turn (or a crash during it) left CURRENT naming an
+/// empty manifest and the database unopenable ("MANIFEST-000006 has no manifest magic").
+/// The retry must take a new number.
+#[test]
+fn an_opens_full_disk_retry_never_rewrites_the_manifest_current_names() {
+    full_disk_retry_after_the_current_switch(true);
+}
+
+/// The same open whose retry succeeds: it opens with the data, and the failed attempt's
+/// manifest (which CURRENT named for a while) is swept once the retry's is current.
+#[test]
+fn an_opens_successful_full_disk_retry_leaves_one_manifest() {
+    full_disk_retry_after_the_current_switch(false);
+}
+
+fn full_disk_retry_after_the_current_switch(fail_the_retry: bool) {
+    let fs = HookFs::new(FailSwitchThenRewrite::default());
+    let expect_data = |db: &Db| {
+        for i in 0..50u32 {
+            assert_eq!(
+                db.get(format!("key{i:03}")).expect("get"),
+                Some(b"value".to_vec())
+            );
+        }
+    };
+    {
+        let db = Db::open("/db", Options::small_for_tests(Arc::new(fs.clone()))).expect("open");
+        for i in 0..50u32 {
+            db.put(format!("key{i:03}"), b"value").expect("put");
+        }
+        db.close().expect("close");
+    }
+    // A retry that is not to fail finds its one failure already spent.
+    fs.hooks
+        .rewrite_failed
+        .store(!fail_the_retry, Ordering::SeqCst);
+    fs.hooks.armed.store(true, Ordering::SeqCst);
+    let first = Db::open("/db", Options::small_for_tests(Arc::new(fs.clone())));
+    fs.hooks.armed.store(false, Ordering::SeqCst);
+    assert!(
+        fs.hooks.switch_failed.load(Ordering::SeqCst),
+        "the CURRENT switch's directory sync failed"
+    );
+    let created = fs.hooks.manifests_created.lock().clone();
+    assert_eq!(created.len(), 2, "an attempt and a retry: {created:?}");
+    match first {
+        Ok(db) => {
+            assert!(
+                !fail_the_retry,
+                "the retry's manifest write failed, yet it opened"
+            );
+            expect_data(&db);
+            db.close().expect("close");
+        }
+        Err(e) => assert!(fail_the_retry, "the retry failed: {e}"),
+    }
+    let db = Db::open("/db", Options::small_for_tests(Arc::new(fs.clone())))
+        .unwrap_or_else(|e| panic!("the reopen fails: {e}"));
+    expect_data(&db);
+    assert_ne!(
+        created[0], created[1],
+        "the retry reused the manifest number"
+    );
+    db.close().expect("close");
+    let manifests: Vec<String> = fs
+        .list(Path::new("/db"))
+        .expect("list")
+        .into_iter()
+        .filter(|n| n.starts_with("MANIFEST-"))
+        .collect();
+    assert_eq!(manifests.len(), 1, "manifests left: {manifests:?}");
+}

@@ -201,6 +201,8 @@ pub(crate) fn open(dir: &Path, mut options: Options, read_only: bool) -> Result<
             Err(e) if e.is_no_space() && fs.exists(&dir.join(crate::filename::RESERVE))? => {
                 fs.remove(&dir.join(crate::filename::RESERVE))?;
                 log::warn!("wisckey: the disk is full; released the space reserve to open");
+                let mut loaded = loaded;
+                loaded.skip_numbers_of_failed_install();
                 VersionSet::install(Arc::clone(&fs), dir, loaded)?
             }
             other => other?,

@@ -172,6 +172,14 @@ pub struct LoadedState {
 }
 
 impl LoadedState {
+    /// Marks the manifest and temp-file numbers a failed [`VersionSet::install`] of this
+    /// state took as used, so a retry writes its manifest under new ones: the failure may
+    /// have come after CURRENT was renamed to name that manifest, which a retry under the
+    /// same number would truncate and rewrite.
+    pub fn skip_numbers_of_failed_install(&mut self) {
+        self.counters.next_file_number = self.counters.next_file_number.saturating_add(2);
+    }
+
     pub fn vlog_head(&self) -> Option<LogPosition> {
         self.counters.vlog_head
     }

@@ -47,6 +47,10 @@ pub trait Hooks: Send + Sync + std::fmt::Debug + 'static {
     fn before_punch_hole(&self, _path: &Path) -> Result<()> {
         Ok(())
     }
+    /// Before `FileSystem::sync_dir`.
+    fn before_sync_dir(&self, _dir: &Path) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Hooks that count value-log reads (`reads`).
@@ -188,6 +192,7 @@ impl<H: Hooks> FileSystem for HookFs<H> {
         self.mem.file_size(path)
     }
     fn sync_dir(&self, dir: &Path) -> Result<()> {
+        self.hooks.before_sync_dir(dir)?;
         self.mem.sync_dir(dir)
     }
     fn punch_hole(&self, path: &Path, offset: u64, len: u64) -> Result<()> {
