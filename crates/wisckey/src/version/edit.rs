@@ -31,6 +31,7 @@ use std::ops::RangeInclusive;
 
 use crate::coding::{put_length_prefixed, put_varint32, put_varint64, Decoder};
 use crate::error::{Error, Result};
+use crate::filename::MAX_FILE_NUMBER;
 use crate::key::parse_internal_key;
 use crate::position::LogPosition;
 
@@ -275,7 +276,41 @@ impl VersionEdit {
                 other => return Err(corrupt(&format!("unknown tag {other}"))),
             }
         }
+        if let Some(number) = edit.largest_file_number() {
+            if number > MAX_FILE_NUMBER {
+                return Err(Error::corruption(
+                    file,
+                    offset,
+                    format!(
+                        "version edit: file or segment number {number} is beyond the largest \
+                         wisckey writes ({MAX_FILE_NUMBER})"
+                    ),
+                ));
+            }
+        }
         Ok(edit)
+    }
+
+    /// The largest file or segment number the edit names or counts up to. The counters
+    /// derived from these add to them, so a crafted one near `u64::MAX` must be refused
+    /// where it is read.
+    fn largest_file_number(&self) -> Option<u64> {
+        let segments = self.vlog_segments_added.iter().chain(&self.vlog_segments_removed);
+        let accounted = (self.vlog_segments_sealed.iter())
+            .chain(&self.vlog_dead_bytes)
+            .map(|(segment, _)| segment);
+        let punched = self.vlog_punched.iter().map(|(segment, _, _)| segment);
+        let positions = self.vlog_head.iter().chain(&self.vlog_tail).map(|p| &p.segment);
+        (self.next_file_number.iter())
+            .chain(&self.next_vlog_segment)
+            .chain(self.deleted_files.iter().map(|(_, number)| number))
+            .chain(self.new_files.iter().map(|(_, file)| &file.number))
+            .chain(segments)
+            .chain(accounted)
+            .chain(punched)
+            .chain(positions)
+            .copied()
+            .max()
     }
 }
 
@@ -340,7 +375,7 @@ mod tests {
         e.add_file(
             6,
             FileMeta {
-                number: u64::MAX,
+                number: MAX_FILE_NUMBER,
                 file_size: 0,
                 smallest: make_internal_key(b"", 0, ValueKind::Value),
                 largest: make_internal_key(&[0xff; 300], 7, ValueKind::Value),
@@ -372,6 +407,40 @@ mod tests {
     }
 
     /// Every prefix either fails or is exactly a whole number of fields (re-encodes to itself).
+    /// Counters add to these numbers (the next manifest takes `next_file_number` and the
+    /// one after); a crafted manifest naming one near `u64::MAX` made an open overflow.
+    #[test]
+    fn file_and_segment_numbers_beyond_the_largest_are_corruption() {
+        type Craft = fn(&mut VersionEdit, u64);
+        let crafts: [(&str, Craft); 10] = [
+            ("next file", |e, n| e.next_file_number = Some(n)),
+            ("next segment", |e, n| e.next_vlog_segment = Some(n)),
+            ("deleted", |e, n| e.delete_file(1, n)),
+            ("new file", |e, n| e.new_files[0].1.number = n),
+            ("added", |e, n| e.vlog_segments_added.push(n)),
+            ("removed", |e, n| e.vlog_segments_removed.push(n)),
+            ("sealed", |e, n| e.vlog_segments_sealed.push((n, 0))),
+            ("dead", |e, n| e.vlog_dead_bytes.push((n, 0))),
+            ("punched", |e, n| e.vlog_punched.push((n, 0, 0))),
+            ("head", |e, n| e.vlog_head = Some(LogPosition::new(n, 0))),
+        ];
+        for (what, craft) in crafts {
+            let mut at_limit = full_edit();
+            craft(&mut at_limit, MAX_FILE_NUMBER);
+            assert!(VersionEdit::decode(&at_limit.encode(), "M", 0).is_ok(), "{what}");
+            for beyond in [MAX_FILE_NUMBER + 1, u64::MAX - 1, u64::MAX] {
+                let mut e = full_edit();
+                craft(&mut e, beyond);
+                let err = VersionEdit::decode(&e.encode(), "M", 7).expect_err(what);
+                assert!(err.is_corruption(), "{what} {beyond}: {err}");
+                assert!(err.to_string().contains(&beyond.to_string()), "{what}: {err}");
+            }
+        }
+        let mut tail = full_edit();
+        tail.vlog_tail = Some(LogPosition::new(u64::MAX, 0));
+        assert!(VersionEdit::decode(&tail.encode(), "M", 0).is_err());
+    }
+
     #[test]
     fn every_truncation_fails_or_ends_on_a_field_boundary() {
         let bytes = full_edit().encode();

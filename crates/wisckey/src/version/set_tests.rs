@@ -147,6 +147,22 @@ fn new_database_state_and_create_refuses_existing() {
     assert!(matches!(again, Err(Error::InvalidArgument(_))));
 }
 
+/// A manifest whose counter is near `u64::MAX` (crafted or damaged bytes whose checksum
+/// still matches) is refused as corruption; the open took the next manifest's number from
+/// it and overflowed (a panic with overflow checks, a wrapped number 0 without).
+#[test]
+fn a_manifest_counting_past_the_largest_file_number_is_corruption() {
+    let (fs, mut set) = new_set();
+    let mut e = VersionEdit::new();
+    e.next_file_number = Some(u64::MAX - 1);
+    set.log_and_apply(e).expect("applied in memory and written");
+    drop(set);
+    let recovered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| recover(&fs).map(|_| ())));
+    let err = recovered.expect("no panic").expect_err("refused");
+    assert!(err.is_corruption(), "{err}");
+    assert!(err.to_string().contains("18446744073709551614"), "{err}");
+}
+
 #[test]
 fn recover_writes_new_manifest_and_removes_old() {
     let (fs, set) = populated();
