@@ -177,9 +177,20 @@ pub fn dump(args: &DumpArgs) -> CliResult {
     let prefix = args
         .prefix
         .as_deref()
-        .map(crate::kv::unescape)
+        .map(|text| {
+            crate::kv::unescape(text).map_err(|e| crate::Usage(format!("--prefix '{text}': {e}")))
+        })
         .transpose()?
         .unwrap_or_default();
+    if let Some(out) = &args.out {
+        crate::maint::refuse_target_inside(
+            &args.db,
+            out,
+            "dump file",
+            "a file the database does not own (repair refuses to run beside one); write the \
+             dump outside it",
+        )?;
+    }
     // Read-only: a dump never changes the database, and runs beside other readers.
     let db = Db::open_read_only(&args.db, Options::default())?;
     let count = match &args.out {

@@ -145,12 +145,15 @@ fn open_read_only(path: &PathBuf) -> Result<Db, Box<dyn std::error::Error>> {
 
 impl Encoding {
     /// Bytes from a command-line argument.
-    pub(crate) fn parse(&self, arg: &str, what: &str) -> Result<Vec<u8>, String> {
-        if self.hex {
+    /// A malformed argument is a usage error (exit 64), checked before the database is
+    /// opened: exit 1 would read as `get`'s "not found".
+    pub(crate) fn parse(&self, arg: &str, what: &str) -> Result<Vec<u8>, crate::Usage> {
+        let parsed = if self.hex {
             parse_hex(arg).map_err(|e| format!("{what} '{arg}' is not hex: {e}"))
         } else {
             unescape(arg).map_err(|e| format!("{what} '{arg}': {e}"))
-        }
+        };
+        parsed.map_err(crate::Usage)
     }
 
     /// Bytes as printed.

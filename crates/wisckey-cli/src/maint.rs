@@ -202,7 +202,9 @@ fn open(path: &PathBuf) -> Result<Db, Box<dyn std::error::Error>> {
         gc_space_amp_target: f64::INFINITY,
         ..Options::default()
     };
-    Ok(Db::open(path, options)?)
+    Db::open(path, options).map_err(|e| {
+        crate::kv::missing_database(path, e, "gc, compact and cluster never create one")
+    })
 }
 
 /// For the commands that only read: nothing in the directory changes.
@@ -295,7 +297,6 @@ pub fn cluster(args: &ClusterArgs) -> Result<(), Box<dyn std::error::Error>> {
         arg.as_deref()
             .map(|text| args.encoding.parse(text, what))
             .transpose()
-            .map_err(crate::Usage)
     };
     let (from, to) = (key(&args.from, "--from")?, key(&args.to, "--to")?);
     if let (Some(from), Some(to)) = (&from, &to) {
@@ -459,7 +460,12 @@ fn print_check(
 }
 
 pub fn checkpoint(args: &CheckpointArgs) -> Result<(), Box<dyn std::error::Error>> {
-    refuse_target_inside(&args.db, &args.to)?;
+    refuse_target_inside(
+        &args.db,
+        &args.to,
+        "checkpoint target",
+        "the copy would become part of the database it copies; name a directory outside it",
+    )?;
     // A backup writes nothing to what it copies.
     let db = open_read_only(&args.db)?;
     let started = std::time::Instant::now();
@@ -479,14 +485,19 @@ pub fn checkpoint(args: &CheckpointArgs) -> Result<(), Box<dyn std::error::Error
     Ok(())
 }
 
-/// Refuses a checkpoint target inside the database directory (or the directory itself),
-/// before anything is opened or written: the copy would be a directory the database does
-/// not own, which `repair` refuses to rebuild around, and the next checkpoint would copy
-/// it too. Compared as canonical paths, so `..` and symlinks cannot hide it. The target
+/// Refuses a target (a checkpoint's directory, a dump's file) inside the database directory
+/// (or the directory itself), before anything is opened or written: it would be a file the
+/// database does not own, which `repair` refuses to rebuild around (and the next checkpoint
+/// would copy a checkpoint too). `what` names the target and `why` the consequence. Compared as canonical paths, so `..` and symlinks cannot hide it. The target
 /// does not exist yet: its nearest existing ancestor is canonicalized, and each directory
 /// the copy would create below it is checked (`a/new/../b` creates `a/new` too). Where a
 /// path cannot be canonicalized, the open or the copy reports why; nothing is refused.
-fn refuse_target_inside(db: &Path, target: &Path) -> Result<(), crate::Usage> {
+pub(crate) fn refuse_target_inside(
+    db: &Path,
+    target: &Path,
+    what: &str,
+    why: &str,
+) -> Result<(), crate::Usage> {
     let Ok(db_dir) = db.canonicalize() else {
         return Ok(());
     };
@@ -519,9 +530,7 @@ fn refuse_target_inside(db: &Path, target: &Path) -> Result<(), crate::Usage> {
     }
     if inside {
         return Err(crate::Usage(format!(
-            "checkpoint target {} is the database directory {} or inside it: the copy would \
-             become part of the database it copies; name a directory outside it (nothing was \
-             written)",
+            "{what} {} is the database directory {} or inside it: {why} (nothing was written)",
             target.display(),
             db.display()
         )));

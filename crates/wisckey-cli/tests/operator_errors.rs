@@ -529,3 +529,49 @@ fn every_command_exits_2_on_damaged_files() {
         Some(1)
     );
 }
+
+/// `dump --out` inside the database directory is refused before anything is opened or
+/// written (exit 64): the dump would be a file the database does not own, which `repair`
+/// refuses to run beside. A malformed `--prefix` is a usage error too.
+#[test]
+fn a_dump_into_the_database_directory_is_refused_and_writes_nothing() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path().join("db");
+    create(&dir, 10, 100);
+    let path = dir.to_str().expect("utf-8 path");
+    let before: std::collections::BTreeSet<_> = std::fs::read_dir(&dir)
+        .expect("list")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    let sneaky = format!("{}/../db/all.dump", dir.join("lost").display());
+    for target in [
+        dir.join("all.dump").to_str().expect("utf-8").to_string(),
+        dir.join("sub/all.dump")
+            .to_str()
+            .expect("utf-8")
+            .to_string(),
+        sneaky,
+    ] {
+        let out = wisckey(&["dump", "--db", path, "--out", &target]);
+        assert_eq!(out.status.code(), Some(64), "{target}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("inside it"), "{target}: {err}");
+    }
+    let after: std::collections::BTreeSet<_> = std::fs::read_dir(&dir)
+        .expect("list")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(before, after, "the refused dumps changed the directory");
+    let out = wisckey(&["dump", "--db", path, "--prefix", "bad\\q"]);
+    assert_eq!(out.status.code(), Some(64), "{out:?}");
+    // Beside the database it works.
+    let beside = temp.path().join("all.dump");
+    let out = wisckey(&[
+        "dump",
+        "--db",
+        path,
+        "--out",
+        beside.to_str().expect("utf-8"),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+}
