@@ -240,7 +240,13 @@ fn build_task(
         (lo.to_vec(), hi.to_vec())
     };
     let (lo, hi) = range(&inputs.iter().collect::<Vec<_>>());
-    let next_inputs = v.overlapping_files(output_level, Some(&lo), Some(&hi));
+    // A user key split across two output-level files goes in whole: a tombstone of it in
+    // the first may be dropped (nothing deeper holds the key), and the older versions in
+    // the second, left out, would come back.
+    let next_inputs = with_boundary_files(
+        v.files(output_level),
+        v.overlapping_files(output_level, Some(&lo), Some(&hi)),
+    );
     let (all_lo, all_hi) = range(&inputs.iter().chain(&next_inputs).collect::<Vec<_>>());
     let grandparents = if output_level + 1 < NUM_LEVELS {
         v.overlapping_files(output_level + 1, Some(&all_lo), Some(&all_hi))

@@ -139,6 +139,25 @@ fn a_user_key_split_across_files_is_compacted_together() {
     assert_eq!(numbers(&t.inputs), vec![10, 11]);
 }
 
+/// The same split on the output level: the file holding the key's older versions is an
+/// input too, or a tombstone dropped from the first would let them come back.
+#[test]
+fn a_user_key_split_across_output_level_files_is_compacted_together() {
+    let mut f20 = sized(20, b"c", b"k", 100);
+    f20.largest = make_internal_key(b"k", 9, ValueKind::Deletion);
+    let mut f21 = sized(21, b"k", b"m", 100);
+    f21.smallest = make_internal_key(b"k", 5, ValueKind::Value);
+    let v = version(vec![
+        (1, sized(10, b"a", b"d", 100)),
+        (2, f20),
+        (2, f21),
+        (2, sized(22, b"n", b"p", 100)),
+    ]);
+    let t = pick_range_compaction(&v, 1, Some(b"a"), Some(b"b")).expect("overlaps 10");
+    assert_eq!(numbers(&t.inputs), vec![10]);
+    assert_eq!(numbers(&t.next_inputs), vec![20, 21]);
+}
+
 #[test]
 fn trivial_move_needs_one_input_no_next_inputs_and_small_grandparent_overlap() {
     let p = small_policy();
