@@ -140,7 +140,7 @@ pub struct Options {
     pub l0_stop_trigger: usize,
     /// Scan read-ahead (WiscKey §3.3.2): from the second entry of a forward scan on, an
     /// iterator reads up to this many entries ahead (the window starts at 4 and doubles per
-    /// refill; at most 8 MiB of values) and their value-log reads run in parallel on
+    /// refill; at most 8 MiB of keys and values) and their value-log reads run in parallel on
     /// `scan_readahead_threads` reader threads. Default 256. 0 or 1 turns read-ahead off:
     /// each value is then read when asked for. Larger: more reads in flight for long scans,
     /// more wasted reads when a scan stops early.
@@ -480,7 +480,7 @@ pub struct ReadOptions {
     /// Iterators: about how many entries the caller reads after each positioning call (a
     /// query's `LIMIT`; Badger's `PrefetchSize`). When set, read-ahead starts at the seek
     /// itself with a window of that many entries (at most [`MAX_SCAN_LENGTH_HINT`], and
-    /// 8 MiB of values), so a short scan issues all its value reads at once; without it a
+    /// 8 MiB of keys and values), so a short scan issues all its value reads at once; without it a
     /// scan reads ahead from its second entry with a window that starts at 4 and doubles
     /// per refill up to [`Options::scan_readahead_entries`]. Default `None`: a seek may be
     /// a point lookup, and reading values ahead of one would waste device reads.

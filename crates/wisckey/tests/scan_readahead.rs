@@ -526,3 +526,35 @@ fn scans_of_keys_being_written_never_report_healthy_values_as_damaged() {
     eprintln!("{scans} scans, {values} values");
     assert!(scans > 10 && values > 0);
 }
+
+/// `scan_readahead_entries = usize::MAX` ("no entry limit"; the byte budget still holds):
+/// the window doubled on every refill and, once the byte budget kept it from filling,
+/// every `next` refilled and doubled it until it overflowed (a panic with overflow checks;
+/// without, a window of 0 that stopped refilling and showed each entry twice).
+#[test]
+fn an_unlimited_read_ahead_window_shows_every_entry_once() {
+    let mem = MemFs::new();
+    let mut opts = options(Arc::new(mem), true);
+    opts.scan_readahead_entries = usize::MAX;
+    let db = Db::open("/db", opts).expect("open");
+    const KEYS: u32 = 12_000;
+    let mut batch = wisckey::WriteBatch::new();
+    for i in 0..KEYS {
+        batch.put(key(i), vec![(i % 251) as u8; 1024]);
+        if batch.len() == 500 {
+            db.write(std::mem::take(&mut batch)).expect("write");
+        }
+    }
+    db.flush().expect("flush");
+    let mut it = db.iter(&ReadOptions::default()).expect("iter");
+    it.seek_to_first();
+    let mut shown = 0u32;
+    while it.valid() {
+        assert_eq!(it.key(), key(shown).as_slice(), "entry {shown}");
+        assert_eq!(it.value().expect("value"), vec![(shown % 251) as u8; 1024]);
+        shown += 1;
+        it.next();
+    }
+    it.status().expect("no error");
+    assert_eq!(shown, KEYS);
+}

@@ -6,7 +6,8 @@
 //! whose value is kept in `saved_*`. Values behind pointers are read only when asked for,
 //! except during a forward scan: from the first `next` after a positioning call the iterator
 //! reads entries ahead of the user into `ahead` (a window that doubles per refill up to
-//! `Options::scan_readahead_entries` entries and `SCAN_READAHEAD_BYTES` of values) and queues
+//! `Options::scan_readahead_entries` entries and `SCAN_READAHEAD_BYTES` of keys and values)
+//! and queues
 //! their value-log reads on the database's reader pool (`readahead`), so they proceed in
 //! parallel (WiscKey §3.3.2). While `ahead` is non-empty its front is the current entry and
 //! the inner iterator sits on its back entry (or past the end); an error met while reading
@@ -33,7 +34,8 @@ use crate::key::{parse_internal_key, seek_key, user_key, SequenceNumber, ValueKi
 use crate::options::{ReadOptions, MAX_SCAN_LENGTH_HINT};
 use crate::version::Version;
 
-/// Most value bytes a scan reads ahead of the user (bounds memory for large values).
+/// Most bytes (keys, inline values, values read behind pointers) a scan holds ahead of the
+/// user: bounds its memory for large keys and values, inline ones too.
 pub const SCAN_READAHEAD_BYTES: u64 = 8 << 20;
 /// Entries read ahead by the first refill after a positioning call; doubles per refill.
 const FIRST_READAHEAD_WINDOW: usize = 4;
@@ -79,8 +81,9 @@ struct AheadEntry {
     stored: Vec<u8>,
     /// The value-log read queued for a pointer entry.
     read: Option<Arc<PendingRead>>,
-    /// Record length behind the pointer (0 for inline values).
-    pointed_bytes: u64,
+    /// What the entry holds or will hold: its key, what the tree stores for it (an inline
+    /// value or a pointer) and the value read behind a pointer (the record's length).
+    held_bytes: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,7 +119,7 @@ pub struct DbIterator<'a> {
     error: Option<Error>,
     /// Forward scan read-ahead; see the module docs.
     ahead: VecDeque<AheadEntry>,
-    /// Value bytes behind pointers in `ahead`.
+    /// The `held_bytes` of `ahead`'s entries.
     ahead_bytes: u64,
     /// Entries the next refill may hold (grows per refill).
     window: usize,
@@ -591,11 +594,11 @@ impl DbIterator<'_> {
         };
         let stored = self.iter.value().to_vec();
         let mut entry = AheadEntry {
+            held_bytes: (user.len() + stored.len()) as u64,
             user_key: user,
             kind,
             stored,
             read: None,
-            pointed_bytes: 0,
         };
         if kind == ValueKind::ValuePointer {
             let read = PendingRead::new();
@@ -606,7 +609,7 @@ impl DbIterator<'_> {
                 &entry.stored,
             ) {
                 Ok(PointerRead::File { ptr, live }) => {
-                    entry.pointed_bytes = u64::from(ptr.len);
+                    entry.held_bytes += u64::from(ptr.len);
                     let follows = self.run.last.is_some_and(|last| {
                         last.segment == ptr.segment && last.end() == ptr.offset
                     });
@@ -638,12 +641,15 @@ impl DbIterator<'_> {
                     self.run.last = Some(ptr);
                     self.run.last_followed = follows;
                 }
-                Ok(PointerRead::Buffered(value)) => read.complete_with(|| Ok(value)),
+                Ok(PointerRead::Buffered(value)) => {
+                    entry.held_bytes += value.len() as u64;
+                    read.complete_with(|| Ok(value));
+                }
                 Err(e) => read.complete_with(|| Err(e)),
             }
             entry.read = Some(read);
         }
-        self.ahead_bytes += entry.pointed_bytes;
+        self.ahead_bytes += entry.held_bytes;
         entry
     }
 
@@ -732,7 +738,7 @@ impl DbIterator<'_> {
     /// Reads entries ahead until the window or the byte budget is full, or the inner
     /// iterator ends; the window doubles for the next refill.
     fn refill_readahead(&mut self) {
-        self.ahead_bytes = self.ahead.iter().map(|e| e.pointed_bytes).sum();
+        self.ahead_bytes = self.ahead.iter().map(|e| e.held_bytes).sum();
         while self.ahead.len() < self.window
             && self.ahead_bytes < SCAN_READAHEAD_BYTES
             && self.valid
@@ -752,7 +758,9 @@ impl DbIterator<'_> {
         self.issue_run();
         self.issue_batch();
         let most = self.scan_length_hint.unwrap_or(0).max(self.db.options.scan_readahead_entries);
-        self.window = (self.window * 2).min(most);
+        // Saturating: `scan_readahead_entries` may be "unlimited" (usize::MAX), and a window
+        // that wrapped to 0 stopped refilling and showed each entry twice.
+        self.window = self.window.saturating_mul(2).min(most);
     }
 
     /// Counts a value read out of log order at `key`; reports every `HEAT_REPORT_READS`.
@@ -844,5 +852,49 @@ impl DbIterator<'_> {
     fn fail(&mut self, e: Error) {
         self.error.get_or_insert(e);
         self.valid = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::MemFs;
+    use crate::{Db, Options};
+
+    /// The read-ahead byte budget counts what the queue holds, inline values and keys too:
+    /// it counted only the records behind pointers, so with every value inline a scan
+    /// queued up to `scan_readahead_entries` whole values (here 64 of 256 KiB: 16 MiB).
+    #[test]
+    fn read_ahead_of_inline_values_stays_within_the_byte_budget() {
+        const VALUE_LEN: usize = 256 << 10;
+        let mut options = Options::small_for_tests(Arc::new(MemFs::new()));
+        options.value_threshold = usize::MAX;
+        options.gc_space_amp_target = f64::INFINITY;
+        let db = Db::open("/db", options).expect("open");
+        for i in 0..80u32 {
+            db.put(format!("key{i:03}"), vec![i as u8; VALUE_LEN])
+                .expect("put");
+        }
+        db.flush().expect("flush");
+        let mut it = db.iter(&ReadOptions::default()).expect("iter");
+        it.seek_to_first();
+        let mut shown = 0u32;
+        let mut most_held = 0u64;
+        while it.valid() {
+            assert_eq!(it.key(), format!("key{shown:03}").as_bytes());
+            assert_eq!(it.value().expect("value"), vec![shown as u8; VALUE_LEN]);
+            let held: u64 = (it.ahead.iter())
+                .map(|e| (e.user_key.len() + e.stored.len()) as u64)
+                .sum();
+            most_held = most_held.max(held);
+            shown += 1;
+            it.next();
+        }
+        it.status().expect("no error");
+        assert_eq!(shown, 80);
+        // One entry may cross the budget (the refill checks before each entry).
+        let bound = SCAN_READAHEAD_BYTES + VALUE_LEN as u64 + 64;
+        assert!(most_held <= bound, "held {most_held} bytes ahead, bound {bound}");
+        assert!(most_held > 0, "read ahead at all");
     }
 }
