@@ -1145,3 +1145,75 @@ fn a_stray_file_with_a_huge_number_does_not_wrap_file_numbers() {
     assert_eq!(db.get(b"before").expect("get"), Some(b"v".to_vec()));
     assert_eq!(db.get(b"k0007").expect("get"), Some(vec![2u8; 300]));
 }
+
+/// A salvage open whose head segment is cut short and whose next segment is missing
+/// replays nothing after the head, and dropped the segments after the gap from the log
+/// only in words: they stayed in the directory, listed, their records in no table, so GC
+/// took them for dead and deleted them. Salvage keeps what it drops in `lost/salvage-N/`.
+#[test]
+fn a_salvage_open_that_cannot_replay_past_a_missing_segment_sets_the_later_ones_aside() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (dir, copy) = (tmp.path().join("db"), tmp.path().join("copy"));
+    std::fs::create_dir_all(&copy).expect("mkdir");
+    let options = || Options {
+        memtable_size: 4 << 20,
+        memtable_max_log_bytes: 4 << 20,
+        ..small_posix()
+    };
+    let db = Db::open(&dir, options()).expect("open");
+    for i in 0..300 {
+        db.put(format!("key{i:05}"), value(i)).expect("put");
+    }
+    db.flush().expect("flush");
+    let head_segment = names_with(&dir, ".vlog").pop().expect("a segment");
+    let head_number: u64 = head_segment[..6].parse().expect("number");
+    // Unflushed writes, synced, over at least two more segments.
+    let mut i = 300;
+    while names_with(&dir, ".vlog")
+        .last()
+        .map(|n| n[..6].parse::<u64>().expect("number"))
+        < Some(head_number + 2)
+    {
+        db.put_opt(format!("key{i:05}"), value(i), &SYNC)
+            .expect("put");
+        i += 1;
+    }
+    db.put_opt(b"last", b"write", &SYNC).expect("put");
+    crash_copy(&dir, &copy);
+    drop(db);
+    let name = |n: u64| format!("{n:06}.vlog");
+    let later = std::fs::read(copy.join(name(head_number + 2))).expect("later segment");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(copy.join(&head_segment))
+        .and_then(|f| f.set_len(40))
+        .expect("cut the head segment short");
+    std::fs::remove_file(copy.join(name(head_number + 1))).expect("rm");
+
+    let salvage = Options {
+        recovery_mode: RecoveryMode::SalvagePrefix,
+        ..options()
+    };
+    let db = Db::open(&copy, salvage).expect("salvage open");
+    let report = db.recovery_report().clone();
+    let kept = report
+        .salvage_kept_in
+        .clone()
+        .unwrap_or_else(|| panic!("nothing set aside: {report:?}"));
+    let kept_later = std::fs::read(copy.join(&kept).join(name(head_number + 2)))
+        .unwrap_or_else(|e| panic!("segment {} not kept in {kept}: {e}", head_number + 2));
+    assert_eq!(kept_later, later, "kept as it was");
+    assert!(
+        !copy.join(name(head_number + 2)).exists(),
+        "no longer part of the log"
+    );
+    let dropped: u64 = report.salvaged.iter().map(|d| d.bytes_dropped).sum();
+    assert!(
+        dropped >= later.len() as u64,
+        "{dropped} bytes dropped: {report:?}"
+    );
+    db.put(b"after", b"salvage").expect("writes go on");
+    db.close().expect("close");
+    let db = Db::open(&copy, options()).expect("strict reopen");
+    assert_eq!(db.get(b"after").expect("get"), Some(b"salvage".to_vec()));
+}

@@ -507,6 +507,9 @@ struct ReplayPlan {
     torn_last_segment: Option<u64>,
     /// The writer must start a new segment (the log's end lies where old pointers point).
     force_new_segment: bool,
+    /// Salvage replays nothing past a gap after this segment: the present segments above it
+    /// leave the log (set aside in `lost/`, as every segment salvage drops).
+    dropped_after: Option<u64>,
 }
 
 /// Checks the segments against the manifest and decides where replay starts. Reads only.
@@ -628,6 +631,7 @@ fn plan_replay(
                 start: Some(LogPosition::new(1, 0)),
                 torn_last_segment,
                 force_new_segment: false,
+                dropped_after: None,
             }),
             Some(&first) => Err(Error::corruption(
                 vlog_file_name(dir, 1).display().to_string(),
@@ -642,6 +646,7 @@ fn plan_replay(
                 start: None,
                 torn_last_segment,
                 force_new_segment: true,
+                dropped_after: None,
             }),
             None => Err(Error::corruption(
                 dir.display().to_string(),
@@ -667,6 +672,7 @@ fn plan_replay(
             start: Some(head),
             torn_last_segment,
             force_new_segment: false,
+            dropped_after: None,
         });
     }
     let missing = head.offset - head_len;
@@ -696,6 +702,15 @@ fn plan_replay(
         _ => None,
     };
     let lost_after_head = written_to.map_or(0, |end| end.saturating_sub(head.offset));
+    // With the next segment missing nothing after the head is replayed: the later segments
+    // are dropped too, and counted.
+    let replay_next = present_set.contains(&next);
+    let mut dropped_later = 0;
+    if !replay_next {
+        for &later in present.iter().filter(|&&s| s > head.segment) {
+            dropped_later += fs.file_size(&vlog_file_name(dir, later))?;
+        }
+    }
     let reason = match (first_later, written_to) {
         (None, _) => reason,
         (Some(first), _) if first != next => format!(
@@ -718,17 +733,16 @@ fn plan_replay(
     report.salvaged.push(SalvagedDamage {
         at: LogPosition::new(head.segment, head_len),
         reason,
-        bytes_dropped: missing + lost_after_head,
+        bytes_dropped: missing + lost_after_head + dropped_later,
         records_dropped: 0,
     });
     // Old pointers reach up to the head: never append into this segment again.
     Ok(ReplayPlan {
-        start: present_set
-            .contains(&next)
-            .then_some(LogPosition::new(next, 0)),
+        start: replay_next.then_some(LogPosition::new(next, 0)),
         present,
         torn_last_segment,
         force_new_segment: true,
+        dropped_after: (!replay_next).then_some(head.segment),
     })
 }
 
@@ -851,9 +865,10 @@ fn finish_log(
 ) -> Result<(VlogWriter, BTreeSet<u64>, Option<LogPosition>)> {
     let mut segments: BTreeSet<u64> = plan.present.iter().copied().collect();
     let mut dropped: Vec<u64> = plan.torn_last_segment.into_iter().collect();
-    if let Some(end) = replayed.end {
-        // Segments after the end hold nothing valid (or salvage chose to drop them).
-        for &segment in plan.present.iter().filter(|&&s| s > end.segment) {
+    // Segments after the end hold nothing valid (or salvage chose to drop them).
+    let dropped_after = replayed.end.map(|end| end.segment).or(plan.dropped_after);
+    if let Some(after) = dropped_after {
+        for &segment in plan.present.iter().filter(|&&s| s > after) {
             segments.remove(&segment);
             dropped.push(segment);
         }
