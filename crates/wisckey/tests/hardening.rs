@@ -469,7 +469,42 @@ fn a_torn_header_of_a_never_synced_newest_segment_is_dropped_and_reported() {
     let report = db.recovery_report();
     assert!(report.salvaged.is_empty(), "{report:?}");
     assert!(report.torn_tail_bytes >= 32, "{report:?}");
+    assert_eq!(report.torn_kept_in, None, "a header alone is not kept");
+    assert!(!dir.join("lost").exists());
     assert_eq!(db.get(b"key00000").expect("get"), Some(value(0)));
+}
+
+/// A torn header with one valid record after it and no record saying a sync came before:
+/// a crash while the segment was created leaves that, and so does damage to the header of
+/// a segment whose one sync covered that record (an acknowledged sync write). The open
+/// cannot tell them apart; it opened by deleting the segment. Now it opens with the
+/// segment moved, as it was, to `lost/torn-1/`.
+#[test]
+fn a_torn_newest_segment_that_holds_records_is_set_aside_not_deleted() {
+    let (crashed, options, newest) = sync_puts_into_a_new_segment_then_power_cut();
+    let dir = crashed.path();
+    let mut bytes = std::fs::read(dir.join(&newest)).expect("read");
+    // The header and the segment's first record (22-byte record header, 8-byte key,
+    // 300-byte value), written before any sync covered the header.
+    bytes.truncate(32 + 22 + 8 + 300);
+    bytes[20] ^= 0x01;
+    std::fs::write(dir.join(&newest), &bytes).expect("write");
+    let db = Db::open(dir, options.clone()).expect("a torn newest segment opens");
+    let report = db.recovery_report().clone();
+    assert!(report.salvaged.is_empty(), "{report:?}");
+    assert_eq!(
+        report.torn_kept_in.as_deref(),
+        Some("lost/torn-1"),
+        "{report:?}"
+    );
+    let kept = std::fs::read(dir.join("lost/torn-1").join(&newest)).expect("kept");
+    assert!(kept == bytes, "moved as it was");
+    assert_eq!(db.get(b"key00000").expect("get"), Some(value(0)));
+    db.put(b"after", b"open").expect("writes go on");
+    db.close().expect("close");
+    let db = Db::open(dir, options).expect("reopen");
+    assert_eq!(db.get(b"after").expect("get"), Some(b"open".to_vec()));
+    assert_eq!(db.recovery_report().torn_kept_in, None);
 }
 
 /// Defect: a newest segment whose header verifies but names another segment (a file copied

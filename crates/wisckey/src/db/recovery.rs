@@ -60,6 +60,12 @@ pub struct RecoveryReport {
     /// cut short at it, as they were. `None` when nothing was dropped (and always in a
     /// read-only open, which changes nothing).
     pub salvage_kept_in: Option<String>,
+    /// Where a torn newest segment that still held valid records was moved, as it was,
+    /// instead of being deleted (`lost/torn-N/`). A crash while the segment was being
+    /// created leaves one (its records were never acknowledged), but so does damage to the
+    /// header of a segment whose only sync covered its last record (acknowledged), and the
+    /// open cannot tell the two apart. Its bytes count in `torn_tail_bytes`.
+    pub torn_kept_in: Option<String>,
 }
 
 /// One place where salvage dropped data.
@@ -505,6 +511,9 @@ struct ReplayPlan {
     start: Option<LogPosition>,
     /// The newest segment's header never became durable: it holds nothing acknowledged.
     torn_last_segment: Option<u64>,
+    /// That segment still holds valid records after its header: it is set aside, not
+    /// deleted (see `RecoveryReport::torn_kept_in`).
+    torn_segment_has_records: bool,
     /// The writer must start a new segment (the log's end lies where old pointers point).
     force_new_segment: bool,
     /// Salvage replays nothing past a gap after this segment: the present segments above it
@@ -524,6 +533,7 @@ fn plan_replay(
     let mut present = vlog::list_segments(fs, dir)?;
     let torn_segment = vlog::torn_last_segment(fs, dir, vlog_options)?;
     let torn_last_segment = torn_segment.as_ref().map(|t| t.segment);
+    let torn_segment_has_records = torn_segment.as_ref().is_some_and(|t| t.records > 0);
     if let Some(torn) = &torn_segment {
         if loaded
             .vlog_segments()
@@ -630,6 +640,7 @@ fn plan_replay(
                 present,
                 start: Some(LogPosition::new(1, 0)),
                 torn_last_segment,
+                torn_segment_has_records,
                 force_new_segment: false,
                 dropped_after: None,
             }),
@@ -645,6 +656,7 @@ fn plan_replay(
                 present,
                 start: None,
                 torn_last_segment,
+                torn_segment_has_records,
                 force_new_segment: true,
                 dropped_after: None,
             }),
@@ -671,6 +683,7 @@ fn plan_replay(
             present,
             start: Some(head),
             torn_last_segment,
+            torn_segment_has_records,
             force_new_segment: false,
             dropped_after: None,
         });
@@ -741,6 +754,7 @@ fn plan_replay(
         start: replay_next.then_some(LogPosition::new(next, 0)),
         present,
         torn_last_segment,
+        torn_segment_has_records,
         force_new_segment: true,
         dropped_after: (!replay_next).then_some(head.segment),
     })
@@ -890,11 +904,23 @@ fn finish_log(
             )?);
         }
     } else if !dropped.is_empty() {
-        // A torn newest segment and segments after a torn tail hold nothing acknowledged.
-        for &segment in &dropped {
+        // A torn newest segment and segments after a torn tail hold nothing acknowledged,
+        // unless damage (not a crash) tore a synced header: one with records is kept aside.
+        let keep = plan.torn_last_segment.filter(|_| plan.torn_segment_has_records);
+        for &segment in dropped.iter().filter(|&&s| Some(s) != keep) {
             fs.remove(&vlog_file_name(dir, segment))?;
         }
         fs.sync_dir(dir)?;
+        if let Some(segment) = keep {
+            let moved = [vlog_file_name(dir, segment)];
+            let kept_in = super::repair::set_aside(&**fs, dir, "torn", &moved, &[])?;
+            log::warn!(
+                "wisckey: the header of value-log segment {segment} (the newest) does not \
+                 verify, but valid records follow it: taken for a crash while it was created, \
+                 the segment is not part of the log; kept, as it was, in {kept_in}"
+            );
+            report.torn_kept_in = Some(kept_in);
+        }
     }
     let mut new_head = None;
     let writer = match replayed.end {
