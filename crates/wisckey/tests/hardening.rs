@@ -1252,3 +1252,86 @@ fn a_salvage_open_that_cannot_replay_past_a_missing_segment_sets_the_later_ones_
     let db = Db::open(&copy, options()).expect("strict reopen");
     assert_eq!(db.get(b"after").expect("get"), Some(b"salvage".to_vec()));
 }
+
+/// The value log's record checksum mask (docs/FORMAT.md).
+fn mask(crc: u32) -> u32 {
+    crc.rotate_right(15).wrapping_add(0xa282_ead8)
+}
+
+/// A batch whose records each verify but whose sequence numbers skip (bytes no writer
+/// produces) was a hard error in every mode: salvage, the explicit way past log damage,
+/// could not open the database either. Now it is damage like a record that fails its
+/// checks: a strict open refuses, naming it, and salvage keeps the log before the batch.
+#[test]
+fn a_sequence_gap_inside_a_batch_is_damage_that_salvage_steps_over() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (dir, copy) = (tmp.path().join("db"), tmp.path().join("copy"));
+    std::fs::create_dir_all(&copy).expect("mkdir");
+    let options = || Options {
+        memtable_size: 4 << 20,
+        memtable_max_log_bytes: 4 << 20,
+        ..small_posix()
+    };
+    let db = Db::open(&dir, options()).expect("open");
+    db.put_opt(b"before", value(1), &SYNC).expect("put");
+    let mut batch = wisckey::WriteBatch::new();
+    for key in ["batch-1", "batch-2", "batch-3"] {
+        batch.put(key, value(2));
+    }
+    db.write_opt(batch, &SYNC).expect("batch");
+    db.put_opt(b"after", value(3), &SYNC).expect("put");
+    crash_copy(&dir, &copy);
+    drop(db);
+    let segment = names_with(&copy, ".vlog").pop().expect("a segment");
+    let path = copy.join(&segment);
+    let mut bytes = std::fs::read(&path).expect("read");
+    // Walk the records to the batch's second one; give it a later sequence, checksummed.
+    let mut at = 32;
+    loop {
+        let field = |from: usize| u32::from_le_bytes(bytes[from..from + 4].try_into().expect("4"));
+        let (key_len, value_len) = (field(at + 4) as usize, field(at + 8) as usize);
+        let end = at + 22 + key_len + value_len;
+        if &bytes[at + 22..at + 22 + key_len] == b"batch-2" {
+            let sequence = u64::from_le_bytes(bytes[at + 12..at + 20].try_into().expect("8"));
+            bytes[at + 12..at + 20].copy_from_slice(&(sequence + 7).to_le_bytes());
+            let crc = mask(crc32c::crc32c(&bytes[at + 4..end]));
+            bytes[at..at + 4].copy_from_slice(&crc.to_le_bytes());
+            break;
+        }
+        at = end;
+        assert!(at + 22 <= bytes.len(), "batch-2 not found");
+    }
+    std::fs::write(&path, &bytes).expect("write");
+
+    let before = dir_contents(&copy);
+    let text = assert_corruption(Db::open(&copy, options()), "does not follow");
+    assert!(text.contains(&segment), "names the segment: {text}");
+    assert_eq!(
+        dir_contents(&copy),
+        before,
+        "a refused open changes nothing"
+    );
+
+    let salvage = Options {
+        recovery_mode: RecoveryMode::SalvagePrefix,
+        ..options()
+    };
+    let db = Db::open(&copy, salvage).expect("salvage steps over the gap");
+    let report = db.recovery_report().clone();
+    assert_eq!(report.salvaged.len(), 1, "{report:?}");
+    assert!(
+        report.salvaged[0].reason.contains("does not follow"),
+        "{report:?}"
+    );
+    assert_eq!(db.get(b"before").expect("get"), Some(value(1)));
+    for key in ["batch-1", "batch-2", "batch-3", "after"] {
+        assert_eq!(
+            db.get(key).expect("get"),
+            None,
+            "{key}: the log is kept up to the batch"
+        );
+    }
+    db.close().expect("close");
+    let db = Db::open(&copy, options()).expect("strict reopen");
+    assert_eq!(db.get(b"before").expect("get"), Some(value(1)));
+}

@@ -193,12 +193,14 @@ pub fn scan_segments(
         let limit = declared_end.unwrap_or(file_len);
         let mut segment_scan = SegmentScan::new(file, &name, segment, limit, opts);
         segment_scan.copy_values_below = copy_values_below;
+        segment_scan.stop_at_sequence_gap = true;
         let end = segment_scan.run(from, &mut |batch| f(batch).map(|()| true))?;
+        let sequence_gap = segment_scan.sequence_gap.take();
         // A successor whose header does not say where this segment ended was made by an
         // open that cut this segment to its records and synced it first: the log goes on
         // there when the records reach the file's end.
         let undeclared_successor = next_header == Some(SegmentHeaderSays::DoesNotSay) && end == file_len;
-        if declared_end == Some(end) || undeclared_successor {
+        if sequence_gap.is_none() && (declared_end == Some(end) || undeclared_successor) {
             from = SEGMENT_HEADER_LEN;
             continue;
         }
@@ -206,11 +208,17 @@ pub fn scan_segments(
         let (records_here, synced_after, gave_up) = segment_scan.probe_after(end)?;
         let mut bytes_after = limit - end;
         let mut records_after = records_here;
-        let mut reason = synced_after.map(|offset| {
-            format!(
-                "a record that fails its checks is followed by synced records (at offset {offset})"
-            )
-        });
+        // Records that verify one by one but break their batch's sequence are no tear.
+        let mut reason = sequence_gap
+            .map(|(offset, why)| format!("at offset {offset}: {why}"))
+            .or_else(|| {
+                synced_after.map(|offset| {
+                    format!(
+                        "a record that fails its checks is followed by synced records (at \
+                         offset {offset})"
+                    )
+                })
+            });
         if gave_up {
             reason.get_or_insert_with(|| {
                 format!(
@@ -496,7 +504,10 @@ fn count_records(fs: &dyn FileSystem, dir: &Path, n: u64, opts: &VlogOptions) ->
         return Ok(0);
     }
     let mut records = 0u64;
-    SegmentScan::new(file, &name, n, len, opts).run(SEGMENT_HEADER_LEN, &mut |batch| {
+    let mut scan = SegmentScan::new(file, &name, n, len, opts);
+    // Counting stops at a sequence gap as at any record that fails.
+    scan.stop_at_sequence_gap = true;
+    scan.run(SEGMENT_HEADER_LEN, &mut |batch| {
         records += batch.len() as u64;
         Ok(true)
     })?;
@@ -552,6 +563,12 @@ struct SegmentScan<'a> {
     searched_bytes: u64,
     window_start: u64,
     window: Vec<u8>,
+    /// A record whose sequence does not follow the one before it in its batch ends the run
+    /// like a record that fails its checks, and why is kept in `sequence_gap` (recovery
+    /// judges it damage, which salvage steps over); otherwise it is a `Corruption` error.
+    stop_at_sequence_gap: bool,
+    /// The gap that ended the run, with its offset: `(offset, why)`.
+    sequence_gap: Option<(u64, String)>,
 }
 
 impl<'a> SegmentScan<'a> {
@@ -574,6 +591,8 @@ impl<'a> SegmentScan<'a> {
             searched_bytes: 0,
             window_start: 0,
             window: Vec::new(),
+            stop_at_sequence_gap: false,
+            sequence_gap: None,
         }
     }
 
@@ -832,14 +851,15 @@ impl<'a> SegmentScan<'a> {
             };
             if let Some(prev) = batch.last() {
                 if record.sequence != prev.sequence.wrapping_add(1) {
-                    return Err(Error::corruption(
-                        name,
-                        offset,
-                        format!(
-                            "sequence {} does not follow {} within a batch",
-                            record.sequence, prev.sequence
-                        ),
-                    ));
+                    let why = format!(
+                        "sequence {} does not follow {} within a batch",
+                        record.sequence, prev.sequence
+                    );
+                    if self.stop_at_sequence_gap {
+                        self.sequence_gap = Some((offset, why));
+                        break;
+                    }
+                    return Err(Error::corruption(name, offset, why));
                 }
             }
             batch.push(ScannedRecord {
