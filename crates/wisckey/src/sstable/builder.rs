@@ -18,6 +18,11 @@ use crate::sstable::format::{block_trailer, BlockHandle, Footer, BLOCK_TYPE_UNCO
 /// 32-bit restart offsets can address.
 pub const MAX_ENTRY_LEN: usize = 1 << 30;
 
+/// Largest index block a table may have: its restart offsets are 32-bit. The index holds one
+/// key per data block, so a table with about 4 GiB of keys reaches it (64 KiB keys, one per
+/// block, in a flush of a memtable far above the default size).
+const MAX_INDEX_BLOCK_LEN: usize = u32::MAX as usize;
+
 /// Tuning knobs of the table writer. Values are sanitized by `TableBuilder::new`:
 /// `block_size` to 1..=256 MiB, `restart_interval` to at least 1, `bloom_bits_per_key`
 /// to at most 100 (0 writes no filter).
@@ -54,6 +59,8 @@ pub struct TableBuilder {
     last_key: Vec<u8>,
     num_entries: u64,
     error: Option<Error>,
+    /// `MAX_INDEX_BLOCK_LEN`, lower in tests.
+    index_block_limit: usize,
 }
 
 impl TableBuilder {
@@ -77,6 +84,7 @@ impl TableBuilder {
             last_key: Vec::new(),
             num_entries: 0,
             error: None,
+            index_block_limit: MAX_INDEX_BLOCK_LEN,
         }
     }
 
@@ -152,12 +160,30 @@ impl TableBuilder {
         if self.data_block.is_empty() {
             return Ok(());
         }
+        // A larger index would wrap its restart offsets: a table that reads as damaged once
+        // written (and its inputs deleted). Refuse it while the inputs are intact.
+        let index_after = (self.index_block.size_estimate())
+            .saturating_add(self.last_key.len())
+            .saturating_add(40);
+        if index_after > self.index_block_limit {
+            let too_large = Err(Error::InvalidArgument(format!(
+                "{}: the table's index would pass {} bytes (its keys are too large for one \
+                 table; a smaller memtable_size or target_file_size keeps tables below it)",
+                self.file_name, self.index_block_limit
+            )));
+            return self.latch(too_large);
+        }
         let contents = self.data_block.finish();
         let handle = self.write_block(&contents)?;
         let mut encoded = Vec::with_capacity(20);
         handle.encode_varint_to(&mut encoded);
         self.index_block.add(&self.last_key, &encoded);
         Ok(())
+    }
+
+    #[cfg(test)]
+    pub(crate) fn set_index_block_limit(&mut self, limit: usize) {
+        self.index_block_limit = limit;
     }
 
     fn write_block(&mut self, contents: &[u8]) -> Result<BlockHandle> {

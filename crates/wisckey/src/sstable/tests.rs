@@ -111,6 +111,24 @@ fn round_trip_both_directions_over_many_blocks() {
     }
 }
 
+/// An index block past its limit (4 GiB: 32-bit restart offsets) is refused while the
+/// table is written, and every later call returns the same error; it once wrapped its
+/// offsets and wrote a table that could not be read.
+#[test]
+fn an_index_block_past_its_limit_fails_the_build() {
+    let fs = MemFs::new();
+    let file = fs.create(Path::new(TABLE_PATH)).expect("create");
+    let mut builder = TableBuilder::new(file, "t.sst".into(), small_options());
+    builder.set_index_block_limit(2000);
+    let key = |i: usize| make_internal_key(format!("{i:0>200}").as_bytes(), 1, ValueKind::Value);
+    let failed = (0..200).find_map(|i| builder.add(&key(i), &[7u8; 300]).err());
+    let err = failed.expect("the index passes 2,000 bytes within 200 blocks");
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    assert!(err.to_string().contains("index"), "{err}");
+    assert!(builder.add(&key(500), b"v").is_err(), "latched");
+    assert!(builder.finish().is_err(), "latched");
+}
+
 #[test]
 fn empty_table_opens_and_is_empty() {
     let table = open_table(build_table(&Vec::new(), small_options()), None).expect("open");
