@@ -378,12 +378,10 @@ fn a_power_cut_at_any_step_of_repair_is_undone_by_repairing_again() {
     assert!(repaired_again > 0 && repaired_again < total_calls * 2);
 }
 
-#[test]
-fn deletes_that_compaction_purged_and_gc_collected_stay_deleted_after_repair() {
-    // Compaction drops a delete together with the value it shadows at the last level; GC
-    // then collects the delete's record (dead once flushed) but leaves the old value's
-    // record in a segment that is mostly live. The log alone would bring the key back;
-    // repair must let the tables, which cover those records, decide.
+/// A closed database whose deletes compaction purged together with the values they shadow,
+/// and whose delete records GC collected, while the old values' records stay in segment 1:
+/// the log alone would bring the keys back. Returns it and its contents.
+fn purged_deletes_with_old_values_in_the_log() -> (MemFs, BTreeMap<Vec<u8>, Vec<u8>>) {
     let fs = MemFs::new();
     let dir = Path::new(DIR);
     let db = Db::open(dir, options(Arc::new(fs.clone()))).expect("open");
@@ -423,7 +421,17 @@ fn deletes_that_compaction_purged_and_gc_collected_stay_deleted_after_repair() {
     }
     let expected = contents(&db);
     db.close().expect("close");
+    (fs, expected)
+}
 
+#[test]
+fn deletes_that_compaction_purged_and_gc_collected_stay_deleted_after_repair() {
+    // Compaction drops a delete together with the value it shadows at the last level; GC
+    // then collects the delete's record (dead once flushed) but leaves the old value's
+    // record in a segment that is mostly live. The log alone would bring the key back;
+    // repair must let the tables, which cover those records, decide.
+    let dir = Path::new(DIR);
+    let (fs, expected) = purged_deletes_with_old_values_in_the_log();
     for lose_manifest in [false, true] {
         let image = fs.power_loss_image(PowerLoss::DropUnsynced);
         image.remove(&dir.join("CURRENT")).expect("remove CURRENT");
@@ -504,4 +512,60 @@ fn repair_passes_over_dot_files_and_lost_and_found() {
     Db::repair(dir, options(Arc::new(fs.clone()))).expect("repair");
     let db = Db::open(dir, options(Arc::new(fs.clone()))).expect("open");
     assert_eq!(db.get(b"k").expect("get"), Some(b"v".to_vec()));
+}
+
+/// The same database, its CURRENT lost, repaired with a power cut at each of the repair's
+/// writes, then opened or, where it does not open, repaired again. A cut among the renames
+/// that move the old tables aside left the old manifest loading with tables missing: the
+/// second repair no longer trusted it, took the old values in the log for the newest, and
+/// brought the deleted keys back.
+#[test]
+fn a_repair_cut_short_and_run_again_keeps_purged_deletes_deleted() {
+    let dir = Path::new(DIR);
+    let (fs, expected) = purged_deletes_with_old_values_in_the_log();
+    for lose_current in [true, false] {
+        let damaged = fs.power_loss_image(PowerLoss::DropUnsynced);
+        if lose_current {
+            damaged
+                .remove(&dir.join("CURRENT"))
+                .expect("remove CURRENT");
+        }
+        let damaged = damaged.power_loss_image(PowerLoss::DropUnsynced);
+        let counting = FaultFs::new(Arc::new(damaged.power_loss_image(PowerLoss::DropUnsynced)));
+        Db::repair(dir, options(Arc::new(counting.clone()))).expect("fault-free repair");
+        let total_calls = counting.calls();
+        for n in 1..=total_calls {
+            for loss in [PowerLoss::DropUnsynced, PowerLoss::TornTail { seed: n }] {
+                let context = format!(
+                "CURRENT lost: {lose_current}; power cut at call {n} of {total_calls} of repair \
+                 ({loss:?})"
+            );
+                let image = damaged.power_loss_image(PowerLoss::DropUnsynced);
+                let fault = FaultFs::new(Arc::new(image.clone()));
+                fault.fail_at(n, FaultKind::Io, FaultOps::Writes, true);
+                let _ = Db::repair(dir, options(Arc::new(fault)));
+                let after = image.power_loss_image(loss);
+                let db = match Db::open(dir, options(Arc::new(after.clone()))) {
+                    Ok(db) => db,
+                    Err(_) => {
+                        Db::repair(dir, options(Arc::new(after.clone())))
+                            .unwrap_or_else(|e| panic!("{context}: repair again: {e}"));
+                        Db::open(dir, options(Arc::new(after.clone()))).unwrap_or_else(|e| {
+                            panic!("{context}: open after repairing again: {e}")
+                        })
+                    }
+                };
+                let seen = contents(&db);
+                let back: Vec<String> = (seen.keys())
+                    .filter(|k| !expected.contains_key(*k))
+                    .map(|k| String::from_utf8_lossy(k).into_owned())
+                    .collect();
+                assert!(
+                    back.is_empty(),
+                    "{context}: deleted keys came back: {back:?}"
+                );
+                assert!(seen == expected, "{context}: contents differ");
+            }
+        }
+    }
 }

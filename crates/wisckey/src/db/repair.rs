@@ -448,19 +448,8 @@ pub(crate) fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
     drop(writer);
     report.new_segment = new_segment;
 
-    // 2. Move what the rebuilt index replaces out of the way (nothing is deleted).
-    let mut replaced: Vec<PathBuf> = Vec::new();
-    replaced.extend(inventory.tables.iter().map(|&n| table_file_name(dir, n)));
-    replaced.extend(bad_segments.iter().map(|&n| vlog_file_name(dir, n)));
-    replaced
-        .extend((inventory.manifests.iter()).map(|&n| crate::filename::manifest_file_name(dir, n)));
-    replaced.extend((inventory.temps.iter()).map(|&n| crate::filename::temp_file_name(dir, n)));
-    if inventory.current {
-        replaced.push(dir.join(CURRENT));
-    }
-    move_aside(&*fs, dir, &replaced, &mut report)?;
-
-    // 3. The manifest that lists the rebuilt tables and every old segment, then CURRENT.
+    // 2. The manifest that lists the rebuilt tables and every old segment, synced; CURRENT
+    // still names the old one.
     let mut segments = BTreeMap::new();
     for (number, segment) in salvaged {
         let live = live_bytes.get(&number).copied().unwrap_or(0);
@@ -477,7 +466,26 @@ pub(crate) fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
         last_sequence: report.last_sequence,
         vlog_head: LogPosition::new(new_segment, SEGMENT_HEADER_LEN),
     };
-    VersionSet::write_rebuilt(&*fs, dir, tables, segments, counters)?;
+    let rebuilt = VersionSet::write_rebuilt_manifest(&*fs, dir, tables, segments, counters)?;
+
+    // 3. Move what the rebuilt index replaces out of the way (nothing is deleted), CURRENT
+    // first and durably: a repair cut short after that finds no CURRENT when run again and
+    // goes by the newest manifest, the rebuilt one, whose tables are all there. Going by
+    // the old one, with some of its tables moved, it trusted the log over the tables in
+    // their ranges and brought back keys whose deletes compaction had purged.
+    let mut replaced: Vec<PathBuf> = Vec::new();
+    if inventory.current {
+        replaced.push(dir.join(CURRENT));
+    }
+    replaced.extend(inventory.tables.iter().map(|&n| table_file_name(dir, n)));
+    replaced.extend(bad_segments.iter().map(|&n| vlog_file_name(dir, n)));
+    replaced
+        .extend((inventory.manifests.iter()).map(|&n| crate::filename::manifest_file_name(dir, n)));
+    replaced.extend((inventory.temps.iter()).map(|&n| crate::filename::temp_file_name(dir, n)));
+    move_aside(&*fs, dir, &replaced, &mut report)?;
+
+    // 4. CURRENT names the rebuilt manifest.
+    VersionSet::point_current_at(&*fs, dir, rebuilt)?;
     log::warn!(
         "wisckey: repaired {}: {} keys, {} lost values, {} problems; replaced files are in {}",
         dir.display(),
@@ -1145,6 +1153,11 @@ pub(crate) fn set_aside(
     for path in moves {
         if let Some(name) = path.file_name() {
             fs.rename(path, &target.join(name))?;
+            // Repair moves CURRENT first: the moves after it must not become durable
+            // without it (see step 3 of `repair`).
+            if name == CURRENT {
+                fs.sync_dir(dir)?;
+            }
         }
     }
     fs.sync_dir(&target)?;

@@ -380,11 +380,33 @@ impl VersionSet {
         })
     }
 
-    /// Repair's last step: writes a manifest holding exactly `tables`, `segments` and
-    /// `counters` (synced), then points CURRENT at it. Removes nothing. Returns the new
-    /// manifest's number. `counters.next_file_number` must be above every numbered file in
-    /// `dir`; the manifest takes that number and its temp file the next.
+    /// A checkpoint's last step: [`VersionSet::write_rebuilt_manifest`], then CURRENT names
+    /// it ([`VersionSet::point_current_at`]). Removes nothing. Returns the manifest's number.
     pub(crate) fn write_rebuilt(
+        fs: &dyn FileSystem,
+        dir: &Path,
+        tables: Vec<(usize, super::FileMeta)>,
+        segments: BTreeMap<u64, SegmentMeta>,
+        counters: RebuiltCounters,
+    ) -> Result<u64> {
+        let number = Self::write_rebuilt_manifest(fs, dir, tables, segments, counters)?;
+        Self::point_current_at(fs, dir, number)?;
+        Ok(number)
+    }
+
+    /// Points CURRENT at manifest `number` (written by
+    /// [`VersionSet::write_rebuilt_manifest`], which reserved `number + 1` for the temp
+    /// file), durably.
+    pub(crate) fn point_current_at(fs: &dyn FileSystem, dir: &Path, number: u64) -> Result<()> {
+        write_current(fs, dir, number, number + 1)
+    }
+
+    /// Writes a manifest holding exactly `tables`, `segments` and `counters`, synced with its
+    /// directory entry, and leaves CURRENT as it is (repair writes it before it moves the
+    /// files it replaces, and points CURRENT at it last). Returns its number.
+    /// `counters.next_file_number` must be above every numbered file in `dir`; the manifest
+    /// takes that number, and the next is reserved for CURRENT's temp file.
+    pub(crate) fn write_rebuilt_manifest(
         fs: &dyn FileSystem,
         dir: &Path,
         tables: Vec<(usize, super::FileMeta)>,
@@ -406,7 +428,7 @@ impl VersionSet {
             ..Counters::new()
         };
         let snapshot = snapshot_edit(&version, &state);
-        Self::write_snapshot_manifest(fs, dir, number, &snapshot)?;
+        ManifestWriter::create(fs, dir, number, &snapshot)?;
         Ok(number)
     }
 
