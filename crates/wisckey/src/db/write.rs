@@ -297,10 +297,14 @@ fn collect_group(queue: &VecDeque<Arc<Writer>>) -> Vec<Arc<Writer>> {
         MAX_GROUP_BYTES
     };
     let mut bytes = first_bytes;
+    // A `Db::sync` (no batch) needs no memtable room and no log space, so it still works on
+    // a full disk; in a group with batches it shared their `NoSpace` (DESIGN, contract 8).
+    let leader_syncs_only = leader.batch.lock().is_none();
     for writer in queue.iter().skip(1) {
         if writer.force_switch
             || (writer.sync && !leader.sync)
             || writer.relocations.lock().is_some()
+            || writer.batch.lock().is_none() != leader_syncs_only
         {
             break;
         }
@@ -653,5 +657,41 @@ fn make_room(inner: &DbInner, mut force: bool, even_if_empty: bool) -> Result<Ar
         super::publish_read_sources(inner, &state);
         inner.bg_cv.notify_all();
         force = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queue_of(writers: Vec<Writer>) -> VecDeque<Arc<Writer>> {
+        writers.into_iter().map(Arc::new).collect()
+    }
+
+    fn put() -> WriteBatch {
+        let mut batch = WriteBatch::new();
+        batch.put(b"k", b"v");
+        batch
+    }
+
+    /// A `Db::sync` is never grouped with writers that carry batches, in either role: the
+    /// group's outcome is every member's, and a batch's `NoSpace` (no memtable room, no log
+    /// space) failed a sync that needed neither.
+    #[test]
+    fn a_sync_without_a_batch_is_grouped_only_with_its_kind() {
+        let sync_first = queue_of(vec![
+            new_writer(None, true, false),
+            new_writer(None, true, false),
+            new_writer(Some(put()), true, false),
+            new_writer(None, true, false),
+        ]);
+        assert_eq!(collect_group(&sync_first).len(), 2);
+        let batch_first = queue_of(vec![
+            new_writer(Some(put()), true, false),
+            new_writer(Some(put()), false, false),
+            new_writer(None, true, false),
+            new_writer(Some(put()), true, false),
+        ]);
+        assert_eq!(collect_group(&batch_first).len(), 2);
     }
 }
