@@ -175,7 +175,9 @@ impl MemTable {
         // Each entry is charged at least 72 bytes and `Options::validate` caps a memtable at
         // 64 GiB (one write group more at most): fewer than 2^30 entries, far from the
         // `NO_ENTRY` marker at 2^32 - 1.
-        let at32 = u32::try_from(at).expect("a memtable holds fewer than 2^32 - 1 entries");
+        let at32 = (u32::try_from(at).ok())
+            .filter(|&at| at != NO_ENTRY)
+            .expect("a memtable holds fewer than 2^32 - 1 entries");
         match newest {
             Some(newest) => *newest = slot(tag, at32),
             None => {
