@@ -29,7 +29,7 @@ pub use format::{
 pub use log::{PointerRead, ValueLog};
 pub use reader::{extract_value, LiveRange, VlogReader};
 pub use scan::{
-    declared_end_of_previous, sample_segment_records, scan, scan_log, scan_sealed_segment, scan_segments, LogDamage, SampleCoverage,
+    declared_end_of_previous, sample_segment_records, scan, scan_log, scan_sealed_segment, scan_segment_range, scan_segments, LogDamage, SampleCoverage,
     ScanOutcome, ScannedRecord,
 };
 pub use writer::{BatchEntry, VlogWriter};

@@ -384,6 +384,33 @@ pub fn scan_sealed_segment(
     Ok(len)
 }
 
+/// Hands the complete batches of segment `n` in `range` to `f`, stepping over `punched`
+/// ranges; returns where they end (`range.end` when every record there verifies). The end
+/// is a batch boundary that had reached the OS (the writer may be appending past it
+/// meanwhile: nothing at or after it is read). A start below the header size means from
+/// the first record. `Db::check` reads the log from the replay head on with it.
+pub fn scan_segment_range(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    n: u64,
+    range: std::ops::Range<u64>,
+    punched: &BTreeMap<u64, u64>,
+    opts: &VlogOptions,
+    f: &mut dyn FnMut(&[ScannedRecord]) -> Result<()>,
+) -> Result<u64> {
+    let path = vlog_file_name(dir, n);
+    let name = path.display().to_string();
+    let file = open_segment(fs, &path, &name, n)?;
+    let (from, until) = (range.start.max(SEGMENT_HEADER_LEN), range.end);
+    if until < from {
+        return Ok(from);
+    }
+    let mut scan = SegmentScan::new(file, &name, n, until, opts);
+    scan.copy_values_below = 0;
+    scan.punched = punched;
+    scan.run(from, &mut |batch| f(batch).map(|()| true))
+}
+
 /// Hands the complete batches of segment `n`, from its first record on, to `on_batch`
 /// (which returns whether to go on), stepping over `punched` ranges. Returns where the
 /// valid batches ended and the file's length.
