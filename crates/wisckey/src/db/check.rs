@@ -131,8 +131,13 @@ pub(crate) fn check(
         (state.versions.current(), head)
     };
     let head_segment = head.segment;
-    // After the head: the log's bytes that had reached the OS (whole batches).
-    let written_end = inner.vlog.flushed_end();
+    // After the head: the log's bytes that had reached the OS (whole batches); read-only,
+    // the valid log replay found (a torn tail past it stays in the file).
+    let written_end = match inner.read_only_log_end {
+        Some(end) => end,
+        None if inner.read_only => head,
+        None => inner.vlog.flushed_end(),
+    };
     let mut tell = |phase, done: u64, total: u64| {
         progress(CheckProgress {
             phase,

@@ -239,6 +239,10 @@ pub(crate) struct DbInner {
     /// Opened with [`Db::open_read_only`]: `fs` is a `ReadOnlyFs`, no background work runs
     /// (only the short table preload, which reads), and every write API is refused up front.
     pub read_only: bool,
+    /// A read-only open's end of the valid log as replayed (`None` for a read-write open,
+    /// whose writer sits there): its writer sits at the newest segment's file length,
+    /// past a torn tail it may not cut, which `Db::check` must not take for records.
+    pub read_only_log_end: Option<crate::position::LogPosition>,
     /// The directory's lock: exclusive, or shared for a read-only open (`None` only for a
     /// read-only open of a directory without a LOCK file).
     _lock: Option<Box<dyn FileLock>>,

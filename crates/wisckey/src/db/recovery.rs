@@ -287,6 +287,7 @@ pub(crate) fn open(dir: &Path, mut options: Options, read_only: bool) -> Result<
         recovery_report: RecoveryReport::default(),
         options,
         read_only,
+        read_only_log_end: replayed.end.filter(|_| read_only),
         _lock: lock,
     };
     inner.reserve_present.store(
