@@ -78,8 +78,23 @@ fn reserve_spent_by_a_delete_only_write_comes_back_at_the_next_open() {
         "the delete-only write spent the reserve"
     );
     assert!(db.background_error().is_none());
-
+    // A flush meets the full disk too (no table file can be created), then finds space:
+    // the reserve it did not release is not its to take back.
+    fault.fail_at(
+        1,
+        FaultKind::NoSpace,
+        FaultOps::Only(&[FsOp::Preallocate, FsOp::Create]),
+        true,
+    );
+    let flush = db.flush().expect_err("the flush meets the full disk");
+    assert!(flush.is_no_space(), "{flush:?}");
     fault.clear();
+    db.flush().expect("the flush finds space");
+    assert!(
+        !has_reserve(&mem),
+        "the reserve deletes spent stays spent while the database runs"
+    );
+
     db.delete(b"key00000").expect("deletes resume");
     db.put(b"after", b"x").expect("put");
     db.flush().expect("flush");
@@ -88,6 +103,31 @@ fn reserve_spent_by_a_delete_only_write_comes_back_at_the_next_open() {
     assert!(has_reserve(&mem), "the reopen re-creates the reserve");
     assert_eq!(db.get(b"key00000").expect("get"), None);
     assert_eq!(db.get(b"after").expect("get"), Some(b"x".to_vec()));
+}
+
+/// The counterpart: a reserve a flush released on a full disk is taken back once a flush
+/// finds space again.
+#[test]
+fn reserve_a_flush_released_comes_back_after_the_next_successful_flush() {
+    let mem = MemFs::new();
+    let fault = FaultFs::new(Arc::new(mem.clone()));
+    let options = Options {
+        gc_space_amp_target: f64::INFINITY,
+        ..Options::small_for_tests(Arc::new(fault.clone()))
+    };
+    let db = Db::open("/db", options).expect("open");
+    assert!(has_reserve(&mem), "open creates the reserve");
+    for i in 0..50u32 {
+        db.put(format!("key{i:05}"), value(i)).expect("put");
+    }
+    fault.fail_at(1, FaultKind::NoSpace, FaultOps::Only(&[FsOp::Create]), true);
+    let flush = db.flush().expect_err("the flush meets the full disk");
+    assert!(flush.is_no_space(), "{flush:?}");
+    assert!(!has_reserve(&mem), "the flush released the reserve");
+    fault.clear();
+    db.flush().expect("the flush finds space");
+    assert!(has_reserve(&mem), "the flush took the reserve back");
+    db.close().expect("close");
 }
 
 /// Defect: a flush whose table write failed released the table's number but left the

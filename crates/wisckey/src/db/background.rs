@@ -54,6 +54,9 @@ enum Work {
 }
 
 fn run_background(inner: &DbInner) {
+    // This thread released the reserve on a full disk (deletes or GC may have spent it
+    // before: then it comes back at the next open, not here).
+    let mut released_reserve = false;
     loop {
         let work = {
             let mut state = inner.state.lock();
@@ -84,17 +87,21 @@ fn run_background(inner: &DbInner) {
         // A panic is latched like any other failure (it is not a full disk): writers
         // stalled on this flush get the error instead of waiting for a thread that is gone.
         let result = match work {
-            Work::Flush(imm) => catch_panic("a memtable flush", || flush_memtable(inner, imm)),
+            Work::Flush(imm) => catch_panic("a memtable flush", || {
+                flush_memtable(inner, imm).map(|()| true)
+            }),
             Work::Compact => catch_panic("a compaction", || compact_once(inner)),
         };
         match result {
-            Ok(()) => {
-                // This thread met the full disk and has now found space for a table: take
-                // the reserve back. One that deletes or GC spent comes back at the next open:
-                // taking it back after a flush while they go on (the disk still full) left
-                // them without space (`hardening::gc_gives_space_back_on_a_full_disk`).
-                let had_no_space = inner.state.lock().no_space.take().is_some();
-                if had_no_space {
+            Ok(wrote) => {
+                // This thread met the full disk, released the reserve, and has now found
+                // space for a table: take the reserve back. One that deletes or GC spent
+                // comes back at the next open: taking it back after a flush while they go
+                // on (the disk still full) left them without space
+                // (`hardening::gc_gives_space_back_on_a_full_disk`). A compaction that found
+                // nothing to do proves no space.
+                let had_no_space = wrote && inner.state.lock().no_space.take().is_some();
+                if had_no_space && std::mem::take(&mut released_reserve) {
                     super::space::ensure_reserve(inner);
                 }
                 // Dead bytes may have been counted: GC decides whether that is enough.
@@ -106,6 +113,7 @@ fn run_background(inner: &DbInner) {
             // records are gone, which no retry brings back.
             Err(e) if e.is_no_space() && !inner.vlog.lock_writer().is_poisoned() => {
                 let released = super::space::release_reserve(inner);
+                released_reserve |= released;
                 let mut state = inner.state.lock();
                 state.no_space = Some(e);
                 inner.bg_cv.notify_all();
@@ -530,10 +538,11 @@ impl<'a> TablesLookup<'a> {
 
 /// Runs one compaction if the policy wants one. Never waits for a manual compaction: this
 /// thread also flushes memtables, which writers may be stalled on.
-fn compact_once(inner: &DbInner) -> Result<()> {
+/// Runs the compaction due, if any; returns whether one ran.
+fn compact_once(inner: &DbInner) -> Result<bool> {
     let Some(_only_one) = inner.compaction_lock.try_lock() else {
         inner.compaction_lock_misses.fetch_add(1, Ordering::Relaxed);
-        return Ok(());
+        return Ok(false);
     };
     let task = {
         let state = inner.state.lock();
@@ -544,8 +553,8 @@ fn compact_once(inner: &DbInner) -> Result<()> {
         )
     };
     match task {
-        Some(task) => compaction::run(inner, &task),
-        None => Ok(()),
+        Some(task) => compaction::run(inner, &task).map(|()| true),
+        None => Ok(false),
     }
 }
 
