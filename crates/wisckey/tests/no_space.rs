@@ -90,6 +90,8 @@ fn reserve_spent_by_a_delete_only_write_comes_back_at_the_next_open() {
     assert!(flush.is_no_space(), "{flush:?}");
     fault.clear();
     db.flush().expect("the flush finds space");
+    // The background thread would take it back just after the flush is installed.
+    std::thread::sleep(std::time::Duration::from_millis(200));
     assert!(
         !has_reserve(&mem),
         "the reserve deletes spent stays spent while the database runs"
@@ -126,6 +128,12 @@ fn reserve_a_flush_released_comes_back_after_the_next_successful_flush() {
     assert!(!has_reserve(&mem), "the flush released the reserve");
     fault.clear();
     db.flush().expect("the flush finds space");
+    // The background thread takes it back after the flush is installed (which `flush`
+    // waits for): give it a moment.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !has_reserve(&mem) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     assert!(has_reserve(&mem), "the flush took the reserve back");
     db.close().expect("close");
 }
