@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use wisckey::fs::{FaultFs, FaultKind, FaultOps, FsOp, MemFs, PowerLoss};
+use wisckey::fs::{FaultFs, FaultKind, FaultOps, FileSystem, FsOp, MemFs, PowerLoss};
 use wisckey::{Db, Options, WriteOptions};
 
 fn value(i: u32) -> Vec<u8> {
@@ -105,6 +105,32 @@ fn reserve_spent_by_a_delete_only_write_comes_back_at_the_next_open() {
     assert!(has_reserve(&mem), "the reopen re-creates the reserve");
     assert_eq!(db.get(b"key00000").expect("get"), None);
     assert_eq!(db.get(b"after").expect("get"), Some(b"x".to_vec()));
+}
+
+/// A crash between the reserve file's creation and its allocation leaves a file that holds
+/// no space; the next open allocated nothing, taking the file for a reserve. Every open
+/// now makes sure of its space (an allocation over blocks already held costs none).
+#[test]
+fn an_open_allocates_the_reserve_even_where_its_file_exists() {
+    let mem = MemFs::new();
+    let options = |fs: Arc<dyn FileSystem>| Options {
+        gc_space_amp_target: f64::INFINITY,
+        ..Options::small_for_tests(fs)
+    };
+    Db::open("/db", options(Arc::new(mem.clone())))
+        .expect("open")
+        .close()
+        .expect("close");
+    // What the crash left: the file, no space behind it.
+    mem.remove(Path::new("/db/RESERVE")).expect("remove");
+    drop(mem.create(Path::new("/db/RESERVE")).expect("create"));
+    let recording = FaultFs::new(Arc::new(mem.clone()));
+    recording.record_calls(true);
+    let db = Db::open("/db", options(Arc::new(recording.clone()))).expect("reopen");
+    let allocated = (recording.recorded().into_iter())
+        .any(|(op, path)| op == FsOp::Preallocate && path == Path::new("/db/RESERVE"));
+    assert!(allocated, "the reopen allocates the reserve's space");
+    db.close().expect("close");
 }
 
 /// The counterpart: a reserve a flush released on a full disk is taken back once a flush

@@ -70,15 +70,28 @@ fn run_background(inner: &DbInner) {
                     }
                     let version = state.versions.current();
                     let manual_running = inner.manual_compaction.load(Ordering::Acquire) > 0;
-                    if !manual_running
-                        && compaction::pick_compaction(
-                            &version,
-                            &policy(inner),
-                            state.versions.compact_pointers(),
-                        )
-                        .is_some()
-                    {
-                        break Work::Compact;
+                    // A panic in the pick is latched like one in the work: uncaught, it ended
+                    // this thread with nothing latched, and writers and `close` waited on it.
+                    let due = if manual_running {
+                        Ok(false)
+                    } else {
+                        catch_panic("picking a compaction", || {
+                            Ok(compaction::pick_compaction(
+                                &version,
+                                &policy(inner),
+                                state.versions.compact_pointers(),
+                            )
+                            .is_some())
+                        })
+                    };
+                    match due {
+                        Ok(true) => break Work::Compact,
+                        Ok(false) => {}
+                        Err(e) => {
+                            state.bg_error.get_or_insert(e);
+                            inner.bg_cv.notify_all();
+                            continue;
+                        }
                     }
                 }
                 inner.bg_cv.wait(&mut state);

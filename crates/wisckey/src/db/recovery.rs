@@ -290,13 +290,12 @@ pub(crate) fn open(dir: &Path, mut options: Options, read_only: bool) -> Result<
         read_only_log_end: replayed.end.filter(|_| read_only),
         _lock: lock,
     };
-    inner.reserve_present.store(
-        inner.fs.exists(&dir.join(crate::filename::RESERVE))?,
-        std::sync::atomic::Ordering::Release,
-    );
     if !read_only {
-        super::space::ensure_reserve(&inner);
+        // The sweep first: it may free space the reserve needs. The reserve is made sure of
+        // even where its file exists (`reserve_present` starts false): a crash between
+        // its creation and its allocation left a file that holds no space.
         super::background::sweep_obsolete_files(&inner);
+        super::space::ensure_reserve(&inner);
     }
     let flush_replayed = created_segment.is_some() && replayed.log_bytes > 0;
     Ok(Recovered {

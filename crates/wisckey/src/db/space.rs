@@ -2,7 +2,7 @@
 //!
 //! Owns the `RESERVE` file: disk space the database holds back (allocated with
 //! `fallocate`, file length 0) so that the work which *frees* space — memtable flushes,
-//! manifest rewrites, open and close, deletes, and value-log GC's relocations — can still complete
+//! compactions, manifest rewrites, open and close, deletes, and value-log GC's relocations — can still complete
 //! when the device is full. The first ENOSPC such work meets deletes the reserve and the
 //! work is retried. One a flush or compaction spent is re-created after the next successful
 //! one; one deletes or GC spent, at the next open (while they go on the disk is still full,
