@@ -28,24 +28,39 @@ use crate::safety::SafetyStep;
 use crate::sstable::{TableBuilder, TableOptions};
 use crate::version::{AscendingGets, FileMeta, Version, VersionEdit, NUM_LEVELS};
 
+/// Starts the background, log-flusher and GC threads. If one cannot be started, those
+/// already running are stopped and joined before the error is returned: left running, they
+/// held the database (its LOCK among its files) open for the rest of the process.
 pub(crate) fn spawn(inner: Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
-    let worker = Arc::clone(&inner);
-    let bg = std::thread::Builder::new()
-        .name("wisckey-bg".into())
-        .spawn(move || run_background(&worker))
-        .map_err(|e| Error::io("spawn background thread", e))?;
-    let log = std::thread::Builder::new()
-        .name("wisckey-log".into())
-        .spawn({
-            let inner = Arc::clone(&inner);
-            move || run_log_flusher(&inner)
-        })
-        .map_err(|e| Error::io("spawn log flusher thread", e))?;
-    let gc = std::thread::Builder::new()
-        .name("wisckey-gc".into())
-        .spawn(move || super::gc::run_background(&inner))
-        .map_err(|e| Error::io("spawn GC thread", e))?;
-    Ok(vec![bg, log, gc])
+    type Body = fn(&Arc<DbInner>);
+    let threads: [(&str, &str, Body); 3] = [
+        ("wisckey-bg", "spawn background thread", |inner| run_background(inner)),
+        ("wisckey-log", "spawn log flusher thread", |inner| run_log_flusher(inner)),
+        ("wisckey-gc", "spawn GC thread", super::gc::run_background),
+    ];
+    let mut handles = Vec::with_capacity(threads.len());
+    for (name, context, body) in threads {
+        let worker = Arc::clone(&inner);
+        match std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || body(&worker))
+        {
+            Ok(handle) => handles.push(handle),
+            Err(e) => {
+                inner.shutting_down.store(true, Ordering::Release);
+                {
+                    let _state = inner.state.lock();
+                    inner.bg_cv.notify_all();
+                    inner.gc_cv.notify_all();
+                }
+                for handle in handles {
+                    let _ = handle.join();
+                }
+                return Err(Error::io(context, e));
+            }
+        }
+    }
+    Ok(handles)
 }
 
 enum Work {
