@@ -40,7 +40,7 @@ use std::collections::BTreeMap;
 use crate::error::Result;
 use crate::key::ValueKind;
 use crate::version::VersionEdit;
-use crate::vlog::ValuePointer;
+use crate::vlog::{ValuePointer, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN};
 
 pub use cluster::{ClusterOutcome, ClusterPlanner};
 pub use cycle::{GcOutcome, Relocation};
@@ -71,9 +71,17 @@ impl DeadBytes {
     pub fn shadowed(&mut self, kind: ValueKind, stored: &[u8]) {
         if kind == ValueKind::ValuePointer {
             if let Some(ptr) = ValuePointer::decode(stored) {
-                self.add(ptr.segment, u64::from(ptr.len));
-                self.records
-                    .push((ptr.segment, ptr.offset, u64::from(ptr.len)));
+                // No record lies there (a damaged pointer: its reads fail as corruption):
+                // neither counted nor punched. A range into the segment header, say, made
+                // every later punching edit fail and held all punching back.
+                let len = u64::from(ptr.len);
+                let possible = ptr.offset >= SEGMENT_HEADER_LEN
+                    && len >= RECORD_HEADER_LEN as u64
+                    && ptr.offset.checked_add(len).is_some();
+                if possible {
+                    self.add(ptr.segment, len);
+                    self.records.push((ptr.segment, ptr.offset, len));
+                }
             }
         }
     }
@@ -129,4 +137,36 @@ pub trait GcIndex {
         relocations: Vec<Relocation>,
         judged_in: JudgedIn,
     ) -> Result<(u64, u64)>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pointer(segment: u64, offset: u64, len: u32) -> Vec<u8> {
+        let mut stored = Vec::new();
+        ValuePointer {
+            segment,
+            offset,
+            len,
+        }
+        .encode(&mut stored);
+        stored
+    }
+
+    /// A shadowed pointer no record can lie at (damaged: its reads fail as corruption) is
+    /// neither counted nor queued for punching: one into the segment header made every
+    /// later punching edit fail, and one near `u64::MAX` overflowed its range's end.
+    #[test]
+    fn pointers_no_record_can_lie_at_are_not_counted_or_punched() {
+        let mut dead = DeadBytes::default();
+        dead.shadowed(ValueKind::ValuePointer, &pointer(3, 0, 8192));
+        dead.shadowed(ValueKind::ValuePointer, &pointer(3, 64, 4));
+        dead.shadowed(ValueKind::ValuePointer, &pointer(3, u64::MAX - 10, 100));
+        assert_eq!(dead.total(), 0);
+        assert!(dead.take_records().is_empty());
+        dead.shadowed(ValueKind::ValuePointer, &pointer(3, 32, 100));
+        assert_eq!(dead.total(), 100);
+        assert_eq!(dead.take_records(), vec![(3, 32, 100)]);
+    }
 }

@@ -145,7 +145,7 @@ impl PunchQueue {
             }
             let ranges = self.ready.entry(segment).or_default();
             let before = ranges.len();
-            add_range(ranges, offset, offset + len);
+            add_range(ranges, offset, offset.saturating_add(len));
             self.ready_ranges = self.ready_ranges + ranges.len() - before;
         }
     }
@@ -178,9 +178,12 @@ impl PunchQueue {
             let Some(ready) = self.ready.get_mut(&segment) else {
                 continue;
             };
-            // Ranges the flush reported past the sealed size cannot be records of it.
+            // Ranges the flush reported in the header or past the sealed size cannot be
+            // records of it.
             let before = ready.len();
-            ready.retain(|&start, end| start < sealed_size && *end <= sealed_size);
+            ready.retain(|&start, end| {
+                start >= crate::vlog::SEGMENT_HEADER_LEN && start < sealed_size && *end <= sealed_size
+            });
             self.ready_ranges -= before - ready.len();
             let mut merged = (*meta.punched).clone();
             for (&start, &end) in ready.iter() {
