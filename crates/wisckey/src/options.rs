@@ -101,11 +101,13 @@ pub struct Options {
     /// Immutable memtables waiting for flush before writers stall. Default 2.
     pub max_immutable_memtables: usize,
 
-    /// SSTable data block size. Default 4 KiB.
+    /// SSTable data block size. Default 4 KiB. Values above 256 MiB are taken as 256 MiB
+    /// (a block is read whole, and its restart offsets are 32-bit).
     pub block_size: usize,
     /// Keys between restart points in a block. Default 16.
     pub block_restart_interval: usize,
-    /// Bloom filter bits per key (0 disables). Default 10 (~1% false positives).
+    /// Bloom filter bits per key (0 disables). Default 10 (~1% false positives). Values
+    /// above 100 are taken as 100.
     pub bloom_bits_per_key: usize,
     /// Block cache capacity in bytes. Default 64 MiB.
     pub block_cache_size: usize,
@@ -149,7 +151,8 @@ pub struct Options {
     /// that reads ahead. Default 32, as in the paper (§3.3.2): a forward scan of 100,000
     /// values in random log order ran 1.09–1.31× faster with 32 than with 16 in four of five
     /// interleaved rounds on this project's virtio SSD (0.91× in the fifth; see
-    /// docs/BENCHMARKS.md). 0 turns read-ahead off.
+    /// docs/BENCHMARKS.md). 0 turns read-ahead off. `Db::multi_get` reads its values on the
+    /// same threads: with 0 it reads them one at a time on the caller's thread.
     pub scan_readahead_threads: usize,
     /// What open does when the value log is damaged (not merely torn at its end). Default
     /// [`RecoveryMode::Strict`]: refuse, change nothing, and say where the damage is.
@@ -204,7 +207,9 @@ pub struct Options {
     /// Default 32 MiB (a full default memtable flushes to a table of ~25 MB). 0 turns it off.
     pub disk_reserve_size: u64,
     /// Largest write batch accepted, in key and value bytes. A batch is held whole in the
-    /// value-log buffer and in the memtable, so this bounds the memory one write can take.
+    /// value-log buffer and in the memtable, so this bounds the memory one write can take,
+    /// apart from about 80 bytes per operation (its log record header and memtable entry),
+    /// which it does not count: a batch of many empty deletes takes more than it says.
     /// Default 512 MiB (room for one value of the maximum size and more). Larger batches
     /// fail with `InvalidArgument` before they reach the log.
     pub max_batch_size: usize,

@@ -258,3 +258,56 @@ fn a_zero_log_flush_interval_is_rejected_at_open() {
         .exists(std::path::Path::new("/db/CURRENT"))
         .expect("exists"));
 }
+
+/// "No limit" written as the type's maximum: `vlog_segment_size = u64::MAX` overflowed GC's
+/// allowance for the unflushed log (a panic on the GC thread, or in `Db::gc`, where
+/// overflow checks are on), `vlog_buffer_size = usize::MAX` the log writer's buffer
+/// trimming after a write-out. Both are accepted and work.
+#[test]
+fn the_largest_segment_and_buffer_sizes_work() {
+    let fs = MemFs::new();
+    let options = Options {
+        vlog_segment_size: u64::MAX,
+        vlog_buffer_size: usize::MAX,
+        vlog_preallocate_size: 1 << 20,
+        ..mem_options(&fs)
+    };
+    let db = Db::open("/db", options).expect("open");
+    for i in 0..200u32 {
+        db.put(format!("key{i:04}"), vec![i as u8; 300])
+            .expect("put");
+    }
+    db.sync().expect("sync: a write-out");
+    db.gc(&wisckey::GcOptions::default()).expect("gc");
+    for i in 0..200u32 {
+        assert_eq!(
+            db.get(format!("key{i:04}")).expect("get"),
+            Some(vec![i as u8; 300])
+        );
+    }
+    db.close().expect("close");
+}
+
+/// A range that starts after it ends is refused by every call that takes one, as `range`
+/// refuses it: `approximate_size` answered for it, `compact_range` compacted whatever
+/// spanned both keys.
+#[test]
+fn a_range_that_starts_after_it_ends_is_refused_everywhere() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", mem_options(&fs)).expect("open");
+    db.put("a", "1").expect("put");
+    db.put("z", "2").expect("put");
+    db.flush().expect("flush");
+    let refused = |result: wisckey::Result<()>, what: &str| match result {
+        Err(Error::InvalidArgument(msg)) => assert!(msg.contains("starts after"), "{what}: {msg}"),
+        other => panic!("{what}: expected InvalidArgument, got {other:?}"),
+    };
+    refused(db.approximate_size("z".."a").map(drop), "approximate_size");
+    refused(db.compact_range(Some(b"z"), Some(b"a")), "compact_range");
+    refused(db.range("z".."a").map(drop), "range");
+    db.approximate_size("a".."a")
+        .expect("an empty range is fine");
+    db.compact_range(Some(b"a"), Some(b"a"))
+        .expect("one key is fine");
+    db.close().expect("close");
+}

@@ -703,6 +703,8 @@ impl Db {
         &self,
         range: R,
     ) -> Result<u64> {
+        // As `range` does: a range that starts after it ends is a mistake, not "empty".
+        checked_bounds(&range)?;
         properties::approximate_size(
             &self.inner,
             bound_bytes(range.start_bound()),
@@ -1080,6 +1082,13 @@ impl Db {
     /// ```
     pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
         self.inner.check_writable("compact_range")?;
+        if let (Some(begin), Some(end)) = (begin, end) {
+            if begin > end {
+                return Err(Error::InvalidArgument(
+                    "the range starts after it ends".to_string(),
+                ));
+            }
+        }
         self.flush()?;
         background::compact_range(&self.inner, begin, end)
     }

@@ -297,7 +297,7 @@ pub fn next_step(
         .map(|s| s.live_bytes)
         .sum();
     let slack = (policy.space_amp_target - 1.0).max(0.0) * known_live as f64;
-    let allowance = (slack as u64).max(2 * segment_size);
+    let allowance = (slack as u64).max(segment_size.saturating_mul(2));
     if !taken.flushed && active > head_segment && unflushed > allowance {
         return GcStep::Flush;
     }

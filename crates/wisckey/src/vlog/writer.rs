@@ -907,7 +907,7 @@ impl WritableFile for LentFile {
 /// write-out.
 fn keep_room_for(buf: &mut Vec<u8>, written: usize, buffer_size: usize) {
     let keep = written.min(RETAINED_BUFFER_MAX).max(buffer_size);
-    if buf.capacity() > 2 * keep {
+    if buf.capacity() / 2 > keep {
         buf.shrink_to(keep);
     }
 }
