@@ -507,6 +507,42 @@ fn a_torn_newest_segment_that_holds_records_is_set_aside_not_deleted() {
     assert_eq!(db.recovery_report().torn_kept_in, None);
 }
 
+/// The same on a disk too full for the `lost/torn-1` folder: the open must still work (on
+/// a full disk an open works), so the segment is removed as a crash's leftover always was.
+#[test]
+fn a_torn_newest_segment_with_records_is_removed_when_the_disk_is_too_full_to_keep_it() {
+    let (crashed, options, newest) = sync_puts_into_a_new_segment_then_power_cut();
+    let dir = crashed.path();
+    let mut bytes = std::fs::read(dir.join(&newest)).expect("read");
+    bytes.truncate(32 + 22 + 8 + 300);
+    bytes[20] ^= 0x01;
+    std::fs::write(dir.join(&newest), &bytes).expect("write");
+    let copy = tempfile::tempdir().expect("tempdir");
+    crash_copy(dir, copy.path());
+    // How many folders an open that keeps the segment creates: the last is its folder.
+    let counting = FaultFs::new(Arc::new(PosixFs::new()));
+    let db = Db::open(
+        copy.path(),
+        options.clone().with_fs(Arc::new(counting.clone())),
+    )
+    .expect("open");
+    assert!(db.recovery_report().torn_kept_in.is_some());
+    drop(db);
+    let folder_creations = counting.calls_of(FaultOps::Only(&[FsOp::CreateDirAll]));
+    let full = FaultFs::new(Arc::new(PosixFs::new()));
+    full.fail_at(
+        folder_creations,
+        FaultKind::NoSpace,
+        FaultOps::Only(&[FsOp::CreateDirAll]),
+        true,
+    );
+    let db = Db::open(dir, options.with_fs(Arc::new(full))).expect("opens on a full disk");
+    let report = db.recovery_report();
+    assert_eq!(report.torn_kept_in, None, "{report:?}");
+    assert!(!dir.join(&newest).exists(), "removed");
+    assert_eq!(db.get(b"key00000").expect("get"), Some(value(0)));
+}
+
 /// Defect: a newest segment whose header verifies but names another segment (a file copied
 /// or renamed into the directory) was taken for a torn one and deleted.
 #[test]

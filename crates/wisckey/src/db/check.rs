@@ -280,7 +280,15 @@ pub(crate) fn check(
             }
         };
         let from = if segment == head_segment { head.offset } else { 0 };
-        let punched = listed.map(|meta| Arc::clone(&meta.punched)).unwrap_or_default();
+        // Ranges GC punched since the check began (the head moved past this segment
+        // meanwhile) may straddle where this scan starts or ends: clipped to the scan, it
+        // steps over them instead of reading zeros as records.
+        let start = from.max(crate::vlog::SEGMENT_HEADER_LEN);
+        let punched: std::collections::BTreeMap<u64, u64> = (listed.iter())
+            .flat_map(|meta| meta.punched.iter())
+            .map(|(&range_start, &range_end)| (range_start.max(start), range_end.min(until)))
+            .filter(|&(range_start, range_end)| range_start < range_end)
+            .collect();
         report.segments += 1;
         let mut records = 0u64;
         let scanned = crate::vlog::scan_segment_range(

@@ -913,13 +913,38 @@ fn finish_log(
         fs.sync_dir(dir)?;
         if let Some(segment) = keep {
             let moved = [vlog_file_name(dir, segment)];
-            let kept_in = super::repair::set_aside(&**fs, dir, "torn", &moved, &[])?;
-            log::warn!(
-                "wisckey: the header of value-log segment {segment} (the newest) does not \
-                 verify, but valid records follow it: taken for a crash while it was created, \
-                 the segment is not part of the log; kept, as it was, in {kept_in}"
-            );
-            report.torn_kept_in = Some(kept_in);
+            let set_aside = || super::repair::set_aside(&**fs, dir, "torn", &moved, &[]);
+            // The open must work on a full disk, and the folder takes a block: the reserve
+            // gives it one; failing that, the segment goes as a crash's leftover always did.
+            let reserve = dir.join(crate::filename::RESERVE);
+            let kept = match set_aside() {
+                Err(e) if e.is_no_space() && fs.exists(&reserve)? => {
+                    fs.remove(&reserve)?;
+                    set_aside()
+                }
+                other => other,
+            };
+            match kept {
+                Ok(kept_in) => {
+                    log::warn!(
+                        "wisckey: the header of value-log segment {segment} (the newest) does \
+                         not verify, but valid records follow it: taken for a crash while it \
+                         was created, the segment is not part of the log; kept, as it was, in \
+                         {kept_in}"
+                    );
+                    report.torn_kept_in = Some(kept_in);
+                }
+                Err(e) if e.is_no_space() => {
+                    log::warn!(
+                        "wisckey: the header of value-log segment {segment} (the newest) does \
+                         not verify, but valid records follow it; the disk is too full to keep \
+                         it aside ({e}): removed, as a crash's leftover"
+                    );
+                    fs.remove(&moved[0])?;
+                    fs.sync_dir(dir)?;
+                }
+                Err(e) => return Err(e),
+            }
         }
     }
     let mut new_head = None;
