@@ -21,6 +21,10 @@ use crate::key::{parse_internal_key, ValueKind};
 use crate::sstable::TableBuilder;
 use crate::version::{FileMeta, VersionEdit};
 
+/// Index bytes at which a compaction output is cut whatever its size (the table builder
+/// refuses an index past 4 GiB).
+const OUTPUT_INDEX_CUT: usize = 1 << 30;
+
 struct Output {
     builder: TableBuilder,
     meta: FileMeta,
@@ -124,8 +128,12 @@ fn merge_inputs(
                 && !version.has_overlap_below(task.output_level, parsed.user_key));
 
         if !drop_entry {
+            // Also well before the index reaches the builder's limit (4 GiB), which a huge
+            // `target_file_size` with large keys would otherwise let it reach.
             let cut = current.as_ref().is_some_and(|o| {
-                new_user_key && o.builder.estimated_size() >= inner.options.target_file_size
+                new_user_key
+                    && (o.builder.estimated_size() >= inner.options.target_file_size
+                        || o.builder.index_size_estimate() >= OUTPUT_INDEX_CUT)
             });
             if cut {
                 if let Some(done) = current.take() {

@@ -123,6 +123,11 @@ impl TableBuilder {
         self.num_entries
     }
 
+    /// Bytes of the index block so far.
+    pub fn index_size_estimate(&self) -> usize {
+        self.index_block.size_estimate()
+    }
+
     /// Bytes written so far plus the pending block: used to cut output files at a target size.
     pub fn estimated_size(&self) -> u64 {
         let pending = if self.data_block.is_empty() {
