@@ -32,6 +32,9 @@ engine_cmd() {
     wisckey-nogc) echo "$WISCKEY_BIN bench $WISCKEY_FLAGS --gc_space_amp_target=inf" ;;
     # the value log written O_DIRECT (Options::vlog_direct_writes), off by default
     wisckey-direct) echo "$WISCKEY_BIN bench $WISCKEY_FLAGS --vlog_direct_writes=true" ;;
+    # every write handed to the OS before it is acknowledged (Options::write_through_to_os),
+    # as the peers' WALs do: the durability-equal variant of the non-sync fills
+    wisckey-writethrough) echo "$WISCKEY_BIN bench $WISCKEY_FLAGS --write_through_to_os=true" ;;
     # the loaded DB after Db::cluster_values + Db::gc (run-suite.sh REORG_VARIANTS)
     wisckey-clustered) echo "$WISCKEY_BIN bench $WISCKEY_FLAGS" ;;
     # no clustering triggered by scans (Options::auto_cluster_ratio = 0)

@@ -140,6 +140,13 @@ pub struct BenchArgs {
           default_value = "false", default_missing_value = "true",
           value_parser = BoolishValueParser::new())]
     vlog_direct_writes: bool,
+    /// wisckey's `Options::write_through_to_os`: hand every write to the OS before it is
+    /// acknowledged, as the peers' write-ahead logs do (default off: non-sync writes wait
+    /// up to `vlog_flush_interval` in the log's buffer, so a process crash may lose them).
+    #[arg(long = "write_through_to_os", action = ArgAction::Set, num_args = 0..=1,
+          default_value = "false", default_missing_value = "true",
+          value_parser = BoolishValueParser::new())]
+    write_through_to_os: bool,
     /// wisckey's `Options::vlog_segment_size` in bytes (default: the engine's default,
     /// 64 MiB).
     #[arg(long = "vlog_segment_size")]
@@ -673,6 +680,7 @@ fn engine_options(args: &BenchArgs) -> Options {
         options.vlog_zero_fill_size = bytes;
     }
     options.vlog_direct_writes = args.vlog_direct_writes;
+    options.write_through_to_os = args.write_through_to_os;
     options
 }
 
@@ -690,7 +698,7 @@ fn print_header(args: &BenchArgs, path: &Path, options: &Options) {
          scan_readahead_entries={} scan_readahead_threads={} gc_space_amp_target={} \
          value_cache_size={} scan_length_hint={} vlog_write_back_interval={} \
          vlog_segment_size={} vlog_direct_writes={} auto_cluster_ratio={} \
-         vlog_zero_fill_size={} table_preload_size={}",
+         vlog_zero_fill_size={} table_preload_size={} write_through_to_os={}",
         options.value_threshold,
         options.block_cache_size,
         options.bloom_bits_per_key,
@@ -705,7 +713,8 @@ fn print_header(args: &BenchArgs, path: &Path, options: &Options) {
         options.vlog_direct_writes,
         options.auto_cluster_ratio,
         options.vlog_zero_fill_size,
-        options.table_preload_size
+        options.table_preload_size,
+        options.write_through_to_os
     );
     println!("db:         {}", path.display());
     println!("------------------------------------------------");
