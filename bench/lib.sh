@@ -41,6 +41,8 @@ engine_cmd() {
     wisckey-noautocluster) echo "$WISCKEY_BIN bench $WISCKEY_FLAGS --auto_cluster_ratio=0" ;;
     leveldb) echo "$here/build/leveldb_bench" ;;
     leveldb-pread) echo "$here/build/leveldb_bench --pread" ;;
+    # LevelDB with the 64 MiB memtable the others use (its default is 4 MiB)
+    leveldb-64m) echo "$here/build/leveldb_bench --write_buffer_size=67108864" ;;
     rocksdb) echo "$here/build/rocksdb_bench" ;;
     rocksdb-blob) echo "$here/build/rocksdb_bench --blob" ;;
     # BlobDB's DB after a full compaction that rewrites every blob file in key order

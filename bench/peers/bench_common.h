@@ -188,6 +188,7 @@ struct Flags {
   bool use_existing_db = false;
   uint64_t seed = 301;
   size_t cache_size = 64 << 20;
+  size_t write_buffer_size = 0;  // memtable bytes; 0: the engine's default.
   int bloom_bits = 10;
   bool sync = false;
   uint64_t seek_nexts = 0;
@@ -235,6 +236,7 @@ inline Flags ParseFlags(int argc, char** argv) {
     else if (k == "use_existing_db") f.use_existing_db = ParseBool(v);
     else if (k == "seed") f.seed = strtoull(v.c_str(), nullptr, 10);
     else if (k == "cache_size") f.cache_size = strtoull(v.c_str(), nullptr, 10);
+    else if (k == "write_buffer_size") f.write_buffer_size = strtoull(v.c_str(), nullptr, 10);
     else if (k == "bloom_bits") f.bloom_bits = atoi(v.c_str());
     else if (k == "sync") f.sync = ParseBool(v);
     else if (k == "seek_nexts") f.seek_nexts = strtoull(v.c_str(), nullptr, 10);

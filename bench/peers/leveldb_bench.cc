@@ -82,6 +82,7 @@ class LevelDbEngine : public wbench::Engine {
     options_.compression = leveldb::kNoCompression;
     options_.block_cache = cache_;
     options_.filter_policy = filter_;
+    if (f.write_buffer_size > 0) options_.write_buffer_size = f.write_buffer_size;
     if (f.pread) options_.env = &pread_env_;
   }
   ~LevelDbEngine() override {

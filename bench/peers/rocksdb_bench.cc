@@ -29,6 +29,7 @@ class RocksDbEngine : public wbench::Engine {
  public:
   explicit RocksDbEngine(const wbench::Flags& f) : flags_(f) {
     options_.create_if_missing = true;
+    if (f.write_buffer_size > 0) options_.write_buffer_size = f.write_buffer_size;
     options_.compression = rocksdb::kNoCompression;
     options_.bottommost_compression = rocksdb::kNoCompression;
     options_.compression_per_level.clear();

@@ -7,6 +7,7 @@
 #   WISCKEY_BIN=<stripped wisckey-bench> ROUNDS=3 bash bench/results/writethrough-20261201/run.sh
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
+root=$(dirname "$here")
 source "$here/lib.sh"
 out=$(dirname "$0")
 DATA=${DATA_DIR:-/work/bench-data}/writethrough
