@@ -39,10 +39,11 @@ engine_cmd() {
     wisckey-clustered) echo "$WISCKEY_BIN bench $WISCKEY_FLAGS" ;;
     # no clustering triggered by scans (Options::auto_cluster_ratio = 0)
     wisckey-noautocluster) echo "$WISCKEY_BIN bench $WISCKEY_FLAGS --auto_cluster_ratio=0" ;;
-    leveldb) echo "$here/build/leveldb_bench" ;;
-    leveldb-pread) echo "$here/build/leveldb_bench --pread" ;;
-    # LevelDB with the 64 MiB memtable the others use (its default is 4 MiB)
-    leveldb-64m) echo "$here/build/leveldb_bench --write_buffer_size=67108864" ;;
+    # LevelDB with the 64 MiB memtable the other engines use (suites before 2026-12-01 ran
+    # its default 4 MiB: variant leveldb-4m)
+    leveldb | leveldb-64m) echo "$here/build/leveldb_bench --write_buffer_size=67108864" ;;
+    leveldb-pread) echo "$here/build/leveldb_bench --pread --write_buffer_size=67108864" ;;
+    leveldb-4m) echo "$here/build/leveldb_bench" ;;
     rocksdb) echo "$here/build/rocksdb_bench" ;;
     rocksdb-blob) echo "$here/build/rocksdb_bench --blob" ;;
     # BlobDB's DB after a full compaction that rewrites every blob file in key order

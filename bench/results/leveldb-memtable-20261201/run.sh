@@ -3,7 +3,8 @@
 # it) and with the 64 MiB the other engines use, the suite's parameters (2 GiB, 16-byte keys,
 # seed 301, 1 GiB memory cgroup, caches dropped before each process), ROUNDS rounds interleaved.
 #   ROUNDS=1 bash bench/results/leveldb-memtable-20261201/run.sh
-# ENGINES (default "leveldb leveldb-64m") adds others side by side, e.g. wisckey.
+# ENGINES (default "leveldb-4m leveldb-64m") adds others side by side, e.g. wisckey.
+# (The runs here named the 4 MiB variant `leveldb`, then its name in bench/lib.sh.)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 root=$(dirname "$here")
@@ -14,7 +15,7 @@ ROUNDS=${ROUNDS:-1}
 num=$((2147483648 / (1024 + 16)))
 mkdir -p "$DATA"
 for round in $(seq 1 "$ROUNDS"); do
-  for engine in ${ENGINES:-leveldb leveldb-64m}; do
+  for engine in ${ENGINES:-leveldb-4m leveldb-64m}; do
     rm -rf "$DATA/db"
     sync
     echo 3 > /proc/sys/vm/drop_caches
