@@ -193,6 +193,7 @@ run() {
     echo "$engine $tag failed (exit $rc):"
     tail -5 "$out"
   fi
+  last_run_rc=$rc
   grep -E '^[a-z]+ +: .*ops/sec' "$out" || true
 }
 
@@ -276,22 +277,28 @@ if [[ $SKIP_DBBENCH != 1 ]]; then
       fi
       run "$engine" fillrandom 0 --benchmarks=fillrandom --db="$db"
       variant=$(variant_of "$engine")
-      # settle through the pread / MADV_RANDOM variant where there is one: same DB, and a
-      # stock mmap engine's thrashing reads would make each round take minutes
-      # (settle, lib.sh: readrandom rounds with seed SEED+1, not the measured readrandom's
-      # stream, so they do not read its keys ahead of it)
-      if ((SETTLE_ROUNDS > 0)); then
-        # shellcheck disable=SC2086
-        settle "${variant:-$engine}" "$db" "$dir/${variant:-$engine}" $common --seed=$((SEED + 1)) \
-          --benchmarks=readrandom --threads=1 --reads="$reads"
-      fi
-      read_phases "$engine" "$db"
-      [[ -n $variant ]] && read_phases "$variant" "$db"
-      reorg_variant=$(reorg_variant_of "$engine")
-      if [[ -n $reorg_variant ]]; then
-        # shellcheck disable=SC2046
-        run "$reorg_variant" reorganise 0 $(reorganise_flags "$reorg_variant") --use_existing_db=1 --db="$db"
-        read_phases "$reorg_variant" "$db"
+      if ((last_run_rc != 0)); then
+        # Reads of a partial DB would publish figures of another data set.
+        echo "== $engine at $value_size B: fillrandom failed; its read phases skipped" |
+          tee -a "$dir/log.txt"
+      else
+        # settle through the pread / MADV_RANDOM variant where there is one: same DB, and a
+        # stock mmap engine's thrashing reads would make each round take minutes
+        # (settle, lib.sh: readrandom rounds with seed SEED+1, not the measured readrandom's
+        # stream, so they do not read its keys ahead of it)
+        if ((SETTLE_ROUNDS > 0)); then
+          # shellcheck disable=SC2086
+          settle "${variant:-$engine}" "$db" "$dir/${variant:-$engine}" $common --seed=$((SEED + 1)) \
+            --benchmarks=readrandom --threads=1 --reads="$reads"
+        fi
+        read_phases "$engine" "$db"
+        [[ -n $variant ]] && read_phases "$variant" "$db"
+        reorg_variant=$(reorg_variant_of "$engine")
+        if [[ -n $reorg_variant ]]; then
+          # shellcheck disable=SC2046
+          run "$reorg_variant" reorganise 0 $(reorganise_flags "$reorg_variant") --use_existing_db=1 --db="$db"
+          read_phases "$reorg_variant" "$db"
+        fi
       fi
       rm -rf "$db"
       for gc_variant in $(gc_variants_of "$engine"); do
