@@ -22,6 +22,15 @@ fn small_posix() -> Options {
     }
 }
 
+/// `small_posix` with memtables no test here fills: nothing is flushed unless asked.
+fn unflushed_posix() -> Options {
+    Options {
+        memtable_size: 64 << 20,
+        memtable_max_log_bytes: 64 << 20,
+        ..small_posix()
+    }
+}
+
 /// Every file's bytes, except LOCK (an open creates it; it holds nothing).
 fn dir_contents(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     std::fs::read_dir(dir)
@@ -400,11 +409,7 @@ fn torn_log_tail_is_cut_off_and_reported() {
 /// that says a sync covered everything before it, header included.
 fn sync_puts_into_a_new_segment_then_power_cut() -> (tempfile::TempDir, Options, String) {
     let live = tempfile::tempdir().expect("tempdir");
-    let options = Options {
-        memtable_size: 64 << 20,
-        memtable_max_log_bytes: 64 << 20,
-        ..small_posix()
-    };
+    let options = unflushed_posix();
     let db = Db::open(live.path(), options.clone()).expect("open");
     let mut i = 0;
     let mut in_newest = 0;
@@ -562,11 +567,7 @@ fn a_newest_segment_whose_header_names_another_segment_is_refused() {
 /// the next one holding only its header. Returns them and the options.
 fn a_roll_then_power_cut() -> (tempfile::TempDir, Options, String, String) {
     let live = tempfile::tempdir().expect("tempdir");
-    let options = Options {
-        memtable_size: 64 << 20,
-        memtable_max_log_bytes: 64 << 20,
-        ..small_posix()
-    };
+    let options = unflushed_posix();
     let db = Db::open(live.path(), options.clone()).expect("open");
     let mut i = 0;
     while names_with(live.path(), ".vlog").len() < 2 {
@@ -1226,11 +1227,7 @@ fn a_salvage_open_that_cannot_replay_past_a_missing_segment_sets_the_later_ones_
     let tmp = tempfile::tempdir().expect("tempdir");
     let (dir, copy) = (tmp.path().join("db"), tmp.path().join("copy"));
     std::fs::create_dir_all(&copy).expect("mkdir");
-    let options = || Options {
-        memtable_size: 4 << 20,
-        memtable_max_log_bytes: 4 << 20,
-        ..small_posix()
-    };
+    let options = unflushed_posix;
     let db = Db::open(&dir, options()).expect("open");
     for i in 0..300 {
         db.put(format!("key{i:05}"), value(i)).expect("put");
@@ -1303,11 +1300,7 @@ fn a_sequence_gap_inside_a_batch_is_damage_that_salvage_steps_over() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let (dir, copy) = (tmp.path().join("db"), tmp.path().join("copy"));
     std::fs::create_dir_all(&copy).expect("mkdir");
-    let options = || Options {
-        memtable_size: 4 << 20,
-        memtable_max_log_bytes: 4 << 20,
-        ..small_posix()
-    };
+    let options = unflushed_posix;
     let db = Db::open(&dir, options()).expect("open");
     db.put_opt(b"before", value(1), &SYNC).expect("put");
     let mut batch = wisckey::WriteBatch::new();

@@ -152,10 +152,9 @@ pub(crate) fn check(
     for (_, file) in version.all_files() {
         tables_done += file.file_size;
         report.tables += 1;
-        let name = table_file_name(&inner.dir, file.number)
-            .display()
-            .to_string();
-        let opened = (inner.fs.open_read(&table_file_name(&inner.dir, file.number)))
+        let path = table_file_name(&inner.dir, file.number);
+        let name = path.display().to_string();
+        let opened = (inner.fs.open_read(&path))
             .and_then(|f| Table::open(f, file.number, name.clone(), file.file_size, None));
         let mut it = match opened {
             Ok(table) => Arc::new(table).iter(),

@@ -285,11 +285,12 @@ fn collect_group(queue: &VecDeque<Arc<Writer>>) -> Vec<Arc<Writer>> {
     if leader.force_switch || leader.relocations.lock().is_some() {
         return group;
     }
-    let first_bytes = leader
-        .batch
-        .lock()
-        .as_ref()
-        .map_or(0, |b| b.payload_bytes());
+    // A `Db::sync` (no batch) needs no memtable room and no log space, so it still works on
+    // a full disk; in a group with batches it shared their `NoSpace` (DESIGN, contract 8).
+    // `None`: a sync only; else the batch's bytes.
+    let payload = |writer: &Writer| writer.batch.lock().as_ref().map(|b| b.payload_bytes());
+    let leader_payload = payload(leader);
+    let first_bytes = leader_payload.unwrap_or(0);
     // A small leader does not wait behind a large group (LevelDB's rule).
     let limit = if first_bytes <= 128 << 10 {
         first_bytes + (128 << 10)
@@ -297,22 +298,18 @@ fn collect_group(queue: &VecDeque<Arc<Writer>>) -> Vec<Arc<Writer>> {
         MAX_GROUP_BYTES
     };
     let mut bytes = first_bytes;
-    // A `Db::sync` (no batch) needs no memtable room and no log space, so it still works on
-    // a full disk; in a group with batches it shared their `NoSpace` (DESIGN, contract 8).
-    let leader_syncs_only = leader.batch.lock().is_none();
     for writer in queue.iter().skip(1) {
         if writer.force_switch
             || (writer.sync && !leader.sync)
             || writer.relocations.lock().is_some()
-            || writer.batch.lock().is_none() != leader_syncs_only
         {
             break;
         }
-        let size = writer
-            .batch
-            .lock()
-            .as_ref()
-            .map_or(0, |b| b.payload_bytes());
+        let writer_payload = payload(writer);
+        if writer_payload.is_none() != leader_payload.is_none() {
+            break;
+        }
+        let size = writer_payload.unwrap_or(0);
         if bytes + size > limit {
             break;
         }
