@@ -26,9 +26,12 @@
 #   (the measured phase, tag overwrite) with the variant's GC setting: GC collects the
 #   preload's garbage and the overwrites' while the puts run. Every wisckey phase prints a
 #   gc_runs= line with what background GC did during it.
-#   Engines in $FILL_VARIANTS (wisckey -> wisckey-direct: --vlog_direct_writes=true) then run
-#   the fills again, fillsync and fillrandom, each on a fresh DB: the option side by side
-#   with the default in one run (reads are not repeated: the option changes only writes).
+#   Engines in $FILL_VARIANTS (wisckey -> wisckey-direct: --vlog_direct_writes=true;
+#   wisckey -> wisckey-writethrough: --write_through_to_os=true, every non-sync put handed to
+#   the OS before it is acknowledged, as the peers' WALs do) then run the fills again,
+#   fillsync (not for -writethrough: sync puts reach the disk either way) and fillrandom, each
+#   on a fresh DB: the option side by side with the default in one run (reads are not
+#   repeated: the option changes only writes).
 #   Engines in $REORG_VARIANTS then reorganise the loaded DB once more, after all the read
 #   phases above (tag reorganise), and read it again under the variant's name: wisckey ->
 #   wisckey-clustered (Db::cluster_values of every key, then Db::gc: values in key order),
@@ -61,7 +64,7 @@
 #   SYNC_SIZES="1024" SYNC_THREADS="1 16" (fillsync cells; SYNC_SIZES="" skips them)
 #   GC_VARIANTS="wisckey:wisckey-gc wisckey:wisckey-nogc" (wisckey variants only: the preload
 #     adds --gc_space_amp_target=inf; set empty to skip the with-GC-running loads)
-#   FILL_VARIANTS="wisckey:wisckey-direct" (set empty to skip the extra fills)
+#   FILL_VARIANTS="wisckey:wisckey-direct wisckey:wisckey-writethrough" (empty: skip the extra fills)
 #   REORG_VARIANTS="wisckey:wisckey-clustered rocksdb-blob:rocksdb-blob-compacted" (empty: skip)
 #   YCSB_SIZES="1024 16384" YCSB_DATA_BYTES=2147483648
 #   YCSB_ENGINES="wisckey wisckey-gc wisckey-nogc leveldb-pread rocksdb rocksdb-blob badger-madv"
@@ -114,7 +117,7 @@ GC_ENGINES=${GC_ENGINES:-"wisckey-gc wisckey-nogc rocksdb-blob-gc badger-gc-smal
 SYNC_SIZES=${SYNC_SIZES-"1024"}
 SYNC_THREADS=${SYNC_THREADS:-"1 16"}
 GC_VARIANTS=${GC_VARIANTS-"wisckey:wisckey-gc wisckey:wisckey-nogc"}
-FILL_VARIANTS=${FILL_VARIANTS-"wisckey:wisckey-direct"}
+FILL_VARIANTS=${FILL_VARIANTS-"wisckey:wisckey-direct wisckey:wisckey-writethrough"}
 REORG_VARIANTS=${REORG_VARIANTS-"wisckey:wisckey-clustered rocksdb-blob:rocksdb-blob-compacted"}
 YCSB_OPS_1024=${YCSB_OPS_1024:-10000}
 YCSB_OPS_16384=${YCSB_OPS_16384:-2000}
@@ -152,7 +155,7 @@ paired_with() { # "a:b c:d ..." engine -> what the engine is paired with, or not
 }
 variant_of() { paired_with "$READ_VARIANTS" "$1"; }    # its read variant
 gc_variants_of() { paired_with "$GC_VARIANTS" "$1"; }  # its with-GC-running variants
-fill_variant_of() { paired_with "$FILL_VARIANTS" "$1"; } # its fill-only variant
+fill_variants_of() { paired_with "$FILL_VARIANTS" "$1"; } # its fill-only variants
 reorg_variant_of() { paired_with "$REORG_VARIANTS" "$1"; } # its reorganised-DB variant
 reorganise_flags() { # the benchmarks that reorganise a loaded DB, per reorganised variant
   case $1 in
@@ -249,8 +252,7 @@ if [[ $SKIP_DBBENCH != 1 ]]; then
       variant=$(variant_of "$engine")
       [[ -n $variant ]] && all_engines+=" $variant"
       for variant in $(gc_variants_of "$engine"); do all_engines+=" $variant"; done
-      variant=$(fill_variant_of "$engine")
-      [[ -n $variant ]] && all_engines+=" $variant"
+      for variant in $(fill_variants_of "$engine"); do all_engines+=" $variant"; done
       variant=$(reorg_variant_of "$engine")
       [[ -n $variant ]] && all_engines+=" $variant"
     done
@@ -307,14 +309,13 @@ if [[ $SKIP_DBBENCH != 1 ]]; then
         preload "$gc_variant" "$db" && run "$gc_variant" overwrite 0 --benchmarks=overwrite --use_existing_db=1 --db="$db"
         rm -rf "$db"
       done
-      fill_variant=$(fill_variant_of "$engine")
-      if [[ -n $fill_variant ]]; then
+      for fill_variant in $(fill_variants_of "$engine"); do
         db=$DATA_DIR/$fill_variant
         rm -rf "$db"
-        fillsync_cells "$fill_variant" "$db"
+        if [[ $fill_variant != *-writethrough ]]; then fillsync_cells "$fill_variant" "$db"; fi
         run "$fill_variant" fillrandom 0 --benchmarks=fillrandom --db="$db"
         rm -rf "$db"
-      fi
+      done
     done
     dirs+=("$dir")
   done

@@ -419,18 +419,32 @@ fn targets_section(model: &Model, dirs: &[ResultsDir], device: Option<&str>, md:
             cell(r, 2)
         ));
     };
+    // The default wisckey keeps non-sync puts up to `vlog_flush_interval` in its own buffer,
+    // where the peers' WALs hand each write to the OS; `wisckey-writethrough` is as durable as
+    // they are, so where it ran its load targets get a row of their own ("as durable").
+    let load_engines: Vec<(&str, &str)> =
+        [("wisckey", ""), ("wisckey-writethrough", ", as durable")]
+            .into_iter()
+            .filter(|(e, _)| *e == "wisckey" || model.engines.iter().any(|m| m == e))
+            .collect();
+    let at_engine = |c: usize, engine: &str| match engine {
+        "wisckey" => label(c),
+        _ => format!("{} ({engine})", label(c)),
+    };
     for c in columns_of("fillrandom", 1024) {
         let peer = best_peer(c);
-        row(
-            "random load ≥ 3× best peer (≥ 1 KiB)",
-            label(c),
-            cell(model.ops(c, "wisckey"), 0),
-            peer.as_ref()
-                .map_or("-".into(), |(e, ops)| format!("{e} {ops:.0}")),
-            ratio(model.ops(c, "wisckey"), peer.map(|p| p.1)),
-            3.0,
-            true,
-        );
+        for (engine, durability) in &load_engines {
+            row(
+                &format!("random load ≥ 3× best peer (≥ 1 KiB{durability})"),
+                at_engine(c, engine),
+                cell(model.ops(c, engine), 0),
+                peer.as_ref()
+                    .map_or("-".into(), |(e, ops)| format!("{e} {ops:.0}")),
+                ratio(model.ops(c, engine), peer.as_ref().map(|p| p.1)),
+                3.0,
+                true,
+            );
+        }
     }
     for c in columns_of("fillrandom", 1024)
         .into_iter()
@@ -440,15 +454,17 @@ fn targets_section(model: &Model, dirs: &[ResultsDir], device: Option<&str>, md:
             .into_iter()
             .find(|e| model.ops(c, e).is_some());
         let base_ops = base.and_then(|e| model.ops(c, e));
-        row(
-            "random load ≥ 15× LevelDB (1 KiB)",
-            label(c),
-            cell(model.ops(c, "wisckey"), 0),
-            base.map_or("-".into(), |e| format!("{e} {}", cell(base_ops, 0))),
-            ratio(model.ops(c, "wisckey"), base_ops),
-            15.0,
-            true,
-        );
+        for (engine, durability) in &load_engines {
+            row(
+                &format!("random load ≥ 15× LevelDB (1 KiB{durability})"),
+                at_engine(c, engine),
+                cell(model.ops(c, engine), 0),
+                base.map_or("-".into(), |e| format!("{e} {}", cell(base_ops, 0))),
+                ratio(model.ops(c, engine), base_ops),
+                15.0,
+                true,
+            );
+        }
     }
     // MB/s of the device rows whose measure starts with `prefix`, the fastest if several.
     let device_mb = |prefix: &str| -> Option<f64> {

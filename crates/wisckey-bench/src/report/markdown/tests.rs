@@ -207,6 +207,46 @@ fn targets_are_checked_against_the_best_peer_and_marked_met_or_missed() {
     );
     // No 16 KiB run, no device figures: that target has no row at all.
     assert!(!report.contains("fio sequential write"), "{report}");
+    // No wisckey-writethrough in the run: no "as durable" rows.
+    assert!(!report.contains("as durable"), "{report}");
+}
+
+#[test]
+fn a_write_through_run_gets_load_targets_of_its_own() {
+    let wisckey = engine_file(1024, &[ops_line("fillrandom", 300_000, 1.04)]);
+    let write_through = engine_file(1024, &[ops_line("fillrandom", 200_000, 1.04)]);
+    let leveldb = engine_file(1024, &[ops_line("fillrandom", 20_000, 8.0)]);
+    let rocksdb = engine_file(1024, &[ops_line("fillrandom", 80_000, 2.4)]);
+    let d = dir(
+        "v1024",
+        "VALUE_SIZE=1024\n",
+        &[
+            ("wisckey", &wisckey),
+            ("wisckey-writethrough", &write_through),
+            ("leveldb", &leveldb),
+            ("rocksdb", &rocksdb),
+        ],
+    );
+    let report = build(&[d], None, "m").markdown;
+    // The default keeps its rows: 300000 / 80000 = 3.75, 300000 / 20000 = 15.
+    assert!(
+        report.contains("| random load ≥ 3× best peer (≥ 1 KiB) | fillrandom @ 1024 B | 300000 | rocksdb 80000 | 3.75 | met |"),
+        "{report}"
+    );
+    assert!(
+        report.contains("| random load ≥ 15× LevelDB (1 KiB) | fillrandom @ 1024 B | 300000 | leveldb 20000 | 15.00 | met |"),
+        "{report}"
+    );
+    // The write-through variant is judged against the same peers, not itself a peer:
+    // 200000 / 80000 = 2.5, 200000 / 20000 = 10.
+    assert!(
+        report.contains("| random load ≥ 3× best peer (≥ 1 KiB, as durable) | fillrandom @ 1024 B (wisckey-writethrough) | 200000 | rocksdb 80000 | 2.50 | **missed** |"),
+        "{report}"
+    );
+    assert!(
+        report.contains("| random load ≥ 15× LevelDB (1 KiB, as durable) | fillrandom @ 1024 B (wisckey-writethrough) | 200000 | leveldb 20000 | 10.00 | **missed** |"),
+        "{report}"
+    );
 }
 
 #[test]
