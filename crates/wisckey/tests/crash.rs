@@ -52,6 +52,8 @@ thread_local! {
     /// log with `vlog_direct_writes` (on `MemFs` that is the pipelined write-outs; the files
     /// themselves stay buffered).
     static DIRECT_WRITES: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Set by the write-through variant (`write_through_to_os`).
+    static WRITE_THROUGH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 fn options(fs: Arc<dyn FileSystem>) -> Options {
@@ -60,6 +62,7 @@ fn options(fs: Arc<dyn FileSystem>) -> Options {
         // within a run, so crash points land deterministically between them.
         vlog_flush_interval: std::time::Duration::from_secs(3600),
         vlog_direct_writes: DIRECT_WRITES.with(std::cell::Cell::get),
+        write_through_to_os: WRITE_THROUGH.with(std::cell::Cell::get),
         ..Options::small_for_tests(fs)
     }
 }
@@ -245,10 +248,21 @@ fn power_loss_at_any_write_keeps_an_acknowledged_prefix_with_direct_writes() {
     power_loss_loop(seed, points);
 }
 
+/// The same with every group written out to the OS before it is acknowledged
+/// (`write_through_to_os`): one write-out per group, so power cuts fall between them.
+#[test]
+fn power_loss_at_any_write_keeps_an_acknowledged_prefix_with_writes_through_to_the_os() {
+    WRITE_THROUGH.with(|w| w.set(true));
+    let seed = env_u64("WISCKEY_CRASH_SEED", 79);
+    let points = env_u64("WISCKEY_CRASH_POINTS", 150);
+    power_loss_loop(seed, points);
+}
+
 fn power_loss_loop(seed: u64, points: u64) {
     eprintln!(
-        "crash test seed = {seed}, crash points = {points}, direct writes = {}",
-        DIRECT_WRITES.with(std::cell::Cell::get)
+        "crash test seed = {seed}, crash points = {points}, direct writes = {}, write through = {}",
+        DIRECT_WRITES.with(std::cell::Cell::get),
+        WRITE_THROUGH.with(std::cell::Cell::get)
     );
     let writes = workload(seed, 400);
 

@@ -234,6 +234,10 @@ pub(crate) struct DbInner {
     /// Held while the reserve file is created or released, so a release that races a
     /// creation waits for it and gives its space back instead of finding no reserve.
     pub reserve_lock: Mutex<()>,
+    /// The last write group that reserved log space failed for lack of it, and no group
+    /// with puts has reserved since: delete-only batches are then grouped only with each
+    /// other (`write::collect_group`), so that they may spend the disk reserve.
+    pub log_space_short: AtomicBool,
     /// What open found and salvaged.
     pub recovery_report: RecoveryReport,
     /// Opened with [`Db::open_read_only`]: `fs` is a `ReadOnlyFs`, no background work runs

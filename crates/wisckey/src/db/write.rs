@@ -248,7 +248,8 @@ fn submit(inner: &DbInner, writer: Writer) -> Result<(u64, u64)> {
             return result.map(|()| *me.relocated.lock());
         }
     }
-    let group = collect_group(&inner.writers.queue.lock());
+    let deletes_apart = inner.log_space_short.load(Ordering::Relaxed);
+    let group = collect_group(&inner.writers.queue.lock(), deletes_apart);
     debug_assert!(Arc::ptr_eq(&group[0], &me));
 
     // A panic while leading must not strand the followers and the next leader: they get
@@ -279,7 +280,7 @@ fn submit(inner: &DbInner, writer: Writer) -> Result<(u64, u64)> {
 }
 
 /// The leader plus the writers it may take along.
-fn collect_group(queue: &VecDeque<Arc<Writer>>) -> Vec<Arc<Writer>> {
+fn collect_group(queue: &VecDeque<Arc<Writer>>, deletes_apart: bool) -> Vec<Arc<Writer>> {
     let leader = &queue[0];
     let mut group = vec![Arc::clone(leader)];
     if leader.force_switch || leader.relocations.lock().is_some() {
@@ -290,6 +291,14 @@ fn collect_group(queue: &VecDeque<Arc<Writer>>) -> Vec<Arc<Writer>> {
     // `None`: a sync only; else the batch's bytes.
     let payload = |writer: &Writer| writer.batch.lock().as_ref().map(|b| b.payload_bytes());
     let leader_payload = payload(leader);
+    // On a disk short of log space, a group of deletes only may spend the reserve (`lead`):
+    // then deletes are not grouped with puts, whose `NoSpace` the group would share.
+    let deletes_only = |writer: &Writer| {
+        deletes_apart
+            && (writer.batch.lock().as_ref())
+                .is_some_and(|b| b.ops.iter().all(|op| op.kind == ValueKind::Deletion))
+    };
+    let leader_deletes_only = deletes_only(leader);
     let first_bytes = leader_payload.unwrap_or(0);
     // A small leader does not wait behind a large group (LevelDB's rule).
     let limit = if first_bytes <= 128 << 10 {
@@ -306,7 +315,9 @@ fn collect_group(queue: &VecDeque<Arc<Writer>>) -> Vec<Arc<Writer>> {
             break;
         }
         let writer_payload = payload(writer);
-        if writer_payload.is_none() != leader_payload.is_none() {
+        if writer_payload.is_none() != leader_payload.is_none()
+            || deletes_only(writer) != leader_deletes_only
+        {
             break;
         }
         let size = writer_payload.unwrap_or(0);
@@ -510,6 +521,10 @@ fn reserve_log_space(
         .map(|op| (RECORD_HEADER_LEN + op.key.len() + op.value.len()) as u64)
         .sum();
     let mut result = vlog.reserve(group_len);
+    if result.is_ok() && ops().any(|op| op.kind != ValueKind::Deletion) && !may_spend_reserve {
+        // Puts found room without the reserve: the disk is no longer short.
+        inner.log_space_short.store(false, Ordering::Relaxed);
+    }
     if let Err(e) = &result {
         if e.is_no_space()
             && !vlog.is_poisoned()
@@ -518,6 +533,9 @@ fn reserve_log_space(
         {
             result = vlog.reserve(group_len);
         }
+    }
+    if result.as_ref().is_err_and(Error::is_no_space) {
+        inner.log_space_short.store(true, Ordering::Relaxed);
     }
     result.map_err(|e| {
         if vlog.is_poisoned() {
@@ -671,6 +689,12 @@ mod tests {
         batch
     }
 
+    fn delete() -> WriteBatch {
+        let mut batch = WriteBatch::new();
+        batch.delete(b"k");
+        batch
+    }
+
     /// A `Db::sync` is never grouped with writers that carry batches, in either role: the
     /// group's outcome is every member's, and a batch's `NoSpace` (no memtable room, no log
     /// space) failed a sync that needed neither.
@@ -682,13 +706,39 @@ mod tests {
             new_writer(Some(put()), true, false),
             new_writer(None, true, false),
         ]);
-        assert_eq!(collect_group(&sync_first).len(), 2);
+        assert_eq!(collect_group(&sync_first, false).len(), 2);
         let batch_first = queue_of(vec![
             new_writer(Some(put()), true, false),
             new_writer(Some(put()), false, false),
             new_writer(None, true, false),
             new_writer(Some(put()), true, false),
         ]);
-        assert_eq!(collect_group(&batch_first).len(), 2);
+        assert_eq!(collect_group(&batch_first, false).len(), 2);
+    }
+
+    /// While the log is short of space, a batch of deletes only is grouped only with its
+    /// kind, in either role: such a group may spend the disk reserve, one with puts may not,
+    /// and the group's `NoSpace` would be every member's.
+    #[test]
+    fn deletes_are_grouped_apart_from_puts_only_while_log_space_is_short() {
+        let put_first = || {
+            queue_of(vec![
+                new_writer(Some(put()), false, false),
+                new_writer(Some(delete()), false, false),
+                new_writer(Some(put()), false, false),
+            ])
+        };
+        assert_eq!(collect_group(&put_first(), true).len(), 1);
+        assert_eq!(collect_group(&put_first(), false).len(), 3);
+        let delete_first = || {
+            queue_of(vec![
+                new_writer(Some(delete()), false, false),
+                new_writer(Some(delete()), false, false),
+                new_writer(Some(put()), false, false),
+                new_writer(Some(delete()), false, false),
+            ])
+        };
+        assert_eq!(collect_group(&delete_first(), true).len(), 2);
+        assert_eq!(collect_group(&delete_first(), false).len(), 4);
     }
 }
