@@ -6,6 +6,9 @@
 #   OUT=<dir> VALUE_SIZES="1024" ENGINES="wisckey wisckey-writethrough rocksdb" ROUNDS=3 \
 #     WISCKEY_BIN=<stripped wisckey-bench> bash bench/fill-ab.sh
 #
+# BENCHMARK=fillsync (default fillrandom) runs the suite's sync fill instead (NUM/1000 puts
+# per thread), THREADS (default 1) writer threads; raw outputs then carry both in their names.
+#
 # ENGINES_<size> (e.g. ENGINES_4096="wisckey rocksdb") replaces ENGINES at that size. Raw
 # outputs go to $OUT/<engine>.v<size>.r<round>.txt; one line per process is printed. Needs
 # root (cgroup, drop_caches).
@@ -17,6 +20,11 @@ source "$here/lib.sh"
 VALUE_SIZES=${VALUE_SIZES:-1024}
 ENGINES=${ENGINES:-"wisckey wisckey-writethrough rocksdb"}
 ROUNDS=${ROUNDS:-3}
+BENCHMARK=${BENCHMARK:-fillrandom}
+THREADS=${THREADS:-1}
+# the names of the runs before BENCHMARK and THREADS existed stay as they were
+tag=""
+if [[ $BENCHMARK != fillrandom || $THREADS != 1 ]]; then tag=".$BENCHMARK.t$THREADS"; fi
 DATA=${DATA_DIR:-/work/bench-data}/fill-ab
 mkdir -p "$OUT" "$DATA"
 require_real_disk "$DATA"
@@ -28,11 +36,12 @@ for size in $VALUE_SIZES; do
       rm -rf "$DATA/db"
       sync
       echo 3 > /proc/sys/vm/drop_caches
-      out=$OUT/$engine.v$size.r$round.txt
+      out=$OUT/$engine.v$size$tag.r$round.txt
       # shellcheck disable=SC2046
       "$here/cgexec.sh" "$engine" 1G $(engine_cmd "$engine") --num=$num --value_size=$size \
-        --key_size=16 --quiet --seed=301 --benchmarks=fillrandom --db="$DATA/db" > "$out" 2>&1
-      echo "v$size round $round $engine: $(grep -E '^fillrandom +:' "$out")"
+        --key_size=16 --quiet --seed=301 --benchmarks="$BENCHMARK" --threads="$THREADS" \
+        --db="$DATA/db" > "$out" 2>&1
+      echo "v$size$tag round $round $engine: $(grep -E "^$BENCHMARK +:" "$out")"
     done
   done
 done
