@@ -634,6 +634,14 @@ fn print_repair(
             report.lost_values
         )?;
     }
+    if report.keys_reverted > 0 {
+        writeln!(
+            out,
+            "{} keys' newest writes lie in segments set aside (their headers do not verify); \
+             they read as their older entries, or as missing",
+            report.keys_reverted
+        )?;
+    }
     out.flush()?;
     Ok(())
 }
