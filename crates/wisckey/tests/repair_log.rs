@@ -230,71 +230,95 @@ fn a_synced_segment_cut_short_inside_a_batch_keeps_what_is_left_of_it() {
 
 /// A segment whose header does not verify is set aside unread, so the writes in it are not
 /// taken: keys whose newest write was there read as their older entries afterwards. The
-/// report counts them (defect: they reverted without a word) and names the segment.
+/// report counts them (defect: they reverted without a word) and names the segment; keys
+/// written again in a later segment, and a batch cut short in the damaged one, are not
+/// counted.
 #[test]
 fn keys_whose_newest_write_is_in_a_set_aside_segment_are_counted_as_reverted() {
     let fs = MemFs::new();
     let dir = Path::new(DIR);
     let db = Db::open(dir, options(&fs)).expect("open");
     let old = |i: u32| format!("old value {i} ").repeat(8).into_bytes();
+    let new = |i: u32| format!("new value {i} ").repeat(8).into_bytes();
+    let newest = |i: u32| format!("newest value {i} ").repeat(8).into_bytes();
     for i in 0..10u32 {
         db.put(format!("k{i}"), old(i)).expect("put");
     }
     db.flush().expect("flush");
-    // Fill the segment until a write starts the next one: that write, the last filler, and
-    // the new values below are the next segment's records.
+    // Fillers until `segments` segment files exist; returns the fillers that went to the
+    // segment that was active before the last one started (the one that started holds
+    // the last filler).
     let mut fillers = 0u32;
-    while names(&fs, dir, ".vlog").len() < 2 {
-        db.put(format!("filler{fillers}"), vec![b'f'; 4 << 10])
-            .expect("put");
-        fillers += 1;
-    }
-    let last_filler = format!("filler{}", fillers - 1);
-    let first_segments = names(&fs, dir, ".vlog")[..1].to_vec();
+    let mut fill_until = |segments: usize| {
+        let first = fillers;
+        while names(&fs, dir, ".vlog").len() < segments {
+            db.put(format!("filler{fillers}"), vec![b'f'; 4 << 10])
+                .expect("put");
+            fillers += 1;
+        }
+        (first..fillers - 1)
+            .map(|f| format!("filler{f}"))
+            .collect::<Vec<_>>()
+    };
+    // The filler that started the second segment is the first of its records.
+    let first_of_second = fill_until(2).len() + 1;
+    // The second segment: new values of k0..k4, all unflushed, and one batch of k5 and k6.
     for i in 0..5u32 {
-        let new = format!("new value {i} ").repeat(8).into_bytes();
-        db.write_opt(
-            {
-                let mut batch = WriteBatch::new();
-                batch.put(format!("k{i}"), new);
-                batch
-            },
-            &WriteOptions { sync: true },
-        )
-        .expect("sync put");
+        db.put(format!("k{i}"), new(i)).expect("put");
     }
-    let newest = names(&fs, dir, ".vlog").pop().expect("a segment");
-    assert!(
-        !first_segments.contains(&newest),
-        "the new writes should be in a segment of their own: {first_segments:?}, {newest}"
-    );
-    // The power goes; then the newest segment's header is damaged.
+    let mut pair = WriteBatch::new();
+    pair.put(b"k5", new(5));
+    pair.put(b"k6", new(6));
+    db.write(pair).expect("write");
+    let mut second_fillers = vec![format!("filler{}", first_of_second - 1)];
+    second_fillers.extend(fill_until(3));
+    // The third: newer values of k0 and k1, synced.
+    for i in 0..2u32 {
+        let mut batch = WriteBatch::new();
+        batch.put(format!("k{i}"), newest(i));
+        db.write_opt(batch, &WriteOptions { sync: true })
+            .expect("sync put");
+    }
+    let segments = names(&fs, dir, ".vlog");
+    assert_eq!(segments.len(), 3, "{segments:?}");
     let image = fs.power_loss_image(PowerLoss::DropUnsynced);
     drop(db);
-    let segment = dir.join(&newest);
-    let mut bytes = image.contents(&segment).expect("segment");
+    // The second segment's header is damaged, and so is k6's record: the k5 + k6 batch is
+    // then a batch without its last record, which repair never takes whole.
+    let second = dir.join(&segments[1]);
+    let mut bytes = image.contents(&second).expect("segment");
+    let k6_at = record_offsets(&bytes, &[b"k6".to_vec()])[&b"k6".to_vec()];
     bytes[0] ^= 0xff;
-    image.set_contents(&segment, &bytes).expect("damage");
+    bytes[k6_at + 30] ^= 0xff;
+    image.set_contents(&second, &bytes).expect("damage");
 
     let report = Db::repair(dir, options(&image)).expect("repair");
-    // The five new values and the last filler, whose only write is there.
-    assert_eq!(report.keys_reverted, 6, "{report:?}");
+    // k2..k4 and the second segment's fillers; not k0 and k1 (newer in the third segment),
+    // nor k5 (its batch lost its last record).
+    let expected = 3 + second_fillers.len() as u64;
+    assert_eq!(report.keys_reverted, expected, "{report:?}");
     assert_eq!(report.lost_values, 0, "{report:?}");
+    let counted = format!("{expected} keys whose newest write found is here");
     assert!(
         (report.problems.iter())
-            .any(|p| p.file.ends_with(&newest) && p.what.contains("6 keys whose newest write")),
+            .any(|p| p.file.ends_with(&segments[1]) && p.what.contains(&counted)),
         "{:?}",
         report.problems
     );
     let db = Db::open(dir, options(&image)).expect("open after repair");
-    for i in 0..10u32 {
+    for i in 0..2u32 {
+        assert_eq!(db.get(format!("k{i}")).expect("get"), Some(newest(i)));
+    }
+    for i in 2..10u32 {
         assert_eq!(
             db.get(format!("k{i}")).expect("get"),
             Some(old(i)),
             "k{i} reads its older value"
         );
     }
-    assert_eq!(db.get(&last_filler).expect("get"), None);
+    for filler in &second_fillers {
+        assert_eq!(db.get(filler).expect("get"), None, "{filler}");
+    }
     assert_eq!(
         db.get("filler0").expect("get"),
         Some(vec![b'f'; 4 << 10]),

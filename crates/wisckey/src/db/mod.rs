@@ -1310,7 +1310,10 @@ impl Db {
     /// `value_threshold` can come back with an older value or vanish once GC has collected
     /// that write's record (GC keeps only the records the index points at); a key whose
     /// newest value's record is gone is kept, and its reads report `Corruption`
-    /// ([`RepairReport::lost_values`]). Open the database afterwards with the same options.
+    /// ([`RepairReport::lost_values`]); a segment whose header does not verify is set aside
+    /// unread, and the keys whose newest write was in it read as older entries or as
+    /// missing ([`RepairReport::keys_reverted`]). Open the database afterwards with the
+    /// same options.
     ///
     /// ```
     /// # fn main() -> wisckey::Result<()> {

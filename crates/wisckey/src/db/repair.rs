@@ -121,10 +121,11 @@ pub struct RepairReport {
     /// Keys whose newest entry (from a table) points at a log record that is gone or does
     /// not verify: reads of them report `Corruption`, as before the repair.
     pub lost_values: u64,
-    /// Keys whose newest write found lies in a segment set aside because its header does not
-    /// verify (its records, which would need its file in place, are read only to count
-    /// these): the rebuilt index holds an older entry for them, or none. Each such segment
-    /// is listed in `problems` with its count.
+    /// Keys whose newest write found (in a whole batch) lies in a segment set aside because
+    /// its header does not verify or names another segment (its records, which would need
+    /// its file in place, are read only to count these): they read as the older entry the
+    /// rebuilt index holds, or as missing. Each such segment is listed in `problems` with
+    /// its count. Keys already in `lost_values` are not counted again.
     pub keys_reverted: u64,
     /// Tables written for the rebuilt index.
     pub tables_written: u64,
@@ -431,8 +432,18 @@ pub(crate) fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
     }
     report.segments_scanned = salvaged.len() as u64;
     report.last_sequence = index.last_sequence;
+    let mut reverted = std::collections::BTreeSet::new();
     for &number in &bad_segments {
-        count_reverted_keys(&*fs, dir, number, &vlog_options, &coverage, &index, &mut report)?;
+        count_reverted_keys(
+            &*fs,
+            dir,
+            number,
+            &vlog_options,
+            &coverage,
+            &index,
+            &mut reverted,
+            &mut report,
+        )?;
     }
 
     // 1. The rebuilt tables and a fresh segment, synced, before anything else changes.
@@ -990,10 +1001,15 @@ impl BatchTaker<'_> {
 }
 
 /// Counts (and lists as a problem) the keys whose newest write found lies in segment
-/// `number`, which is set aside because its header does not verify: every record in it that
-/// verifies, that the tables do not cover, and whose sequence number is above the entry
-/// the rebuilt index holds for its key. Repair does not take such records (a pointer into
-/// the segment would need its file in place), so those keys revert, and the report says so.
+/// `number`, set aside because its header does not verify (or names another segment):
+/// every record in it that verifies, in a batch whose last record verifies too (the rest
+/// was never acknowledged whole), that the tables do not cover, and whose sequence number
+/// is above the entry the rebuilt index holds for its key — unless that entry is a pointer
+/// whose record is gone (`lost_values` counts those; they read as `Corruption`). Repair
+/// does not take such records (a pointer into the segment would need its file in place),
+/// so those keys read as an older entry or as missing; `counted` keeps a key that several
+/// set-aside segments hold from being counted twice.
+#[allow(clippy::too_many_arguments)]
 fn count_reverted_keys(
     fs: &dyn FileSystem,
     dir: &Path,
@@ -1001,6 +1017,7 @@ fn count_reverted_keys(
     vlog_options: &VlogOptions,
     coverage: &Coverage,
     index: &KeyIndex,
+    counted: &mut std::collections::BTreeSet<Vec<u8>>,
     report: &mut RepairReport,
 ) -> Result<()> {
     let path = vlog_file_name(dir, number);
@@ -1012,30 +1029,52 @@ fn count_reverted_keys(
     let mut bytes = vec![0u8; len];
     file.read_exact_at(0, &mut bytes, &name)?;
     let (pieces, _) = find_pieces(&bytes, len as u64, &BTreeMap::new(), vlog_options);
-    let mut reverted = std::collections::BTreeSet::new();
+    let mut batch: Vec<Vec<u8>> = Vec::new();
+    let mut here = 0u64;
     for piece in pieces {
-        let Piece::Record { at, len, .. } = piece else {
+        let Piece::Record {
+            at,
+            len,
+            last_in_batch,
+            ..
+        } = piece
+        else {
+            batch.clear(); // a gap cuts the batch it falls in
             continue;
         };
         let start = at as usize;
         let Ok((record, _)) = decode_record(&bytes[start..start + len], vlog_options) else {
+            batch.clear();
             continue;
         };
         let position = LogPosition::new(number, at);
-        let newer = (index.newest.get(record.key)).is_none_or(|n| n.sequence < record.sequence);
-        if newer && !coverage.covers(record.key, record.sequence, position) {
-            reverted.insert(record.key.to_vec());
+        let reverts = match index.newest.get(record.key) {
+            None => true,
+            Some(newest) => {
+                let lost = newest.kind == ValueKind::ValuePointer && !newest.record_verified;
+                newest.sequence < record.sequence && !lost
+            }
+        };
+        if reverts && !coverage.covers(record.key, record.sequence, position) {
+            batch.push(record.key.to_vec());
+        }
+        if last_in_batch {
+            for key in batch.drain(..) {
+                if counted.insert(key) {
+                    here += 1;
+                }
+            }
         }
     }
-    if !reverted.is_empty() {
-        report.keys_reverted += reverted.len() as u64;
+    if here > 0 {
+        report.keys_reverted += here;
         report.problem(
             &name,
             None,
             format!(
-                "set aside unread (its header does not verify): {} keys whose newest write \
-                 found is here revert to an older entry or none",
-                reverted.len()
+                "set aside unread (its header does not verify or names another segment): \
+                 {here} keys whose newest write found is here read as an older entry or as \
+                 missing"
             ),
         );
     }
