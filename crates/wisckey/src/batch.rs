@@ -133,6 +133,12 @@ impl WriteBatch {
         self.bytes
     }
 
+    /// Whether every operation is a delete (true for an empty batch): such writes free
+    /// space, so on a full disk they may spend the disk reserve (`db::write`).
+    pub(crate) fn deletes_only(&self) -> bool {
+        self.ops.iter().all(|op| op.kind == ValueKind::Deletion)
+    }
+
     /// Removes every operation, keeping the allocation.
     pub fn clear(&mut self) {
         self.ops.clear();

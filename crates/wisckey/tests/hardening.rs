@@ -479,6 +479,17 @@ fn a_torn_header_of_a_never_synced_newest_segment_is_dropped_and_reported() {
     assert_eq!(db.get(b"key00000").expect("get"), Some(value(0)));
 }
 
+/// Leaves segment `newest` as its header and its first record (22-byte record header,
+/// 8-byte key, 300-byte value), written before any sync covered the header, with a byte of
+/// the header flipped; returns the bytes left.
+fn tear_the_header_before_the_first_record(dir: &Path, newest: &str) -> Vec<u8> {
+    let mut bytes = std::fs::read(dir.join(newest)).expect("read");
+    bytes.truncate(32 + 22 + 8 + 300);
+    bytes[20] ^= 0x01;
+    std::fs::write(dir.join(newest), &bytes).expect("write");
+    bytes
+}
+
 /// A torn header with one valid record after it and no record saying a sync came before:
 /// a crash while the segment was created leaves that, and so does damage to the header of
 /// a segment whose one sync covered that record (an acknowledged sync write). The open
@@ -488,12 +499,7 @@ fn a_torn_header_of_a_never_synced_newest_segment_is_dropped_and_reported() {
 fn a_torn_newest_segment_that_holds_records_is_set_aside_not_deleted() {
     let (crashed, options, newest) = sync_puts_into_a_new_segment_then_power_cut();
     let dir = crashed.path();
-    let mut bytes = std::fs::read(dir.join(&newest)).expect("read");
-    // The header and the segment's first record (22-byte record header, 8-byte key,
-    // 300-byte value), written before any sync covered the header.
-    bytes.truncate(32 + 22 + 8 + 300);
-    bytes[20] ^= 0x01;
-    std::fs::write(dir.join(&newest), &bytes).expect("write");
+    let bytes = tear_the_header_before_the_first_record(dir, &newest);
     let db = Db::open(dir, options.clone()).expect("a torn newest segment opens");
     let report = db.recovery_report().clone();
     assert!(report.salvaged.is_empty(), "{report:?}");
@@ -518,10 +524,7 @@ fn a_torn_newest_segment_that_holds_records_is_set_aside_not_deleted() {
 fn a_torn_newest_segment_with_records_is_removed_when_the_disk_is_too_full_to_keep_it() {
     let (crashed, options, newest) = sync_puts_into_a_new_segment_then_power_cut();
     let dir = crashed.path();
-    let mut bytes = std::fs::read(dir.join(&newest)).expect("read");
-    bytes.truncate(32 + 22 + 8 + 300);
-    bytes[20] ^= 0x01;
-    std::fs::write(dir.join(&newest), &bytes).expect("write");
+    tear_the_header_before_the_first_record(dir, &newest);
     let copy = tempfile::tempdir().expect("tempdir");
     crash_copy(dir, copy.path());
     // How many folders an open that keeps the segment creates: the last is its folder.

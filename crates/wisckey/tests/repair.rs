@@ -108,6 +108,17 @@ fn contents(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
     seen
 }
 
+/// The keys of `seen` that `expected` does not hold (deleted keys that came back, say).
+fn keys_not_in(
+    seen: &BTreeMap<Vec<u8>, Vec<u8>>,
+    expected: &BTreeMap<Vec<u8>, Vec<u8>>,
+) -> Vec<String> {
+    (seen.keys())
+        .filter(|k| !expected.contains_key(*k))
+        .map(|k| String::from_utf8_lossy(k).into_owned())
+        .collect()
+}
+
 fn names(fs: &MemFs, dir: &Path, suffix: &str) -> Vec<String> {
     let mut names: Vec<String> = (fs.list(dir).expect("list").into_iter())
         .filter(|n| n.ends_with(suffix) || (suffix == "MANIFEST" && n.starts_with(suffix)))
@@ -455,10 +466,7 @@ fn deletes_that_compaction_purged_and_gc_collected_stay_deleted_after_repair() {
         Db::repair(dir, options(Arc::new(image.clone()))).expect("repair");
         let db = Db::open(dir, options(Arc::new(image.clone()))).expect("open after repair");
         let seen = contents(&db);
-        let back: Vec<String> = (seen.keys())
-            .filter(|k| !expected.contains_key(*k))
-            .map(|k| String::from_utf8_lossy(k).into_owned())
-            .collect();
+        let back = keys_not_in(&seen, &expected);
         assert!(
             back.is_empty(),
             "manifest lost: {lose_manifest}: deleted keys came back: {back:?}"
@@ -548,10 +556,7 @@ fn a_repair_cut_short_and_run_again_keeps_purged_deletes_deleted() {
         repair_with_a_power_cut_at_each_write(&damaged, |db, after, context| {
             let context = format!("CURRENT lost: {lose_current}; {context}");
             let seen = contents(db);
-            let back: Vec<String> = (seen.keys())
-                .filter(|k| !expected.contains_key(*k))
-                .map(|k| String::from_utf8_lossy(k).into_owned())
-                .collect();
+            let back = keys_not_in(&seen, &expected);
             assert!(
                 back.is_empty(),
                 "{context}: deleted keys came back: {back:?}"

@@ -288,18 +288,15 @@ fn collect_group(queue: &VecDeque<Arc<Writer>>, deletes_apart: bool) -> Vec<Arc<
     }
     // A `Db::sync` (no batch) needs no memtable room and no log space, so it still works on
     // a full disk; in a group with batches it shared their `NoSpace` (DESIGN, contract 8).
-    // `None`: a sync only; else the batch's bytes.
-    let payload = |writer: &Writer| writer.batch.lock().as_ref().map(|b| b.payload_bytes());
-    let leader_payload = payload(leader);
     // On a disk short of log space, a group of deletes only may spend the reserve (`lead`):
-    // then deletes are not grouped with puts, whose `NoSpace` the group would share.
-    let deletes_only = |writer: &Writer| {
-        deletes_apart
-            && (writer.batch.lock().as_ref())
-                .is_some_and(|b| b.ops.iter().all(|op| op.kind == ValueKind::Deletion))
+    // then deletes are not grouped with puts either, whose `NoSpace` the group would share.
+    // `None`: a sync only; else the batch's bytes, and whether it is kept apart as deletes.
+    let payload = |writer: &Writer| {
+        (writer.batch.lock().as_ref())
+            .map(|b| (b.payload_bytes(), deletes_apart && b.deletes_only()))
     };
-    let leader_deletes_only = deletes_only(leader);
-    let first_bytes = leader_payload.unwrap_or(0);
+    let leader_payload = payload(leader);
+    let first_bytes = leader_payload.map_or(0, |(bytes, _)| bytes);
     // A small leader does not wait behind a large group (LevelDB's rule).
     let limit = if first_bytes <= 128 << 10 {
         first_bytes + (128 << 10)
@@ -315,12 +312,10 @@ fn collect_group(queue: &VecDeque<Arc<Writer>>, deletes_apart: bool) -> Vec<Arc<
             break;
         }
         let writer_payload = payload(writer);
-        if writer_payload.is_none() != leader_payload.is_none()
-            || deletes_only(writer) != leader_deletes_only
-        {
+        if writer_payload.map(|(_, apart)| apart) != leader_payload.map(|(_, apart)| apart) {
             break;
         }
-        let size = writer_payload.unwrap_or(0);
+        let size = writer_payload.map_or(0, |(bytes, _)| bytes);
         if bytes + size > limit {
             break;
         }
@@ -362,8 +357,7 @@ fn lead(inner: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
             let batches: Vec<WriteBatch> =
                 group.iter().filter_map(|w| w.batch.lock().take()).collect();
             // Deletes are how a user frees space: a group of deletes only may spend it too.
-            let deletes_only =
-                (batches.iter().flat_map(|b| &b.ops)).all(|op| op.kind == ValueKind::Deletion);
+            let deletes_only = batches.iter().all(WriteBatch::deletes_only);
             (batches, deletes_only)
         }
     };
@@ -521,7 +515,7 @@ fn reserve_log_space(
         .map(|op| (RECORD_HEADER_LEN + op.key.len() + op.value.len()) as u64)
         .sum();
     let mut result = vlog.reserve(group_len);
-    if result.is_ok() && ops().any(|op| op.kind != ValueKind::Deletion) && !may_spend_reserve {
+    if result.is_ok() && !batches.iter().all(WriteBatch::deletes_only) && !may_spend_reserve {
         // Puts found room without the reserve: the disk is no longer short.
         inner.log_space_short.store(false, Ordering::Relaxed);
     }
