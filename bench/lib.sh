@@ -35,6 +35,9 @@ engine_cmd() {
     # every write handed to the OS before it is acknowledged (Options::write_through_to_os),
     # as the peers' WALs do: the durability-equal variant of the non-sync fills
     wisckey-writethrough) echo "$WISCKEY_BIN bench $WISCKEY_FLAGS --write_through_to_os=true" ;;
+    # write-through with each write-out a pwrite, not a copy into the mapped log
+    # (Options::vlog_mapped_writes = false): the before of the mapped write-outs
+    wisckey-writethrough-pwrite) echo "$WISCKEY_BIN bench $WISCKEY_FLAGS --write_through_to_os=true --vlog_mapped_writes=false" ;;
     # the same with an earlier build (before/after runs: WISCKEY_BEFORE_BIN)
     wisckey-writethrough-before) echo "${WISCKEY_BEFORE_BIN:?set WISCKEY_BEFORE_BIN} bench $WISCKEY_FLAGS --write_through_to_os=true" ;;
     # the loaded DB after Db::cluster_values + Db::gc (run-suite.sh REORG_VARIANTS)

@@ -147,6 +147,13 @@ pub struct BenchArgs {
           default_value = "false", default_missing_value = "true",
           value_parser = BoolishValueParser::new())]
     write_through_to_os: bool,
+    /// wisckey's `Options::vlog_mapped_writes`: with `--write_through_to_os`, write-outs are
+    /// copies into a shared mapping of the log (default on, as the engine's); false makes
+    /// each a `pwrite`.
+    #[arg(long = "vlog_mapped_writes", action = ArgAction::Set, num_args = 0..=1,
+          default_value = "true", default_missing_value = "true",
+          value_parser = BoolishValueParser::new())]
+    vlog_mapped_writes: bool,
     /// wisckey's `Options::vlog_segment_size` in bytes (default: the engine's default,
     /// 64 MiB).
     #[arg(long = "vlog_segment_size")]
@@ -681,6 +688,7 @@ fn engine_options(args: &BenchArgs) -> Options {
     }
     options.vlog_direct_writes = args.vlog_direct_writes;
     options.write_through_to_os = args.write_through_to_os;
+    options.vlog_mapped_writes = args.vlog_mapped_writes;
     options
 }
 
@@ -698,7 +706,8 @@ fn print_header(args: &BenchArgs, path: &Path, options: &Options) {
          scan_readahead_entries={} scan_readahead_threads={} gc_space_amp_target={} \
          value_cache_size={} scan_length_hint={} vlog_write_back_interval={} \
          vlog_segment_size={} vlog_direct_writes={} auto_cluster_ratio={} \
-         vlog_zero_fill_size={} table_preload_size={} write_through_to_os={}",
+         vlog_zero_fill_size={} table_preload_size={} write_through_to_os={} \
+         vlog_mapped_writes={}",
         options.value_threshold,
         options.block_cache_size,
         options.bloom_bits_per_key,
@@ -714,7 +723,8 @@ fn print_header(args: &BenchArgs, path: &Path, options: &Options) {
         options.auto_cluster_ratio,
         options.vlog_zero_fill_size,
         options.table_preload_size,
-        options.write_through_to_os
+        options.write_through_to_os,
+        options.vlog_mapped_writes
     );
     println!("db:         {}", path.display());
     println!("------------------------------------------------");

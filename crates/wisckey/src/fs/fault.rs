@@ -384,6 +384,24 @@ impl FileSystem for FaultFs {
         }))
     }
 
+    fn create_mapped(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.check(FsOp::Create, path)?;
+        Ok(Box::new(FaultWritable {
+            inner: self.inner.create_mapped(path)?,
+            state: Arc::clone(&self.state),
+            path: path.to_path_buf(),
+        }))
+    }
+
+    fn open_append_mapped(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.check(FsOp::OpenAppend, path)?;
+        Ok(Box::new(FaultWritable {
+            inner: self.inner.open_append_mapped(path)?,
+            state: Arc::clone(&self.state),
+            path: path.to_path_buf(),
+        }))
+    }
+
     fn open_read(&self, path: &Path) -> Result<Arc<dyn ReadableFile>> {
         self.check(FsOp::OpenRead, path)?;
         Ok(Arc::new(FaultReadable {

@@ -23,6 +23,8 @@
 #[cfg(target_os = "linux")]
 mod direct;
 mod fault;
+#[cfg(target_os = "linux")]
+mod mapped;
 mod mem;
 mod posix;
 mod posix_lock;
@@ -90,6 +92,19 @@ pub trait FileSystem: Send + Sync + std::fmt::Debug {
     /// [`open_append`](FileSystem::open_append) with direct appends, as
     /// [`create_direct`](FileSystem::create_direct). `len()` starts at the file's size.
     fn open_append_direct(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.open_append(path)
+    }
+    /// Like [`create`](FileSystem::create), for a log whose many small appends must each
+    /// reach the OS at once: `PosixFs` copies them into a shared mapping of the file instead
+    /// of making a `pwrite` each. Such a file's size may exceed `len()` by zeros (allocated
+    /// ahead of the appends) until `set_len` cuts them. Where the file system cannot, the
+    /// same as `create` (the default).
+    fn create_mapped(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.create(path)
+    }
+    /// [`open_append`](FileSystem::open_append) with mapped appends, as
+    /// [`create_mapped`](FileSystem::create_mapped). `len()` starts at the file's size.
+    fn open_append_mapped(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         self.open_append(path)
     }
     /// Opens an existing file for positional reads. The handle may be shared across threads

@@ -110,6 +110,16 @@ impl FileSystem for PosixFs {
         self.direct_or_buffered(path, false)
     }
 
+    #[cfg(target_os = "linux")]
+    fn create_mapped(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        Ok(Box::new(super::mapped::MappedWritable::open(path, true)?))
+    }
+
+    #[cfg(target_os = "linux")]
+    fn open_append_mapped(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        Ok(Box::new(super::mapped::MappedWritable::open(path, false)?))
+    }
+
     fn open_read(&self, path: &Path) -> Result<Arc<dyn ReadableFile>> {
         let file = File::open(path).map_err(|e| io_err("open_read", path, e))?;
         Ok(Arc::new(PosixReadable {
@@ -354,7 +364,6 @@ impl WritableFile for PosixWritable {
     }
 
     fn zero_fill(&mut self, from: u64, to: u64) -> Result<bool> {
-        static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
         if from < self.len {
             return Err(Error::InvalidArgument(format!(
                 "zero_fill {}: {from} lies before the append position {}",
@@ -362,15 +371,8 @@ impl WritableFile for PosixWritable {
                 self.len
             )));
         }
-        let mut at = from;
-        while at < to {
-            let n = (to - at).min(ZEROS.len() as u64) as usize;
-            self.zeros_past_len = true;
-            self.file
-                .write_all_at(&ZEROS[..n], at)
-                .map_err(|e| io_err("zero_fill", &self.path, e))?;
-            at += n as u64;
-        }
+        self.zeros_past_len = true;
+        write_zeros(&self.file, &self.path, from, to)?;
         Ok(true)
     }
 
@@ -384,32 +386,43 @@ impl WritableFile for PosixWritable {
 
     #[cfg(target_os = "linux")]
     fn start_write_back(&mut self, offset: u64, len: u64) -> Result<()> {
-        let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
-            return Err(Error::InvalidArgument(format!(
-                "start_write_back {}: range exceeds the OS offset type",
-                self.path.display()
-            )));
-        };
-        // SAFETY: the descriptor is valid while `self.file` is borrowed; sync_file_range takes
-        // plain integers and touches no memory of ours. SYNC_FILE_RANGE_WRITE only starts
-        // write-back of dirty pages in the range; it does not wait for it.
-        let rc = unsafe {
-            libc::sync_file_range(
-                self.file.as_raw_fd(),
-                offset,
-                len,
-                libc::SYNC_FILE_RANGE_WRITE,
-            )
-        };
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(io_err(
-                "start_write_back",
-                &self.path,
-                io::Error::last_os_error(),
-            ))
-        }
+        start_write_back(&self.file, &self.path, offset, len)
+    }
+}
+
+/// Writes zeros to `[from, to)` of `file` (for `zero_fill`).
+pub(super) fn write_zeros(file: &File, path: &Path, from: u64, to: u64) -> Result<()> {
+    static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
+    let mut at = from;
+    while at < to {
+        let n = (to - at).min(ZEROS.len() as u64) as usize;
+        file.write_all_at(&ZEROS[..n], at)
+            .map_err(|e| io_err("zero_fill", path, e))?;
+        at += n as u64;
+    }
+    Ok(())
+}
+
+/// Asks the OS to start writing `len` bytes at `offset` of `file` to the device
+/// (`sync_file_range`), without waiting (for `start_write_back`).
+#[cfg(target_os = "linux")]
+pub(super) fn start_write_back(file: &File, path: &Path, offset: u64, len: u64) -> Result<()> {
+    let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
+        return Err(Error::InvalidArgument(format!(
+            "start_write_back {}: range exceeds the OS offset type",
+            path.display()
+        )));
+    };
+    // SAFETY: the descriptor is valid while `file` is borrowed; sync_file_range takes plain
+    // integers and touches no memory of ours. SYNC_FILE_RANGE_WRITE only starts write-back
+    // of dirty pages in the range; it does not wait for it.
+    let rc = unsafe {
+        libc::sync_file_range(file.as_raw_fd(), offset, len, libc::SYNC_FILE_RANGE_WRITE)
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io_err("start_write_back", path, io::Error::last_os_error()))
     }
 }
 

@@ -294,6 +294,7 @@ mod tests {
             preallocate_size: 0,
             write_back_interval: 0,
             direct_writes: false,
+            mapped_writes: false,
             zero_fill_size: 0,
         }
     }
@@ -375,6 +376,7 @@ mod tests {
             preallocate_size: 0,
             write_back_interval: 0,
             direct_writes: false,
+            mapped_writes: false,
             zero_fill_size: 0,
             ..opts()
         };
@@ -395,6 +397,7 @@ mod tests {
             preallocate_size: 0,
             write_back_interval: 0,
             direct_writes: false,
+            mapped_writes: false,
             zero_fill_size: 0,
             ..opts()
         };

@@ -59,6 +59,10 @@ pub struct VlogOptions {
     /// Segments are written with `O_DIRECT` where the file system allows
     /// ([`crate::fs::FileSystem::create_direct`]): appended bytes bypass the page cache.
     pub direct_writes: bool,
+    /// Segments are written through a shared mapping where the file system allows
+    /// ([`crate::fs::FileSystem::create_mapped`]): for write-outs of a put or a few, which
+    /// must each reach the OS before the write is acknowledged. Ignored with `direct_writes`.
+    pub mapped_writes: bool,
     /// Sync writes keep this many bytes past the log's end written with zeros
     /// ([`VlogWriter::sync_write`]), so their `fdatasync` overwrites written blocks and
     /// flushes data only. 0 disables it.
@@ -78,6 +82,7 @@ impl VlogOptions {
             preallocate_size: 0,
             write_back_interval: 0,
             direct_writes: false,
+            mapped_writes: false,
             zero_fill_size: 0,
         }
     }
@@ -93,6 +98,7 @@ impl Default for VlogOptions {
             preallocate_size: 4 << 20,
             write_back_interval: 1 << 20,
             direct_writes: false,
+            mapped_writes: false,
             zero_fill_size: 1 << 20,
         }
     }

@@ -642,6 +642,7 @@ mod tests {
             preallocate_size: 0,
             write_back_interval: 0,
             direct_writes: false,
+            mapped_writes: false,
             zero_fill_size: 0,
         }
     }

@@ -25,8 +25,9 @@
 //!   `FLAG_SYNCED_BEFORE`, which lets recovery tell damage in synced data from a torn tail;
 //! - a segment of an older format version is never appended to: the writer rolls over;
 //! - the active segment's file may run past its last record only by zeros (direct writes'
-//!   block padding, zeros written ahead of small sync writes, `zero_fill_size`); they are
-//!   cut off before the segment is finished and at a clean close.
+//!   block padding, mapped writes' space allocated ahead, zeros written ahead of small sync
+//!   writes, `zero_fill_size`); they are cut off before the segment is finished and at a
+//!   clean close.
 //!
 //! Every `write_back_interval` bytes written out, the OS is asked to start writing the active
 //! segment to the device (a hint, never relied on): without it the kernel holds the whole
@@ -143,6 +144,8 @@ impl VlogWriter {
         }
         let mut file = if opts.direct_writes {
             fs.open_append_direct(&path)?
+        } else if opts.mapped_writes {
+            fs.open_append_mapped(&path)?
         } else {
             fs.open_append(&path)?
         };
@@ -213,13 +216,7 @@ impl VlogWriter {
                 path.display()
             )));
         }
-        let file = start_segment(
-            fs.as_ref(),
-            &path,
-            first_segment,
-            prev_segment_end,
-            opts.direct_writes,
-        )
+        let file = start_segment(fs.as_ref(), &path, first_segment, prev_segment_end, &opts)
         .map_err(|failed| failed.error)?;
         Ok(VlogWriter {
             fs,
@@ -434,9 +431,10 @@ impl VlogWriter {
     }
 
     /// Whether the active segment's file may run past its last record (direct writes' block
-    /// padding or zeros written ahead), so it must be cut back before it is finished.
+    /// padding, mapped writes' space allocated ahead, zeros written ahead), so it must be cut
+    /// back before it is finished.
     fn may_run_past_records(&self) -> bool {
-        self.opts.direct_writes || self.zeroed_to > self.flushed_len
+        self.opts.direct_writes || self.opts.mapped_writes || self.zeroed_to > self.flushed_len
     }
 
     /// [`VlogWriter::sync`], then cuts off the zeros past the active segment's last record
@@ -777,13 +775,7 @@ impl VlogWriter {
         }
         let next = self.segment + 1;
         let path = vlog_file_name(&self.dir, next);
-        let file = match start_segment(
-            self.fs.as_ref(),
-            &path,
-            next,
-            self.flushed_len,
-            self.opts.direct_writes,
-        ) {
+        let file = match start_segment(self.fs.as_ref(), &path, next, self.flushed_len, &self.opts) {
             Ok(file) => file,
             Err(failed) => {
                 // Its leftover file would prove this segment complete to recovery, which
@@ -927,14 +919,16 @@ fn start_segment(
     path: &std::path::Path,
     segment: u64,
     prev_segment_end: u64,
-    direct: bool,
+    opts: &VlogOptions,
 ) -> std::result::Result<Box<dyn WritableFile>, StartFailed> {
     let failed = |error: Error| StartFailed {
         error,
         may_have_left_a_file: !remove_durably(fs, path),
     };
-    let created = if direct {
+    let created = if opts.direct_writes {
         fs.create_direct(path)
+    } else if opts.mapped_writes {
+        fs.create_mapped(path)
     } else {
         fs.create(path)
     };

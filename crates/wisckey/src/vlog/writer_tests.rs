@@ -494,6 +494,7 @@ fn write_back_is_started_every_interval_of_written_out_bytes() {
         VlogOptions {
             write_back_interval: 0,
             direct_writes: false,
+            mapped_writes: false,
             zero_fill_size: 0,
             ..opts(64 << 10, BUFFER)
         },
@@ -539,6 +540,7 @@ fn a_failing_write_back_hint_fails_no_write() {
 fn pipelined(segment_size: u64, buffer_size: usize) -> VlogOptions {
     VlogOptions {
         direct_writes: true,
+        mapped_writes: false,
         zero_fill_size: 0,
         ..opts(segment_size, buffer_size)
     }
@@ -920,4 +922,80 @@ fn a_reserved_group_stays_in_one_segment_and_a_failed_one_is_discarded_whole() {
     w.append_batch(1, &[put(b"b", &value)]).expect("b");
     let c = w.append_batch(2, &[put(b"c", &value)]).expect("c");
     assert_eq!(c[0].segment, 2);
+}
+
+/// Mapped write-outs on the real file system (`PosixFs` maps; `MemFs` would append): every
+/// flushed record reads back at once through the reader's own handle, finished segments
+/// end exactly at their last record, and a writer dropped without `finish` (a kill) leaves
+/// zeros past the records that replay reads as the log's end.
+#[test]
+fn mapped_write_outs_read_back_at_once_and_finished_segments_end_at_their_records() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().to_path_buf();
+    let fs: Arc<dyn FileSystem> = Arc::new(crate::fs::PosixFs::new());
+    let o = VlogOptions {
+        mapped_writes: true,
+        preallocate_size: 64 << 10,
+        ..opts(256 << 10, 64 << 10)
+    };
+    let reader = VlogReader::new(fs.clone(), dir.clone(), o.clone());
+    let mut w = VlogWriter::create(fs.clone(), dir.clone(), 1, o.clone()).expect("create");
+    let mut seq = 1;
+    let mut write = |w: &mut VlogWriter, count: u64| {
+        for _ in 0..count {
+            let key = format!("key{seq}").into_bytes();
+            let value = vec![(seq % 251) as u8; 900 + (seq % 200) as usize];
+            w.reserve(record_len(key.len(), value.len()) as u64)
+                .expect("reserve");
+            let ptr = w.append_batch(seq, &[put(&key, &value)]).expect("append")[0];
+            // Write-through: each batch reaches the OS before the next.
+            w.flush().expect("flush");
+            let live = LiveRange { end: w.end() };
+            assert_eq!(reader.read_value(&ptr, &key, live).expect("read"), value);
+            seq += 1;
+        }
+    };
+    write(&mut w, 700);
+    assert!(w.active_segment() >= 3, "the test rolls over segments");
+    let active = w.active_segment();
+    for segment in 1..active {
+        // The next segment's header records where this one ends.
+        let mut header = [0u8; SEGMENT_HEADER_LEN as usize];
+        let next = vlog_file_name(&dir, segment + 1);
+        (fs.open_read(&next).expect("next"))
+            .read_exact_at(0, &mut header, "next")
+            .expect("header");
+        let recorded_end = SegmentHeader::decode(&header, "next")
+            .expect("decode")
+            .prev_segment_end;
+        assert_eq!(
+            fs.file_size(&vlog_file_name(&dir, segment)).expect("size"),
+            recorded_end,
+            "finished segment {segment} ends at its last record"
+        );
+    }
+    let active_path = vlog_file_name(&dir, active);
+    assert!(
+        fs.file_size(&active_path).expect("size") > w.end().offset,
+        "the active segment's size runs ahead of its records"
+    );
+    w.finish().expect("finish");
+    assert_eq!(fs.file_size(&active_path).expect("size"), w.end().offset);
+
+    // A kill: the writer goes away without `finish`, the zeros ahead stay in the file.
+    let end = w.end();
+    drop(w);
+    let mut w = VlogWriter::open(fs.clone(), dir.clone(), end, o.clone()).expect("reopen");
+    write(&mut w, 50);
+    let killed_end = w.end();
+    w.flush().expect("flush");
+    drop(w);
+    let mut batches = 0;
+    let scanned = scan(fs.as_ref(), &dir, LogPosition::new(1, 0), &o, &mut |_| {
+        batches += 1;
+        Ok(())
+    })
+    .expect("scan");
+    assert_eq!(batches, 750);
+    assert_eq!(scanned, killed_end);
 }
