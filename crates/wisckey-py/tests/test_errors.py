@@ -237,6 +237,15 @@ def test_bad_options_are_invalid_arguments(path):
     with wisckey.DB(path, vlog_zero_fill_size=0) as db:  # sync writes without zeros ahead
         db.put(b"k2", b"w" * 5000, sync=True)
         assert db[b"k2"] == b"w" * 5000
+    with pytest.raises(TypeError):
+        wisckey.DB(path, vlog_mapped_writes="yes")
+    # Write-through writes through the mapped log and through pwrite keep the same data.
+    for mapped in (True, False):
+        with wisckey.DB(path, write_through_to_os=True, vlog_mapped_writes=mapped) as db:
+            db.put(b"k3", b"m" * 3000 if mapped else b"p" * 3000)
+        with wisckey.DB(path) as db:
+            assert db[b"k3"] == (b"m" * 3000 if mapped else b"p" * 3000)
+            assert db[b"k2"] == b"w" * 5000
     with pytest.raises(OverflowError):  # a size, never negative
         wisckey.DB(path, table_preload_size=-1)
     for preload in (0, 1 << 30):  # off, and more than the tables hold

@@ -95,8 +95,9 @@ pub struct Options {
     /// `pwrite` (Linux; elsewhere, and where the file system cannot allocate ahead, the same
     /// `pwrite`s; write-outs over 8 KiB are `pwrite`s anyway). The bytes reach the same page
     /// cache, so a killed process loses nothing either way; a helper thread makes the pages
-    /// writable ahead of the writer. Measured 1.36–1.87× the write-through puts per second
-    /// at 1 KiB and 1.17–1.40× at 4 KiB (`docs/BENCHMARKS.md`).
+    /// writable ahead of the writer. Measured 1.46–1.67× the write-through puts per second
+    /// at 1 KiB and 1.23–1.36× at 4 KiB (`docs/BENCHMARKS.md`). Only on file systems whose
+    /// `fallocate` allocates for good (ext4, XFS, tmpfs), so a copy cannot meet a full disk.
     /// The caveat of any mapped file: a device read error while the segment's partly written
     /// last page must be read back in is a `SIGBUS` (the process dies; open then recovers
     /// as after a kill) where a `pwrite` would have returned `EIO`. Default on.

@@ -67,8 +67,8 @@ class DB:
 
     Options are wisckey::Options fields: value_threshold, vlog_segment_size,
     vlog_buffer_size, vlog_flush_interval, vlog_preallocate_size, vlog_write_back_interval,
-    vlog_direct_writes, vlog_zero_fill_size, write_through_to_os, memtable_size,
-    memtable_max_log_bytes, max_immutable_memtables, block_size, block_restart_interval,
+    vlog_direct_writes, vlog_zero_fill_size, write_through_to_os, vlog_mapped_writes,
+    memtable_size, memtable_max_log_bytes, max_immutable_memtables, block_size, block_restart_interval,
     block_cache_size, value_cache_size, table_preload_size, bloom_bits_per_key, max_open_tables,
     target_file_size, level1_max_bytes, l0_compaction_trigger, l0_slowdown_trigger, l0_stop_trigger,
     scan_readahead_entries, scan_readahead_threads, recovery_mode, gc_space_amp_target,

@@ -22,8 +22,11 @@
 //! - pages wholly behind the writer do not stay mapped (they are unmapped every few MiB
 //!   and before `start_write_back`): write-back of a mapped page write-protects it with a
 //!   TLB flush on every core, measured as most of the writer's time before this rule;
-//! - anything the mapped path cannot do (an append over 8 KiB, no `fallocate`, a failed
-//!   `mmap`) is done with `pwrite`, which writes the same page cache.
+//! - anything the mapped path cannot do or should not (an append over 8 KiB, one into the
+//!   file's first page, a file system not known to allocate for good with `fallocate`, a
+//!   failed `mmap`) is done with `pwrite`, which writes the same page cache. The first page
+//!   holds a segment's header: a segment of nothing else keeps its size, so a database
+//!   whose creation was cut short is still recognised as such by the next open.
 //!
 //! Linux only (`MADV_POPULATE_WRITE` and `fallocate`).
 
@@ -35,6 +38,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+
+use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
@@ -61,6 +66,14 @@ const LARGEST_MAPPED_APPEND: usize = 8 << 10;
 /// Pages made writable by one `madvise` of the helper. It holds `map_lock` meanwhile, which
 /// the writer waits for when it remaps or grows the file (once per MiB or so).
 const POPULATE_STEP: u64 = 32 << 10;
+/// How long an idle helper sleeps before it looks again without being woken: the writer
+/// wakes it only when it can do so without waiting for the lock, so a wake-up can be lost.
+const HELPER_IDLE_CHECK: Duration = Duration::from_millis(50);
+/// File systems (`statfs` `f_type`) whose `fallocate` allocates blocks that a write into
+/// them cannot then fail to get: ext2/3/4, XFS, tmpfs. Elsewhere (btrfs and ZFS reserve
+/// nothing for good, copy-on-write) a copy into a mapped page could meet a full disk as a
+/// `SIGBUS`, so the mapped path is not taken.
+const MAPPABLE_FILE_SYSTEMS: [i64; 3] = [0xEF53, 0x5846_5342, 0x0102_1994];
 
 /// The mapped range of the file: `len` bytes from file offset `start`, at address `base`.
 #[derive(Debug, Clone, Copy)]
@@ -84,7 +97,8 @@ struct Shared {
 #[derive(Debug)]
 struct MapState {
     window: Option<Window>,
-    /// Pages before this offset are already made writable (or lie behind the writer).
+    /// The helper has been over the pages before this offset (or they lie behind the
+    /// writer); write-back may have made some read-only again since.
     populated_to: u64,
     stop: bool,
 }
@@ -125,6 +139,7 @@ impl MappedWritable {
             .metadata()
             .map_err(|e| io_err("open_append (stat)", path, e))?
             .len();
+        let unmappable = !allocates_for_good(&file);
         let shared = Arc::new(Shared {
             map_lock: Mutex::new(MapState {
                 window: None,
@@ -143,14 +158,14 @@ impl MappedWritable {
             window: None,
             shared,
             helper: None,
-            unmappable: false,
+            unmappable,
         })
     }
 
     /// Copies `data` to the file at `len` through the mapping; false (nothing written)
     /// where the mapped path cannot take it, and the caller writes it with `pwrite`.
     fn copy_mapped(&mut self, data: &[u8]) -> bool {
-        if self.unmappable || data.len() > LARGEST_MAPPED_APPEND {
+        if self.unmappable || data.len() > LARGEST_MAPPED_APPEND || self.len < PAGE {
             return false;
         }
         let end = self.len + data.len() as u64;
@@ -188,7 +203,8 @@ impl MappedWritable {
 
     /// Unmaps the window's pages wholly before `end` (the append position), so that
     /// write-back finds them unmapped. With `wait` false it gives up if the helper holds
-    /// the lock (it is mid-step; the next append tries again).
+    /// the lock (the next append tries again); with `wait` it waits for the helper's step
+    /// (32 KiB of pages past the writer, zeros that need no read from the device).
     fn unmap_behind(&mut self, end: u64, wait: bool) {
         let Some(window) = self.window else {
             return;
@@ -235,10 +251,13 @@ impl MappedWritable {
             if self.allocate_size(target) {
                 self.size = target;
                 self.shared.size.store(target, Ordering::Release);
-                // Under the lock, so a helper that read the old size is already waiting
-                // (or will read the new one): the wake-up is not lost.
-                let _state = self.shared.map_lock.lock();
-                self.shared.wake.notify_one();
+                // Under the lock where it is free, so a helper that read the old size is
+                // already waiting (or will read the new one). A helper mid-step reads the
+                // size again after it; one caught between its check and its wait sleeps
+                // until `HELPER_IDLE_CHECK` — never a reason for a put to wait.
+                if let Some(_state) = self.shared.map_lock.try_lock() {
+                    self.shared.wake.notify_one();
+                }
                 return true;
             }
         }
@@ -299,6 +318,9 @@ impl MappedWritable {
             self.unmappable = true;
             return false;
         }
+        // SAFETY: the range is the mapping just made. MADV_DONTFORK only keeps a child
+        // process from inheriting it (advice; a failure changes nothing here).
+        let _ = unsafe { libc::madvise(base, map_len, libc::MADV_DONTFORK) };
         let window = Window {
             base: base as usize,
             start,
@@ -343,7 +365,7 @@ fn populate_ahead(shared: &Shared) {
     let mut state = shared.map_lock.lock();
     while !state.stop && !REFUSED.load(Ordering::Relaxed) {
         let Some(window) = state.window else {
-            shared.wake.wait(&mut state);
+            shared.wake.wait_for(&mut state, HELPER_IDLE_CHECK);
             continue;
         };
         let writer_at = shared.len.load(Ordering::Acquire);
@@ -353,7 +375,7 @@ fn populate_ahead(shared: &Shared) {
             .load(Ordering::Acquire)
             .min(window.start + window.len);
         if from >= until || from < window.start {
-            shared.wake.wait(&mut state);
+            shared.wake.wait_for(&mut state, HELPER_IDLE_CHECK);
             continue;
         }
         let step_end = until.min(from + POPULATE_STEP);
@@ -385,6 +407,28 @@ fn populate_ahead(shared: &Shared) {
         // Let the writer remap or cut between two steps.
         parking_lot::MutexGuard::bump(&mut state);
     }
+}
+
+/// Whether files in the existing directory `dir` get mapped appends (tests on file systems
+/// without them check the `pwrite` path instead).
+#[cfg(test)]
+pub(crate) fn mapped_appends_supported(dir: &Path) -> bool {
+    File::open(dir).is_ok_and(|d| allocates_for_good(&d))
+}
+
+/// Whether `file` lies on a file system listed in [`MAPPABLE_FILE_SYSTEMS`].
+fn allocates_for_good(file: &File) -> bool {
+    let mut stat = std::mem::MaybeUninit::<libc::statfs>::uninit();
+    // SAFETY: the descriptor is valid while `file` is borrowed, and `stat` is a buffer of
+    // the type fstatfs fills; it is read only after fstatfs reported success.
+    let rc = unsafe { libc::fstatfs(file.as_raw_fd(), stat.as_mut_ptr()) };
+    if rc != 0 {
+        return false;
+    }
+    // SAFETY: fstatfs succeeded, so it initialised the whole struct.
+    let f_type = unsafe { stat.assume_init() }.f_type;
+    #[allow(clippy::unnecessary_cast)] // `f_type`'s integer type differs between targets
+    MAPPABLE_FILE_SYSTEMS.contains(&(f_type as i64))
 }
 
 fn unmap(window: Window) {
@@ -452,6 +496,8 @@ impl WritableFile for MappedWritable {
     }
 
     fn start_write_back(&mut self, offset: u64, len: u64) -> Result<()> {
+        // Waits for a helper mid-step (the helper holds the lock nearly all the time it
+        // works): write-back of pages still mapped costs a TLB flush per page.
         self.unmap_behind(self.len, true);
         super::posix::start_write_back(&self.file, &self.path, offset, len)
     }
@@ -515,10 +561,22 @@ mod tests {
             }
         }
         assert_eq!(file.len(), expected.len() as u64);
-        assert!(!file.unmappable, "the mapped path was taken");
+        let mapped = mapped_appends_supported(dir.path());
+        if mapped {
+            assert!(
+                !file.unmappable && file.helper.is_some(),
+                "the mapped path ran"
+            );
+        } else {
+            eprintln!("no mapped appends on this file system: the pwrite path was tested");
+        }
         // Before any sync or close, another handle sees every byte, then zeros.
         let seen = read_all(&path);
-        assert!(seen.len() as u64 > file.len(), "the size runs ahead");
+        assert_eq!(
+            seen.len() as u64 > file.len(),
+            mapped,
+            "the size runs ahead"
+        );
         assert_eq!(&seen[..expected.len()], &expected[..]);
         assert!(seen[expected.len()..].iter().all(|&b| b == 0));
         file.sync_data().expect("sync");
@@ -529,6 +587,32 @@ mod tests {
         expected.extend_from_slice(b"tail");
         drop(file);
         assert_eq!(&read_all(&path)[..expected.len()], &expected[..]);
+    }
+
+    #[test]
+    fn appends_into_the_first_page_leave_the_size_alone() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("seg");
+        let mut file = MappedWritable::open(&path, true).expect("create");
+        // A segment's header: an interrupted creation must still look like one.
+        file.append(&[9u8; 24]).expect("header");
+        file.sync_data().expect("sync");
+        assert_eq!(std::fs::metadata(&path).expect("stat").len(), 24);
+        file.append(&[8u8; 4000]).expect("append");
+        // Starting inside the first page even if it ends past it.
+        file.append(&[7u8; 100]).expect("append");
+        assert_eq!(std::fs::metadata(&path).expect("stat").len(), 4124);
+        // Past the first page, the size runs ahead (where appends are mapped).
+        file.append(&[6u8; 100]).expect("append");
+        let size = std::fs::metadata(&path).expect("stat").len();
+        assert_eq!(
+            size > 4224,
+            mapped_appends_supported(dir.path()),
+            "size {size}"
+        );
+        file.set_len(4224).expect("cut");
+        let bytes = std::fs::read(&path).expect("read");
+        assert!(bytes[..24].iter().all(|&b| b == 9) && bytes[4124..].iter().all(|&b| b == 6));
     }
 
     #[test]

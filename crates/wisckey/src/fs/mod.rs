@@ -25,6 +25,8 @@ mod direct;
 mod fault;
 #[cfg(target_os = "linux")]
 mod mapped;
+#[cfg(all(test, target_os = "linux"))]
+pub(crate) use mapped::mapped_appends_supported;
 mod mem;
 mod posix;
 mod posix_lock;
@@ -221,7 +223,8 @@ pub trait ReadableFile: Send + Sync + std::fmt::Debug {
 #[allow(clippy::len_without_is_empty)]
 /// A file opened for appending. Single owner; not shared between threads.
 pub trait WritableFile: Send + std::fmt::Debug {
-    /// Appends all of `data` at the end of the file.
+    /// Appends all of `data` at `len()` (the end of the file, unless zeros were allocated
+    /// or written past it: `create_direct`, `create_mapped`, `zero_fill`).
     fn append(&mut self, data: &[u8]) -> Result<()>;
     /// Makes every byte appended so far durable (fdatasync).
     fn sync_data(&mut self) -> Result<()>;
