@@ -492,12 +492,18 @@ struct FaultWritable {
     path: PathBuf,
 }
 
-impl WritableFile for FaultWritable {
-    fn append(&mut self, data: &[u8]) -> Result<()> {
+impl FaultWritable {
+    /// An append through `write` (the inner file's `append` or `append_to_sync`), failing
+    /// as armed.
+    fn faulty_append(
+        &mut self,
+        data: &[u8],
+        write: fn(&mut dyn WritableFile, &[u8]) -> Result<()>,
+    ) -> Result<()> {
         match before(&self.state, FsOp::Append, &self.path) {
-            None => self.inner.append(data),
+            None => write(self.inner.as_mut(), data),
             Some(FaultKind::NoSpacePartial) => {
-                self.inner.append(&data[..data.len() / 2])?;
+                write(self.inner.as_mut(), &data[..data.len() / 2])?;
                 Err(injected(
                     FaultKind::NoSpacePartial,
                     FsOp::Append,
@@ -506,6 +512,16 @@ impl WritableFile for FaultWritable {
             }
             Some(kind) => Err(injected(kind, FsOp::Append, &self.path)),
         }
+    }
+}
+
+impl WritableFile for FaultWritable {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.faulty_append(data, |file, data| file.append(data))
+    }
+
+    fn append_to_sync(&mut self, data: &[u8]) -> Result<()> {
+        self.faulty_append(data, |file, data| file.append_to_sync(data))
     }
 
     fn sync_data(&mut self) -> Result<()> {

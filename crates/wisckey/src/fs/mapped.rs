@@ -444,9 +444,11 @@ fn unmap(window: Window) {
     }
 }
 
-impl WritableFile for MappedWritable {
-    fn append(&mut self, data: &[u8]) -> Result<()> {
-        if !self.copy_mapped(data) {
+impl MappedWritable {
+    /// Appends `data`, copied through the mapping where `mapped` and the mapped path can
+    /// take it, else with `pwrite`.
+    fn append_by(&mut self, data: &[u8], mapped: bool) -> Result<()> {
+        if !(mapped && self.copy_mapped(data)) {
             // Through the same page cache, mapped or not.
             self.file
                 .write_all_at(data, self.len)
@@ -464,6 +466,19 @@ impl WritableFile for MappedWritable {
             self.unmap_behind(self.len, false);
         }
         Ok(())
+    }
+}
+
+impl WritableFile for MappedWritable {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.append_by(data, true)
+    }
+
+    /// A sync follows: the copy would save nothing next to it, and growing the size ahead
+    /// would have the helper dirty pages of zeros that the sync then writes out (a sync
+    /// write with write-through ran 0.79–0.91× the `pwrite` path's rate that way).
+    fn append_to_sync(&mut self, data: &[u8]) -> Result<()> {
+        self.append_by(data, false)
     }
 
     fn sync_data(&mut self) -> Result<()> {
@@ -613,6 +628,26 @@ mod tests {
         file.set_len(4224).expect("cut");
         let bytes = std::fs::read(&path).expect("read");
         assert!(bytes[..24].iter().all(|&b| b == 9) && bytes[4124..].iter().all(|&b| b == 6));
+    }
+
+    #[test]
+    fn appends_to_sync_are_not_mapped_and_grow_nothing_ahead() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("seg");
+        let mut file = MappedWritable::open(&path, true).expect("create");
+        file.append(&[1u8; 5000]).expect("first page");
+        for _ in 0..50 {
+            file.append_to_sync(&[2u8; 1000]).expect("append to sync");
+            file.sync_data().expect("sync");
+        }
+        assert_eq!(std::fs::metadata(&path).expect("stat").len(), 55_000);
+        assert!(
+            file.window.is_none() && file.helper.is_none(),
+            "nothing was mapped"
+        );
+        // Plain appends after them are mapped as usual.
+        file.append(&[3u8; 1000]).expect("append");
+        assert_eq!(file.window.is_some(), mapped_appends_supported(dir.path()));
     }
 
     #[test]

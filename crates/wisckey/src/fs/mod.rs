@@ -226,6 +226,13 @@ pub trait WritableFile: Send + std::fmt::Debug {
     /// Appends all of `data` at `len()` (the end of the file, unless zeros were allocated
     /// or written past it: `create_direct`, `create_mapped`, `zero_fill`).
     fn append(&mut self, data: &[u8]) -> Result<()>;
+    /// [`append`](WritableFile::append) of bytes the caller makes durable right away
+    /// (`sync_data` next). A file whose appends take a path that pays off only without a
+    /// sync (`create_mapped`'s copies, whose pages made writable ahead a sync would write
+    /// out as zeros) writes these the plain way. Default: `append`.
+    fn append_to_sync(&mut self, data: &[u8]) -> Result<()> {
+        self.append(data)
+    }
     /// Makes every byte appended so far durable (fdatasync).
     fn sync_data(&mut self) -> Result<()>;
     /// Truncates or extends the file to `len` bytes; later appends go to the new end.

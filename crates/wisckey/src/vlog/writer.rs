@@ -378,7 +378,7 @@ impl VlogWriter {
     /// order), then the directory if the active segment is new, then the active segment.
     pub fn sync(&mut self) -> Result<()> {
         self.check_not_failed()?;
-        self.write_out()?;
+        self.write_out_to_sync()?;
         if self.synced_end == self.flushed_end() && !self.dir_entry_unsynced {
             return Ok(());
         }
@@ -399,7 +399,7 @@ impl VlogWriter {
     /// sync's is not.
     pub fn sync_write(&mut self) -> Result<()> {
         self.check_not_failed()?;
-        self.write_out()?;
+        self.write_out_to_sync()?;
         self.zero_fill_ahead();
         self.sync()
     }
@@ -617,12 +617,26 @@ impl VlogWriter {
     /// Hands the buffer to the OS. On failure, discards it and cuts the file back to the
     /// length before the write; if that fails, marks the segment as finished.
     fn write_out(&mut self) -> Result<()> {
+        self.write_out_by(false)
+    }
+
+    /// [`VlogWriter::write_out`] of bytes a sync follows at once
+    /// ([`WritableFile::append_to_sync`]).
+    fn write_out_to_sync(&mut self) -> Result<()> {
+        self.write_out_by(true)
+    }
+
+    fn write_out_by(&mut self, sync_next: bool) -> Result<()> {
         self.settle()?;
         if self.buf.is_empty() {
             return Ok(());
         }
         let written = self.buf.len();
-        let result = self.file.append(&self.buf);
+        let result = if sync_next {
+            self.file.append_to_sync(&self.buf)
+        } else {
+            self.file.append(&self.buf)
+        };
         match &result {
             Ok(()) => {
                 self.flushed_len += self.buf.len() as u64;

@@ -1001,3 +1001,28 @@ fn mapped_write_outs_read_back_at_once_and_finished_segments_end_at_their_record
     assert_eq!(batches, 750);
     assert_eq!(scanned, killed_end);
 }
+
+/// Sync writes with mapped write-outs write the plain way (`append_to_sync`): nothing is
+/// allocated or made writable ahead, which the sync would only write out as zeros.
+#[test]
+#[cfg(target_os = "linux")]
+fn sync_writes_are_not_mapped() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().to_path_buf();
+    let fs: Arc<dyn FileSystem> = Arc::new(crate::fs::PosixFs::new());
+    let o = VlogOptions {
+        mapped_writes: true,
+        ..opts(1 << 20, 64 << 10)
+    };
+    let mut w = VlogWriter::create(fs.clone(), dir.clone(), 1, o).expect("create");
+    for seq in 1..=100u64 {
+        w.append_batch(seq, &[put(b"key", &[5u8; 1000])])
+            .expect("append");
+        w.sync_write().expect("sync write");
+    }
+    assert_eq!(
+        fs.file_size(&vlog_file_name(&dir, 1)).expect("size"),
+        w.end().offset,
+        "no zeros ahead of synced records"
+    );
+}
