@@ -439,9 +439,8 @@ impl VlogWriter {
 
     /// [`VlogWriter::sync`], then cuts off the zeros past the active segment's last record
     /// (direct writes' block padding, mapped writes' space allocated ahead, zeros written
-    /// ahead of sync writes) and syncs that,
-    /// so that a cleanly closed log ends exactly at its last record and the next open finds
-    /// no torn tail. For close.
+    /// ahead of sync writes) and syncs that, so that a cleanly closed log ends exactly at
+    /// its last record and the next open finds no torn tail. For close.
     pub fn finish(&mut self) -> Result<()> {
         self.sync()?;
         if self.may_run_past_records() {
@@ -764,8 +763,8 @@ impl VlogWriter {
         let cut = self.may_run_past_records();
         if cut {
             // Direct writes pad the last block with zeros, mapped writes allocate space
-            // ahead, sync writes write zeros ahead: cut them off, so a finished segment ends exactly at its last record (the sync
-            // below covers the size).
+            // ahead, sync writes write zeros ahead: cut them off, so a finished segment
+            // ends exactly at its last record (the sync below covers the size).
             if let Err(e) = self.file.set_len(self.flushed_len) {
                 self.sync_failure = Some(e.clone());
                 return Err(e);
