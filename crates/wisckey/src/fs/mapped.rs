@@ -23,8 +23,9 @@
 //!   and before `start_write_back`): write-back of a mapped page write-protects it with a
 //!   TLB flush on every core, measured as most of the writer's time before this rule;
 //! - anything the mapped path cannot do or should not (an append over 8 KiB, one into the
-//!   file's first page, a file system not known to allocate for good with `fallocate`, a
-//!   failed `mmap`) is done with `pwrite`, which writes the same page cache. The first page
+//!   file's first page, one a sync follows (`append_to_sync`), a file system not known to
+//!   allocate for good with `fallocate`, a failed `mmap`) is done with `pwrite`, which
+//!   writes the same page cache. The first page
 //!   holds a segment's header: a segment of nothing else keeps its size, so a database
 //!   whose creation was cut short is still recognised as such by the next open.
 //!
@@ -38,7 +39,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
@@ -60,11 +60,13 @@ const UNMAP_BEHIND: u64 = 4 << 20;
 /// Appends larger than this go through `pwrite`: the mapping pays off on small appends
 /// only. A copy needs its pages made writable first, one fault each, which costs more than
 /// `pwrite`'s own page handling once an append spans pages and the helper cannot keep
-/// ahead: write-through puts of 4 KiB values ran 1.17–1.40× faster mapped, of 16 KiB
-/// 0.76–0.81× and of 64 KiB 0.55× (`docs/BENCHMARKS.md`).
+/// ahead: in a first build that mapped appends up to 256 KiB, write-through puts of 4 KiB
+/// values ran 1.17–1.40× faster mapped, of 16 KiB 0.76–0.81× and of 64 KiB 0.43–0.55×
+/// (`docs/BENCHMARKS.md`).
 const LARGEST_MAPPED_APPEND: usize = 8 << 10;
 /// Pages made writable by one `madvise` of the helper. It holds `map_lock` meanwhile, which
-/// the writer waits for when it remaps or grows the file (once per MiB or so).
+/// the writer waits for only when it remaps, cuts the file or hints write-back (once per
+/// MiB or so).
 const POPULATE_STEP: u64 = 32 << 10;
 /// How long an idle helper sleeps before it looks again without being woken: the writer
 /// wakes it only when it can do so without waiting for the lock, so a wake-up can be lost.
