@@ -340,6 +340,22 @@ impl FaultFs {
     fn check(&self, op: FsOp, path: &Path) -> Result<()> {
         check(&self.state, op, path)
     }
+
+    /// A writable handle of the inner file system (`open`), checked as `op` first and
+    /// wrapped so its own calls fail as armed.
+    fn writable(
+        &self,
+        op: FsOp,
+        path: &Path,
+        open: impl FnOnce(&dyn FileSystem) -> Result<Box<dyn WritableFile>>,
+    ) -> Result<Box<dyn WritableFile>> {
+        self.check(op, path)?;
+        Ok(Box::new(FaultWritable {
+            inner: open(self.inner.as_ref())?,
+            state: Arc::clone(&self.state),
+            path: path.to_path_buf(),
+        }))
+    }
 }
 
 impl FileSystem for FaultFs {
@@ -349,57 +365,27 @@ impl FileSystem for FaultFs {
     }
 
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        self.check(FsOp::Create, path)?;
-        Ok(Box::new(FaultWritable {
-            inner: self.inner.create(path)?,
-            state: Arc::clone(&self.state),
-            path: path.to_path_buf(),
-        }))
+        self.writable(FsOp::Create, path, |fs| fs.create(path))
     }
 
     fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        self.check(FsOp::OpenAppend, path)?;
-        Ok(Box::new(FaultWritable {
-            inner: self.inner.open_append(path)?,
-            state: Arc::clone(&self.state),
-            path: path.to_path_buf(),
-        }))
+        self.writable(FsOp::OpenAppend, path, |fs| fs.open_append(path))
     }
 
     fn create_direct(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        self.check(FsOp::Create, path)?;
-        Ok(Box::new(FaultWritable {
-            inner: self.inner.create_direct(path)?,
-            state: Arc::clone(&self.state),
-            path: path.to_path_buf(),
-        }))
+        self.writable(FsOp::Create, path, |fs| fs.create_direct(path))
     }
 
     fn open_append_direct(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        self.check(FsOp::OpenAppend, path)?;
-        Ok(Box::new(FaultWritable {
-            inner: self.inner.open_append_direct(path)?,
-            state: Arc::clone(&self.state),
-            path: path.to_path_buf(),
-        }))
+        self.writable(FsOp::OpenAppend, path, |fs| fs.open_append_direct(path))
     }
 
     fn create_mapped(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        self.check(FsOp::Create, path)?;
-        Ok(Box::new(FaultWritable {
-            inner: self.inner.create_mapped(path)?,
-            state: Arc::clone(&self.state),
-            path: path.to_path_buf(),
-        }))
+        self.writable(FsOp::Create, path, |fs| fs.create_mapped(path))
     }
 
     fn open_append_mapped(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        self.check(FsOp::OpenAppend, path)?;
-        Ok(Box::new(FaultWritable {
-            inner: self.inner.open_append_mapped(path)?,
-            state: Arc::clone(&self.state),
-            path: path.to_path_buf(),
-        }))
+        self.writable(FsOp::OpenAppend, path, |fs| fs.open_append_mapped(path))
     }
 
     fn open_read(&self, path: &Path) -> Result<Arc<dyn ReadableFile>> {

@@ -520,13 +520,7 @@ impl WritableFile for MappedWritable {
     }
 
     fn zero_fill(&mut self, from: u64, to: u64) -> Result<bool> {
-        if from < self.len {
-            return Err(Error::InvalidArgument(format!(
-                "zero_fill {}: {from} lies before the append position {}",
-                self.path.display(),
-                self.len
-            )));
-        }
+        super::posix::zero_fill_starts_past(&self.path, from, self.len)?;
         super::posix::write_zeros(&self.file, &self.path, from, to)?;
         if to > self.size {
             self.size = to;
@@ -560,11 +554,17 @@ mod tests {
         std::fs::read(path).expect("read")
     }
 
-    #[test]
-    fn appends_reach_the_file_at_once_and_set_len_cuts_the_zeros_ahead() {
+    /// A new, empty file `seg` opened for mapped appends in a directory of its own.
+    fn new_file() -> (tempfile::TempDir, PathBuf, MappedWritable) {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("seg");
-        let mut file = MappedWritable::open(&path, true).expect("create");
+        let file = MappedWritable::open(&path, true).expect("create");
+        (dir, path, file)
+    }
+
+    #[test]
+    fn appends_reach_the_file_at_once_and_set_len_cuts_the_zeros_ahead() {
+        let (dir, path, mut file) = new_file();
         let mut expected = Vec::new();
         // Small appends (mapped), one large one (pwrite), across several pages.
         for i in 0..3000u32 {
@@ -608,9 +608,7 @@ mod tests {
 
     #[test]
     fn appends_into_the_first_page_leave_the_size_alone() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("seg");
-        let mut file = MappedWritable::open(&path, true).expect("create");
+        let (dir, path, mut file) = new_file();
         // A segment's header: an interrupted creation must still look like one.
         file.append(&[9u8; 24]).expect("header");
         file.sync_data().expect("sync");
@@ -634,9 +632,7 @@ mod tests {
 
     #[test]
     fn appends_to_sync_are_not_mapped_and_grow_nothing_ahead() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("seg");
-        let mut file = MappedWritable::open(&path, true).expect("create");
+        let (dir, path, mut file) = new_file();
         file.append(&[1u8; 5000]).expect("first page");
         for _ in 0..50 {
             file.append_to_sync(&[2u8; 1000]).expect("append to sync");
@@ -677,9 +673,7 @@ mod tests {
 
     #[test]
     fn a_cut_back_to_before_the_window_maps_again_where_appends_resume() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("seg");
-        let mut file = MappedWritable::open(&path, true).expect("create");
+        let (_dir, path, mut file) = new_file();
         file.append(&[1u8; 5000]).expect("append");
         file.append(&[2u8; 5000]).expect("append");
         // A failed write-out is undone like this: cut back to where it started.

@@ -364,13 +364,7 @@ impl WritableFile for PosixWritable {
     }
 
     fn zero_fill(&mut self, from: u64, to: u64) -> Result<bool> {
-        if from < self.len {
-            return Err(Error::InvalidArgument(format!(
-                "zero_fill {}: {from} lies before the append position {}",
-                self.path.display(),
-                self.len
-            )));
-        }
+        zero_fill_starts_past(&self.path, from, self.len)?;
         self.zeros_past_len = true;
         write_zeros(&self.file, &self.path, from, to)?;
         Ok(true)
@@ -388,6 +382,17 @@ impl WritableFile for PosixWritable {
     fn start_write_back(&mut self, offset: u64, len: u64) -> Result<()> {
         start_write_back(&self.file, &self.path, offset, len)
     }
+}
+
+/// `zero_fill`'s precondition: the zeros start at or past the append position `len`.
+pub(super) fn zero_fill_starts_past(path: &Path, from: u64, len: u64) -> Result<()> {
+    if from < len {
+        return Err(Error::InvalidArgument(format!(
+            "zero_fill {}: {from} lies before the append position {len}",
+            path.display()
+        )));
+    }
+    Ok(())
 }
 
 /// Writes zeros to `[from, to)` of `file` (for `zero_fill`).

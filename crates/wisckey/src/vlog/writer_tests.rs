@@ -924,6 +924,14 @@ fn a_reserved_group_stays_in_one_segment_and_a_failed_one_is_discarded_whole() {
     assert_eq!(c[0].segment, 2);
 }
 
+/// A temporary directory on the real file system, and that file system.
+#[cfg(target_os = "linux")]
+fn posix_dir() -> (tempfile::TempDir, PathBuf, Arc<dyn FileSystem>) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().to_path_buf();
+    (tmp, dir, Arc::new(crate::fs::PosixFs::new()))
+}
+
 /// Mapped write-outs on the real file system (`PosixFs` maps; `MemFs` would append): every
 /// flushed record reads back at once through the reader's own handle, finished segments
 /// end exactly at their last record, and a writer dropped without `finish` (a kill) leaves
@@ -931,9 +939,7 @@ fn a_reserved_group_stays_in_one_segment_and_a_failed_one_is_discarded_whole() {
 #[test]
 #[cfg(target_os = "linux")]
 fn mapped_write_outs_read_back_at_once_and_finished_segments_end_at_their_records() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let dir = tmp.path().to_path_buf();
-    let fs: Arc<dyn FileSystem> = Arc::new(crate::fs::PosixFs::new());
+    let (_tmp, dir, fs) = posix_dir();
     let o = VlogOptions {
         mapped_writes: true,
         preallocate_size: 64 << 10,
@@ -1007,9 +1013,7 @@ fn mapped_write_outs_read_back_at_once_and_finished_segments_end_at_their_record
 #[test]
 #[cfg(target_os = "linux")]
 fn sync_writes_are_not_mapped() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let dir = tmp.path().to_path_buf();
-    let fs: Arc<dyn FileSystem> = Arc::new(crate::fs::PosixFs::new());
+    let (_tmp, dir, fs) = posix_dir();
     let o = VlogOptions {
         mapped_writes: true,
         ..opts(1 << 20, 64 << 10)
