@@ -20,7 +20,7 @@ const EXIT_FAILED: u8 = 1;
 /// Stored bytes do not verify, for every command: `check` found damage, or an open or a
 /// read (`get`, `scan`, `dump`, …) met damaged files.
 const EXIT_DAMAGED: u8 = 2;
-/// `repair` rebuilt the database, but keys' newest values were lost (its report names
+/// `repair` rebuilt the database, but keys' newest writes were lost (its report names
 /// them): a script must not take such a repair for a full recovery.
 const EXIT_DATA_LOST: u8 = 3;
 /// The command line was wrong. clap's default for this is 2, which scripts would read as
@@ -36,7 +36,7 @@ const EXIT_USAGE: u8 = 64;
                   closes it early); 1 the command failed, or `get` found no value; 2 stored \
                   bytes do not verify (`check` found damage, or an open or a read of any \
                   command met damaged files); 3 `repair` \
-                  rebuilt the database but keys' newest values were lost; 64 a usage \
+                  rebuilt the database but keys' newest writes were lost; 64 a usage \
                   error (nothing was opened)."
 )]
 struct Cli {
@@ -81,7 +81,7 @@ enum Command {
     /// Rebuild the key index (tables, manifest, CURRENT) from the value log and whatever
     /// table entries still read, when they are damaged or lost. Deletes nothing: replaced
     /// files go to DIR/lost/repair-N/. The database must not be open. Exit status 3 if
-    /// keys' newest values were lost.
+    /// keys' newest writes were lost (values missing, or keys reverted to older values).
     Repair(maint::RepairArgs),
     /// Serve the database over the Redis protocol (RESP2, RESP3) until SHUTDOWN or SIGTERM:
     /// redis-cli, Redis client libraries and redis-benchmark work unchanged.

@@ -12,7 +12,8 @@
 //! Arguments are checked before the database is opened, so a wrong one never locks or
 //! touches it: `gc`'s numbers as clap parses them, `cluster`'s range and `checkpoint`'s
 //! target (never inside the database it copies) as usage errors ([`crate::Usage`]).
-//! `repair` that lost keys' newest values prints its report and fails with [`ValuesLost`].
+//! `repair` that lost keys' newest values, or reverted keys to older ones, prints its report
+//! and fails with [`ValuesLost`].
 
 use std::io::{IsTerminal, Write};
 use std::ops::Bound;
@@ -136,20 +137,39 @@ impl std::fmt::Display for Damaged {
 
 impl std::error::Error for Damaged {}
 
-/// `repair` rebuilt the key index, but this many keys' newest values are not in the log
-/// (the report on stdout names them): exit status 3, so a script does not take the repair
-/// for a full recovery.
+/// `repair` rebuilt the key index, but keys' newest writes are gone: values not in the log,
+/// or writes in a segment set aside (the report on stdout names both): exit status 3, so a
+/// script does not take the repair for a full recovery.
 #[derive(Debug)]
-pub struct ValuesLost(pub u64);
+pub struct ValuesLost {
+    /// Keys whose newest values are not in the log (their reads report corruption).
+    pub lost_values: u64,
+    /// Keys whose newest writes lay in segments set aside: they read as older entries.
+    pub keys_reverted: u64,
+}
 
 impl std::fmt::Display for ValuesLost {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "repair rebuilt the database, but {} keys' newest values were lost (the report \
-             names them); reads of those keys report corruption",
-            self.0
-        )
+        write!(f, "repair rebuilt the database, but ")?;
+        if self.lost_values > 0 {
+            write!(
+                f,
+                "{} keys' newest values were lost (reads of those keys report corruption)",
+                self.lost_values
+            )?;
+        }
+        if self.lost_values > 0 && self.keys_reverted > 0 {
+            write!(f, " and ")?;
+        }
+        if self.keys_reverted > 0 {
+            write!(
+                f,
+                "{} keys' newest writes were lost with a segment set aside (those keys read \
+                 as older values, or as missing)",
+                self.keys_reverted
+            )?;
+        }
+        write!(f, "; the report names them")
     }
 }
 
@@ -565,9 +585,13 @@ pub fn repair(args: &RepairArgs) -> Result<(), Box<dyn std::error::Error>> {
     progress.finish_and_clear();
     let report = report?;
     let printed = print_repair(&mut std::io::stdout().lock(), &report, args);
-    // The status says values were lost even when the report could not be written whole.
-    if report.lost_values > 0 {
-        return Err(Box::new(ValuesLost(report.lost_values)));
+    // The status says writes were lost even when the report could not be written whole:
+    // a key that reads corrupt and a key that reads an older value are both data lost.
+    if report.lost_values > 0 || report.keys_reverted > 0 {
+        return Err(Box::new(ValuesLost {
+            lost_values: report.lost_values,
+            keys_reverted: report.keys_reverted,
+        }));
     }
     printed
 }

@@ -521,3 +521,98 @@ fn repair_that_loses_values_prints_its_report_and_exits_3() {
     let help = String::from_utf8(wisckey(&["--help"]).stdout).expect("utf-8 help");
     assert!(help.contains("3 `repair`"), "{help}");
 }
+
+/// Set by [`repair_that_reverts_keys_to_older_values_exits_3`] when it re-runs this test
+/// binary as the writer of the database: the directory to write.
+const REVERT_WRITER_DIR: &str = "WISCKEY_CLI_TEST_REVERT_WRITER_DIR";
+
+/// The writer's body, run only in the child: old values of k0..k9 flushed to a table, new
+/// values of k0..k4 synced to the log's second segment (and never flushed: the process
+/// exits without closing), then a third segment started.
+#[test]
+fn revert_writer_child() {
+    let Ok(dir) = std::env::var(REVERT_WRITER_DIR) else {
+        return; // Not the child.
+    };
+    let options = Options {
+        vlog_segment_size: 64 << 10,
+        ..Options::default()
+    };
+    let db = Db::open(std::path::Path::new(&dir), options).expect("child open");
+    let segments = || {
+        (std::fs::read_dir(&dir).expect("list").flatten())
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".vlog"))
+            .count()
+    };
+    for i in 0..10u32 {
+        db.put(format!("k{i}"), format!("old value {i}").repeat(20))
+            .expect("put");
+    }
+    db.flush().expect("flush");
+    let mut filler = 0u32;
+    let mut fill_until = |count: usize| {
+        while segments() < count {
+            db.put(format!("filler{filler}"), vec![b'f'; 4 << 10])
+                .expect("put");
+            filler += 1;
+        }
+    };
+    fill_until(2);
+    let sync = wisckey::WriteOptions { sync: true };
+    for i in 0..5u32 {
+        db.put_opt(format!("k{i}"), format!("new value {i}").repeat(20), &sync)
+            .expect("put");
+    }
+    fill_until(3);
+    db.sync().expect("sync");
+    // No close: the memtable holding the new values is never flushed; only the log has them.
+    std::process::exit(0);
+}
+
+/// Defect: `repair` exited 0 when it set aside a segment whose header does not verify and
+/// keys whose newest writes lay there reverted to older values (`keys_reverted`), so a
+/// script took it for a full recovery. It exits 3, as for values lost, and says so.
+#[test]
+fn repair_that_reverts_keys_to_older_values_exits_3() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path().join("db");
+    let child = Command::new(std::env::current_exe().expect("current exe"))
+        .args(["--exact", "revert_writer_child", "--test-threads=1"])
+        .env(REVERT_WRITER_DIR, &dir)
+        .output()
+        .expect("run the writer");
+    assert!(child.status.success(), "{child:?}");
+    let mut segments: Vec<_> = (std::fs::read_dir(&dir).expect("list").flatten())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "vlog"))
+        .collect();
+    segments.sort();
+    assert_eq!(segments.len(), 3, "{segments:?}");
+    // The second segment's header no longer verifies: repair sets the segment aside.
+    let mut bytes = std::fs::read(&segments[1]).expect("read segment");
+    bytes[0] ^= 0xff;
+    std::fs::write(&segments[1], &bytes).expect("damage");
+
+    let path = dir.to_str().expect("utf-8 path");
+    let out = wisckey(&["repair", "--db", path, "--json"]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json report");
+    assert_eq!(report["lost_values"], 0, "{report}");
+    let reverted = report["keys_reverted"].as_u64().expect("keys_reverted");
+    // k0..k4 and the fillers in the second segment.
+    assert!(reverted >= 5, "{report}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&format!("{reverted} keys' newest writes were lost")),
+        "{err}"
+    );
+    let db = Db::open(&dir, Options::default()).expect("open after repair");
+    for i in 0..5u32 {
+        let value = db
+            .get(format!("k{i}"))
+            .expect("get")
+            .expect("an older value");
+        assert_eq!(value, format!("old value {i}").repeat(20).into_bytes());
+    }
+}
