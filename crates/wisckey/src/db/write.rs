@@ -20,7 +20,9 @@
 //! thread, and delays each write by ~1 ms while L0 is over its slowdown trigger. Then it
 //! reserves the group's log space: on a full disk the group fails with `Error::NoSpace`
 //! before any of it is buffered, nothing is latched, and later writes succeed once space is
-//! back. A group of deletes only may spend the disk reserve (deletes free space).
+//! back. A group of deletes only may spend the disk reserve (deletes free space); a group
+//! that mixed puts and deletes and met a full disk refuses its puts and appends its deletes
+//! on their own, so a delete never fails for a put's lack of room.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -254,11 +256,19 @@ fn submit(inner: &DbInner, writer: Writer) -> Result<(u64, u64)> {
 
     // A panic while leading must not strand the followers and the next leader: they get
     // the error, and it is latched (what the group left half done is not trusted again).
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lead(inner, &group)))
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lead(inner, &group)))
         .unwrap_or_else(|payload| {
             let panicked = Error::from_panic("a write (leading its group)", payload.as_ref());
             Err(super::latch_error(inner, panicked))
         });
+    let (result, refused) = match outcome {
+        Ok(refused) => (Ok(()), refused),
+        Err(e) => (Err(e), None),
+    };
+    let result_of = |member: usize| match &refused {
+        Some(refused) if refused.writers[member] => Err(refused.error.clone()),
+        _ => result.clone(),
+    };
 
     let next_leader = {
         let mut queue = inner.writers.queue.lock();
@@ -273,10 +283,19 @@ fn submit(inner: &DbInner, writer: Writer) -> Result<(u64, u64)> {
     if let Some(next_leader) = next_leader {
         next_leader.hand_over(|h| h.lead = true);
     }
-    for follower in &group[1..] {
-        follower.hand_over(|h| h.result = Some(result.clone()));
+    for (member, follower) in group.iter().enumerate().skip(1) {
+        let result = result_of(member);
+        follower.hand_over(|h| h.result = Some(result));
     }
-    result.map(|()| *me.relocated.lock())
+    result_of(0).map(|()| *me.relocated.lock())
+}
+
+/// Members of a group whose batches were refused while the others' went in: a group that
+/// mixed puts and deletes met a full disk, and its deletes were appended on their own.
+struct Refused {
+    error: Error,
+    /// Per group member, whether its batch was refused.
+    writers: Vec<bool>,
 }
 
 /// The leader plus the writers it may take along.
@@ -325,7 +344,9 @@ fn collect_group(queue: &VecDeque<Arc<Writer>>, deletes_apart: bool) -> Vec<Arc<
     group
 }
 
-fn lead(inner: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
+/// Leads `group` into the log and the memtable. `Ok(Some)`: the group went in but for the
+/// members it names (see [`Refused`]).
+fn lead(inner: &DbInner, group: &[Arc<Writer>]) -> Result<Option<Refused>> {
     let leader = &group[0];
     let inserts_nothing = !leader.force_switch
         && leader.relocations.lock().is_none()
@@ -336,16 +357,18 @@ fn lead(inner: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
         make_room(inner, leader.force_switch, leader.switch_even_if_empty)?
     };
     if leader.force_switch {
-        return Ok(());
+        return Ok(None);
     }
     let relocations = leader.relocations.lock().take();
     let mut relocated = None;
-    let (batches, may_spend_reserve) = match relocations {
+    // The group member each batch came from.
+    let mut members = Vec::new();
+    let (mut batches, may_spend_reserve) = match relocations {
         Some(relocations) => {
             let judged_in = leader.relocations_judged_in;
             let (batch, kept) = still_pointed_at(inner, &mem, relocations, judged_in)?;
             if batch.is_empty() {
-                return Ok(());
+                return Ok(None);
             }
             *leader.relocated.lock() = (batch.ops.len() as u64, kept.log_bytes);
             relocated = Some(kept);
@@ -354,8 +377,13 @@ fn lead(inner: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
             (vec![batch], leader.relocation_frees_space)
         }
         None => {
-            let batches: Vec<WriteBatch> =
-                group.iter().filter_map(|w| w.batch.lock().take()).collect();
+            let mut batches = Vec::with_capacity(group.len());
+            for (member, writer) in group.iter().enumerate() {
+                if let Some(batch) = writer.batch.lock().take() {
+                    batches.push(batch);
+                    members.push(member);
+                }
+            }
             // Deletes are how a user frees space: a group of deletes only may spend it too.
             let deletes_only = batches.iter().all(WriteBatch::deletes_only);
             (batches, deletes_only)
@@ -366,9 +394,36 @@ fn lead(inner: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
 
     // The log lock is released before a failure is latched (lock order: state before vlog).
     // A failure after the group's space was reserved is latched: buffered records of
-    // acknowledged writes may be gone. A failure to reserve fails only this group.
+    // acknowledged writes may be gone. A failure to reserve fails only this group — but
+    // for its deletes, when it mixed them with puts: they go in on their own, spending the
+    // reserve if they must (the group was formed while the log did not look short of
+    // space; a delete must not fail for a put's lack of room).
+    let mut refused = None;
     let pointers = match append_group(inner, &batches, first_seq, sync, may_spend_reserve) {
         Ok(p) => p,
+        Err(GroupFailure::Clean(e))
+            if e.is_no_space()
+                && !may_spend_reserve
+                && relocated.is_none()
+                && batches.iter().any(WriteBatch::deletes_only) =>
+        {
+            let mut writers = vec![false; group.len()];
+            let mut deletes = Vec::new();
+            for (batch, &member) in batches.into_iter().zip(&members) {
+                if batch.deletes_only() {
+                    deletes.push(batch);
+                } else {
+                    writers[member] = true;
+                }
+            }
+            batches = deletes;
+            refused = Some(Refused { error: e, writers });
+            match append_group(inner, &batches, first_seq, sync, true) {
+                Ok(p) => p,
+                Err(GroupFailure::Clean(e)) => return Err(e),
+                Err(GroupFailure::Poisoned(e)) => return Err(latch_error(inner, e)),
+            }
+        }
         Err(GroupFailure::Clean(e)) => return Err(e),
         Err(GroupFailure::Poisoned(e)) => return Err(latch_error(inner, e)),
     };
@@ -412,7 +467,7 @@ fn lead(inner: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
         mem.add_relocated(kept.log_bytes, kept.old_bytes);
     }
     inner.visible_seq.store(seq - 1, Ordering::Release);
-    Ok(())
+    Ok(refused)
 }
 
 /// The relocations whose key's newest entry is still the pointer GC read, as one batch of
@@ -734,5 +789,73 @@ mod tests {
         };
         assert_eq!(collect_group(&delete_first(), true).len(), 2);
         assert_eq!(collect_group(&delete_first(), false).len(), 4);
+    }
+
+    /// Defect: a group formed while the log did not look short of space mixes puts and
+    /// deletes; on a full disk it failed whole, so its deletes — the writes that free
+    /// space — got the puts' `NoSpace`. The leader now refuses the puts only and appends the
+    /// deletes on their own.
+    #[test]
+    fn a_mixed_group_on_a_full_disk_refuses_its_puts_and_takes_its_deletes() {
+        use crate::fs::{FaultFs, FaultKind, FaultOps, FsOp, MemFs};
+        use crate::{Db, Options};
+
+        let mem = MemFs::new();
+        let fault = FaultFs::new(Arc::new(mem.clone()));
+        let options = Options {
+            // Small chunks: a large put soon needs a preallocation.
+            vlog_preallocate_size: 4 << 10,
+            gc_space_amp_target: f64::INFINITY,
+            ..Options::small_for_tests(Arc::new(fault.clone()))
+        };
+        let db = Db::open("/db", options.clone()).expect("open");
+        for i in 0..4u32 {
+            db.put(format!("key{i}"), [b'v'; 100]).expect("put");
+        }
+        // The disk is full: no preallocation succeeds.
+        fault.fail_at(
+            1,
+            FaultKind::NoSpace,
+            FaultOps::Only(&[FsOp::Preallocate]),
+            true,
+        );
+        let large_put = |key: &str| {
+            let mut batch = WriteBatch::new();
+            batch.put(key, vec![b'p'; 16 << 10]);
+            Some(batch)
+        };
+        let delete = |key: &str| {
+            let mut batch = WriteBatch::new();
+            batch.delete(key);
+            Some(batch)
+        };
+        let group: Vec<Arc<Writer>> = [
+            large_put("new0"),
+            delete("key0"),
+            large_put("new1"),
+            delete("key1"),
+        ]
+        .into_iter()
+        .map(|batch| Arc::new(new_writer(batch, false, false)))
+        .collect();
+        assert!(!db.inner.log_space_short.load(Ordering::Relaxed));
+        // Nothing else writes (GC is off), so this thread may lead without the queue.
+        let refused = lead(&db.inner, &group)
+            .expect("the deletes went in")
+            .expect("the puts were refused");
+        assert!(refused.error.is_no_space(), "{:?}", refused.error);
+        assert_eq!(refused.writers, vec![true, false, true, false]);
+        let get = |db: &Db, key: &str| db.get(key).expect("get");
+        assert_eq!(get(&db, "key0"), None);
+        assert_eq!(get(&db, "key1"), None);
+        assert_eq!(get(&db, "new0"), None);
+        assert_eq!(get(&db, "key2"), Some(vec![b'v'; 100]));
+        fault.clear();
+        db.close().expect("close");
+        let db = Db::open("/db", options).expect("reopen");
+        assert_eq!(get(&db, "key0"), None, "the delete is durable");
+        assert_eq!(get(&db, "key1"), None);
+        assert_eq!(get(&db, "new1"), None, "the refused put left nothing");
+        assert_eq!(get(&db, "key3"), Some(vec![b'v'; 100]));
     }
 }
