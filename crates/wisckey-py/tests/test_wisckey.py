@@ -146,6 +146,7 @@ def test_stats_gc_compact_and_check(path):
                 db.put(b"%04d" % i, bytes([round_]) * 2000)
         stats = db.stats()
         assert isinstance(stats, dict) and "value_log" in stats
+        assert stats["disk_reserve_bytes"] == 32 << 20, stats
         db.compact_range()
         db.compact_range(b"0000", b"0100")
         done = db.gc()

@@ -1,7 +1,8 @@
 //! The disk-space reserve and the files background work leaves behind on a full disk.
 //!
 //! - A `RESERVE` file that a delete-only write spent stays spent while the database runs
-//!   and comes back at the next open.
+//!   and comes back at the next open; one there is no room for leaves the open working,
+//!   and `DbStats::disk_reserve_bytes` says whether one is held.
 //! - A flush or compaction whose table write fails removes its partial table, so retries
 //!   on a full disk without a reserve do not pile up files that hold space; the retries are
 //!   paced even while a caller waits in `Db::flush`.
@@ -54,6 +55,8 @@ fn reserve_spent_by_a_delete_only_write_comes_back_at_the_next_open() {
     };
     let db = Db::open("/db", options.clone()).expect("open");
     assert!(has_reserve(&mem), "open creates the reserve");
+    let reserve_bytes = |db: &Db| db.stats().expect("stats").disk_reserve_bytes;
+    assert_eq!(reserve_bytes(&db), options.disk_reserve_size);
     for i in 0..50u32 {
         db.put(format!("key{i:05}"), value(i)).expect("put");
     }
@@ -77,6 +80,7 @@ fn reserve_spent_by_a_delete_only_write_comes_back_at_the_next_open() {
         !has_reserve(&mem),
         "the delete-only write spent the reserve"
     );
+    assert_eq!(reserve_bytes(&db), 0, "the stats say it is spent");
     assert!(db.background_error().is_none());
     // A flush meets the full disk too (no table file can be created), then finds space:
     // the reserve it did not release is not its to take back.
@@ -101,8 +105,9 @@ fn reserve_spent_by_a_delete_only_write_comes_back_at_the_next_open() {
     db.put(b"after", b"x").expect("put");
     db.flush().expect("flush");
     db.close().expect("close");
-    let db = Db::open("/db", options).expect("reopen");
+    let db = Db::open("/db", options.clone()).expect("reopen");
     assert!(has_reserve(&mem), "the reopen re-creates the reserve");
+    assert_eq!(reserve_bytes(&db), options.disk_reserve_size);
     assert_eq!(db.get(b"key00000").expect("get"), None);
     assert_eq!(db.get(b"after").expect("get"), Some(b"x".to_vec()));
 }
@@ -131,6 +136,57 @@ fn an_open_allocates_the_reserve_even_where_its_file_exists() {
         .any(|(op, path)| op == FsOp::Preallocate && path == Path::new("/db/RESERVE"));
     assert!(allocated, "the reopen allocates the reserve's space");
     db.close().expect("close");
+}
+
+/// A reserve there is no room for (a full disk, or a `disk_reserve_size` larger than the
+/// free space) does not stop the open; defect: nothing but a debug log line said it was
+/// missing. `DbStats::disk_reserve_bytes` says 0 (and a warning is logged), and the next
+/// open with room makes it.
+#[test]
+fn a_reserve_without_room_leaves_the_open_working_and_the_stats_say_so() {
+    let options = |fs: Arc<dyn FileSystem>| Options {
+        gc_space_amp_target: f64::INFINITY,
+        ..Options::small_for_tests(fs)
+    };
+    // Which of an open's allocations is the reserve's.
+    let recording = FaultFs::new(Arc::new(MemFs::new()));
+    recording.record_calls(true);
+    Db::open("/db", options(Arc::new(recording.clone())))
+        .expect("open")
+        .close()
+        .expect("close");
+    let allocations: Vec<PathBuf> = (recording.recorded().into_iter())
+        .filter(|(op, _)| *op == FsOp::Preallocate)
+        .map(|(_, path)| path)
+        .collect();
+    let nth = (allocations.iter())
+        .position(|p| p == Path::new("/db/RESERVE"))
+        .expect("the open allocates the reserve") as u64
+        + 1;
+
+    let mem = MemFs::new();
+    let fault = FaultFs::new(Arc::new(mem.clone()));
+    fault.fail_at(
+        nth,
+        FaultKind::NoSpace,
+        FaultOps::Only(&[FsOp::Preallocate]),
+        false,
+    );
+    let db = Db::open("/db", options(Arc::new(fault.clone()))).expect("open without a reserve");
+    assert!(
+        fault.tripped(),
+        "the reserve's allocation met the full disk"
+    );
+    assert!(!has_reserve(&mem), "no empty RESERVE file is left");
+    assert_eq!(db.stats().expect("stats").disk_reserve_bytes, 0);
+    db.put(b"k", b"v").expect("put");
+    db.close().expect("close");
+    let db = Db::open("/db", options(Arc::new(mem.clone()))).expect("reopen");
+    assert!(has_reserve(&mem));
+    let size = options(Arc::new(mem.clone())).disk_reserve_size;
+    assert!(size > 0);
+    assert_eq!(db.stats().expect("stats").disk_reserve_bytes, size);
+    assert_eq!(db.get(b"k").expect("get"), Some(b"v".to_vec()));
 }
 
 /// The counterpart: a reserve a flush released on a full disk is taken back once a flush

@@ -160,7 +160,9 @@ class DB:
         """A consistent view of the database as it is now, with the same read methods."""
     def stats(self) -> dict[str, Any]:
         """Statistics: tables per level, value-log segments with live and dead bytes, GC
-        totals. Floats may be infinite (value_log.space_amp_target with GC off)."""
+        totals, disk_reserve_bytes (the disk reserve held now; 0 when spent on a full disk
+        or there was no room for it). Floats may be infinite (value_log.space_amp_target
+        with GC off)."""
     def gc(self) -> dict[str, Any]:
         """Value-log garbage collection now (compacts the key index first); returns what it
         did and the value log's space_amp after it."""

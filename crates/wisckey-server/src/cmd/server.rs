@@ -381,7 +381,7 @@ pub(super) fn info(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Er
             "vlog_segments:{}\r\nvlog_bytes:{}\r\nvlog_live_bytes:{}\r\nspace_amp:{:.3}\r\n\
              space_amp_target:{:.3}\r\ngc_runs:{}\r\ngc_bytes_freed:{}\r\ngc_bytes_punched:{}\r\n\
              gc_rewritten_per_freed:{:.3}\r\nauto_cluster_passes:{}\r\n\
-             auto_cluster_bytes_relocated:{}\r\n\r\n",
+             auto_cluster_bytes_relocated:{}\r\ndisk_reserve_bytes:{}\r\n\r\n",
             v.segments.len(),
             v.log_bytes,
             v.live_bytes,
@@ -392,7 +392,8 @@ pub(super) fn info(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Er
             s.gc.bytes_punched,
             s.gc.rewritten_per_freed,
             s.auto_cluster.passes,
-            s.auto_cluster.work.bytes_relocated
+            s.auto_cluster.work.bytes_relocated,
+            s.disk_reserve_bytes
         );
     }
     if want("keyspace") {

@@ -174,6 +174,12 @@ pub struct DbStats {
     pub gc: GcTotals,
     /// What clustering passes triggered by scans have done since open.
     pub auto_cluster: AutoClusterTotals,
+    /// Bytes the disk reserve holds back now (`Options::disk_reserve_size` while its
+    /// `RESERVE` file exists): 0 when it is off, spent on a full disk, or could not be
+    /// made (too little free space for it; the log says why), and on a read-only open
+    /// (which never makes one). On a full disk without it, flushes and deletes fail with
+    /// `NoSpace` until space is freed.
+    pub disk_reserve_bytes: u64,
 }
 
 /// The LSM-tree as GC's key index.
@@ -1465,6 +1471,11 @@ pub(crate) fn stats(inner: &DbInner) -> Result<DbStats> {
         },
         gc,
         auto_cluster: *inner.auto_cluster_totals.lock(),
+        disk_reserve_bytes: if inner.reserve_present.load(Ordering::Acquire) {
+            inner.options.disk_reserve_size
+        } else {
+            0
+        },
     })
 }
 

@@ -47,7 +47,14 @@ pub(crate) fn ensure_reserve(inner: &DbInner) {
         Ok(()) => inner.reserve_present.store(true, Ordering::Release),
         Err(e) => {
             let _ = inner.fs.remove(&path);
-            log::debug!("wisckey: disk reserve not created: {e}");
+            // Said once per open or per try after a spent reserve, not per write: without
+            // it a full disk stops flushes and deletes (`DbStats::disk_reserve_bytes` is 0).
+            log::warn!(
+                "wisckey: the {size}-byte disk reserve (Options::disk_reserve_size) could not \
+                 be made in {}: {e}; on a full disk, flushes and deletes will fail until \
+                 space is freed",
+                inner.dir.display()
+            );
         }
     }
 }
