@@ -229,6 +229,9 @@ pub(crate) struct DbInner {
     /// Background compaction attempts that found the compaction lock taken (by a manual
     /// compaction) and did nothing; lets a test see the background thread spin.
     pub compaction_lock_misses: AtomicU64,
+    /// Read-ahead batches of scans read on the scan's own thread because the page cache
+    /// held all of them (`DbIterator::issue_batch`); tests look at it.
+    pub scan_batches_read_cached: AtomicU64,
     /// The `RESERVE` file holds its space (see `space`).
     pub reserve_present: AtomicBool,
     /// Held while the reserve file is created or released, so a release that races a

@@ -282,6 +282,7 @@ pub(crate) fn open(dir: &Path, mut options: Options, read_only: bool) -> Result<
         manual_compaction: AtomicUsize::new(0),
         readers: std::sync::OnceLock::new(),
         compaction_lock_misses: AtomicU64::new(0),
+        scan_batches_read_cached: AtomicU64::new(0),
         reserve_present: AtomicBool::new(false),
         reserve_lock: Mutex::new(()),
         log_space_short: AtomicBool::new(false),

@@ -223,3 +223,64 @@ fn open_reads_tables_ahead_upper_levels_first_within_the_budget() {
         assert_eq!(prefetched(), Vec::<String>::new(), "table_preload_size 0");
     }
 }
+
+/// A scan whose values the page cache holds reads them on its own thread rather than
+/// through the reader pool, with the same checks: the values are exact, and a record
+/// damaged on disk (in the cache as damaged) is that key's `Corruption`, its neighbours
+/// still read.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn scans_read_cached_values_on_their_own_thread_with_the_same_checks() {
+    use std::os::unix::fs::FileExt;
+
+    if !crate::fs::page_cache_lookups_work() {
+        eprintln!("skipped: cachestat does not answer on this kernel");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let value = |i: u32| format!("value {i:05} ").repeat(150).into_bytes();
+    let db = Db::open(dir.path(), Options::default()).expect("open");
+    for i in 0..300u32 {
+        db.put(format!("key{i:05}"), value(i)).expect("put");
+    }
+    // The flush writes the log out (into the page cache) and moves the keys to a table.
+    db.flush().expect("flush");
+    let segment = crate::filename::vlog_file_name(dir.path(), 1);
+    let bytes = std::fs::read(&segment).expect("segment");
+    let damaged = bytes
+        .windows(12)
+        .position(|w| w == b"value 00120 ")
+        .expect("the value is in the log")
+        + 500;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&segment)
+        .expect("open segment");
+    file.write_all_at(&[bytes[damaged] ^ 0xff], damaged as u64)
+        .expect("damage");
+
+    let options = crate::ReadOptions {
+        scan_length_hint: Some(100),
+        ..crate::ReadOptions::default()
+    };
+    let before = db.inner.scan_batches_read_cached.load(Ordering::Relaxed);
+    let mut it = db.iter(&options).expect("iter");
+    it.seek(b"key00050");
+    for i in 50..150u32 {
+        assert!(it.valid(), "{:?}", it.status());
+        assert_eq!(it.key(), format!("key{i:05}").as_bytes());
+        match it.value() {
+            Ok(v) => {
+                assert_ne!(i, 120, "the damaged record must not read");
+                assert_eq!(v, value(i), "key {i}");
+            }
+            Err(e) => {
+                assert_eq!(i, 120, "{e}");
+                assert!(matches!(e, crate::Error::Corruption { .. }), "{e:?}");
+            }
+        }
+        it.next();
+    }
+    let read_here = db.inner.scan_batches_read_cached.load(Ordering::Relaxed) - before;
+    assert!(read_here > 0, "the cached values were read on the scan's thread");
+}

@@ -29,6 +29,8 @@ mod mapped;
 pub(crate) use mapped::mapped_appends_supported;
 mod mem;
 mod posix;
+#[cfg(all(test, target_os = "linux", target_env = "gnu"))]
+pub(crate) use posix::page_cache_lookups_work;
 mod posix_lock;
 mod read_only;
 #[cfg(target_os = "linux")]
@@ -155,6 +157,13 @@ pub trait FileSystem: Send + Sync + std::fmt::Debug {
     fn batches_reads(&self) -> bool {
         false
     }
+
+    /// Whether this file system's read handles can answer
+    /// [`ReadableFile::read_exact_if_cached`] (a caller need not prepare such reads where
+    /// they would always be refused).
+    fn reads_if_cached(&self) -> bool {
+        false
+    }
 }
 
 /// One read of a [`FileSystem::read_batch`].
@@ -189,6 +198,22 @@ pub trait ReadableFile: Send + Sync + std::fmt::Debug {
     /// nothing but speed (callers log it and go on).
     fn prefetch(&self, _offset: u64, _len: u64) -> Result<()> {
         Ok(())
+    }
+
+    /// Fills `buf` from `offset` only if every byte of it is in the OS's page cache, without
+    /// waiting for the device; `false` when some is not, or the file system cannot tell (the
+    /// default), and `buf` is then not to be relied on. A caller that hands reads to other
+    /// threads to keep many in flight can do one here at once when it costs no wait, only a
+    /// copy (a warm scan's values: the hand-over and wake-up cost more than the read).
+    fn read_exact_if_cached(&self, _offset: u64, _buf: &mut [u8]) -> bool {
+        false
+    }
+
+    /// Whether every byte of `[offset, offset + len)` is in the OS's page cache now, found
+    /// without reading anything (a hint: the pages may leave right after). `false` where
+    /// the file system cannot tell (the default).
+    fn is_cached(&self, _offset: u64, _len: u64) -> bool {
+        false
     }
 
     /// The concrete handle, for a file system that recognises its own handles in

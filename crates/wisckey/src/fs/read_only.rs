@@ -60,6 +60,10 @@ impl FileSystem for ReadOnlyFs {
         self.inner.batches_reads()
     }
 
+    fn reads_if_cached(&self) -> bool {
+        self.inner.reads_if_cached()
+    }
+
     fn rename(&self, from: &Path, _to: &Path) -> Result<()> {
         Err(refused("renaming", from))
     }

@@ -14,7 +14,10 @@
 //! ahead is held back until the entries before it have been shown. With
 //! `ReadOptions::scan_length_hint` the read-ahead starts at the positioning call itself, with
 //! a first window of the hinted length (the caller said how far it will read), and stops at
-//! that length. The iterator pins the version it reads, so no table it needs is deleted
+//! that length. The first refill after a positioning call, which the user waits for, is
+//! read on this thread instead when the page cache holds all of it
+//! (`VlogReader::read_runs_if_cached`): a hand-over and a wake-up cost more than the copy.
+//! The iterator pins the version it reads, so no table it needs is deleted
 //! under it. Value reads it queues out of log order (not back to back with the previous
 //! one) are counted and reported, with the keys they lie between, to the database's scan
 //! heat (`gc::heat`), which decides when a range has earned a clustering pass.
@@ -140,6 +143,13 @@ pub struct DbIterator<'a> {
     batch_reads: bool,
     /// Runs of the current refill gathered for that one job.
     batched_runs: Vec<IssuedRun>,
+    /// The file system can read what its page cache holds without waiting
+    /// (`FileSystem::reads_if_cached`): the first refill's batch is tried on this thread.
+    reads_if_cached: bool,
+    /// A refill was issued since the last positioning call (or since a hinted scan ran
+    /// past its hint). Later refills come while the user still has entries to consume, and
+    /// a reader thread overlaps their reads with that; the first one the user waits for.
+    refilled: bool,
     /// Out-of-order value reads not yet added to the database's scan heat.
     heat: HeatChunk,
 }
@@ -213,6 +223,8 @@ impl DbIterator<'_> {
             scan_length_hint,
             hint_left: None,
             batch_reads: db.fs.batches_reads(),
+            reads_if_cached: db.fs.reads_if_cached(),
+            refilled: false,
             batched_runs: Vec::new(),
             heat: HeatChunk {
                 reports: db.options.auto_cluster_ratio > 0.0
@@ -420,6 +432,7 @@ impl DbIterator<'_> {
                     // `next` starts ordinary read-ahead, as after any positioning call.
                     self.hint_left = None;
                     self.window = self.first_window();
+                    self.refilled = false;
                     self.step_forward();
                 }
             } else if self.ahead.len() <= self.window / 2 {
@@ -690,9 +703,12 @@ impl DbIterator<'_> {
             return;
         }
         let mut runs = std::mem::take(&mut self.batched_runs);
-        let buffers: Vec<Vec<Vec<u8>>> = (runs.iter_mut())
+        let mut buffers: Vec<Vec<Vec<u8>>> = (runs.iter_mut())
             .map(|run| std::mem::take(&mut run.buffers))
             .collect();
+        if self.reads_if_cached && !self.refilled && self.read_batch_if_cached(&runs, &mut buffers) {
+            return;
+        }
         // The job holds the log reader, not the database: dropping the iterator and
         // closing the database need not wait for reads it abandoned.
         let reader = Arc::clone(self.db.vlog.reader());
@@ -735,6 +751,42 @@ impl DbIterator<'_> {
         }));
     }
 
+    /// Reads the batch here if the page cache holds all of it, and completes its slots:
+    /// for the first refill after a positioning call, which the user waits for, handing
+    /// it to a reader thread and being woken for its first value cost more than the copy
+    /// (warm seeks of 100 values ran ~1.4× faster without read-ahead than with it, ~2×
+    /// faster with this). Returns whether it did; if not, `buffers` are as they were.
+    fn read_batch_if_cached(&self, runs: &[IssuedRun], buffers: &mut Vec<Vec<Vec<u8>>>) -> bool {
+        let inputs: Vec<_> = (runs.iter())
+            .map(|run| (run.reads.as_slice(), run.live))
+            .collect();
+        let reader = self.db.vlog.reader();
+        // As on a reader thread, a panic completes every slot (with an error) rather than
+        // reaching the user.
+        let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            reader.read_runs_if_cached(&inputs, buffers)
+        }));
+        let values = match read {
+            Ok(Some(values)) => values,
+            Ok(None) => return false,
+            Err(_) => {
+                for slot in runs.iter().flat_map(|run| &run.slots) {
+                    slot.complete_with(|| {
+                        Err(Error::Internal("a value read panicked in a scan".into()))
+                    });
+                }
+                return true;
+            }
+        };
+        for (run, values) in runs.iter().zip(values) {
+            for (slot, value) in run.slots.iter().zip(values) {
+                slot.complete_with(|| value);
+            }
+        }
+        (self.db.scan_batches_read_cached).fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        true
+    }
+
     /// Reads entries ahead until the window or the byte budget is full, or the inner
     /// iterator ends; the window doubles for the next refill.
     fn refill_readahead(&mut self) {
@@ -757,6 +809,7 @@ impl DbIterator<'_> {
         }
         self.issue_run();
         self.issue_batch();
+        self.refilled = true;
         let most = self.scan_length_hint.unwrap_or(0).max(self.db.options.scan_readahead_entries);
         // Saturating: `scan_readahead_entries` may be "unlimited" (usize::MAX), and a window
         // that wrapped to 0 stopped refilling and showed each entry twice.
@@ -821,6 +874,7 @@ impl DbIterator<'_> {
         self.batched_runs.clear();
         self.hint_left = None;
         self.window = self.first_window();
+        self.refilled = false;
         // An error the user never reached is not theirs: without read-ahead it would not
         // have been met either.
         self.ahead_error = None;

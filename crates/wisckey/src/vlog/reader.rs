@@ -340,7 +340,69 @@ impl VlogReader {
         runs: &[(&[PointerAndKey], LiveRange)],
         mut buffers: Vec<Vec<Vec<u8>>>,
     ) -> Vec<Vec<Result<Vec<u8>>>> {
-        let mut take_buffer = |run: usize, index: usize| -> Vec<u8> {
+        let read_all = |batch: &mut [BatchRead<'_>]| {
+            let results = self.fs.read_batch(batch);
+            let ok = batch.iter().zip(results);
+            Some(ok.map(|(read, n)| n.is_ok_and(|n| n == read.buf.len())).collect())
+        };
+        // Never `None`: `read_all` always answers.
+        (self.read_runs_with(runs, &mut buffers, read_all)).unwrap_or_default()
+    }
+
+    /// [`VlogReader::read_runs`] only if every byte the runs need is in the OS's page
+    /// cache (`ReadableFile::read_exact_if_cached`): then the values, read and verified on
+    /// this thread without waiting for the device. `None` otherwise, `buffers` left as they
+    /// were, for the read to go to a thread that may wait. A pointer that fails a check is
+    /// `None` too: the waiting path gives it its own verdict.
+    pub fn read_runs_if_cached(
+        &self,
+        runs: &[(&[PointerAndKey], LiveRange)],
+        buffers: &mut Vec<Vec<Vec<u8>>>,
+    ) -> Option<Vec<Vec<Result<Vec<u8>>>>> {
+        // Every record's bytes are looked up first, one `is_cached` per stretch of
+        // back-to-back records (it counts pages, reads none): a batch with any byte not
+        // cached (a cold scan's, or one whose run starts in a page the previous read
+        // brought in) goes to the waiting path at once, before a buffer is prepared for it,
+        // and no device read is started for it here.
+        let cached = |segment: u64, start: u64, end: u64| {
+            (self.segment(segment)).is_ok_and(|open| open.file.is_cached(start, end - start))
+        };
+        let mut stretch: Option<(u64, u64, u64)> = None;
+        for (ptr, _) in runs.iter().flat_map(|(run, _)| run.iter()) {
+            match &mut stretch {
+                Some((segment, _, end)) if *segment == ptr.segment && *end == ptr.offset => {
+                    *end = ptr.end();
+                }
+                _ => {
+                    let done = stretch.replace((ptr.segment, ptr.offset, ptr.end()));
+                    if done.is_some_and(|(segment, start, end)| !cached(segment, start, end)) {
+                        return None;
+                    }
+                }
+            }
+        }
+        let (segment, start, end) = stretch?;
+        if !cached(segment, start, end) {
+            return None;
+        }
+        let read_cached = |batch: &mut [BatchRead<'_>]| {
+            (batch.iter_mut())
+                .all(|read| read.file.read_exact_if_cached(read.offset, read.buf))
+                .then(|| vec![true; batch.len()])
+        };
+        self.read_runs_with(runs, buffers, read_cached)
+    }
+
+    /// `read_runs` with its I/O step `read`: given the batch of spans to read, says per
+    /// span whether it was read whole, or `None` to give up (every buffer taken from
+    /// `buffers` is put back first).
+    fn read_runs_with(
+        &self,
+        runs: &[(&[PointerAndKey], LiveRange)],
+        buffers: &mut Vec<Vec<Vec<u8>>>,
+        read: impl FnOnce(&mut [BatchRead<'_>]) -> Option<Vec<bool>>,
+    ) -> Option<Vec<Vec<Result<Vec<u8>>>>> {
+        let take_buffer = |buffers: &mut Vec<Vec<Vec<u8>>>, run: usize, index: usize| {
             (buffers.get_mut(run))
                 .and_then(|run| run.get_mut(index))
                 .map(std::mem::take)
@@ -402,7 +464,7 @@ impl VlogReader {
         let mut unit_buffers: Vec<Vec<u8>> = (units.iter())
             .map(|unit| match unit.segment {
                 Some(_) if unit.count == 1 => {
-                    let mut buf = take_buffer(unit.run, unit.first);
+                    let mut buf = take_buffer(buffers, unit.run, unit.first);
                     buf.clear();
                     buf.resize(unit.whole.len as usize, 0);
                     buf
@@ -424,10 +486,23 @@ impl VlogReader {
                     batched.push(index);
                 }
             }
-            let results = self.fs.read_batch(&mut batch);
+            let Some(results) = read(&mut batch) else {
+                drop(batch);
+                for (unit, mut buf) in units.iter().zip(unit_buffers) {
+                    if unit.segment.is_some() && unit.count == 1 {
+                        buf.clear();
+                        if let Some(slot) =
+                            (buffers.get_mut(unit.run)).and_then(|run| run.get_mut(unit.first))
+                        {
+                            *slot = buf;
+                        }
+                    }
+                }
+                return None;
+            };
             let mut ok = vec![false; units.len()];
             for (index, result) in batched.into_iter().zip(results) {
-                ok[index] = result.is_ok_and(|n| n == units[index].whole.len as usize);
+                ok[index] = result;
             }
             ok
         };
@@ -451,7 +526,7 @@ impl VlogReader {
                 continue;
             }
             for (index, (ptr, key)) in (unit.first..).zip(&run[unit.first..unit.first + unit.count]) {
-                let buf = take_buffer(unit.run, index);
+                let buf = take_buffer(buffers, unit.run, index);
                 let value = match (&unit.segment, ok) {
                     (Some(open), true) => {
                         let start = (ptr.offset - unit.whole.offset) as usize;
@@ -464,7 +539,7 @@ impl VlogReader {
                 out[unit.run].push(value);
             }
         }
-        out
+        Some(out)
     }
 
     /// The checks `read_value` makes before reading.
