@@ -1,6 +1,7 @@
 """The Python binding: every method, its errors, context managers, iteration (also while
 writing), threads sharing one DB, reopen, and a seeded model test against a dict."""
 
+import os
 import random
 import threading
 
@@ -146,7 +147,9 @@ def test_stats_gc_compact_and_check(path):
                 db.put(b"%04d" % i, bytes([round_]) * 2000)
         stats = db.stats()
         assert isinstance(stats, dict) and "value_log" in stats
-        assert stats["disk_reserve_bytes"] == 32 << 20, stats
+        # The default 32 MiB reserve, where the disk had room to make it.
+        held = 32 << 20 if os.path.exists(os.path.join(path, "RESERVE")) else 0
+        assert stats["disk_reserve_bytes"] == held, stats
         db.compact_range()
         db.compact_range(b"0000", b"0100")
         done = db.gc()

@@ -22,7 +22,7 @@
 //! before any of it is buffered, nothing is latched, and later writes succeed once space is
 //! back. A group of deletes only may spend the disk reserve (deletes free space); a group
 //! that mixed puts and deletes and met a full disk refuses its puts and appends its deletes
-//! on their own, so a delete never fails for a put's lack of room.
+//! on their own, so a delete never fails for a put's lack of log space.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -405,7 +405,7 @@ fn lead(inner: &DbInner, group: &[Arc<Writer>]) -> Result<Option<Refused>> {
             if e.is_no_space()
                 && !may_spend_reserve
                 && relocated.is_none()
-                && batches.iter().any(WriteBatch::deletes_only) =>
+                && batches.iter().any(|b| !b.is_empty() && b.deletes_only()) =>
         {
             let mut writers = vec![false; group.len()];
             let mut deletes = Vec::new();

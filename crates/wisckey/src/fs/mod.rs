@@ -30,7 +30,7 @@ pub(crate) use mapped::mapped_appends_supported;
 mod mem;
 mod posix;
 #[cfg(all(test, target_os = "linux", target_env = "gnu"))]
-pub(crate) use posix::page_cache_lookups_work;
+pub(crate) use posix::page_cache_reads_work;
 mod posix_lock;
 mod read_only;
 #[cfg(target_os = "linux")]
@@ -202,9 +202,11 @@ pub trait ReadableFile: Send + Sync + std::fmt::Debug {
 
     /// Fills `buf` from `offset` only if every byte of it is in the OS's page cache, without
     /// waiting for the device; `false` when some is not, or the file system cannot tell (the
-    /// default), and `buf` is then not to be relied on. A caller that hands reads to other
-    /// threads to keep many in flight can do one here at once when it costs no wait, only a
-    /// copy (a warm scan's values: the hand-over and wake-up cost more than the read).
+    /// default), and `buf` is then not to be relied on. On a miss the OS may start reading
+    /// the missing bytes all the same: ask [`is_cached`](ReadableFile::is_cached) first. A
+    /// caller that hands reads to other threads to keep many in flight can do one here at
+    /// once when it costs no wait, only a copy (a warm scan's values: the hand-over and
+    /// wake-up cost more than the read).
     fn read_exact_if_cached(&self, _offset: u64, _buf: &mut [u8]) -> bool {
         false
     }

@@ -125,6 +125,7 @@ impl FileSystem for PosixFs {
         Ok(Arc::new(PosixReadable {
             file,
             path: path.to_path_buf(),
+            no_cached_reads: std::sync::atomic::AtomicBool::new(false),
         }))
     }
 
@@ -257,16 +258,18 @@ fn punch_hole_fd(_file: &File, _offset: i64, _len: i64) -> io::Result<()> {
     Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP))
 }
 
-/// Set once `cachestat` (Linux 6.5) is found missing or filtered: reads are then never
-/// tried from the page cache alone.
+/// Set once `cachestat` (Linux 6.5) is found missing: reads are then never tried from the
+/// page cache alone.
 static NO_CACHESTAT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Whether every page of `[offset, offset + len)` of `file` is in the page cache, by the
-/// `cachestat` system call, which counts them without reading anything.
+/// `cachestat` system call, which counts them without reading anything. `None`: the call
+/// refused this file (or is missing: then it is not made again in this process).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn page_cache_holds(file: &File, offset: u64, len: u64) -> bool {
-    /// The call's number: one for every architecture since Linux 5.1's unified table
-    /// (the `libc` crate does not name it for x86_64).
+fn page_cache_holds(file: &File, offset: u64, len: u64) -> Option<bool> {
+    /// The call's number in the table every architecture but alpha and MIPS shares since
+    /// Linux 5.1 (the `libc` crate does not name it for x86_64); where it is another call
+    /// or none, the answer is an error and page-cache reads are simply not tried.
     const SYS_CACHESTAT: libc::c_long = 451;
     #[repr(C)]
     struct Range {
@@ -282,11 +285,14 @@ fn page_cache_holds(file: &File, offset: u64, len: u64) -> bool {
         nr_evicted: u64,
         nr_recently_evicted: u64,
     }
-    if len == 0 || NO_CACHESTAT.load(std::sync::atomic::Ordering::Relaxed) {
-        return false;
+    if NO_CACHESTAT.load(std::sync::atomic::Ordering::Relaxed) {
+        return None;
+    }
+    if len == 0 {
+        return Some(false);
     }
     let Some(last) = offset.checked_add(len - 1) else {
-        return false;
+        return Some(false);
     };
     let range = Range { off: offset, len };
     let mut counts = Counts::default();
@@ -302,15 +308,15 @@ fn page_cache_holds(file: &File, offset: u64, len: u64) -> bool {
         )
     };
     if rc != 0 {
-        // Missing, or filtered by a sandbox: it will not answer later either.
-        let errno = io::Error::last_os_error().raw_os_error();
-        if matches!(errno, Some(libc::ENOSYS | libc::EPERM)) {
+        if io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
             NO_CACHESTAT.store(true, std::sync::atomic::Ordering::Relaxed);
         }
-        return false;
+        // EPERM (newer kernels refuse files the caller could not write), EOPNOTSUPP and
+        // the like are this file's answer, not every file's.
+        return None;
     }
     let page = page_size();
-    counts.nr_cache > last / page - offset / page
+    Some(counts.nr_cache > last / page - offset / page)
 }
 
 /// The system's page size.
@@ -324,15 +330,21 @@ fn page_size() -> u64 {
     })
 }
 
-/// Whether `cachestat` answers here (a kernel before 6.5, or a sandbox that filters the
-/// call, makes tests of page-cache reads moot).
+/// Whether page-cache reads work for a file in `dir` (a kernel before 6.5, a sandbox
+/// that filters `cachestat`, or a file system without `RWF_NOWAIT` makes tests of them
+/// moot): a probe file written there reads back through both calls.
 #[cfg(all(test, target_os = "linux", target_env = "gnu"))]
-pub(crate) fn page_cache_lookups_work() -> bool {
-    let probe = std::env::current_exe().and_then(File::open);
-    probe.is_ok_and(|file| {
-        page_cache_holds(&file, 0, 1);
-        !NO_CACHESTAT.load(std::sync::atomic::Ordering::Relaxed)
-    })
+pub(crate) fn page_cache_reads_work(dir: &Path) -> bool {
+    let path = dir.join("page-cache-probe");
+    let written = std::fs::write(&path, [7u8; 4096]);
+    let works = written.is_ok() && {
+        let fs = PosixFs::new();
+        fs.open_read(&path).is_ok_and(|file| {
+            file.is_cached(0, 4096) && file.read_exact_if_cached(0, &mut [0u8; 4096])
+        })
+    };
+    let _ = std::fs::remove_file(&path);
+    works
 }
 
 /// Read handle: `pread` only, so it can be shared by any number of threads.
@@ -340,6 +352,10 @@ pub(crate) fn page_cache_lookups_work() -> bool {
 struct PosixReadable {
     file: File,
     path: PathBuf,
+    /// This file refused `cachestat` or `RWF_NOWAIT` (a file system without them, a
+    /// sandbox): page-cache reads are not tried on it again.
+    #[cfg_attr(not(all(target_os = "linux", target_env = "gnu")), allow(dead_code))]
+    no_cached_reads: std::sync::atomic::AtomicBool,
 }
 
 impl ReadableFile for PosixReadable {
@@ -368,32 +384,68 @@ impl ReadableFile for PosixReadable {
             .len())
     }
 
-    /// `cachestat` first (it only counts pages; `preadv2` with `RWF_NOWAIT` alone starts
-    /// device reads of what is missing before it refuses, and those split the waiting
-    /// read that follows: cold scans ran ~8% slower), then `preadv2` with `RWF_NOWAIT`,
-    /// which copies without waiting if the pages are still there. Any answer but the
-    /// whole buffer is `false`; errors are left to the waiting read, which reports them.
+    /// `preadv2` with `RWF_NOWAIT` (the raw call: glibc has a wrapper only from 2.26):
+    /// the kernel copies what its page cache holds and answers `EAGAIN` or a short count
+    /// rather than wait. On a miss it may still start reading the missing page, so a
+    /// caller asks `is_cached` first. Any answer but the whole buffer is `false`; errors
+    /// are left to the waiting read, which reports them.
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     fn read_exact_if_cached(&self, offset: u64, buf: &mut [u8]) -> bool {
-        let Ok(at) = libc::off_t::try_from(offset) else {
-            return false;
-        };
-        if buf.is_empty() || !page_cache_holds(&self.file, offset, buf.len() as u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if buf.is_empty() || offset > i64::MAX as u64 || self.no_cached_reads.load(Relaxed) {
             return false;
         }
         let iov = libc::iovec {
             iov_base: buf.as_mut_ptr().cast(),
             iov_len: buf.len(),
         };
+        // The offset as the call takes it: low and high halves of a long each (on 64-bit
+        // targets the low one holds it all and the kernel ignores the high one).
+        #[cfg(target_pointer_width = "64")]
+        let (low, high) = (offset as libc::c_long, 0 as libc::c_long);
+        #[cfg(not(target_pointer_width = "64"))]
+        let (low, high) = (
+            (offset & 0xffff_ffff) as libc::c_long,
+            (offset >> 32) as libc::c_long,
+        );
         // SAFETY: `iov` describes `buf`, valid for writes of its whole length while it is
-        // borrowed here; the descriptor is valid while `self.file` lives.
-        let n = unsafe { libc::preadv2(self.file.as_raw_fd(), &iov, 1, at, libc::RWF_NOWAIT) };
+        // borrowed here; the descriptor is valid while `self.file` lives; the other
+        // arguments are plain integers.
+        let n = unsafe {
+            libc::syscall(
+                libc::SYS_preadv2,
+                self.file.as_raw_fd(),
+                &iov as *const libc::iovec,
+                1 as libc::c_int,
+                low,
+                high,
+                libc::RWF_NOWAIT,
+            )
+        };
+        if n < 0 {
+            let errno = io::Error::last_os_error().raw_os_error();
+            if errno != Some(libc::EAGAIN) && errno != Some(libc::EINTR) {
+                // EOPNOTSUPP (no `RWF_NOWAIT` here), ENOSYS, …: not tried on this file again.
+                self.no_cached_reads.store(true, Relaxed);
+            }
+            return false;
+        }
         usize::try_from(n).is_ok_and(|n| n == buf.len())
     }
 
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     fn is_cached(&self, offset: u64, len: u64) -> bool {
-        page_cache_holds(&self.file, offset, len)
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.no_cached_reads.load(Relaxed) {
+            return false;
+        }
+        match page_cache_holds(&self.file, offset, len) {
+            Some(cached) => cached,
+            None => {
+                self.no_cached_reads.store(true, Relaxed);
+                false
+            }
+        }
     }
 
     #[cfg(target_os = "linux")]
@@ -591,9 +643,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("f");
         let fs = PosixFs::new();
-        if !page_cache_lookups_work() {
-            eprintln!("skipped: cachestat does not answer on this kernel");
-            assert!(!fs.reads_if_cached());
+        if !page_cache_reads_work(dir.path()) {
+            eprintln!("skipped: cachestat or RWF_NOWAIT does not answer here");
             return;
         }
         assert!(fs.reads_if_cached());
@@ -603,6 +654,7 @@ mod tests {
         w.sync_data().expect("sync");
         let r = fs.open_read(&path).expect("open");
         let mut buf = vec![0u8; 10_000];
+        assert!(r.is_cached(5000, 10_000));
         assert!(r.read_exact_if_cached(5000, &mut buf));
         assert_eq!(buf, data[5000..15_000]);
         let mut past_end = vec![0u8; 100];
@@ -621,11 +673,10 @@ mod tests {
         // SAFETY: a valid descriptor and plain integers; advisory. The pages are clean
         // (synced), so the kernel drops them.
         unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-        assert!(
-            !r.read_exact_if_cached(5000, &mut buf),
-            "dropped pages are not read"
-        );
+        assert!(!r.is_cached(5000, 10_000), "dropped pages are not counted");
+        assert!(!r.is_cached(0, 1));
         r.read_exact_at(5000, &mut buf, "f").expect("read");
+        assert!(r.is_cached(5000, 10_000));
         assert!(r.read_exact_if_cached(5000, &mut buf));
         assert_eq!(buf, data[5000..15_000]);
     }

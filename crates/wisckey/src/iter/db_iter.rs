@@ -52,6 +52,11 @@ const READS_PER_BATCH: usize = 32;
 /// it is repositioned or dropped): one lock per this many random reads.
 const HEAT_REPORT_READS: u64 = 256;
 
+/// Most value bytes the first refill after a positioning call reads on the iterator's own
+/// thread when the page cache holds them (about 100 µs of copying and checksums); the
+/// rest of a longer refill goes to the reader pool, which overlaps it with the user.
+const CACHED_READ_BUDGET: u64 = 1 << 20;
+
 /// Most bytes one coalesced read of back-to-back records covers.
 const MAX_RUN_BYTES: u64 = 1 << 20;
 
@@ -146,10 +151,13 @@ pub struct DbIterator<'a> {
     /// The file system can read what its page cache holds without waiting
     /// (`FileSystem::reads_if_cached`): the first refill's batch is tried on this thread.
     reads_if_cached: bool,
-    /// A refill was issued since the last positioning call (or since a hinted scan ran
-    /// past its hint). Later refills come while the user still has entries to consume, and
-    /// a reader thread overlaps their reads with that; the first one the user waits for.
-    refilled: bool,
+    /// Bytes of value reads this iterator may still do on its own thread from the page
+    /// cache (`read_batch_if_cached`): `CACHED_READ_BUDGET` after a positioning call (or
+    /// after a hinted scan ran past its hint), 0 once a refill is done. Later refills come
+    /// while the user still has entries to consume, and a reader thread overlaps their
+    /// reads with that; the first one the user waits for, but a long one (a large hint)
+    /// would keep the first value back until all of it was copied.
+    cached_read_budget: u64,
     /// Out-of-order value reads not yet added to the database's scan heat.
     heat: HeatChunk,
 }
@@ -224,7 +232,7 @@ impl DbIterator<'_> {
             hint_left: None,
             batch_reads: db.fs.batches_reads(),
             reads_if_cached: db.fs.reads_if_cached(),
-            refilled: false,
+            cached_read_budget: CACHED_READ_BUDGET,
             batched_runs: Vec::new(),
             heat: HeatChunk {
                 reports: db.options.auto_cluster_ratio > 0.0
@@ -432,7 +440,7 @@ impl DbIterator<'_> {
                     // `next` starts ordinary read-ahead, as after any positioning call.
                     self.hint_left = None;
                     self.window = self.first_window();
-                    self.refilled = false;
+                    self.cached_read_budget = CACHED_READ_BUDGET;
                     self.step_forward();
                 }
             } else if self.ahead.len() <= self.window / 2 {
@@ -706,7 +714,15 @@ impl DbIterator<'_> {
         let mut buffers: Vec<Vec<Vec<u8>>> = (runs.iter_mut())
             .map(|run| std::mem::take(&mut run.buffers))
             .collect();
-        if self.reads_if_cached && !self.refilled && self.read_batch_if_cached(&runs, &mut buffers) {
+        let batch_bytes: u64 = (runs.iter())
+            .flat_map(|run| &run.reads)
+            .map(|(ptr, _)| u64::from(ptr.len))
+            .sum();
+        if self.reads_if_cached
+            && batch_bytes <= self.cached_read_budget
+            && self.read_batch_if_cached(&runs, &mut buffers)
+        {
+            self.cached_read_budget -= batch_bytes;
             return;
         }
         // The job holds the log reader, not the database: dropping the iterator and
@@ -809,7 +825,7 @@ impl DbIterator<'_> {
         }
         self.issue_run();
         self.issue_batch();
-        self.refilled = true;
+        self.cached_read_budget = 0;
         let most = self.scan_length_hint.unwrap_or(0).max(self.db.options.scan_readahead_entries);
         // Saturating: `scan_readahead_entries` may be "unlimited" (usize::MAX), and a window
         // that wrapped to 0 stopped refilling and showed each entry twice.
@@ -874,7 +890,7 @@ impl DbIterator<'_> {
         self.batched_runs.clear();
         self.hint_left = None;
         self.window = self.first_window();
-        self.refilled = false;
+        self.cached_read_budget = CACHED_READ_BUDGET;
         // An error the user never reached is not theirs: without read-ahead it would not
         // have been met either.
         self.ahead_error = None;

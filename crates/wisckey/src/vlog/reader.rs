@@ -350,10 +350,13 @@ impl VlogReader {
     }
 
     /// [`VlogReader::read_runs`] only if every byte the runs need is in the OS's page
-    /// cache (`ReadableFile::read_exact_if_cached`): then the values, read and verified on
-    /// this thread without waiting for the device. `None` otherwise, `buffers` left as they
-    /// were, for the read to go to a thread that may wait. A pointer that fails a check is
-    /// `None` too: the waiting path gives it its own verdict.
+    /// cache (`ReadableFile::is_cached`, then `read_exact_if_cached`): then the values,
+    /// read and verified on this thread without waiting for the device. `None` otherwise,
+    /// `buffers` left as they were, for the read to go to a thread that may wait. A pointer
+    /// that fails a check before the read gets its verdict as in `read_runs` (its own
+    /// `read_value_in`, which refuses it without reading; a sound pointer of the same run
+    /// is then read alone, with a `pread` that finds it cached). Opening a segment not
+    /// opened before happens here too.
     pub fn read_runs_if_cached(
         &self,
         runs: &[(&[PointerAndKey], LiveRange)],
@@ -948,6 +951,22 @@ mod tests {
         assert_eq!(fresh.cached_segments(), vec![1]);
     }
 
+    /// The values of a `read_runs` answer, each error as its kind's name (errors hold
+    /// no `PartialEq`).
+    fn batched_values(batched: &[Vec<Result<Vec<u8>>>]) -> Vec<Vec<Result<Vec<u8>, String>>> {
+        (batched.iter())
+            .map(|run| {
+                (run.iter())
+                    .map(|r| match r {
+                        Ok(v) => Ok(v.clone()),
+                        Err(Error::Corruption { .. }) => Err("corruption".to_string()),
+                        Err(e) => Err(format!("{e}")),
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
     /// `read_runs` gives each pointer what `read_run` of its own run gives: adjacent runs,
     /// scattered ones, and a run holding a pointer past the live log (that pointer fails,
     /// its neighbours do not) — on a real file system, where the batch may go through
@@ -998,7 +1017,15 @@ mod tests {
             let buffers: Vec<Vec<Vec<u8>>> = (runs.iter())
                 .map(|run| (0..run.len() / 2).map(|i| vec![7u8; i * 3]).collect())
                 .collect();
+            // A read that gives up (`read_runs_if_cached` finding a page gone) returns
+            // every buffer it took, and reading with them afterwards gives the same values.
+            let mut given_back = buffers.clone();
+            assert!(reader.read_runs_with(&inputs, &mut given_back, |_| None).is_none());
+            let counts = |b: &Vec<Vec<Vec<u8>>>| b.iter().map(Vec::len).collect::<Vec<_>>();
+            assert_eq!(counts(&given_back), counts(&buffers));
             let batched = reader.read_runs(&inputs, buffers);
+            let again = reader.read_runs(&inputs, given_back);
+            assert_eq!(batched_values(&again), batched_values(&batched));
             assert_eq!(batched.len(), runs.len());
             for (run, got) in runs.iter().zip(&batched) {
                 let one = reader.read_run(run, live, vec![b"stale".to_vec(); run.len()]);
@@ -1012,6 +1039,14 @@ mod tests {
                         other => panic!("{}: {other:?}", String::from_utf8_lossy(key)),
                     }
                 }
+            }
+            // From the page cache (the bytes were just written): the same values, and the
+            // same verdict for the pointer past the log (refused by its check, unread).
+            #[cfg(all(target_os = "linux", target_env = "gnu"))]
+            if dir.starts_with(temp.path()) && crate::fs::page_cache_reads_work(&dir) {
+                let mut none = Vec::new();
+                let cached = reader.read_runs_if_cached(&inputs, &mut none).expect("cached");
+                assert_eq!(batched_values(&cached), batched_values(&batched));
             }
             let index = |k: &[u8]| -> usize {
                 String::from_utf8_lossy(&k[3..]).parse().expect("index")
