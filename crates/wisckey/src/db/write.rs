@@ -858,4 +858,76 @@ mod tests {
         assert_eq!(get(&db, "new1"), None, "the refused put left nothing");
         assert_eq!(get(&db, "key3"), Some(vec![b'v'; 100]));
     }
+
+    /// The same through the queue: writers on their own threads form one mixed group
+    /// behind a blocker; when it meets the full disk each gets its own result, the puts
+    /// `NoSpace` and the deletes `Ok`, the leader's (a put) included.
+    #[test]
+    fn each_member_of_a_split_group_gets_its_own_result() {
+        use crate::fs::{FaultFs, FaultKind, FaultOps, FsOp, MemFs};
+        use crate::{Db, Options};
+
+        let fault = FaultFs::new(Arc::new(MemFs::new()));
+        let options = Options {
+            vlog_preallocate_size: 4 << 10,
+            gc_space_amp_target: f64::INFINITY,
+            ..Options::small_for_tests(Arc::new(fault.clone()))
+        };
+        let db = Db::open("/db", options).expect("open");
+        for i in 0..4u32 {
+            db.put(format!("key{i}"), [b'v'; 100]).expect("put");
+        }
+        fault.fail_at(
+            1,
+            FaultKind::NoSpace,
+            FaultOps::Only(&[FsOp::Preallocate]),
+            true,
+        );
+        let inner = &*db.inner;
+        let queue_len = || inner.writers.queue.lock().len();
+        // Holds the front of the queue until every writer is queued behind it.
+        inner
+            .writers
+            .queue
+            .lock()
+            .push_back(Arc::new(new_writer(None, false, false)));
+        let mut put = WriteBatch::new();
+        put.put(b"new0", vec![b'p'; 16 << 10]);
+        let mut delete0 = WriteBatch::new();
+        delete0.delete(b"key0");
+        let mut put1 = put.clone();
+        put1.put(b"new1", b"x");
+        let mut delete1 = WriteBatch::new();
+        delete1.delete(b"key1");
+        let results: Vec<Result<()>> = std::thread::scope(|scope| {
+            let mut threads = Vec::new();
+            for batch in [put, delete0, put1, delete1] {
+                let queued = queue_len();
+                threads.push(scope.spawn(move || {
+                    submit(inner, new_writer(Some(batch), false, false)).map(drop)
+                }));
+                while queue_len() == queued {
+                    std::thread::yield_now();
+                }
+            }
+            let first = {
+                let mut queue = inner.writers.queue.lock();
+                queue.pop_front();
+                queue.front().cloned().expect("the first writer")
+            };
+            first.hand_over(|h| h.lead = true);
+            (threads.into_iter())
+                .map(|t| t.join().expect("writer thread"))
+                .collect()
+        });
+        let no_space = |r: &Result<()>| r.as_ref().is_err_and(Error::is_no_space);
+        assert!(no_space(&results[0]), "{results:?}");
+        assert!(results[1].is_ok(), "{results:?}");
+        assert!(no_space(&results[2]), "{results:?}");
+        assert!(results[3].is_ok(), "{results:?}");
+        assert_eq!(db.get("key0").expect("get"), None);
+        assert_eq!(db.get("key1").expect("get"), None);
+        assert_eq!(db.get("new0").expect("get"), None);
+        assert_eq!(db.get("key2").expect("get"), Some(vec![b'v'; 100]));
+    }
 }
