@@ -744,6 +744,44 @@ mod tests {
         batch
     }
 
+    /// A database on a `MemFs` (also returned, and its options) holding `key0`..`key3`,
+    /// whose disk is then full: no preallocation succeeds (4 KiB chunks, so a 16 KiB put
+    /// soon needs one; small deletes fit in what is left).
+    fn full_disk_db() -> (crate::fs::MemFs, crate::Db, crate::Options) {
+        use crate::fs::{FaultFs, FaultKind, FaultOps, FsOp, MemFs};
+
+        let mem = MemFs::new();
+        let fault = FaultFs::new(Arc::new(mem.clone()));
+        let options = crate::Options {
+            vlog_preallocate_size: 4 << 10,
+            gc_space_amp_target: f64::INFINITY,
+            ..crate::Options::small_for_tests(Arc::new(fault.clone()))
+        };
+        let db = crate::Db::open("/db", options.clone()).expect("open");
+        for i in 0..4u32 {
+            db.put(format!("key{i}"), [b'v'; 100]).expect("put");
+        }
+        fault.fail_at(
+            1,
+            FaultKind::NoSpace,
+            FaultOps::Only(&[FsOp::Preallocate]),
+            true,
+        );
+        (mem, db, options)
+    }
+
+    fn put_of(key: &str, len: usize) -> WriteBatch {
+        let mut batch = WriteBatch::new();
+        batch.put(key, vec![b'p'; len]);
+        batch
+    }
+
+    fn delete_of(key: &str) -> WriteBatch {
+        let mut batch = WriteBatch::new();
+        batch.delete(key);
+        batch
+    }
+
     /// A `Db::sync` is never grouped with writers that carry batches, in either role: the
     /// group's outcome is every member's, and a batch's `NoSpace` (no memtable room, no log
     /// space) failed a sync that needed neither.
@@ -797,46 +835,17 @@ mod tests {
     /// deletes on their own.
     #[test]
     fn a_mixed_group_on_a_full_disk_refuses_its_puts_and_takes_its_deletes() {
-        use crate::fs::{FaultFs, FaultKind, FaultOps, FsOp, MemFs};
-        use crate::{Db, Options};
+        use crate::Db;
 
-        let mem = MemFs::new();
-        let fault = FaultFs::new(Arc::new(mem.clone()));
-        let options = Options {
-            // Small chunks: a large put soon needs a preallocation.
-            vlog_preallocate_size: 4 << 10,
-            gc_space_amp_target: f64::INFINITY,
-            ..Options::small_for_tests(Arc::new(fault.clone()))
-        };
-        let db = Db::open("/db", options.clone()).expect("open");
-        for i in 0..4u32 {
-            db.put(format!("key{i}"), [b'v'; 100]).expect("put");
-        }
-        // The disk is full: no preallocation succeeds.
-        fault.fail_at(
-            1,
-            FaultKind::NoSpace,
-            FaultOps::Only(&[FsOp::Preallocate]),
-            true,
-        );
-        let large_put = |key: &str| {
-            let mut batch = WriteBatch::new();
-            batch.put(key, vec![b'p'; 16 << 10]);
-            Some(batch)
-        };
-        let delete = |key: &str| {
-            let mut batch = WriteBatch::new();
-            batch.delete(key);
-            Some(batch)
-        };
+        let (mem, db, options) = full_disk_db();
         let group: Vec<Arc<Writer>> = [
-            large_put("new0"),
-            delete("key0"),
-            large_put("new1"),
-            delete("key1"),
+            put_of("new0", 16 << 10),
+            delete_of("key0"),
+            put_of("new1", 16 << 10),
+            delete_of("key1"),
         ]
         .into_iter()
-        .map(|batch| Arc::new(new_writer(batch, false, false)))
+        .map(|batch| Arc::new(new_writer(Some(batch), false, false)))
         .collect();
         assert!(!db.inner.log_space_short.load(Ordering::Relaxed));
         // Nothing else writes (GC is off), so this thread may lead without the queue.
@@ -850,9 +859,9 @@ mod tests {
         assert_eq!(get(&db, "key1"), None);
         assert_eq!(get(&db, "new0"), None);
         assert_eq!(get(&db, "key2"), Some(vec![b'v'; 100]));
-        fault.clear();
         db.close().expect("close");
-        let db = Db::open("/db", options).expect("reopen");
+        // The disk works again (the reopen does not go through the full-disk `FaultFs`).
+        let db = Db::open("/db", crate::Options { fs: Arc::new(mem), ..options }).expect("reopen");
         assert_eq!(get(&db, "key0"), None, "the delete is durable");
         assert_eq!(get(&db, "key1"), None);
         assert_eq!(get(&db, "new1"), None, "the refused put left nothing");
@@ -864,25 +873,7 @@ mod tests {
     /// `NoSpace` and the deletes `Ok`, the leader's (a put) included.
     #[test]
     fn each_member_of_a_split_group_gets_its_own_result() {
-        use crate::fs::{FaultFs, FaultKind, FaultOps, FsOp, MemFs};
-        use crate::{Db, Options};
-
-        let fault = FaultFs::new(Arc::new(MemFs::new()));
-        let options = Options {
-            vlog_preallocate_size: 4 << 10,
-            gc_space_amp_target: f64::INFINITY,
-            ..Options::small_for_tests(Arc::new(fault.clone()))
-        };
-        let db = Db::open("/db", options).expect("open");
-        for i in 0..4u32 {
-            db.put(format!("key{i}"), [b'v'; 100]).expect("put");
-        }
-        fault.fail_at(
-            1,
-            FaultKind::NoSpace,
-            FaultOps::Only(&[FsOp::Preallocate]),
-            true,
-        );
+        let (_mem, db, _options) = full_disk_db();
         let inner = &*db.inner;
         let queue_len = || inner.writers.queue.lock().len();
         // Holds the front of the queue until every writer is queued behind it.
@@ -891,17 +882,17 @@ mod tests {
             .queue
             .lock()
             .push_back(Arc::new(new_writer(None, false, false)));
-        let mut put = WriteBatch::new();
-        put.put(b"new0", vec![b'p'; 16 << 10]);
-        let mut delete0 = WriteBatch::new();
-        delete0.delete(b"key0");
-        let mut put1 = put.clone();
+        let mut put1 = put_of("new0", 16 << 10);
         put1.put(b"new1", b"x");
-        let mut delete1 = WriteBatch::new();
-        delete1.delete(b"key1");
+        let batches = [
+            put_of("new0", 16 << 10),
+            delete_of("key0"),
+            put1,
+            delete_of("key1"),
+        ];
         let results: Vec<Result<()>> = std::thread::scope(|scope| {
             let mut threads = Vec::new();
-            for batch in [put, delete0, put1, delete1] {
+            for batch in batches {
                 let queued = queue_len();
                 threads.push(scope.spawn(move || {
                     submit(inner, new_writer(Some(batch), false, false)).map(drop)
