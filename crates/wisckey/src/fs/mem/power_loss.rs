@@ -7,9 +7,12 @@
 //! - `TornTail { seed }`: the durable bytes with a random-length prefix of the unsynced
 //!   change written over them from `dirty_from`; the file is as long as the longer of the
 //!   two. Half the time a random sub-range of that written prefix reads as zeros (the size
-//!   reached the disk, the data pages did not). So the result never holds a byte that was
+//!   reached the disk, the data pages did not). Then, if the file is now shorter than
+//!   that (it was truncated since its last sync), half the time it is cut to its live
+//!   length: the truncation reached the disk. So the result never holds a byte that was
 //!   never written, never exceeds the live length or the durable length, whichever is
-//!   larger, and always keeps `durable[..dirty_from]`.
+//!   larger, and always keeps `durable[..dirty_from]`; an unsynced truncation may be
+//!   undone or kept.
 //!
 //! Randomness is a SplitMix64 stream seeded by `seed` and consumed in path order, so an
 //! image is a pure function of (state, seed).
@@ -72,13 +75,32 @@ pub(super) fn surviving_bytes(
     rng: &mut SplitMix64,
 ) -> Vec<u8> {
     let mut out = durable.to_vec();
-    if mode == PowerLoss::DropUnsynced || dirty_from >= live.len() {
+    if mode == PowerLoss::DropUnsynced {
         return out;
     }
-    let unsynced = &live[dirty_from..];
+    if dirty_from < live.len() {
+        overlay_unsynced_prefix(&mut out, &live[dirty_from..], dirty_from, rng);
+    }
+    // The file shrank since its last sync, and the new size may have reached the disk
+    // (a journal commit for another file's sake carries it): nothing may rely on an
+    // unsynced truncation being undone.
+    if live.len() < out.len() && rng.next_u64() % 2 == 0 {
+        out.truncate(live.len());
+    }
+    out
+}
+
+/// Writes a random-length prefix of `unsynced` over `out` from `dirty_from`, half the time
+/// with a random sub-range of it zeroed.
+fn overlay_unsynced_prefix(
+    out: &mut Vec<u8>,
+    unsynced: &[u8],
+    dirty_from: usize,
+    rng: &mut SplitMix64,
+) {
     let kept = rng.up_to(unsynced.len());
     if kept == 0 {
-        return out;
+        return;
     }
     let end = dirty_from + kept;
     if out.len() < end {
@@ -90,7 +112,6 @@ pub(super) fn surviving_bytes(
         let zero_len = 1 + rng.up_to(end - zero_start - 1);
         out[zero_start..zero_start + zero_len].fill(0);
     }
-    out
 }
 
 #[cfg(test)]
@@ -120,5 +141,34 @@ mod tests {
                 .all(|(g, (new, old))| g == new || g == old || *g == 0);
             assert!(kept_new, "seed {seed}: {got:?}");
         }
+    }
+
+    #[test]
+    fn torn_tail_sometimes_keeps_an_unsynced_truncation() {
+        // durable "abcdef", live truncated to "abc" (dirty_from = 3), nothing appended.
+        let mut lengths = std::collections::BTreeSet::new();
+        for seed in 0..200 {
+            let mut rng = SplitMix64::new(seed);
+            let mode = PowerLoss::TornTail { seed };
+            let got = surviving_bytes(b"abcdef", b"abc", 3, mode, &mut rng);
+            assert!(got == b"abcdef" || got == b"abc", "seed {seed}: {got:?}");
+            lengths.insert(got.len());
+        }
+        assert_eq!(lengths, [3, 6].into(), "both outcomes occur");
+        // Truncated, then extended: the cut may land at the live length, never shorter,
+        // and never loses the bytes before the cut.
+        let mut cut = 0;
+        for seed in 0..200 {
+            let mut rng = SplitMix64::new(seed);
+            let mode = PowerLoss::TornTail { seed };
+            let got = surviving_bytes(b"abcdefgh", b"abXY", 2, mode, &mut rng);
+            assert!(got.len() == 4 || got.len() == 8, "seed {seed}: {got:?}");
+            assert_eq!(&got[..2], b"ab", "seed {seed}");
+            cut += usize::from(got.len() == 4);
+        }
+        assert!(cut > 0, "some images keep the truncation");
+        let mut rng = SplitMix64::new(1);
+        let got = surviving_bytes(b"abcdef", b"abc", 3, PowerLoss::DropUnsynced, &mut rng);
+        assert_eq!(got, b"abcdef", "only durable bytes survive");
     }
 }
