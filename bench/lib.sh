@@ -39,6 +39,7 @@ engine_cmd() {
     # (Options::vlog_mapped_writes = false): the before of the mapped write-outs
     wisckey-writethrough-pwrite) echo "$WISCKEY_BIN bench $WISCKEY_FLAGS --write_through_to_os=true --vlog_mapped_writes=false" ;;
     # the same with an earlier build (before/after runs: WISCKEY_BEFORE_BIN)
+    wisckey-before) echo "${WISCKEY_BEFORE_BIN:?set WISCKEY_BEFORE_BIN} bench $WISCKEY_FLAGS" ;;
     wisckey-writethrough-before) echo "${WISCKEY_BEFORE_BIN:?set WISCKEY_BEFORE_BIN} bench $WISCKEY_FLAGS --write_through_to_os=true" ;;
     # the loaded DB after Db::cluster_values + Db::gc (run-suite.sh REORG_VARIANTS)
     wisckey-clustered) echo "$WISCKEY_BIN bench $WISCKEY_FLAGS" ;;
