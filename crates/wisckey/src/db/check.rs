@@ -29,6 +29,7 @@ use crate::sstable::Table;
 
 /// What [`crate::Db::check`] read and what it found wrong.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct CheckReport {
     /// Table files read, and their entries.
     pub tables: u64,
@@ -81,6 +82,7 @@ fn located(error: Error, fallback_file: &str) -> (String, Option<u64>, String) {
 
 /// One thing that did not verify.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct CheckProblem {
     /// The file it is in.
     pub file: String,

@@ -61,6 +61,7 @@ fn lexically_within(path: &Path, dir: &Path) -> bool {
 
 /// What [`crate::Db::checkpoint`] copied.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct CheckpointReport {
     /// Table files and their bytes.
     pub tables: u64,

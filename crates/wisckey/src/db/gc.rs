@@ -102,6 +102,7 @@ impl Default for GcOptions {
 
 /// Totals of value-log GC since the database was opened.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct GcTotals {
     /// Collections that found something to do.
     pub runs: u64,
@@ -121,6 +122,7 @@ pub struct GcTotals {
 /// What the clustering passes that scans triggered (`Options::auto_cluster_ratio`) have
 /// done since the database was opened.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct AutoClusterTotals {
     /// Ranges looked at (a keys-only estimate) because scans read them out of order.
     pub ranges_estimated: u64,
@@ -133,6 +135,7 @@ pub struct AutoClusterTotals {
 
 /// The value log as GC sees it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ValueLogStats {
     /// Every segment file, with live and dead bytes and why it is or is not collected.
     pub segments: Vec<SegmentView>,
@@ -161,6 +164,7 @@ fn per_level<S: serde::Serializer, T: Serialize>(
 
 /// A database's statistics: typed, and serialisable (`serde`) for tools.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct DbStats {
     /// Table files per level.
     #[serde(serialize_with = "per_level")]

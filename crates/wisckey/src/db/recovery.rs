@@ -70,6 +70,7 @@ pub struct RecoveryReport {
 
 /// One place where salvage dropped data.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SalvagedDamage {
     /// Where the dropped data started.
     pub at: LogPosition,

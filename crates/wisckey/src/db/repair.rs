@@ -90,6 +90,7 @@ const OUTPUT_LEVEL: usize = NUM_LEVELS - 1;
 
 /// What [`crate::Db::repair`] read, rebuilt and set aside.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct RepairReport {
     /// Table files found, and the entries read from their blocks that verify.
     pub tables_read: u64,

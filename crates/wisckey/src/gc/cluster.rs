@@ -31,6 +31,7 @@ pub(crate) const CLUSTER_KEEP_RUN_BYTES: u64 = 64 << 10;
 
 /// What a clustering pass did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct ClusterOutcome {
     /// Keys of the range seen (at the pass's snapshot).
     pub keys_examined: u64,

@@ -30,6 +30,7 @@ pub struct Relocation {
 
 /// What collecting segments did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct GcOutcome {
     /// Victim segments whose records were all relocated or found dead.
     pub segments_collected: u64,
