@@ -495,7 +495,10 @@ fn create_database(
     }
     let mut writer =
         VlogWriter::create(Arc::clone(fs), dir.to_path_buf(), 1, vlog_options.clone())?;
-    writer.sync()?;
+    // Finished, not just synced: a direct write pads the header to a whole block, and the
+    // file must end at its header (synced) for an interrupted creation to be recognised as
+    // one (`check_new_directory`) and for the first open to find no torn tail.
+    writer.finish()?;
     drop(writer);
     VersionSet::create(
         Arc::clone(fs),
