@@ -938,6 +938,146 @@ fn a_failed_key_index_read_ends_a_background_round_without_stopping_writes() {
     }
 }
 
+/// Defect: the write leader checks again, before it appends GC's relocations, that each key
+/// still points at the victim's record; when the memtable GC judged in has been flushed
+/// meanwhile, that check reads the tables. A read error there (nothing appended) was
+/// latched as the database's background error and stopped every write until a reopen.
+/// Now the round ends with a warning, as for GC's own key-index reads, and a later round
+/// collects the victim.
+#[test]
+fn a_failed_read_in_the_write_leaders_check_ends_a_background_round() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::{Mutex, Weak};
+    use std::time::{Duration, Instant};
+
+    #[derive(Default)]
+    struct Hooks {
+        db: Mutex<Option<Weak<Db>>>,
+        survivor_reads: AtomicUsize,
+        raced: AtomicBool,
+        fail_tables: AtomicBool,
+        failed: AtomicUsize,
+    }
+    impl std::fmt::Debug for Hooks {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("Hooks")
+        }
+    }
+    impl common::Hooks for Hooks {
+        fn before_read(&self, path: &Path, _offset: u64, len: usize) -> wisckey::Result<()> {
+            let gc_thread = std::thread::current().name() == Some("wisckey-gc");
+            if !gc_thread {
+                return Ok(());
+            }
+            if self.fail_tables.load(Ordering::SeqCst)
+                && path.extension().is_some_and(|e| e == "sst")
+            {
+                self.failed.fetch_add(1, Ordering::SeqCst);
+                return Err(wisckey::Error::io(
+                    format!("read_at {} (injected)", path.display()),
+                    std::io::Error::other("EIO"),
+                ));
+            }
+            // GC reads the second survivor's record of segment 1: both are judged live. A
+            // delete and an overwrite land now and are flushed, so the leader's check must
+            // read the tables — and those reads fail.
+            let second_survivor = len == RECORD_LEN
+                && path.ends_with("000001.vlog")
+                && self.survivor_reads.fetch_add(1, Ordering::SeqCst) + 1 == 2;
+            if second_survivor && !self.raced.swap(true, Ordering::SeqCst) {
+                let deadline = Instant::now() + Duration::from_secs(20);
+                let db = loop {
+                    if let Some(db) = self
+                        .db
+                        .lock()
+                        .expect("lock")
+                        .as_ref()
+                        .and_then(Weak::upgrade)
+                    {
+                        break db;
+                    }
+                    assert!(
+                        Instant::now() < deadline,
+                        "the test never handed over the database"
+                    );
+                    std::thread::sleep(Duration::from_millis(1));
+                };
+                db.delete(key(0)).expect("racing delete");
+                db.put(key(1), b"newer than gc").expect("racing overwrite");
+                db.flush().expect("racing flush");
+                self.fail_tables.store(true, Ordering::SeqCst);
+            }
+            Ok(())
+        }
+    }
+    const VALUE_LEN: usize = 900;
+    const RECORD_LEN: usize = wisckey::vlog::RECORD_HEADER_LEN + 9 + VALUE_LEN;
+
+    let fs = common::HookFs::new(Hooks::default());
+    let dir = Path::new("/db");
+    // Segment 1 holds the first versions of every key; later segments overwrite all but
+    // key 0 and key 1. Written with background GC off, so the reopen below finds it all.
+    let db = Db::open(dir, mem_options(&fs.mem)).expect("open");
+    for i in 0..100 {
+        db.put(key(i), value(i, 0, VALUE_LEN)).expect("put");
+    }
+    for round in 1..4 {
+        for i in 2..100 {
+            db.put(key(i), value(i, round, VALUE_LEN))
+                .expect("overwrite");
+        }
+    }
+    db.compact_range(None, None).expect("compact");
+    db.close().expect("close");
+    let options = Options {
+        // Every table lookup reads the file.
+        block_cache_size: 0,
+        auto_cluster_ratio: 0.0,
+        ..Options::small_for_tests(Arc::new(fs.clone()))
+    };
+    let db = Arc::new(Db::open(dir, options).expect("reopen with background GC on"));
+    *fs.hooks.db.lock().expect("lock") = Some(Arc::downgrade(&db));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while fs.hooks.failed.load(Ordering::SeqCst) == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "GC never got to the leader's check: {:?}",
+            db.stats().expect("stats").value_log
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        db.background_error().is_none(),
+        "a failed read in the leader's check stopped the database: {:?}",
+        db.background_error()
+    );
+    db.put(b"later", b"x").expect("writes go on");
+    // The disk reads again: a later round collects segment 1.
+    fs.hooks.fail_tables.store(false, Ordering::SeqCst);
+    let collected =
+        |db: &Db| !(db.stats().expect("stats").value_log.segments.iter()).any(|s| s.segment == 1);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !collected(&db) {
+        assert!(
+            Instant::now() < deadline,
+            "{:?}",
+            db.stats().expect("stats").value_log
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(db.background_error().is_none());
+    assert_eq!(db.get(key(0)).expect("get"), None, "the delete stands");
+    assert_eq!(
+        db.get(key(1)).expect("get"),
+        Some(b"newer than gc".to_vec())
+    );
+    for i in 2..100 {
+        assert_eq!(db.get(key(i)).expect("get"), Some(value(i, 3, VALUE_LEN)));
+    }
+    assert_eq!(db.get(b"later").expect("get"), Some(b"x".to_vec()));
+}
+
 /// A flush whose keys are dense in the tables (one forward cursor per table source) counts
 /// the newest of the entries the tables hold for each key it shadows: here the second of two
 /// level-0 tables holding every key, whose records are longer than the first one's.

@@ -1197,7 +1197,12 @@ fn collect_victim(
     let punched = punched_ranges(inner, victim);
     let outcome = (collect_segment(source(inner), victim, &punched, &index)).map_err(|e| {
         if index.relocation_failed.get() {
-            CollectError::Other(e)
+            // The write leader's liveness check reads the key index too.
+            if failed_read_only(inner, &e) {
+                CollectError::IndexRead(e)
+            } else {
+                CollectError::Other(e)
+            }
         } else if index.lookup_failed.get() {
             match e {
                 Error::Io { .. } => CollectError::IndexRead(e),
@@ -1438,10 +1443,24 @@ fn auto_cluster_once(inner: &Arc<DbInner>) -> bool {
         Ok(None) => {}
         Err(e) => {
             inner.scan_heat.lock().abandoned(due.unit);
-            background_failure(inner, "clustering of a scanned range", e);
+            if failed_read_only(inner, &e) {
+                log::warn!("wisckey: clustering of a scanned range ends on a failed read: {e}");
+            } else {
+                background_failure(inner, "clustering of a scanned range", e);
+            }
         }
     }
     true
+}
+
+/// Whether `e`, from a relocation or a clustering pass, changed nothing that must stop the
+/// database's writes: an I/O error the write path did not latch. Such passes write only
+/// through the write leader, which latches a failure that broke the log before it returns
+/// (`db::write`); every other I/O error of theirs is a failed read — their iterator, their
+/// liveness checks, the leader's re-check — or a log reservation refused cleanly, after
+/// which the next round tries again.
+fn failed_read_only(inner: &DbInner, e: &Error) -> bool {
+    matches!(e, Error::Io { .. }) && inner.state.lock().bg_error.is_none()
 }
 
 /// `Db::stats`.
