@@ -78,7 +78,12 @@ fn parse_number(s: &str) -> Option<u64> {
     }
     // A stray `18446744073709551615.tmp` marked "used" would make the next number wrap to
     // 0 and then reuse (and truncate) live tables' numbers.
-    s.parse().ok().filter(|&n| n <= MAX_FILE_NUMBER)
+    let number = s.parse().ok().filter(|&n| n <= MAX_FILE_NUMBER)?;
+    // Only the spelling wisckey writes (at least six digits, no other leading zeros):
+    // `1.sst` or `0000005.sst` is someone else's file, which the obsolete-file sweep must
+    // not delete and repair must not take for one of ours (it moved CURRENT aside, then
+    // failed to move the file under the name it rebuilt).
+    (format!("{number:06}") == s).then_some(number)
 }
 
 #[cfg(test)]
@@ -92,6 +97,26 @@ mod tests {
         assert_eq!(
             parse_file_name(&format!("{}.sst", MAX_FILE_NUMBER)),
             Some(FileKind::Table(MAX_FILE_NUMBER))
+        );
+    }
+
+    #[test]
+    fn only_the_names_wisckey_writes_are_ours() {
+        for name in [
+            "1.sst",
+            "12.tmp",
+            "MANIFEST-1",
+            "0000005.sst",
+            "01000000.vlog",
+            "00012.vlog",
+        ] {
+            assert_eq!(parse_file_name(name), None, "{name}");
+        }
+        assert_eq!(parse_file_name("000005.sst"), Some(FileKind::Table(5)));
+        assert_eq!(parse_file_name("000000.tmp"), Some(FileKind::Temp(0)));
+        assert_eq!(
+            parse_file_name("1000000.vlog"),
+            Some(FileKind::ValueLog(1_000_000))
         );
     }
 

@@ -214,6 +214,51 @@ fn interrupted_creation_with_direct_writes_is_completed_by_the_next_open() {
     assert_eq!(db.get(b"k").expect("get"), Some(b"v".to_vec()));
 }
 
+/// Defect: names spelled like ours but not as wisckey writes them (`1.sst`, `0000005.sst`,
+/// `MANIFEST-1`) counted as ours. The obsolete-file sweep deleted such a file as an
+/// obsolete table, and repair took it into its inventory, moved CURRENT aside, then failed
+/// to move the file under the name it rebuilt, leaving a database that no longer opened.
+/// Now they are someone else's: left alone, and repair refuses before changing anything.
+#[test]
+fn files_named_almost_like_ours_are_left_alone() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path();
+    populated(dir, 300);
+    let strays = ["1.sst", "12.tmp", "0000005.sst", "MANIFEST-1"];
+    for name in strays {
+        std::fs::write(dir.join(name), b"someone else's file").expect("write");
+    }
+    let db = Db::open(dir, small_posix()).expect("open");
+    for i in 0..300 {
+        db.put(format!("key{i:05}"), value(i + 1)).expect("overwrite");
+    }
+    db.flush().expect("flush");
+    db.compact_range(None, None).expect("compact (and sweep)");
+    db.close().expect("close");
+    for name in strays {
+        let kept = std::fs::read(dir.join(name));
+        assert_eq!(
+            kept.as_deref().ok(),
+            Some(&b"someone else's file"[..]),
+            "{name} was left alone"
+        );
+    }
+    match Db::repair(dir, small_posix()) {
+        Err(Error::NotADatabase(why)) => {
+            assert!(strays.iter().any(|name| why.contains(name)), "{why}")
+        }
+        other => panic!("expected repair to refuse, got {other:?}"),
+    }
+    assert!(dir.join("CURRENT").exists(), "repair changed nothing");
+    let db = Db::open(dir, small_posix()).expect("the database still opens");
+    for i in 0..300 {
+        assert_eq!(
+            db.get(format!("key{i:05}")).expect("get"),
+            Some(value(i + 1))
+        );
+    }
+}
+
 /// Defect: with every `.vlog` removed, open succeeded and started a fresh log, after which old
 /// pointers read as corruption.
 #[test]
