@@ -230,7 +230,8 @@ fn files_named_almost_like_ours_are_left_alone() {
     }
     let db = Db::open(dir, small_posix()).expect("open");
     for i in 0..300 {
-        db.put(format!("key{i:05}"), value(i + 1)).expect("overwrite");
+        db.put(format!("key{i:05}"), value(i + 1))
+            .expect("overwrite");
     }
     db.flush().expect("flush");
     db.compact_range(None, None).expect("compact (and sweep)");

@@ -148,11 +148,12 @@ pub(crate) fn check(
         })
     };
 
-    let table_bytes: u64 = version.all_files().map(|(_, f)| f.file_size).sum();
+    // Saturating: the sizes come from the manifest this check may find damaged.
+    let table_bytes = (version.all_files()).fold(0u64, |t, (_, f)| t.saturating_add(f.file_size));
     let mut tables_done = 0u64;
     tell(CheckPhase::Tables, 0, table_bytes);
     for (_, file) in version.all_files() {
-        tables_done += file.file_size;
+        tables_done = tables_done.saturating_add(file.file_size);
         report.tables += 1;
         let path = table_file_name(&inner.dir, file.number);
         let name = path.display().to_string();

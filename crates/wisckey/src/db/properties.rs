@@ -49,7 +49,7 @@ pub(crate) fn property(inner: &DbInner, name: &str) -> Result<Option<String>> {
         "stats" => stats_text(inner)?,
         "total-sst-size" => {
             let version = inner.state.lock().versions.current();
-            let total: u64 = (0..NUM_LEVELS).map(|l| version.level_bytes(l)).sum();
+            let total = (0..NUM_LEVELS).fold(0u64, |t, l| t.saturating_add(version.level_bytes(l)));
             total.to_string()
         }
         "vlog-live-bytes" => super::gc::stats(inner)?.value_log.live_bytes.to_string(),

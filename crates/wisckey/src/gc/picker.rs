@@ -163,7 +163,8 @@ pub fn pick_victims(
         let meta = listed.get(&segment);
         let size = meta.and_then(|m| m.sealed_size).unwrap_or(size);
         let punched_bytes = meta.map_or(0, SegmentMeta::punched_bytes).min(size);
-        log_bytes += size - punched_bytes;
+        // Saturating: sealed sizes come from the manifest, which may be damaged.
+        log_bytes = log_bytes.saturating_add(size - punched_bytes);
         let estimate = estimated_dead.get(&segment).copied().unwrap_or(0);
         let dead = meta
             .map_or(0, |m| m.dead_bytes)
@@ -174,7 +175,7 @@ pub fn pick_victims(
         } else {
             size.saturating_sub(SEGMENT_HEADER_LEN).saturating_sub(dead)
         };
-        live_bytes += live;
+        live_bytes = live_bytes.saturating_add(live);
         let state = if removed.contains(&segment) {
             SegmentState::PinnedByReaders
         } else if segment == active {

@@ -32,7 +32,7 @@ use std::ops::RangeInclusive;
 use crate::coding::{put_length_prefixed, put_varint32, put_varint64, Decoder};
 use crate::error::{Error, Result};
 use crate::filename::MAX_FILE_NUMBER;
-use crate::key::parse_internal_key;
+use crate::key::{parse_internal_key, MAX_SEQUENCE};
 use crate::position::LogPosition;
 
 use super::levels::FileMeta;
@@ -276,6 +276,18 @@ impl VersionEdit {
                 other => return Err(corrupt(&format!("unknown tag {other}"))),
             }
         }
+        // Writers assign `last_sequence + 1` and on: one past the largest sequence an
+        // internal key holds would wrap or be refused by every later write.
+        if let Some(sequence) = edit.last_sequence.filter(|&s| s > MAX_SEQUENCE) {
+            return Err(Error::corruption(
+                file,
+                offset,
+                format!(
+                    "version edit: last sequence {sequence} is beyond the largest an entry can \
+                     carry ({MAX_SEQUENCE})"
+                ),
+            ));
+        }
         if let Some(number) = edit.largest_file_number() {
             if number > MAX_FILE_NUMBER {
                 return Err(Error::corruption(
@@ -355,6 +367,26 @@ mod tests {
     use crate::key::{make_internal_key, ValueKind};
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
+
+    /// Defect: a manifest record (checksum intact) could carry any `last_sequence`; at
+    /// `u64::MAX` the next write's first sequence wrapped to 0 and, after a reopen, new
+    /// writes sat below older versions of their keys. Refused where it is read.
+    #[test]
+    fn a_last_sequence_beyond_the_largest_is_corruption() {
+        let mut edit = VersionEdit::new();
+        edit.last_sequence = Some(MAX_SEQUENCE);
+        let decoded = VersionEdit::decode(&edit.encode(), "MANIFEST-000001", 0).expect("decode");
+        assert_eq!(decoded.last_sequence, Some(MAX_SEQUENCE));
+        for beyond in [MAX_SEQUENCE + 1, u64::MAX] {
+            edit.last_sequence = Some(beyond);
+            match VersionEdit::decode(&edit.encode(), "MANIFEST-000001", 0) {
+                Err(Error::Corruption { reason, .. }) => {
+                    assert!(reason.contains("last sequence"), "{reason}")
+                }
+                other => panic!("{beyond}: expected corruption, got {other:?}"),
+            }
+        }
+    }
 
     fn full_edit() -> VersionEdit {
         let mut e = VersionEdit::new();

@@ -171,7 +171,8 @@ impl Version {
 
     /// Total size in bytes of the files at `level`.
     pub fn level_bytes(&self, level: usize) -> u64 {
-        self.files(level).iter().map(|f| f.file_size).sum()
+        // Saturating: the sizes come from the manifest, which may be damaged.
+        (self.files(level).iter()).fold(0, |total, f| total.saturating_add(f.file_size))
     }
 
     /// Every file at every level, level by level in [`files`](Self::files) order (level 0
