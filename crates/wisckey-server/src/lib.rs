@@ -32,3 +32,4 @@ mod watch;
 pub use config::{AppendFsync, Config, MAX_THREADS};
 pub use error::Error;
 pub use server::{runtime, serve, Server, ShutdownHandle};
+pub use store::SCAN_PAGE_BYTES;

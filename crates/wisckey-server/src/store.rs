@@ -236,6 +236,10 @@ pub struct Store {
     watches: Arc<Watches>,
 }
 
+/// Key bytes at which a SCAN page stops, whatever its COUNT (a hint, in Redis too): with
+/// keys up to 64 KiB, COUNT 100000 would otherwise gather ~6.5 GB of keys for one reply.
+pub const SCAN_PAGE_BYTES: usize = 4 << 20;
+
 /// A page of user keys and the key after them, if any.
 pub type KeyPage = (Vec<Vec<u8>>, Option<Vec<u8>>);
 
@@ -881,7 +885,8 @@ impl Store {
     }
 
     /// Up to `count` user keys from `start` on (inclusive), in order, and the key after them
-    /// if there is one (the next cursor).
+    /// if there is one (the next cursor). A page stops early once its keys reach
+    /// [`SCAN_PAGE_BYTES`] (it always holds one key).
     pub fn keys_from(&self, start: &[u8], count: usize) -> Result<KeyPage, Error> {
         if IN_TXN.get() {
             return self.keys_from_txn(start, count);
@@ -889,14 +894,16 @@ impl Store {
         let from = format::data_key(start);
         let to = vec![format::NS_DATA + 1];
         let mut keys = Vec::with_capacity(count.min(4096));
+        let mut bytes = 0usize;
         let mut next = None;
         for k in self.db.keys(from..to)? {
             let mut k = k?;
             k.remove(0);
-            if keys.len() == count {
+            if keys.len() == count || bytes >= SCAN_PAGE_BYTES {
                 next = Some(k);
                 break;
             }
+            bytes += k.len();
             keys.push(k);
         }
         Ok((keys, next))
@@ -919,6 +926,7 @@ impl Store {
         let mut engine = self.db.keys(from..to)?;
         let mut engine_next: Option<Vec<u8>> = None;
         let mut keys = Vec::with_capacity(count.min(4096));
+        let mut bytes = 0usize;
         loop {
             if engine_next.is_none() {
                 if let Some(k) = engine.next() {
@@ -951,9 +959,10 @@ impl Store {
             if !exists {
                 continue;
             }
-            if keys.len() == count {
+            if keys.len() == count || bytes >= SCAN_PAGE_BYTES {
                 return Ok((keys, Some(key)));
             }
+            bytes += key.len();
             keys.push(key);
         }
     }

@@ -684,6 +684,35 @@ fn flushdb_when_enabled_deletes_everything() -> R<()> {
     Ok(())
 }
 
+/// Defect: HELLO tried its AUTH pair as soon as it met it, so a HELLO refused for a later
+/// option (a bad SETNAME, an unknown option) left the connection authenticated behind an
+/// error reply. As in Redis 7, every option is checked first and the last AUTH pair counts.
+#[test]
+fn a_refused_hello_leaves_the_connection_unauthenticated() -> R<()> {
+    let s = TestServer::start(|c| c.requirepass = Some(b"s3cret".to_vec()));
+    let bad_setname = ["3", "AUTH", "default", "s3cret", "SETNAME", "a b"];
+    let unknown_option = ["3", "AUTH", "default", "s3cret", "BOGUS"];
+    for args in [&bad_setname[..], &unknown_option[..]] {
+        let mut c = s.client();
+        let refused = err_text(cmd("HELLO").arg(args).query(&mut c));
+        assert!(!refused.is_empty(), "{args:?}");
+        assert_eq!(
+            err_text(cmd("GET").arg("k").query(&mut c)),
+            "NOAUTH Authentication required.",
+            "after HELLO {args:?} was refused"
+        );
+    }
+    // The last pair counts.
+    let mut c = s.client();
+    let hello: Vec<Value> = cmd("HELLO")
+        .arg(2)
+        .arg(&["AUTH", "default", "wrong", "AUTH", "default", "s3cret"])
+        .query(&mut c)?;
+    assert!(!hello.is_empty());
+    assert_eq!(cmd("GET").arg("k").query::<Option<String>>(&mut c)?, None);
+    Ok(())
+}
+
 #[test]
 fn auth_is_required_before_anything_else() -> R<()> {
     let s = TestServer::start(|c| c.requirepass = Some(b"s3cret".to_vec()));

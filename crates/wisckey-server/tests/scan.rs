@@ -148,3 +148,54 @@ fn an_evicted_table_cursor_is_an_error_not_a_restart() -> R<()> {
     );
     Ok(())
 }
+
+/// Defect: COUNT was the only bound on a SCAN page, so `SCAN 0 COUNT 100000` over keys of
+/// up to 64 KiB gathered gigabytes of keys for one reply. A page now stops once its keys
+/// reach `SCAN_PAGE_BYTES` (COUNT is a hint, in Redis too), and the cursor goes on from there.
+#[test]
+fn a_scan_page_of_long_keys_stops_at_its_byte_limit() -> R<()> {
+    let s = TestServer::start(|_| {});
+    let mut c = s.client();
+    const KEY_LEN: usize = 60_000;
+    let keys: BTreeSet<Vec<u8>> = (0..200u32)
+        .map(|i| {
+            let mut k = format!("k{i:05}").into_bytes();
+            k.resize(KEY_LEN, b'x');
+            k
+        })
+        .collect();
+    for k in &keys {
+        let () = c.set(k, "v")?;
+    }
+    let limit = wisckey_server::SCAN_PAGE_BYTES;
+    assert!(
+        keys.len() * KEY_LEN > 2 * limit,
+        "the keys span several pages"
+    );
+    let mut seen = BTreeSet::new();
+    let mut cursor: Vec<u8> = b"0".to_vec();
+    let mut pages = 0;
+    loop {
+        let (next, page): (Vec<u8>, Vec<Vec<u8>>) = cmd("SCAN")
+            .arg(&cursor)
+            .arg("COUNT")
+            .arg(100_000)
+            .query(&mut c)?;
+        pages += 1;
+        let bytes: usize = page.iter().map(Vec::len).sum();
+        assert!(
+            bytes < limit + KEY_LEN,
+            "page {pages}: {bytes} bytes of keys, over the limit"
+        );
+        for k in page {
+            assert!(seen.insert(k), "a key returned twice");
+        }
+        if next == b"0" {
+            break;
+        }
+        cursor = next;
+    }
+    assert!(pages >= 3, "{pages} pages");
+    assert_eq!(seen, keys, "every key once");
+    Ok(())
+}

@@ -65,6 +65,8 @@ pub struct Shared {
     pub store: Store,
     /// The configuration the server runs with.
     pub config: Config,
+    /// `config.requirepass`'s digest ([`server::password_digest`]), made once.
+    pub password_digest: Option<[u8; 32]>,
     /// When the server started.
     pub started: Instant,
     /// INFO's counters.
@@ -92,6 +94,7 @@ impl Shared {
             serving_threads: runtime.metrics().num_workers(),
             store,
             cursors: Cursors::new(config.scan_cursor_table),
+            password_digest: (config.requirepass.as_deref()).map(server::password_digest),
             config,
             started: Instant::now(),
             stats: Stats::default(),

@@ -27,6 +27,12 @@ pub(super) fn echo(_: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Err
     Ok(Reply::Bulk(a[1].clone()))
 }
 
+/// The SHA-256 digest passwords are compared by (Redis 6+ compares hashed passwords too).
+pub fn password_digest(password: &[u8]) -> [u8; 32] {
+    use sha2::Digest;
+    sha2::Sha256::digest(password).into()
+}
+
 /// Compares in time that depends only on the lengths, never on where the bytes differ.
 pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     let n = a.len().max(b.len());
@@ -40,7 +46,10 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 fn try_auth(sh: &Shared, client: &mut Client, user: Option<&[u8]>, pass: &[u8]) -> Option<Reply> {
     let user_ok = user.is_none_or(|u| u == b"default");
-    let Some(expected) = &sh.config.requirepass else {
+    // Compared by digests of a fixed size, the configured one made once
+    // (`Shared::password_digest`): comparing the passwords themselves took time that told
+    // the configured one's length.
+    let Some(expected) = &sh.password_digest else {
         // No password: the default user takes any (Redis's `nopass`), but the one-argument
         // form is a mistake worth naming.
         return match user {
@@ -54,7 +63,7 @@ fn try_auth(sh: &Shared, client: &mut Client, user: Option<&[u8]>, pass: &[u8]) 
             )),
         };
     };
-    if constant_time_eq(pass, expected) && user_ok {
+    if constant_time_eq(&password_digest(pass), expected) && user_ok {
         client.authed = true;
         None
     } else {
@@ -91,12 +100,14 @@ pub(super) fn hello(sh: &Shared, client: &mut Client, a: Args<'_>) -> Result<Rep
     }
     let mut i = 2;
     let mut name = None;
+    // Every option is checked before the credentials are tried (the last AUTH pair counts),
+    // as Redis 7 does: a HELLO refused for a later option must not leave the connection
+    // authenticated.
+    let mut credentials = None;
     while i < a.len() {
         match a[i].to_ascii_uppercase().as_slice() {
             b"AUTH" if i + 2 < a.len() => {
-                if let Some(e) = try_auth(sh, client, Some(&a[i + 1]), &a[i + 2]) {
-                    return Ok(e);
-                }
+                credentials = Some((&a[i + 1], &a[i + 2]));
                 i += 3;
             }
             b"SETNAME" if i + 1 < a.len() => {
@@ -114,6 +125,11 @@ pub(super) fn hello(sh: &Shared, client: &mut Client, a: Args<'_>) -> Result<Rep
                     String::from_utf8_lossy(&a[i])
                 )))
             }
+        }
+    }
+    if let Some((user, pass)) = credentials {
+        if let Some(refused) = try_auth(sh, client, Some(user), pass) {
+            return Ok(refused);
         }
     }
     if !client.authed {
