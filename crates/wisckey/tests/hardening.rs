@@ -154,6 +154,7 @@ fn interrupted_creation_is_completed_by_the_next_open() {
 
 /// Whether files under `dir` can be opened `O_DIRECT` (tmpfs refuses; the engine then
 /// writes its log buffered, and a direct-write test has nothing to show).
+#[cfg(target_os = "linux")]
 fn o_direct_works(dir: &Path) -> bool {
     use std::os::unix::fs::OpenOptionsExt;
     let probe = dir.join("o_direct_probe");
@@ -174,6 +175,7 @@ fn o_direct_works(dir: &Path) -> bool {
 /// data and refused ("CURRENT missing ... repair"); and every new database's first open
 /// reported 4,064 torn-tail bytes.
 #[test]
+#[cfg(target_os = "linux")] // direct writes are Linux's (`Options::vlog_direct_writes`)
 fn interrupted_creation_with_direct_writes_is_completed_by_the_next_open() {
     let tmp = tempfile::tempdir().expect("tempdir");
     if !o_direct_works(tmp.path()) {
