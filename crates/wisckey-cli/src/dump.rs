@@ -403,9 +403,11 @@ fn next_native(input: &mut impl Read, count: u64) -> CliResult<Option<Entry>> {
             match read {
                 Ok(0) => Ok(None),
                 Err(e) => Err(e.into()),
+                // Not "loaded": the batch being filled when this is found is not written
+                // (the caller reports how many keys the database holds).
                 Ok(_) => Err(format!(
-                    "bytes follow the dump's end marker (its {count} entries were loaded; \
-                     was more than one dump joined?)"
+                    "bytes follow the dump's end marker, after its {count} entries (was more \
+                     than one dump joined?)"
                 )
                 .into()),
             }

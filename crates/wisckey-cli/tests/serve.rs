@@ -609,3 +609,29 @@ fn a_closed_stderr_does_not_stop_the_server() {
     assert_eq!(read_line(&mut s).as_deref(), Some("+PONG"));
     let _ = served.child.kill();
 }
+
+/// Defect (review): `serve` opened, and so created, the database before it bound its port,
+/// so a start that failed on a port in use left a new, empty database behind. The socket is
+/// bound first now: a failed start creates nothing.
+#[test]
+fn a_start_that_fails_on_a_busy_port_creates_no_database() {
+    let busy = std::net::TcpListener::bind(("127.0.0.1", 0)).expect("a port to occupy");
+    let port = busy.local_addr().expect("its address").port().to_string();
+    let temp = tempfile::tempdir().expect("tempdir");
+    let fresh = temp.path().join("fresh");
+    let out = Command::new(env!("CARGO_BIN_EXE_wisckey"))
+        .arg("serve")
+        .arg("--db")
+        .arg(&fresh)
+        .args(["--bind", "127.0.0.1", "--port", &port])
+        .output()
+        .expect("run wisckey serve");
+    assert!(!out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.to_lowercase().contains("in use"), "{stderr}");
+    assert!(
+        !fresh.exists(),
+        "the failed start left {} behind",
+        fresh.display()
+    );
+}

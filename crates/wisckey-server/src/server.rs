@@ -113,12 +113,14 @@ impl Server {
         } else {
             Durability::Eventually
         };
+        // The socket first: a port in use must not leave behind a new, empty database that
+        // the failed start created.
+        let listener = TcpListener::bind(config.bind).await?;
         let store = tokio::task::spawn_blocking(move || -> Result<Store, Error> {
             Store::new(wisckey::Db::open(dir, engine)?, durability, max_batch_size)
         })
         .await
         .map_err(join_error)??;
-        let listener = TcpListener::bind(config.bind).await?;
         // With port 0 the OS picks one; report the real one (INFO, CONFIG GET port).
         config.bind = listener.local_addr()?;
         Ok(Server {
