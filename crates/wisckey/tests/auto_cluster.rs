@@ -284,10 +284,7 @@ impl common::Hooks for FailGcTableReads {
         self.seen.fetch_add(1, Ordering::SeqCst);
         if self.armed.load(Ordering::SeqCst) {
             self.failed.fetch_add(1, Ordering::SeqCst);
-            return Err(wisckey::Error::io(
-                format!("read_at {} (injected)", path.display()),
-                std::io::Error::other("EIO"),
-            ));
+            return Err(common::injected("read_at", path, "EIO"));
         }
         Ok(())
     }

@@ -299,6 +299,20 @@ fn a_sample_sees_the_whole_segment_not_its_start() {
     db.close().expect("close");
 }
 
+/// Segment 1 holds the first versions of keys 0..100 (values of `value_len` bytes); later
+/// segments overwrite all but key 0 and key 1, so those two are segment 1's survivors.
+fn write_two_survivors_in_segment_one(db: &Db, value_len: usize) {
+    for i in 0..100 {
+        db.put(key(i), value(i, 0, value_len)).expect("put");
+    }
+    for round in 1..4 {
+        for i in 2..100 {
+            db.put(key(i), value(i, round, value_len))
+                .expect("overwrite");
+        }
+    }
+}
+
 /// The Badger #2286 pattern cannot happen: a delete and an overwrite that land while GC
 /// holds a key's record as live (after its liveness hint, before the relocation) are
 /// never shadowed by the relocation, and after compaction purges the tombstone and a
@@ -362,17 +376,7 @@ fn race_gc_with_a_delete_and_an_overwrite(flush_racing_writes: bool) {
         ..Options::small_for_tests(Arc::new(fs.clone()))
     };
     let db = Arc::new(Db::open(dir, options.clone()).expect("open"));
-    // Segment 1 holds the first versions of every key; later segments overwrite all but
-    // key 0 and key 1, so those two are segment 1's survivors.
-    for i in 0..100 {
-        db.put(key(i), value(i, 0, VALUE_LEN)).expect("put");
-    }
-    for round in 1..4 {
-        for i in 2..100 {
-            db.put(key(i), value(i, round, VALUE_LEN))
-                .expect("overwrite");
-        }
-    }
+    write_two_survivors_in_segment_one(&db, VALUE_LEN);
     let racing_db = Arc::clone(&db);
     *fs.hooks.racer.lock().expect("lock") = Some(Box::new(move || {
         // GC holds key 0 and key 1 as live right now.
@@ -771,10 +775,7 @@ impl common::Hooks for FailSegmentReads {
         if !file.is_empty() && path.ends_with(file.as_str()) {
             self.failed
                 .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            return Err(wisckey::Error::io(
-                format!("read_at {} (injected)", path.display()),
-                std::io::Error::other("EIO"),
-            ));
+            return Err(common::injected("read_at", path, "EIO"));
         }
         Ok(())
     }
@@ -868,13 +869,35 @@ impl common::Hooks for FailTableReadsOnceGcReads {
         }
         if self.armed.load(Ordering::SeqCst) && path.extension().is_some_and(|e| e == "sst") {
             self.failed.fetch_add(1, Ordering::SeqCst);
-            return Err(wisckey::Error::io(
-                format!("read_at {} (injected)", path.display()),
-                std::io::Error::other("EIO"),
-            ));
+            return Err(common::injected("read_at", path, "EIO"));
         }
         Ok(())
     }
+}
+
+/// After background GC met a failed read (`what`): no error is latched and writes go on;
+/// once `heal` lets the disk read again, a later round collects segment 1 (within 30 s).
+fn writes_go_on_and_segment_one_goes_once_healed(db: &Db, what: &str, heal: impl FnOnce()) {
+    use std::time::{Duration, Instant};
+    assert!(
+        db.background_error().is_none(),
+        "{what} stopped the database: {:?}",
+        db.background_error()
+    );
+    db.put(b"later", b"x").expect("writes go on");
+    heal();
+    let collected =
+        |db: &Db| !(db.stats().expect("stats").value_log.segments.iter()).any(|s| s.segment == 1);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !collected(db) {
+        assert!(
+            Instant::now() < deadline,
+            "{:?}",
+            db.stats().expect("stats").value_log
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(db.background_error().is_none());
 }
 
 /// A key-index read that fails with an I/O error while background GC checks a victim's
@@ -916,22 +939,9 @@ fn a_failed_key_index_read_ends_a_background_round_without_stopping_writes() {
         db.stats().expect("stats").value_log
     );
     std::thread::sleep(Duration::from_millis(100));
-    assert!(
-        db.background_error().is_none(),
-        "a failed key-index read stopped the database: {:?}",
-        db.background_error()
-    );
-    db.put(b"later", b"x").expect("writes go on");
-    // The disk reads again: a later round collects the victim.
-    fs.hooks.healed.store(true, Ordering::SeqCst);
-    let collected =
-        |db: &Db| !(db.stats().expect("stats").value_log.segments.iter()).any(|s| s.segment == 1);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !collected(&db) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(collected(&db), "{:?}", db.stats().expect("stats").value_log);
-    assert!(db.background_error().is_none());
+    writes_go_on_and_segment_one_goes_once_healed(&db, "a failed key-index read", || {
+        fs.hooks.healed.store(true, Ordering::SeqCst)
+    });
     for i in 0..KEYS {
         let version = u32::from(i % 4 != 0);
         assert_eq!(db.get(key(i)).expect("get"), Some(value(i, version, 1000)));
@@ -973,10 +983,7 @@ fn a_failed_read_in_the_write_leaders_check_ends_a_background_round() {
                 && path.extension().is_some_and(|e| e == "sst")
             {
                 self.failed.fetch_add(1, Ordering::SeqCst);
-                return Err(wisckey::Error::io(
-                    format!("read_at {} (injected)", path.display()),
-                    std::io::Error::other("EIO"),
-                ));
+                return Err(common::injected("read_at", path, "EIO"));
             }
             // GC reads the second survivor's record of segment 1: both are judged live. A
             // delete and an overwrite land now and are flushed, so the leader's check must
@@ -1015,18 +1022,9 @@ fn a_failed_read_in_the_write_leaders_check_ends_a_background_round() {
 
     let fs = common::HookFs::new(Hooks::default());
     let dir = Path::new("/db");
-    // Segment 1 holds the first versions of every key; later segments overwrite all but
-    // key 0 and key 1. Written with background GC off, so the reopen below finds it all.
+    // Written with background GC off, so the reopen below finds it all.
     let db = Db::open(dir, mem_options(&fs.mem)).expect("open");
-    for i in 0..100 {
-        db.put(key(i), value(i, 0, VALUE_LEN)).expect("put");
-    }
-    for round in 1..4 {
-        for i in 2..100 {
-            db.put(key(i), value(i, round, VALUE_LEN))
-                .expect("overwrite");
-        }
-    }
+    write_two_survivors_in_segment_one(&db, VALUE_LEN);
     db.compact_range(None, None).expect("compact");
     db.close().expect("close");
     let options = Options {
@@ -1047,26 +1045,11 @@ fn a_failed_read_in_the_write_leaders_check_ends_a_background_round() {
         std::thread::sleep(Duration::from_millis(10));
     }
     std::thread::sleep(Duration::from_millis(200));
-    assert!(
-        db.background_error().is_none(),
-        "a failed read in the leader's check stopped the database: {:?}",
-        db.background_error()
+    writes_go_on_and_segment_one_goes_once_healed(
+        &db,
+        "a failed read in the leader's check",
+        || fs.hooks.fail_tables.store(false, Ordering::SeqCst),
     );
-    db.put(b"later", b"x").expect("writes go on");
-    // The disk reads again: a later round collects segment 1.
-    fs.hooks.fail_tables.store(false, Ordering::SeqCst);
-    let collected =
-        |db: &Db| !(db.stats().expect("stats").value_log.segments.iter()).any(|s| s.segment == 1);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !collected(&db) {
-        assert!(
-            Instant::now() < deadline,
-            "{:?}",
-            db.stats().expect("stats").value_log
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(db.background_error().is_none());
     assert_eq!(db.get(key(0)).expect("get"), None, "the delete stands");
     assert_eq!(
         db.get(key(1)).expect("get"),

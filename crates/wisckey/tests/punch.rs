@@ -483,10 +483,7 @@ struct FailPunchEdits {
 impl common::Hooks for FailPunchEdits {
     fn before_create(&self, path: &Path) -> wisckey::Result<()> {
         if self.refuse_reserve && path.file_name().is_some_and(|n| n == "RESERVE") {
-            return Err(wisckey::Error::io(
-                format!("create {} (injected)", path.display()),
-                std::io::Error::other("ENOSPC"),
-            ));
+            return Err(common::injected("create", path, "ENOSPC"));
         }
         Ok(())
     }
@@ -513,10 +510,7 @@ impl common::Hooks for FailPunchEdits {
                 .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
                 .is_ok()
         {
-            return Err(wisckey::Error::io(
-                format!("append {} (injected)", path.display()),
-                std::io::Error::other("EIO"),
-            ));
+            return Err(common::injected("append", path, "EIO"));
         }
         Ok(())
     }
@@ -646,10 +640,7 @@ impl common::Hooks for FailLogPunches {
                 .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
                 .is_ok()
         {
-            return Err(wisckey::Error::io(
-                format!("punch_hole {} (injected)", path.display()),
-                std::io::Error::other("EIO"),
-            ));
+            return Err(common::injected("punch_hole", path, "EIO"));
         }
         Ok(())
     }

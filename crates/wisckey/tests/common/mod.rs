@@ -13,6 +13,16 @@ use std::sync::Arc;
 use wisckey::fs::{FileLock, FileSystem, MemFs, ReadableFile, WritableFile};
 use wisckey::Result;
 
+/// The error a hook returns to fail `op` on `path` as the OS would with `errno_name` (the
+/// name is only for the message: an `Io` error of kind `Other`).
+#[allow(dead_code)] // not every test binary injects errors
+pub fn injected(op: &str, path: &Path, errno_name: &str) -> wisckey::Error {
+    wisckey::Error::io(
+        format!("{op} {} (injected)", path.display()),
+        std::io::Error::other(errno_name.to_string()),
+    )
+}
+
 /// What runs before a writable-file call. An error is returned in place of the call, which
 /// then does not reach the `MemFs`. Defaults do nothing.
 pub trait Hooks: Send + Sync + std::fmt::Debug + 'static {
