@@ -66,17 +66,18 @@ fn report(
 pub fn run(args: &DemoArgs) -> Result<(), Box<dyn std::error::Error>> {
     // Checked before anything is created: the engine would refuse every put of a larger
     // value, and a value this size is allocated once per put and read.
+    // Usage errors (exit 64), found before anything is opened, as the README promises.
     if args.value_size > wisckey::MAX_VALUE_SIZE {
-        return Err(format!(
+        return Err(crate::Usage(format!(
             "--value_size {} exceeds the maximum value size of {} bytes",
             args.value_size,
             wisckey::MAX_VALUE_SIZE
-        )
+        ))
         .into());
     }
     // The phases draw keys from 0..num, an empty range when num is 0.
     if args.num == 0 {
-        return Err("--num must be at least 1".into());
+        return Err(crate::Usage("--num must be at least 1".into()).into());
     }
     let mut out = std::io::stdout().lock();
     let temp;

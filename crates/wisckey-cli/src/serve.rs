@@ -110,5 +110,8 @@ pub fn run(args: &ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
     config.enable_flushdb = args.enable_flushdb;
     config.engine.vlog_direct_writes = args.vlog_direct_writes;
     config.threads = args.threads;
+    // The server checks these too; checked here, a bad value is a usage error (exit 64),
+    // as the README promises for arguments checked before the database is opened.
+    config.validate().map_err(crate::Usage)?;
     Ok(wisckey_server::serve(config)?)
 }

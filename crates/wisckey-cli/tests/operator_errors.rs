@@ -584,3 +584,36 @@ fn a_dump_into_the_database_directory_is_refused_and_writes_nothing() {
     ]);
     assert!(out.status.success(), "{out:?}");
 }
+
+/// Defect (review): some arguments checked before the database is opened exited 1, not the
+/// README's 64 (EX_USAGE): `demo`'s `--num 0` and oversize `--value_size`, and `serve`'s
+/// limits and thread count, which the server's own check refused as a configuration error.
+/// None of them creates anything.
+#[test]
+fn arguments_refused_before_anything_is_opened_exit_64() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let fresh = temp.path().join("fresh");
+    let db = fresh.to_str().expect("utf-8 path");
+    let empty_password = temp.path().join("password");
+    std::fs::write(&empty_password, "\n").expect("write");
+    let password_file = empty_password.to_str().expect("utf-8 path");
+    for args in [
+        vec!["demo", "--db", db, "--num", "0"],
+        vec!["demo", "--db", db, "--value_size", "300000000"],
+        vec!["serve", "--db", db, "--port", "0", "--max-bulk-len", "0"],
+        vec!["serve", "--db", db, "--port", "0", "--threads", "100000"],
+        vec![
+            "serve",
+            "--db",
+            db,
+            "--port",
+            "0",
+            "--requirepass-file",
+            password_file,
+        ],
+    ] {
+        let out = wisckey(&args);
+        assert_eq!(out.status.code(), Some(64), "{args:?}: {out:?}");
+        assert!(!fresh.exists(), "{args:?} created {db}");
+    }
+}
