@@ -586,11 +586,12 @@ fn a_dump_into_the_database_directory_is_refused_and_writes_nothing() {
 }
 
 /// Defect (review): some arguments checked before the database is opened exited 1, not the
-/// README's 64 (EX_USAGE): `demo`'s `--num 0` and oversize `--value_size`, and `serve`'s
-/// limits and thread count, which the server's own check refused as a configuration error.
-/// None of them creates anything.
+/// README's 64 (EX_USAGE): `serve`'s limits, thread count and an empty password file,
+/// which the server's own check refused as a configuration error (`demo`'s are
+/// `kv::demo_refuses_a_value_size_over_the_maximum_and_zero_keys`). None of them creates
+/// anything.
 #[test]
-fn arguments_refused_before_anything_is_opened_exit_64() {
+fn serve_arguments_refused_before_anything_is_opened_exit_64() {
     let temp = tempfile::tempdir().expect("tempdir");
     let fresh = temp.path().join("fresh");
     let db = fresh.to_str().expect("utf-8 path");
@@ -598,8 +599,6 @@ fn arguments_refused_before_anything_is_opened_exit_64() {
     std::fs::write(&empty_password, "\n").expect("write");
     let password_file = empty_password.to_str().expect("utf-8 path");
     for args in [
-        vec!["demo", "--db", db, "--num", "0"],
-        vec!["demo", "--db", db, "--value_size", "300000000"],
         vec!["serve", "--db", db, "--port", "0", "--max-bulk-len", "0"],
         vec!["serve", "--db", db, "--port", "0", "--threads", "100000"],
         vec![
