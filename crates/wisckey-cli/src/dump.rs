@@ -29,8 +29,11 @@ use wisckey::{Db, Options, WriteBatch};
 
 /// The first 8 bytes of a native dump.
 const MAGIC: &[u8; 8] = b"WKDUMP\x00\x01";
-/// A load writes batches of about this many bytes.
+/// A load writes batches of about this many bytes of keys and values...
 const LOAD_BATCH_BYTES: usize = 4 << 20;
+/// ... or of this many entries, whichever comes first (entries with empty keys and values
+/// add no bytes, and a batch of millions would be held whole in memory).
+const LOAD_BATCH_ENTRIES: usize = 64 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
@@ -292,7 +295,7 @@ enum Entries<R> {
         count: u64,
     },
     Jsonl {
-        lines: std::io::Lines<R>,
+        input: R,
         /// The number of the line read last (1-based).
         line: u64,
     },
@@ -302,10 +305,7 @@ impl<R: BufRead> Entries<R> {
     /// Reads a native dump's header; JSON lines have none.
     fn new(mut input: R, format: Format) -> CliResult<Self> {
         if format == Format::Jsonl {
-            return Ok(Entries::Jsonl {
-                lines: input.lines(),
-                line: 0,
-            });
+            return Ok(Entries::Jsonl { input, line: 0 });
         }
         let mut magic = [0u8; 8];
         input.read_exact(&mut magic).map_err(|e| match e.kind() {
@@ -328,29 +328,35 @@ impl<R: BufRead> Entries<R> {
                 *count += u64::from(entry.is_some());
                 Ok(entry)
             }
-            Entries::Jsonl { lines, line } => next_jsonl(lines, line),
+            Entries::Jsonl { input, line } => next_jsonl(input, line),
         }
     }
 }
 
+/// The longest line `dump --format jsonl` writes for the largest entry: every byte of key
+/// and value escaped as `\u00XX` (6 bytes), plus the field names and punctuation. A longer
+/// line is refused before more of it is read, so an input without newlines (a binary file,
+/// `/dev/zero`) cannot fill memory.
+const MAX_JSONL_LINE: usize = 6 * (wisckey::MAX_KEY_SIZE + wisckey::MAX_VALUE_SIZE) + 64;
+
 /// The next non-blank line's entry. Every error names the line: a file of JSON lines is
 /// fixed by line number (the entry count would skip blank lines).
-fn next_jsonl(
-    lines: &mut std::io::Lines<impl BufRead>,
-    line: &mut u64,
-) -> CliResult<Option<Entry>> {
-    for text in lines {
+fn next_jsonl(input: &mut impl BufRead, line: &mut u64) -> CliResult<Option<Entry>> {
+    let mut bytes = Vec::new();
+    loop {
+        bytes.clear();
         *line += 1;
         let n = *line;
-        let text = text.map_err(|e| match e.kind() {
-            std::io::ErrorKind::InvalidData => format!("line {n}: {e}"),
-            _ => format!("reading line {n}: {e}"),
-        })?;
+        if !read_jsonl_line(input, &mut bytes, n, MAX_JSONL_LINE)? {
+            return Ok(None);
+        }
+        let text = std::str::from_utf8(&bytes)
+            .map_err(|_| format!("line {n}: stream did not contain valid UTF-8"))?;
         if text.trim().is_empty() {
             continue;
         }
         let value: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| format!("line {n}: {e}"))?;
+            serde_json::from_str(text).map_err(|e| format!("line {n}: {e}"))?;
         let object = value
             .as_object()
             .ok_or_else(|| format!("line {n}: not a JSON object"))?;
@@ -368,7 +374,55 @@ fn next_jsonl(
         }
         return Ok(Some((key, value)));
     }
-    Ok(None)
+}
+
+/// Reads line `n` into `bytes`, without its newline; false at the end of the input. Refuses
+/// the line as soon as what it holds cannot be an entry: longer than `max` bytes, or once
+/// its first byte other than white space is not `{` (checked as it arrives, so a file that
+/// is not JSON lines is refused at its first bytes, not after the whole of its first
+/// "line" is in memory).
+fn read_jsonl_line(
+    input: &mut impl BufRead,
+    bytes: &mut Vec<u8>,
+    n: u64,
+    max: usize,
+) -> CliResult<bool> {
+    let mut started = false;
+    loop {
+        let chunk = match input.fill_buf() {
+            Ok(chunk) => chunk,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(format!("reading line {n}: {e}").into()),
+        };
+        if chunk.is_empty() {
+            return Ok(!bytes.is_empty());
+        }
+        let (part, newline) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(at) => (&chunk[..at], true),
+            None => (chunk, false),
+        };
+        if bytes.len() + part.len() > max {
+            return Err(format!(
+                "line {n}: longer than {max} bytes, the longest line an entry \
+                 within the size limits takes (is the input JSON lines?)"
+            )
+            .into());
+        }
+        if !started {
+            if let Some(&first) = part.iter().find(|b| !b.is_ascii_whitespace()) {
+                if first != b'{' {
+                    return Err(format!("line {n}: not a JSON object").into());
+                }
+                started = true;
+            }
+        }
+        bytes.extend_from_slice(part);
+        let used = part.len() + usize::from(newline);
+        input.consume(used);
+        if newline {
+            return Ok(true);
+        }
+    }
 }
 
 /// The next entry of a native dump after its `count` entries; `None` after its end
@@ -537,14 +591,22 @@ pub fn load(args: &LoadArgs) -> CliResult {
             } else {
                 "the database this load created"
             };
-            Err(format!(
-                "{e}; {what} ({}) now holds {written} keys: batches written before the error \
-                 were kept",
-                args.db.display()
-            )
-            .into())
+            // Kept as the source, so damage the writes met still exits 2.
+            Err(Box::new(crate::Context {
+                text: format!(
+                    "{e}; {what} ({}) now holds {written} keys: batches written before the \
+                     error were kept",
+                    args.db.display()
+                ),
+                source: e,
+            }))
         }
     }
+}
+
+/// Whether a batch of `entries` holding `bytes` of keys and values is written now.
+fn batch_is_full(bytes: usize, entries: usize) -> bool {
+    bytes >= LOAD_BATCH_BYTES || entries >= LOAD_BATCH_ENTRIES
 }
 
 /// Writes `first` and every entry after it into `db` in batches; returns how many.
@@ -559,7 +621,7 @@ fn load_into(db: &Db, first: Option<Entry>, entries: &mut Entries<impl BufRead>)
         batch.put(key, value);
         count += 1;
         progress.inc(1);
-        if batch_bytes >= LOAD_BATCH_BYTES {
+        if batch_is_full(batch_bytes, batch.len()) {
             db.write(std::mem::take(&mut batch))?;
             batch_bytes = 0;
         }
@@ -571,4 +633,53 @@ fn load_into(db: &Db, first: Option<Entry>, entries: &mut Entries<impl BufRead>)
     db.flush()?;
     progress.finish_and_clear();
     Ok(count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reads every line of `input` with [`read_jsonl_line`] and a limit of `max` bytes.
+    fn lines(input: &[u8], max: usize) -> Result<Vec<Vec<u8>>, String> {
+        let mut reader = std::io::BufReader::with_capacity(4, input);
+        let mut out = Vec::new();
+        for n in 1.. {
+            let mut bytes = Vec::new();
+            match read_jsonl_line(&mut reader, &mut bytes, n, max) {
+                Ok(true) => out.push(bytes),
+                Ok(false) => return Ok(out),
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        unreachable!("the loop returns at the end of the input")
+    }
+
+    #[test]
+    fn json_lines_are_read_whole_across_buffer_refills() {
+        let got = lines(b"{\"k\":1}\n\n  {\"a\": \"bc\"}\r\n{}", 64).expect("valid");
+        let want: Vec<&[u8]> = vec![b"{\"k\":1}", b"", b"  {\"a\": \"bc\"}\r", b"{}"];
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_line_is_refused_once_it_passes_the_limit_or_cannot_be_an_object() {
+        // 20 bytes is over the limit of 16 before the line ends.
+        let long = lines(b"{\"key\":\"0123456789\"}\n", 16).expect_err("too long");
+        assert!(long.starts_with("line 1: longer than 16 bytes"), "{long}");
+        // Exactly the limit is allowed.
+        assert_eq!(lines(b"{\"a\":\"01234567\"}\n", 16).expect("fits").len(), 1);
+        // Zeros (as from /dev/zero) are refused at the first byte, whatever the limit.
+        let zeros = vec![0u8; 1 << 16];
+        let refused = lines(&zeros, usize::MAX).expect_err("not JSON");
+        assert_eq!(refused, "line 1: not a JSON object");
+        let second = lines(b"{}\n   [1]\n", 64).expect_err("an array");
+        assert_eq!(second, "line 2: not a JSON object");
+    }
+
+    #[test]
+    fn a_batch_of_empty_entries_is_cut_by_its_entry_count() {
+        assert!(!batch_is_full(0, LOAD_BATCH_ENTRIES - 1));
+        assert!(batch_is_full(0, LOAD_BATCH_ENTRIES));
+        assert!(batch_is_full(LOAD_BATCH_BYTES, 1));
+    }
 }

@@ -84,8 +84,11 @@ pub fn run(args: &ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
             )
             .into());
         }
+        // Said as a plan: the port is bound before the database is created, and a start
+        // that fails there creates nothing.
         crate::note(format_args!(
-            "wisckey serve: {} does not exist; creating a new, empty database there",
+            "wisckey serve: {} does not exist; a new, empty database is created there once \
+             the port is bound",
             args.db.display()
         ));
     }

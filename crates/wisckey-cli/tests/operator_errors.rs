@@ -328,7 +328,7 @@ fn a_load_whose_input_does_not_start_as_a_dump_creates_no_database() {
     let db = tmp.path().join("db");
     let db_arg = db.to_str().expect("utf-8 path");
     let long_key = "k".repeat(wisckey::MAX_KEY_SIZE + 1);
-    let cases: [(&str, &str, Vec<u8>, &str); 6] = [
+    let cases: [(&str, &str, Vec<u8>, &str); 7] = [
         (
             "native",
             "empty.dump",
@@ -343,6 +343,13 @@ fn a_load_whose_input_does_not_start_as_a_dump_creates_no_database() {
             "entry 0's checksum",
         ),
         ("jsonl", "text.jsonl", b"key value\n".to_vec(), "line 1"),
+        // No newline at all (as `/dev/zero`): refused at its first byte, not read whole.
+        (
+            "jsonl",
+            "zeros.jsonl",
+            vec![0u8; 8 << 20],
+            "line 1: not a JSON object",
+        ),
         (
             "jsonl",
             "novalue.jsonl",
