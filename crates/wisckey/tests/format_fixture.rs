@@ -123,6 +123,40 @@ fn format_v1_fixture_still_opens_with_the_same_contents() {
     );
 }
 
+/// The names of `dir`'s value-log segments.
+fn segments(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".vlog"))
+        .collect();
+    names.sort();
+    names
+}
+
+/// A segment of an older format is never appended to: the first write rolls to a new one.
+/// An empty batch writes nothing, so it must not roll (nor, on a full disk, fail for want
+/// of a segment it does not need).
+#[test]
+fn an_empty_batch_does_not_roll_past_an_older_formats_segment() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let (dir, _) = copy_fixture(&fixture_dir(), temp.path());
+    let before = segments(&dir);
+    let db = Db::open(&dir, options()).expect("open the v1 fixture");
+    for sync in [false, true] {
+        db.write_opt(wisckey::WriteBatch::new(), &WriteOptions { sync })
+            .expect("empty batch");
+    }
+    assert_eq!(segments(&dir), before, "an empty batch rolled the log");
+    db.put(b"new", b"value").expect("put");
+    assert_eq!(
+        segments(&dir).len(),
+        before.len() + 1,
+        "the first record goes to a new segment"
+    );
+    assert_eq!(db.get(b"new").expect("get"), Some(b"value".to_vec()));
+}
+
 /// Manifest format 3 (segment sizes and dead bytes, tags 11 and 12) after a value-log GC
 /// and a power cut: `tests/fixtures/manifest-v3-gc/` still holds the collected segments'
 /// files (their unlinking was not durable) although its manifest records their removal, so

@@ -538,9 +538,10 @@ fn append_group(
     may_spend_reserve: bool,
 ) -> Result<Vec<Vec<ValuePointer>>, GroupFailure> {
     let mut vlog = inner.vlog.lock_writer();
-    // A group that appends nothing (`Db::sync`) reserves nothing: a reservation could roll
-    // to a new segment, or spend the disk reserve on a full disk, for no record.
-    if !batches.is_empty() {
+    // A group that appends nothing (`Db::sync`, empty batches) reserves nothing: a
+    // reservation could roll to a new segment, or spend the disk reserve on a full disk, for
+    // no record.
+    if batches.iter().any(|batch| !batch.is_empty()) {
         reserve_log_space(inner, &mut vlog, batches, may_spend_reserve)?;
     }
     let group_start = vlog.end();
