@@ -185,11 +185,13 @@ fn idle_clients_are_closed_after_the_timeout() {
     c.send(b"PING\r\n");
     c.expect(b"+PONG\r\n");
     let start = Instant::now();
+    // `read_to_close` fails if the server has not closed within the socket's read timeout.
     assert!(c.read_to_close().is_empty());
+    // Only a lower bound: a slow machine makes the close later, never earlier.
     let waited = start.elapsed();
     assert!(
-        waited >= Duration::from_millis(250) && waited < Duration::from_secs(5),
-        "{waited:?}"
+        waited >= Duration::from_millis(250),
+        "closed early: {waited:?}"
     );
 }
 
