@@ -566,8 +566,14 @@ fn read_table(
     report.tables_read += 1;
     let file = fs.open_read(&path)?;
     let size = file.len()?;
-    let table = match Table::open(file, number, name.clone(), size, None) {
-        Ok(table) => table,
+    // A damaged filter is reported but loses nothing: the entries are read without it.
+    let table = match Table::open_ignoring_a_damaged_filter(file, number, name.clone(), size) {
+        Ok((table, filter_damage)) => {
+            if let Some(e) = filter_damage {
+                report.error(&name, e);
+            }
+            table
+        }
         // A newer format is not damage: rebuilding it in this build's format would lose
         // what this build cannot read.
         Err(e @ (Error::Io { .. } | Error::NoSpace { .. } | Error::UnsupportedVersion { .. })) => {

@@ -84,6 +84,34 @@ impl Table {
         file_size: u64,
         block_cache: Option<Arc<BlockCache>>,
     ) -> Result<Table> {
+        let (table, filter_damage) =
+            Table::open_inner(file, file_number, file_name, file_size, block_cache, false)?;
+        debug_assert!(filter_damage.is_none(), "refused above when not tolerated");
+        Ok(table)
+    }
+
+    /// [`Table::open`] for salvage: a filter block that does not verify is returned as the
+    /// second value and the table opens without a filter. The filter only ever says "not
+    /// here", so nothing the table holds is lost with it; every other part is checked as
+    /// `open` checks it. Reads refuse such a table (damage is reported where it is met);
+    /// repair takes its entries.
+    pub fn open_ignoring_a_damaged_filter(
+        file: Arc<dyn ReadableFile>,
+        file_number: u64,
+        file_name: String,
+        file_size: u64,
+    ) -> Result<(Table, Option<Error>)> {
+        Table::open_inner(file, file_number, file_name, file_size, None, true)
+    }
+
+    fn open_inner(
+        file: Arc<dyn ReadableFile>,
+        file_number: u64,
+        file_name: String,
+        file_size: u64,
+        block_cache: Option<Arc<BlockCache>>,
+        tolerate_filter_damage: bool,
+    ) -> Result<(Table, Option<Error>)> {
         let file_name: Arc<str> = Arc::from(file_name);
         let Some(footer_offset) = file_size.checked_sub(FOOTER_LEN as u64) else {
             return Err(Error::corruption(
@@ -102,15 +130,20 @@ impl Table {
             Arc::clone(&file_name),
             footer.index.offset,
         )?);
-        let filter = if footer.filter.size > 0 {
-            let contents = read_block_contents(&*file, &file_name, data_end, footer.filter)?;
-            Some(BloomFilter::new(contents).ok_or_else(|| {
-                Error::corruption(&*file_name, footer.filter.offset, "bad filter block")
-            })?)
-        } else {
-            None
+        let filter = (footer.filter.size > 0).then(|| {
+            read_block_contents(&*file, &file_name, data_end, footer.filter).and_then(|contents| {
+                BloomFilter::new(contents).ok_or_else(|| {
+                    Error::corruption(&*file_name, footer.filter.offset, "bad filter block")
+                })
+            })
+        });
+        let (filter, filter_damage) = match filter {
+            None => (None, None),
+            Some(Ok(filter)) => (Some(filter), None),
+            Some(Err(e @ Error::Corruption { .. })) if tolerate_filter_damage => (None, Some(e)),
+            Some(Err(e)) => return Err(e),
         };
-        Ok(Table {
+        let table = Table {
             file,
             file_number,
             file_name,
@@ -119,7 +152,8 @@ impl Table {
             filter,
             num_entries: footer.num_entries,
             block_cache,
-        })
+        };
+        Ok((table, filter_damage))
     }
 
     /// Asks the OS to read the whole file into its page cache in the background
