@@ -20,9 +20,14 @@
 //!   than the largest in any table; and outside the key ranges of damaged blocks and of
 //!   listed tables that are missing or unreadable (there, the log is all there is);
 //! - a table the loadable manifest does not list (an obsolete leftover) is not read: its
-//!   entries are what compaction dropped; it is set aside with the rest. A manifest that
-//!   lists a missing table is not trusted for this, nor for its head (it may be stale: its
-//!   last edit torn off);
+//!   entries are what compaction dropped; it is set aside with the rest. A stale manifest
+//!   is not trusted for this, nor for its head: one that lists a missing table (its last
+//!   edit torn off), or one older than a finished table present (numbered at or past the
+//!   next file number its edits record). A missing table is a gap only where no finished
+//!   table written after it goes unlisted (those are the lost edit's outputs);
+//! - a table never finished (no footer ending in the magic) and listed by no manifest was
+//!   never installed: no source, no gap. A damaged filter loses no entry: the table is
+//!   read without it;
 //! - the log is read as open and GC read it: the ranges a loadable manifest records as
 //!   punched are stepped over unread (their blocks may be gone; a record there was dead),
 //!   and stay recorded;
@@ -369,20 +374,44 @@ pub(crate) fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
         )));
     }
     let vlog_options = options.vlog_options();
+    let mut report = RepairReport::default();
     // The old manifest, where one still loads: which tables are live, where replay would
     // start, and numbers not to reuse.
-    let old_state = load_old_manifest(&*fs, dir, &inventory)?;
+    let old_state = load_old_manifest(&*fs, dir, &inventory, &mut report)?;
     let listed = old_state.as_ref().map(|state| state.tables());
+    let is_listed = |number: u64| listed.as_ref().is_some_and(|l| l.contains_key(&number));
+    // Tables whose writer finished them (the footer, written last, ends in the magic). One
+    // that was never finished was never installed either (a table is synced whole before an
+    // edit lists it): it holds nothing that is not elsewhere, and says nothing of the
+    // manifest's age.
+    let finished = finished_tables(&*fs, dir, &inventory.tables)?;
     // A manifest that lists a table the directory lacks is stale (its newest edit was lost)
     // or the table is: its head and its table set are not trusted then, only the key
-    // ranges of the missing tables are taken from it.
+    // ranges of the missing tables are taken from it. So is one older than a finished
+    // table (numbered at or past its next file number): its last edits are lost, and with
+    // them tables it would set aside unread as leftovers.
     let missing: Vec<Arc<FileMeta>> = (listed.iter().flat_map(|listed| listed.values()))
         .filter(|meta| !inventory.tables.contains(&meta.number))
         .cloned()
         .collect();
-    let trusted = old_state.as_ref().filter(|_| missing.is_empty());
+    let older_than_a_table = old_state
+        .as_ref()
+        .is_some_and(|state| finished.iter().any(|&n| n >= state.recorded_next_file_number()));
+    let trusted = old_state
+        .as_ref()
+        .filter(|_| missing.is_empty() && !older_than_a_table);
+    if let (Some(state), true) = (&old_state, older_than_a_table) {
+        report.problem(
+            &dir.display().to_string(),
+            None,
+            format!(
+                "the manifest gone by is older than tables present (numbered at or past its \
+                 next file number {}): its last edits are lost; every table is read",
+                state.recorded_next_file_number()
+            ),
+        );
+    }
 
-    let mut report = RepairReport::default();
     let mut index = KeyIndex::default();
     let mut coverage = Coverage {
         head: trusted.and_then(|state| state.vlog_head()),
@@ -392,6 +421,19 @@ pub(crate) fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
         let meta = listed.as_ref().and_then(|listed| listed.get(&number));
         if trusted.is_some() && meta.is_none() {
             continue; // An obsolete leftover: set aside unread.
+        }
+        if meta.is_none() && !finished.contains(&number) {
+            // Never finished, so never installed: a flush or compaction (or a repair) cut
+            // short. Its range is no gap: a gap there, unbounded without a manifest's entry,
+            // would let the log's old records outrank purged deletes everywhere.
+            report.tables_read += 1;
+            report.problem(
+                &table_file_name(dir, number).display().to_string(),
+                None,
+                "never finished (no table footer) and listed by no manifest: not a source"
+                    .into(),
+            );
+            continue;
         }
         let meta = meta.map(Arc::as_ref);
         read_table(
@@ -406,8 +448,23 @@ pub(crate) fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
     }
     for meta in &missing {
         let name = table_file_name(dir, meta.number).display().to_string();
-        report.problem(&name, None, "listed in the manifest but missing".into());
-        coverage.add_gap(Some(&meta.smallest), Some(&meta.largest));
+        // Tables are deleted only once the edit that replaced them is durable; a finished
+        // table written after this one that the manifest does not list is that edit's
+        // output (or a later one's): the missing table's entries went there, or were
+        // dropped on purpose. A gap would let the log outrank what was dropped.
+        let replaced = finished.iter().any(|&n| n > meta.number && !is_listed(n));
+        if replaced {
+            report.problem(
+                &name,
+                None,
+                "listed in the manifest but missing; tables written after it that the \
+                 manifest does not list say a lost edit replaced it"
+                    .into(),
+            );
+        } else {
+            report.problem(&name, None, "listed in the manifest but missing".into());
+            coverage.add_gap(Some(&meta.smallest), Some(&meta.largest));
+        }
     }
     coverage.last_table_sequence = index.last_table_sequence;
     let mut salvaged = BTreeMap::new();
@@ -526,15 +583,24 @@ pub(crate) fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
 /// without its magic) only means there is none to go by; anything else — a manifest of a
 /// newer format (`UnsupportedVersion`: a newer build's database, which this one must not
 /// rewrite in its own format), a failing device — stops the repair before it writes.
+/// The damage passed over is reported: the repair's report says which manifest it could
+/// not go by.
 fn load_old_manifest(
     fs: &dyn FileSystem,
     dir: &Path,
     inventory: &Inventory,
+    report: &mut RepairReport,
 ) -> Result<Option<LoadedState>> {
     let tolerated = |e: &Error| matches!(e, Error::Corruption { .. } | Error::NotADatabase(_));
+    let current = dir.join(CURRENT).display().to_string();
     match VersionSet::load(fs, dir) {
         Ok(state) => return Ok(Some(state)),
-        Err(e) if tolerated(&e) => {}
+        // A database without CURRENT is reported so by the inventory's absence of it.
+        Err(e) if tolerated(&e) => {
+            if inventory.current {
+                report.error(&current, e);
+            }
+        }
         Err(e) => return Err(e),
     }
     let mut manifests = inventory.manifests.clone();
@@ -542,11 +608,39 @@ fn load_old_manifest(
     for &number in manifests.iter().rev() {
         match VersionSet::load_manifest(fs, dir, number) {
             Ok(state) => return Ok(Some(state)),
-            Err(e) if tolerated(&e) => {}
+            Err(e) if tolerated(&e) => {
+                let name = crate::filename::manifest_file_name(dir, number);
+                report.error(&name.display().to_string(), e);
+            }
             Err(e) => return Err(e),
         }
     }
     Ok(None)
+}
+
+/// Which of `tables` their writer finished: at least a footer long, ending in the table
+/// magic (the footer is written last).
+fn finished_tables(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    tables: &[u64],
+) -> Result<std::collections::BTreeSet<u64>> {
+    use crate::sstable::format::{FOOTER_LEN, TABLE_MAGIC};
+    let mut finished = std::collections::BTreeSet::new();
+    for &number in tables {
+        let path = table_file_name(dir, number);
+        let file = fs.open_read(&path)?;
+        let size = file.len()?;
+        if size < FOOTER_LEN as u64 {
+            continue;
+        }
+        let mut magic = [0u8; 8];
+        file.read_exact_at(size - 8, &mut magic, &path.display().to_string())?;
+        if u64::from_le_bytes(magic) == TABLE_MAGIC {
+            finished.insert(number);
+        }
+    }
+    Ok(finished)
 }
 
 /// Offers every entry of table `number` that reads to `index`; damage is reported and its

@@ -164,6 +164,10 @@ pub struct LoadedState {
     version: Version,
     counters: Counters,
     manifest_number: u64,
+    /// The next file number as the manifest's edits record it, before the files found in
+    /// the directory raise it: a table numbered at or above it was written after the
+    /// manifest's last edit.
+    recorded_next_file_number: u64,
     /// The manifest was written in format 1, which did not record value-log segments.
     segments_untracked: bool,
     /// The manifest was written before format 3: segments have no sealed sizes and dead
@@ -211,6 +215,11 @@ impl LoadedState {
     /// The next file number the manifest would hand out (above every numbered file found).
     pub fn next_file_number(&self) -> u64 {
         self.counters.next_file_number
+    }
+
+    /// The next file number the manifest's edits record (see the field).
+    pub fn recorded_next_file_number(&self) -> u64 {
+        self.recorded_next_file_number
     }
 
     pub fn manifest_number(&self) -> u64 {
@@ -359,6 +368,7 @@ impl VersionSet {
         let version = builder
             .build()
             .map_err(|why| Error::corruption(&name, end, why))?;
+        let recorded_next_file_number = counters.next_file_number;
         counters.mark_used(old_number);
         for (_, file) in version.all_files() {
             counters.mark_used(file.number);
@@ -375,6 +385,7 @@ impl VersionSet {
             version,
             counters,
             manifest_number: old_number,
+            recorded_next_file_number,
             segments_untracked: contents.format_version < SEGMENT_SET_FORMAT_VERSION,
             segments_unaccounted: contents.format_version < SEGMENT_ACCOUNTING_FORMAT_VERSION,
         })
