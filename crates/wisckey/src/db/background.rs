@@ -170,14 +170,21 @@ const NO_SPACE_RETRY: std::time::Duration = std::time::Duration::from_millis(100
 fn run_log_flusher(inner: &DbInner) {
     let interval = inner.options.vlog_flush_interval;
     let mut state = inner.state.lock();
+    // `bg_cv` wakes this thread for other work's sake too (every flush, compaction and
+    // memtable switch): a wake before the interval is up waits only for the rest of it, so
+    // a buffered record waits at most the interval, not up to twice it.
+    let mut wait = interval;
     while !inner.shutting_down.load(Ordering::Acquire) {
-        inner.bg_cv.wait_for(&mut state, interval);
+        inner.bg_cv.wait_for(&mut state, wait);
         if inner.shutting_down.load(Ordering::Acquire) {
             continue;
         }
         let latched = state.bg_error.is_some();
         drop(state);
-        if inner.vlog.since_write_out() >= interval {
+        let since = inner.vlog.since_write_out();
+        wait = interval.saturating_sub(since);
+        if wait.is_zero() {
+            wait = interval;
             // A latched error that is not the log's own (a table write failed, say) leaves
             // the buffer intact: its acknowledged writes still go out within the interval.
             // A writer that failed itself refuses (poisoned): what it held may be lost.

@@ -214,6 +214,10 @@ pub(crate) struct DbInner {
     /// Value-log bytes appended since the current memtable was started.
     pub log_bytes_in_mem: AtomicU64,
     pub shutting_down: AtomicBool,
+    /// Set by `close` before its last flush: GC's and clustering's relocations are refused
+    /// from then on (`Closed`), so none lands in a memtable after that flush and a reopen
+    /// after a clean close replays nothing.
+    pub closing: AtomicBool,
     /// Serializes compactions (background and manual).
     pub compaction_lock: Mutex<()>,
     /// Number of `compact_range` calls waiting for or holding `compaction_lock`; while it is
@@ -1443,6 +1447,8 @@ impl Db {
         }
         // Flushing the memtable is cheap (keys and pointers only) and saves the next open
         // from replaying up to `memtable_max_log_bytes` of log. Skipped after a latched error.
+        // Relocations are refused first: one committed after the flush would be replayed.
+        self.inner.closing.store(true, Ordering::Release);
         let flushed = match self.background_error() {
             Some(_) => Ok(()),
             None => self.flush(),
@@ -1461,12 +1467,13 @@ impl Db {
         let panicked = joined.contains(&true);
         // Acknowledged buffered writes reach the disk even if a background thread failed.
         let sync_result = self.inner.vlog.with_writer(VlogWriter::finish);
+        // The first error met, in the order met: the flush, a thread's panic, the sync.
+        flushed?;
         if panicked {
             // A panicking background thread is a bug; report it instead of propagating.
             return Err(Error::Internal("a background thread panicked".into()));
         }
         sync_result?;
-        flushed?;
         match self.inner.state.lock().bg_error.clone() {
             Some(e) => Err(e),
             None => Ok(()),

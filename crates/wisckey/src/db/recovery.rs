@@ -277,6 +277,7 @@ pub(crate) fn open(dir: &Path, mut options: Options, read_only: bool) -> Result<
         // cannot make the next replay longer than `memtable_max_log_bytes`.
         log_bytes_in_mem: AtomicU64::new(replayed.log_bytes),
         shutting_down: AtomicBool::new(false),
+        closing: AtomicBool::new(false),
         compaction_lock: Mutex::new(()),
         deletion_lock: Mutex::new(()),
         manifest_lock: Mutex::new(()),

@@ -348,6 +348,11 @@ fn collect_group(queue: &VecDeque<Arc<Writer>>, deletes_apart: bool) -> Vec<Arc<
 /// members it names (see [`Refused`]).
 fn lead(inner: &DbInner, group: &[Arc<Writer>]) -> Result<Option<Refused>> {
     let leader = &group[0];
+    // Checked when the group is led, not when it was queued: a relocation queued behind
+    // `close`'s last flush would otherwise land after it.
+    if inner.closing.load(Ordering::Acquire) && leader.relocations.lock().is_some() {
+        return Err(Error::Closed);
+    }
     let inserts_nothing = !leader.force_switch
         && leader.relocations.lock().is_none()
         && group.iter().all(|w| w.batch.lock().is_none());

@@ -98,13 +98,25 @@ impl<'a> Range<'a> {
         }
     }
 
-    /// The keys of this range only; no value is read, from the value log or elsewhere.
+    /// The keys of this range only, from its start; no value is read, from the value log or
+    /// elsewhere. They read the range's snapshot, or a new one if the range had finished
+    /// (a finished range lets its snapshot go).
     pub fn keys(self) -> Keys<'a> {
         let mut options = self.options;
         options.keys_only = true;
         Keys {
             range: Range::new(self.db, options, false),
         }
+    }
+
+    /// Ends the range and lets go of what it holds: its cursors pin a version (tables,
+    /// segments GC removed, punched ranges) and its snapshot keeps compaction from dropping
+    /// old versions, for as long as a finished range is kept.
+    fn finish(&mut self) {
+        self.finished = true;
+        self.front.it = None;
+        self.back.it = None;
+        self.options.snapshot = None;
     }
 
     /// Moves one end (`forward`: the front) and returns its entry, unless it met the
@@ -131,7 +143,7 @@ impl<'a> Range<'a> {
                 let mut it = match self.db.iter(&self.options) {
                     Ok(it) => it,
                     Err(e) => {
-                        self.finished = true;
+                        self.finish();
                         return Some(Err(e));
                     }
                 };
@@ -144,8 +156,9 @@ impl<'a> Range<'a> {
             }
         };
         if !it.valid() {
-            self.finished = true;
-            return it.status().err().map(Err);
+            let failed = it.status().err();
+            self.finish();
+            return failed.map(Err);
         }
         let key = it.key();
         let met =
@@ -159,7 +172,7 @@ impl<'a> Range<'a> {
                 },
             );
         if met {
-            self.finished = true;
+            self.finish();
             return None;
         }
         let key = key.to_vec();
