@@ -188,6 +188,7 @@ impl VersionEdit {
     pub fn decode(bytes: &[u8], file: &str, offset: u64) -> Result<VersionEdit> {
         let mut edit = VersionEdit::new();
         let mut d = Decoder::new(bytes);
+        let mut seen_once = 0u8;
         while !d.is_empty() {
             let field_start = d.position();
             let corrupt = |why: &str| {
@@ -198,6 +199,22 @@ impl VersionEdit {
                 )
             };
             let tag = d.varint32().ok_or_else(|| corrupt("bad tag"))?;
+            // A field an edit holds at most once, given twice, would be decided by which
+            // came last, and the later one would escape the checks below: no writer
+            // repeats one, so it is damage.
+            let once = [
+                tags::NEXT_FILE_NUMBER,
+                tags::LAST_SEQUENCE,
+                tags::VLOG_HEAD,
+                tags::VLOG_TAIL,
+                tags::NEXT_VLOG_SEGMENT,
+            ];
+            if let Some(slot) = once.iter().position(|&t| t == tag) {
+                if seen_once & (1 << slot) != 0 {
+                    return Err(corrupt(&format!("tag {tag} given twice")));
+                }
+                seen_once |= 1 << slot;
+            }
             match tag {
                 tags::NEXT_FILE_NUMBER => {
                     edit.next_file_number = Some(
@@ -386,6 +403,32 @@ mod tests {
                 other => panic!("{beyond}: expected corruption, got {other:?}"),
             }
         }
+    }
+
+    /// A field an edit holds once, given twice, is damage: with the later value winning,
+    /// `[next_file_number 2^60, next_file_number 5]` decoded as 5 and escaped the
+    /// file-number check.
+    #[test]
+    fn a_field_given_twice_is_corruption() {
+        let mut edit = VersionEdit::new();
+        edit.next_file_number = Some(1 << 60);
+        let mut bytes = edit.encode();
+        let mut again = VersionEdit::new();
+        again.next_file_number = Some(5);
+        bytes.extend_from_slice(&again.encode());
+        match VersionEdit::decode(&bytes, "MANIFEST-000001", 0) {
+            Err(Error::Corruption { reason, .. }) => {
+                assert!(reason.contains("given twice"), "{reason}")
+            }
+            other => panic!("expected corruption, got {other:?}"),
+        }
+        // Fields an edit may hold many of still may.
+        let mut many = VersionEdit::new();
+        many.delete_file(1, 7);
+        let mut bytes = many.encode();
+        bytes.extend_from_slice(&many.encode());
+        let decoded = VersionEdit::decode(&bytes, "MANIFEST-000001", 0).expect("decode");
+        assert_eq!(decoded.deleted_files.len(), 2);
     }
 
     fn full_edit() -> VersionEdit {
