@@ -17,8 +17,11 @@ use crate::errors::{Failure, InvalidArgumentError};
 #[pyclass(module = "wisckey", frozen)]
 pub(crate) struct WriteBatch {
     shared: Shared,
-    /// `None` once written (a batch is written at most once).
+    /// `None` once written (a batch is written at most once) or dropped by a transaction
+    /// block that raised (`abandoned`).
     batch: Mutex<Option<engine::WriteBatch>>,
+    /// Set when a transaction block raised and its batch was dropped unwritten.
+    abandoned: std::sync::atomic::AtomicBool,
     /// Held by the one `write()` in flight.
     writing: Mutex<()>,
     sync: bool,
@@ -30,10 +33,17 @@ impl WriteBatch {
         WriteBatch {
             shared,
             batch: Mutex::new(Some(engine::WriteBatch::new())),
+            abandoned: std::sync::atomic::AtomicBool::new(false),
             writing: Mutex::new(()),
             sync,
             transaction,
         }
+    }
+
+    /// An error in a forked child, checked before `writing` is taken: a thread of the
+    /// parent may have held it at the fork, never to release the child's copy.
+    fn in_this_process(&self, py: Python<'_>) -> PyResult<()> {
+        self.shared.check_process().map_err(|e| e.into_py(py))
     }
 
     /// Runs `f` on the batch once no write is in flight (waiting for one without the GIL).
@@ -41,21 +51,33 @@ impl WriteBatch {
         &self,
         py: Python<'_>,
         f: impl FnOnce(&mut Option<engine::WriteBatch>) -> T + Send,
-    ) -> T {
+    ) -> PyResult<T> {
+        self.in_this_process(py)?;
         if let Some(_no_write) = self.writing.try_lock() {
-            return f(&mut self.batch.lock());
+            return Ok(f(&mut self.batch.lock()));
         }
-        py.detach(|| {
+        Ok(py.detach(|| {
             let _no_write = self.writing.lock();
             let mut batch = self.batch.lock();
             f(&mut batch)
-        })
+        }))
     }
 
     /// Runs `f` on the batch unless it was written (InvalidArgumentError).
     fn edit(&self, py: Python<'_>, f: impl FnOnce(&mut engine::WriteBatch) + Send) -> PyResult<()> {
-        self.with_batch(py, |batch| batch.as_mut().map(f))
-            .ok_or_else(already_written)
+        self.with_batch(py, |batch| batch.as_mut().map(f))?
+            .ok_or_else(|| self.already_written())
+    }
+
+    /// Why the batch is gone: written, or dropped by a transaction block that raised.
+    fn already_written(&self) -> PyErr {
+        if self.abandoned.load(std::sync::atomic::Ordering::Acquire) {
+            InvalidArgumentError::new_err(
+                "this batch was dropped unwritten: its transaction block raised",
+            )
+        } else {
+            InvalidArgumentError::new_err("this batch was already written")
+        }
     }
 
     /// Adds one put or delete with `add` (the engine's `try_put`/`try_delete`), which
@@ -67,8 +89,8 @@ impl WriteBatch {
         py: Python<'_>,
         add: impl FnOnce(&mut engine::WriteBatch) -> engine::Result<()> + Send,
     ) -> PyResult<()> {
-        match self.with_batch(py, |batch| batch.as_mut().map(add)) {
-            None => Err(already_written()),
+        match self.with_batch(py, |batch| batch.as_mut().map(add))? {
+            None => Err(self.already_written()),
             Some(Ok(())) => Ok(()),
             Some(Err(e)) => Err(crate::errors::to_py_err(py, e)),
         }
@@ -77,6 +99,7 @@ impl WriteBatch {
     /// Writes the batch; if it was written already, InvalidArgumentError where `again` is
     /// an error, else nothing.
     fn write_once(&self, py: Python<'_>, again: bool) -> PyResult<()> {
+        self.in_this_process(py)?;
         let sync = self.sync;
         let written = py.detach(|| {
             let _one_write = self.writing.lock();
@@ -92,15 +115,11 @@ impl WriteBatch {
         });
         match written {
             Ok(true) => Ok(()),
-            Ok(false) if again => Err(already_written()),
+            Ok(false) if again => Err(self.already_written()),
             Ok(false) => Ok(()),
             Err(e) => Err(e.into_py(py)),
         }
     }
-}
-
-fn already_written() -> PyErr {
-    InvalidArgumentError::new_err("this batch was already written")
 }
 
 #[pymethods]
@@ -136,8 +155,10 @@ impl WriteBatch {
     }
 
     /// `len(batch)`: the number of puts and deletes added (0 once written).
-    fn __len__(&self) -> usize {
-        self.batch.lock().as_ref().map_or(0, |b| b.len())
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        // Not through `with_batch`: a length does not wait for a write in flight.
+        self.in_this_process(py)?;
+        Ok(self.batch.lock().as_ref().map_or(0, |b| b.len()))
     }
 
     /// Returns the batch itself.
@@ -157,7 +178,12 @@ impl WriteBatch {
     ) -> PyResult<bool> {
         let raised = exc_type.is_some_and(|t| !t.is_none(py));
         if raised && self.transaction {
-            self.with_batch(py, |batch| *batch = None);
+            self.with_batch(py, |batch| {
+                if batch.take().is_some() {
+                    self.abandoned
+                        .store(true, std::sync::atomic::Ordering::Release);
+                }
+            })?;
             return Ok(false);
         }
         self.write_once(py, false)?;

@@ -17,7 +17,7 @@ use crate::batch::WriteBatch;
 use crate::convert::{
     bytes_of, check_open, is_closed, multi_get, optional_bytes, to_bytes, with_db, Shared,
 };
-use crate::errors::to_py_err;
+use crate::errors::{to_py_err, InvalidArgumentError};
 use crate::handle::Handle;
 use crate::iterator::{Iterator, Span};
 use crate::options;
@@ -202,14 +202,17 @@ impl Db {
     /// A batch of puts and deletes written at once (all or nothing). As a context manager
     /// it is written on exit; with `transaction=True`, not if the block raised.
     #[pyo3(signature = (sync = false, transaction = false))]
-    fn write_batch(&self, sync: bool, transaction: bool) -> WriteBatch {
-        WriteBatch::new(Arc::clone(&self.shared), sync, transaction)
+    fn write_batch(&self, py: Python<'_>, sync: bool, transaction: bool) -> PyResult<WriteBatch> {
+        // In a forked child every call raises, this one too.
+        self.shared.check_process().map_err(|e| e.into_py(py))?;
+        Ok(WriteBatch::new(Arc::clone(&self.shared), sync, transaction))
     }
 
     /// Entries in key order, as `(key, value)` tuples (or keys, or values): between `start`
     /// (inclusive) and `stop` (exclusive), or under `prefix`; `reverse=True` from the end.
     /// Reads one snapshot (`snapshot`, or one taken now). `include_value=False` reads no
-    /// value at all. ClosedError if the database or `snapshot` is closed.
+    /// value at all. ClosedError if the database or `snapshot` is closed;
+    /// InvalidArgumentError if `snapshot` is another database's.
     #[pyo3(signature = (start = None, stop = None, prefix = None, reverse = false, include_key = true, include_value = true, snapshot = None))]
     #[allow(clippy::too_many_arguments)]
     fn iterator(
@@ -225,6 +228,13 @@ impl Db {
     ) -> PyResult<Iterator> {
         let snapshot = match snapshot {
             Some(s) => {
+                // Refused now, not at the first `next()`: the engine would refuse another
+                // database's snapshot there, as an error of the iteration.
+                if !Arc::ptr_eq(s.shared(), &self.shared) {
+                    return Err(InvalidArgumentError::new_err(
+                        "the snapshot was taken from another database",
+                    ));
+                }
                 let held = s.held()?;
                 check_open(py, &self.shared)?;
                 held

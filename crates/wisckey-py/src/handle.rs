@@ -80,8 +80,10 @@ impl Handle {
         }
     }
 
-    /// An error unless this is the process that opened the database.
-    fn check_process(&self) -> Result<(), Failure> {
+    /// An error unless this is the process that opened the database. Callers that take a
+    /// lock of their own before reaching the database check this first: a thread of the
+    /// parent may have held that lock at the fork, never to release the child's copy.
+    pub(crate) fn check_process(&self) -> Result<(), Failure> {
         let now = std::process::id();
         if now == self.opened_by {
             Ok(())

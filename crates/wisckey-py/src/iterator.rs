@@ -113,6 +113,9 @@ impl Iterator {
     /// The next entry (None: the end, or closed), fetching a chunk if none is buffered.
     /// Runs without the GIL.
     fn next_entry(&self) -> Result<Option<Entry>, Failure> {
+        // Before `fetching`, which a parent's thread may have held at a fork (a child would
+        // wait forever), and before the buffered entries: every call raises in a child.
+        self.shared.check_process()?;
         let _one_fetch_at_a_time = self.fetching.lock();
         // Another thread may have fetched (or closed) while this one waited.
         let (snapshot, lower, upper) = {
@@ -280,6 +283,9 @@ impl Iterator {
     /// value cannot be read; the next `next()` goes on with the entry after it. An error
     /// in the key index itself ends the iteration.
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        // In a forked child every call raises, even one an entry already fetched could
+        // answer.
+        self.shared.check_process().map_err(|e| e.into_py(py))?;
         let buffered = self.state.lock().buffered.pop_front();
         let entry = match buffered {
             Some(entry) => entry,

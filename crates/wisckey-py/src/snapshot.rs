@@ -43,6 +43,11 @@ impl Snapshot {
 
     /// The engine snapshot (a clone: a read in flight keeps its own); `ClosedError` once
     /// released.
+    /// The database the snapshot was taken from.
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
     pub(crate) fn held(&self) -> PyResult<engine::Snapshot> {
         let held = self.snapshot.lock().clone();
         held.ok_or_else(|| closed("snapshot"))

@@ -110,6 +110,10 @@ def test_write_batch_and_transactions(db):
             batch.put(b"c", b"3")
             raise RuntimeError("abandon")
     assert db.get(b"c") is None
+    # Dropped, not written: a later write() says which.
+    with pytest.raises(wisckey.InvalidArgumentError, match="dropped unwritten"):
+        batch.write()
+    assert len(batch) == 0 and db.get(b"c") is None
     with pytest.raises(RuntimeError):
         with db.write_batch() as batch:
             batch.put(b"d", b"4")
@@ -121,6 +125,28 @@ def test_write_batch_and_transactions(db):
     assert db.get(b"e") == b"5"
     with pytest.raises(wisckey.InvalidArgumentError):
         batch.write()
+
+
+def test_an_iterator_refuses_another_databases_snapshot_at_once(tmp_path):
+    with wisckey.DB(str(tmp_path / "one")) as one, wisckey.DB(str(tmp_path / "two")) as two:
+        one.put(b"k", b"v")
+        snap = one.snapshot()
+        with pytest.raises(wisckey.InvalidArgumentError, match="another database"):
+            two.iterator(snapshot=snap)
+        assert list(one.iterator(snapshot=snap)) == [(b"k", b"v")]
+
+
+def test_a_live_batch_keeps_its_database_open(path):
+    db = wisckey.DB(path)
+    batch = db.write_batch()
+    batch.put(b"k", b"v")
+    del db
+    with pytest.raises(wisckey.LockedError):
+        wisckey.DB(path)
+    batch.write()
+    del batch
+    with wisckey.DB(path) as db:
+        assert db.get(b"k") == b"v"
 
 
 def test_snapshot_reads_and_multi_get(db):

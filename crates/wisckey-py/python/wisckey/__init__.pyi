@@ -155,7 +155,7 @@ class DB:
         """Entries in key order, as (key, value) tuples (or keys, or values): between
         `start` (inclusive) and `stop` (exclusive), or under `prefix`; reverse=True from the
         end. Reads one snapshot (`snapshot`, or one taken now). ClosedError if the database
-        or `snapshot` is closed."""
+        or `snapshot` is closed; InvalidArgumentError if `snapshot` is another database's."""
     def snapshot(self) -> "Snapshot":
         """A consistent view of the database as it is now, with the same read methods."""
     def stats(self) -> dict[str, Any]:
@@ -195,7 +195,8 @@ class WriteBatch:
         """Forgets the writes added so far."""
     def write(self) -> None:
         """Writes the batch (all or nothing). A batch is written once; a second write()
-        raises InvalidArgumentError. A write that fails keeps the batch's writes, to retry
+        raises InvalidArgumentError (so does a write() of a transaction batch its block
+        dropped by raising). A write that fails keeps the batch's writes, to retry
         or clear(). Other threads' calls on the batch wait for a write in flight."""
     def __len__(self) -> int:
         """`len(batch)`: the number of puts and deletes added (0 once written)."""
