@@ -298,11 +298,35 @@ fn power_loss_loop(seed: u64, points: u64) {
 #[test]
 fn enospc_during_log_write_leaves_no_torn_record_behind_later_writes() {
     let writes = workload(5, 200);
-    for n in [3u64, 10, 25, 60, 120] {
+    // The calls to fail: five appends to the log, spread over a fault-free run's calls.
+    let recording = FaultFs::new(Arc::new(MemFs::new()));
+    recording.record_calls(true);
+    run_until_failure(Arc::new(recording.clone()), &writes);
+    let log_appends: Vec<u64> = (recording.recorded().into_iter())
+        .filter(|(op, _)| FaultOps::Writes.includes(*op))
+        .enumerate()
+        .filter(|(_, (op, path))| {
+            *op == wisckey::fs::FsOp::Append && path.extension().is_some_and(|e| e == "vlog")
+        })
+        .map(|(i, _)| i as u64 + 1)
+        .collect();
+    assert!(log_appends.len() >= 10, "{} log appends", log_appends.len());
+    let step = log_appends.len() / 5;
+    let (mut log_writes_failed, mut writes_refused) = (0, 0);
+    for n in (0..5).map(|i| log_appends[i * step]) {
         let mem = MemFs::new();
         let fault = FaultFs::new(Arc::new(mem.clone()));
+        fault.record_calls(true);
         fault.fail_at(n, FaultKind::NoSpacePartial, FaultOps::Writes, false);
         let acked = run_until_failure(Arc::new(fault.clone()), &writes);
+        assert!(fault.tripped(), "ENOSPC at call {n}: the fault never fired");
+        let (_, failed) = (fault.recorded().into_iter())
+            .filter(|(op, _)| FaultOps::Writes.includes(*op))
+            .nth(n as usize - 1)
+            .expect("the failed call was recorded");
+        log_writes_failed += usize::from(failed.extension().is_some_and(|e| e == "vlog"));
+        // An append of zeros ahead of the log may fail without failing a write.
+        writes_refused += usize::from(acked < writes.len());
         // The disk has space again; the process restarts (no power loss) and writes more.
         let db = Db::open(Path::new(DIR), options(Arc::new(mem.clone())))
             .unwrap_or_else(|e| panic!("ENOSPC at call {n}: reopen failed: {e}"));
@@ -322,6 +346,11 @@ fn enospc_during_log_write_leaves_no_torn_record_behind_later_writes() {
             );
         }
     }
+    // The background flush thread's calls interleave differently from run to run, so a
+    // fault may land beside the append it was chosen for (here 3 of 5 landed on theirs).
+    eprintln!("{log_writes_failed} of 5 faults on log appends, {writes_refused} refused a write");
+    assert!(log_writes_failed >= 1, "no fault fell on a log write");
+    assert!(writes_refused >= 1, "no fault refused a write");
 }
 
 /// A power cut at any write call of an open (recovery replays the log, truncates its tail,
@@ -494,6 +523,7 @@ fn io_error_loop(workload: &str, writes: &[Write]) {
     const AFTER_FSYNC: &[u8] = b"written after a failed fsync";
     let mut runs = 0;
     for (name, kind, ops, forever, total) in faults {
+        let (mut fault_runs, mut tripped_runs) = (0u64, 0u64);
         let mut k = 1;
         while k <= total {
             let context = format!("{workload}: {name} at call {k} of {total}");
@@ -502,6 +532,8 @@ fn io_error_loop(workload: &str, writes: &[Write]) {
             fault.record_calls(true);
             fault.fail_at(k, kind, ops, forever);
             let (acked, db) = run_until_failure_keep_open(Arc::new(fault.clone()), writes);
+            fault_runs += 1;
+            tripped_runs += u64::from(fault.tripped());
             let mut synced_after_failure = false;
             // (Background work makes the number of fsyncs vary a little between runs: the
             // last few may not be reached.)
@@ -576,6 +608,13 @@ fn io_error_loop(workload: &str, writes: &[Write]) {
             runs += 1;
             k += stride;
         }
+        // Background work makes the number of calls vary a little from run to run, so the
+        // last few faults may not be reached (74 of 83 runs fired in one workload here); if
+        // most were not, the counts drifted apart and the runs tested no fault at all.
+        assert!(
+            tripped_runs * 4 >= fault_runs * 3,
+            "{workload}: {name}: the fault fired in {tripped_runs} of {fault_runs} runs"
+        );
     }
     eprintln!(
         "I/O-error loop, {workload}: {calls} mutating calls, {syncs} fsyncs, {runs} faulted runs"
@@ -630,9 +669,13 @@ fn named_workloads() -> Vec<(&'static str, Vec<Step>)> {
         Step::Gc,
         put_step("after", 500, 3, true),
     ]);
+    // Every first version overwritten and flushed, so the segment is dead enough for GC to
+    // collect (it collected nothing before, and the workload tested no collection); the
+    // delete and the overwrite GC races are not flushed.
     let mut gc_race = (0..8)
         .map(|i| put_step(&key(i), 2500, 1, i == 7))
         .collect::<Vec<_>>();
+    gc_race.extend((0..8).map(|i| put_step(&key(i), 2500, 2, i == 7)));
     gc_race.extend([
         Step::Flush,
         delete_step(&key(1), false),
@@ -820,9 +863,12 @@ fn every_crash_state_of_the_named_workloads_keeps_the_contract() {
             "{name}: a fault-free run acknowledges every write"
         );
         let calls = counting.calls();
-        if name == GC_VICTIMS {
+        // A workload with a GC step must collect something, or no power cut falls inside a
+        // collection and the workload tests less than its name says.
+        if steps.iter().any(|s| matches!(s, Step::Gc)) {
             let removed = segments_removed_by(&steps);
-            assert!(removed >= 3, "{name}: {removed} segments collected");
+            let least = if name == GC_VICTIMS { 3 } else { 1 };
+            assert!(removed >= least, "{name}: {removed} segments collected");
         }
         for n in 1..=calls + 1 {
             let mem = MemFs::new();

@@ -65,7 +65,7 @@ pub enum FaultOps {
 }
 
 impl FaultOps {
-    fn includes(self, op: FsOp) -> bool {
+    pub fn includes(self, op: FsOp) -> bool {
         match self {
             FaultOps::Writes => op.is_write(),
             FaultOps::All => true,
