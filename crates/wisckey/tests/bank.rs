@@ -332,11 +332,19 @@ fn transfers_killed_at_random_keep_the_total() {
         let stdout = child.stdout.take().expect("stdout");
         let mut lines = std::io::BufReader::new(stdout).lines();
         // libtest prints `test bank_kill_child ... ` on the same line.
+        let mut ready = false;
         while let Some(Ok(line)) = lines.next() {
             if line.ends_with("READY") {
+                ready = true;
                 break;
             }
         }
+        // Else the child ended before it opened the database (a panic, say): killing it
+        // and checking an untouched database would pass without testing anything.
+        assert!(
+            ready,
+            "seed {seed} cycle {cycle}: the child never opened the database"
+        );
         std::thread::sleep(Duration::from_millis(rng.gen_range(20..300)));
         child.kill().expect("SIGKILL");
         let _ = child.wait();

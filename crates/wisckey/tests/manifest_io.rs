@@ -112,6 +112,7 @@ fn writes_proceed_while_a_sweep_runs_during_a_manifest_sync() {
     while !collector.is_finished() && started.elapsed() < Duration::from_secs(2) {
         std::thread::sleep(Duration::from_millis(10));
     }
+    let round_ended = collector.is_finished();
     let (write_tx, write_rx) = mpsc::channel();
     let writer = {
         let db = Arc::clone(&db);
@@ -127,6 +128,10 @@ fn writes_proceed_while_a_sweep_runs_during_a_manifest_sync() {
     written
         .expect("a write completed while the manifest fsync was blocked")
         .expect("put");
+    assert!(
+        round_ended,
+        "the GC round was still in its sweep while the manifest fsync was blocked"
+    );
     assert_eq!(db.get(b"k2").expect("get"), Some(b"v2".to_vec()));
 }
 
