@@ -288,6 +288,8 @@ fn damaged_bytes_never_panic_hang_or_return_a_wrong_value() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(24);
+    // Shown when the test fails (libtest prints a failed test's output).
+    eprintln!("byte-flip sweep: workload seed 12, damage seed 77, {points} points per file");
     let (files, model, deleted) = populate();
     let model = Arc::new(model);
     let deleted = Arc::new(deleted);

@@ -80,6 +80,8 @@ fn fuzz_targets_survive_their_corpus_and_mutations_of_their_seeds() {
         for input in seeds.iter().chain(&saved) {
             run_reporting(name, input, target);
         }
+        // Shown when the test fails (libtest prints a failed test's output).
+        eprintln!("{name}: mutations seeded with 0xf022, {mutations} per seed");
         let mut rng = SmallRng::seed_from_u64(0xf022);
         let mut runs = 0;
         for seed in &seeds {

@@ -281,8 +281,9 @@ fn sigkill_of_a_multithreaded_writer_matches_the_oracle() {
         }
 
         let started = Instant::now();
-        let db = Db::open(&dir, cycle_options(cycle + 1))
-            .unwrap_or_else(|e| panic!("cycle {cycle}: reopen after SIGKILL failed: {e}"));
+        let db = Db::open(&dir, cycle_options(cycle + 1)).unwrap_or_else(|e| {
+            panic!("seed {SEED:#x} cycle {cycle}: reopen after SIGKILL failed: {e}")
+        });
         recoveries.push(started.elapsed());
         let mut found: Vec<Model> = vec![Model::new(); THREADS as usize];
         let mut it = db.iter(&ReadOptions::default()).expect("iter");
@@ -291,10 +292,10 @@ fn sigkill_of_a_multithreaded_writer_matches_the_oracle() {
             let key = it.key().to_vec();
             let thread: usize = (key.get(1..2))
                 .and_then(|d| std::str::from_utf8(d).ok()?.parse().ok())
-                .unwrap_or_else(|| panic!("cycle {cycle}: unexpected key {key:?}"));
+                .unwrap_or_else(|| panic!("seed {SEED:#x} cycle {cycle}: unexpected key {key:?}"));
             let value = it
                 .value()
-                .unwrap_or_else(|e| panic!("cycle {cycle}: value of {key:?}: {e}"));
+                .unwrap_or_else(|e| panic!("seed {SEED:#x} cycle {cycle}: value of {key:?}: {e}"));
             found[thread].insert(key, value);
             it.next();
         }
@@ -325,8 +326,9 @@ fn sigkill_of_a_multithreaded_writer_matches_the_oracle() {
                     .filter(|(k, v)| found[t].get(*k) != Some(*v))
                     .count();
                 panic!(
-                    "cycle {cycle}, thread {t} (write-through: {write_through}): no prefix of \
-                     operations {start}..={upper} that keeps {floor}.. matches the database \
+                    "seed {SEED:#x} cycle {cycle}, thread {t} (write-through: {write_through}): \
+                     no prefix of operations {start}..={upper} that keeps {floor}.. matches the \
+                     database \
                      ({lost} keys differ from the state at {start}; deleted ones back or a \
                      hole)"
                 );
