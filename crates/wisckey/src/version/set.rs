@@ -4,7 +4,8 @@
 //!
 //! Invariants:
 //! - the in-memory state only changes after the manifest record describing the change is
-//!   durable (`sync_data` returned Ok); on any error the state is unchanged;
+//!   durable (`sync_data` returned Ok); on any error the state is unchanged, except that
+//!   file numbers handed out (a roll-over's manifest and temp numbers) stay consumed;
 //! - `CURRENT` always names a complete, synced manifest: a new manifest is fully written
 //!   and synced before CURRENT is switched (temp file + sync + rename + dir sync);
 //! - after a failed append the manifest may end in garbage, so the next `log_and_apply`
