@@ -530,6 +530,7 @@ const REVERT_WRITER_DIR: &str = "WISCKEY_CLI_TEST_REVERT_WRITER_DIR";
 /// values of k0..k4 synced to the log's second segment (and never flushed: the process
 /// exits without closing), then a third segment started.
 #[test]
+#[ignore = "the child's body: its parent test runs it (--ignored)"]
 fn revert_writer_child() {
     let Ok(dir) = std::env::var(REVERT_WRITER_DIR) else {
         return; // Not the child.
@@ -581,7 +582,12 @@ fn repair_that_reverts_keys_to_older_values_exits_3() {
     let temp = tempfile::tempdir().expect("tempdir");
     let dir = temp.path().join("db");
     let child = Command::new(std::env::current_exe().expect("current exe"))
-        .args(["--exact", "revert_writer_child", "--test-threads=1"])
+        .args([
+            "--ignored",
+            "--exact",
+            "revert_writer_child",
+            "--test-threads=1",
+        ])
         .env(REVERT_WRITER_DIR, &dir)
         .output()
         .expect("run the writer");

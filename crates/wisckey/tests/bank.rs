@@ -237,6 +237,7 @@ fn kill_options() -> Options {
 
 /// The child of `transfers_killed_at_random_keep_the_total`: transfers and GC until killed.
 #[test]
+#[ignore = "the child's body: its parent test runs it (--ignored)"]
 fn bank_kill_child() {
     let Ok(dir) = std::env::var(KILL_DIR_ENV) else {
         return; // Not a child.
@@ -315,6 +316,7 @@ fn transfers_killed_at_random_keep_the_total() {
     for cycle in 0..cycles {
         let mut child = std::process::Command::new(std::env::current_exe().expect("exe"))
             .args([
+                "--ignored",
                 "--exact",
                 "bank_kill_child",
                 "--nocapture",

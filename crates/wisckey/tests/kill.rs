@@ -78,6 +78,7 @@ fn child_options() -> Options {
 
 /// The child's body: runs only when the parent re-executes this test binary.
 #[test]
+#[ignore = "the child's body: its parent test runs it (--ignored)"]
 fn kill_child_writer() {
     let Ok(dir) = std::env::var(CHILD_DIR_ENV) else {
         return; // Not a child: nothing to do.
@@ -148,6 +149,7 @@ fn with_gc_mode(mode: &str) -> bool {
 fn spawn_child(dir: &Path, mode: &str) -> std::process::Child {
     Command::new(std::env::current_exe().expect("current exe"))
         .args([
+            "--ignored",
             "--exact",
             "kill_child_writer",
             "--nocapture",

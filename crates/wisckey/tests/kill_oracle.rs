@@ -104,6 +104,7 @@ fn cycle_options(cycle: u64) -> Options {
 
 /// The child's body: runs only when the parent re-executes this test binary.
 #[test]
+#[ignore = "the child's body: its parent test runs it (--ignored)"]
 fn oracle_child() {
     let Ok(dir) = std::env::var(DIR_ENV) else {
         return; // Not a child.
@@ -198,7 +199,13 @@ fn sigkill_of_a_multithreaded_writer_matches_the_oracle() {
             .collect::<Vec<_>>()
             .join(",");
         let mut child = Command::new(std::env::current_exe().expect("exe"))
-            .args(["--exact", "oracle_child", "--nocapture", "--test-threads=1"])
+            .args([
+                "--ignored",
+                "--exact",
+                "oracle_child",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env(DIR_ENV, &dir)
             .env(START_ENV, &starts)
             .env(CYCLE_ENV, cycle.to_string())
