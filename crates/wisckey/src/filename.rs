@@ -17,6 +17,9 @@ use std::path::{Path, PathBuf};
 pub const CURRENT: &str = "CURRENT";
 pub const LOCK: &str = "LOCK";
 pub const RESERVE: &str = "RESERVE";
+/// Marks a checkpoint's directory while it is being copied (removed once its CURRENT is in
+/// place): a copy cut short is refused by open, never taken for a new database.
+pub const CHECKPOINT_INCOMPLETE: &str = "CHECKPOINT-INCOMPLETE";
 
 /// What a file in the database directory is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,6 +31,7 @@ pub enum FileKind {
     Current,
     Lock,
     Reserve,
+    CheckpointIncomplete,
 }
 
 pub fn table_file_name(dir: &Path, number: u64) -> PathBuf {
@@ -52,6 +56,7 @@ pub fn parse_file_name(name: &str) -> Option<FileKind> {
         CURRENT => return Some(FileKind::Current),
         LOCK => return Some(FileKind::Lock),
         RESERVE => return Some(FileKind::Reserve),
+        CHECKPOINT_INCOMPLETE => return Some(FileKind::CheckpointIncomplete),
         _ => {}
     }
     if let Some(num) = name.strip_prefix("MANIFEST-") {

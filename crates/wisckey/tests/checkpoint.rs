@@ -247,3 +247,88 @@ fn two_checkpoints_racing_to_one_target_make_one_copy() {
     let copy = Db::open(Path::new("/race"), options(&fs)).expect("open the copy");
     assert_eq!(contents(&copy), expected);
 }
+
+/// A checkpoint cut short at any of its writes (an error, then a power cut) never leaves a
+/// directory that opens as a database it is not: it opens with exactly the source's
+/// contents (the copy was complete) or is refused. Without the `CHECKPOINT-INCOMPLETE`
+/// marker, a copy cut before any data file (or of a database with no tables, cut while
+/// its first segment held at most a header) looked like an interrupted creation, and open
+/// completed it into a new, empty database.
+#[test]
+fn a_checkpoint_cut_short_at_any_write_never_opens_as_another_database() {
+    use wisckey::fs::{FaultFs, FaultKind, FaultOps, PowerLoss};
+    for flushed in [false, true] {
+        let source = |fault: &FaultFs| -> (Db, Vec<(Vec<u8>, Vec<u8>)>) {
+            let opts = Options {
+                gc_space_amp_target: f64::INFINITY,
+                ..Options::small_for_tests(Arc::new(fault.clone()))
+            };
+            let db = Db::open("/db", opts).expect("open");
+            for i in 0..6 {
+                db.put(key(i), value(i)).expect("put");
+            }
+            if flushed {
+                db.flush().expect("flush");
+            }
+            let before = contents(&db);
+            (db, before)
+        };
+        let counting = FaultFs::new(Arc::new(MemFs::new()));
+        let (db, _) = source(&counting);
+        let start = counting.calls();
+        db.checkpoint("/copy").expect("checkpoint");
+        let calls = counting.calls() - start;
+        drop(db);
+        let (mut refused, mut complete) = (0, 0);
+        for n in 1..=calls + 1 {
+            let mem = MemFs::new();
+            let fault = FaultFs::new(Arc::new(mem.clone()));
+            let (db, before) = source(&fault);
+            fault.fail_at(n, FaultKind::Io, FaultOps::Writes, true);
+            let result = db.checkpoint("/copy");
+            fault.clear();
+            drop(db);
+            // What the failed checkpoint left (no power cut), and two power-cut images.
+            let images = [
+                ("no power cut".to_string(), mem.clone()),
+                (
+                    "power cut, unsynced lost".to_string(),
+                    mem.power_loss_image(PowerLoss::DropUnsynced),
+                ),
+                (
+                    "power cut, torn".to_string(),
+                    mem.power_loss_image(PowerLoss::TornTail { seed: n }),
+                ),
+            ];
+            for (what, image) in images {
+                let context = format!("flushed: {flushed}; cut at write {n} of {calls} ({what})");
+                let made = image.exists(Path::new("/copy")).expect("exists")
+                    && (image.list(Path::new("/copy")).expect("list").iter())
+                        .any(|name| name != "LOCK");
+                if !made {
+                    // Nothing was copied (no directory, or an empty one: an open creates a
+                    // database there, as it would in any empty directory).
+                    refused += 1;
+                    continue;
+                }
+                match Db::open("/copy", Options::small_for_tests(Arc::new(image))) {
+                    Ok(copy) => {
+                        complete += 1;
+                        assert!(
+                            contents(&copy) == before,
+                            "{context}: the copy opened with other contents"
+                        );
+                    }
+                    Err(e) => {
+                        refused += 1;
+                        assert!(result.is_err(), "{context}: a finished checkpoint: {e}");
+                    }
+                }
+            }
+        }
+        assert!(
+            refused > 0 && complete > 0,
+            "{refused} refused, {complete} complete"
+        );
+    }
+}

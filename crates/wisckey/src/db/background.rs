@@ -710,6 +710,9 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner) -> Result<()> {
             Some(FileKind::Temp(n)) => !being_written.contains(&n) && !pending.contains(&n),
             Some(FileKind::Manifest(n)) => n < manifest && !being_written.contains(&n),
             Some(FileKind::ValueLog(n)) => removed_segments.contains(&n),
+            // A checkpoint's copy that opens has its CURRENT: it was complete (a crash came
+            // between CURRENT and the marker's removal).
+            Some(FileKind::CheckpointIncomplete) => true,
             _ => false,
         };
         if obsolete {

@@ -14,7 +14,10 @@
 //! - never overwrites: the target must not exist, and the checkpoint holds the new
 //!   directory's `LOCK` while it copies (two checkpoints racing to one target: one refuses);
 //!   every copied file is synced, then the directory, then the manifest and CURRENT (a crash
-//!   leaves a directory without CURRENT, which open refuses, never a half copy that opens).
+//!   leaves a directory without CURRENT, which open refuses, never a half copy that opens);
+//!   `CHECKPOINT-INCOMPLETE` is made durable first and removed last, so even a copy cut
+//!   short before any data file (a directory that would otherwise pass for an interrupted
+//!   creation, which open completes into an empty database) is refused as incomplete.
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
@@ -23,7 +26,7 @@ use serde::Serialize;
 
 use super::DbInner;
 use crate::error::{Error, Result};
-use crate::filename::{table_file_name, vlog_file_name};
+use crate::filename::{table_file_name, vlog_file_name, CHECKPOINT_INCOMPLETE};
 use crate::fs::FileSystem;
 use crate::position::LogPosition;
 use crate::version::{RebuiltCounters, SegmentMeta, VersionSet};
@@ -132,6 +135,9 @@ pub(crate) fn checkpoint(inner: &DbInner, target: &Path) -> Result<CheckpointRep
 
     crate::fs::create_dir_all_durably(fs, target)?;
     let _claim = claim_target(fs, target)?;
+    let marker = target.join(CHECKPOINT_INCOMPLETE);
+    fs.create(&marker)?.sync_data()?;
+    fs.sync_dir(target)?;
     let mut report = CheckpointReport {
         last_sequence,
         ..CheckpointReport::default()
@@ -187,6 +193,11 @@ pub(crate) fn checkpoint(inner: &DbInner, target: &Path) -> Result<CheckpointRep
         vlog_head: head,
     };
     VersionSet::write_rebuilt(fs, target, tables, segments, counters)?;
+    // Complete: CURRENT names a manifest whose files are all synced. A crash before this
+    // removal is durable leaves the marker beside CURRENT; the copy's first read-write open
+    // sweeps it.
+    fs.remove(&marker)?;
+    fs.sync_dir(target)?;
     Ok(report)
 }
 

@@ -411,6 +411,14 @@ fn check_new_directory(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Re
         };
     }
     let names = fs.list(dir)?;
+    if names.iter().any(|n| n == crate::filename::CHECKPOINT_INCOMPLETE) {
+        return Err(Error::NotADatabase(format!(
+            "{} is a checkpoint that stopped before it was complete ({} marks it): it is \
+             not a database. Delete it and run the checkpoint again",
+            dir.display(),
+            crate::filename::CHECKPOINT_INCOMPLETE
+        )));
+    }
     if let Some(foreign) = super::first_foreign_name(&names, false) {
         return Err(Error::NotADatabase(format!(
             "{} has no CURRENT file and holds '{foreign}', which wisckey did not write",

@@ -317,6 +317,8 @@ struct Inventory {
     manifests: Vec<u64>,
     temps: Vec<u64>,
     current: bool,
+    /// A checkpoint's copy in progress (or cut short) marks its directory.
+    checkpoint_incomplete: bool,
 }
 
 impl Inventory {
@@ -329,6 +331,7 @@ impl Inventory {
                 Some(FileKind::Manifest(n)) => inv.manifests.push(n),
                 Some(FileKind::Temp(n)) => inv.temps.push(n),
                 Some(FileKind::Current) => inv.current = true,
+                Some(FileKind::CheckpointIncomplete) => inv.checkpoint_incomplete = true,
                 Some(FileKind::Lock | FileKind::Reserve) | None => {}
             }
         }
@@ -367,6 +370,15 @@ pub(crate) fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
     }
     let _lock = fs.lock(&dir.join(LOCK))?;
     let inventory = Inventory::take(&*fs, dir)?;
+    if inventory.checkpoint_incomplete && !inventory.current {
+        // What it holds is a part of another database's files: a repair would make a
+        // database of the part. Its source still has the whole.
+        return Err(Error::NotADatabase(format!(
+            "{} is a checkpoint that stopped before it was complete: nothing to repair. \
+             Delete it and run the checkpoint again",
+            dir.display()
+        )));
+    }
     if inventory.segments.is_empty() && inventory.tables.is_empty() {
         return Err(Error::NotADatabase(format!(
             "{} holds no value-log segment and no table: nothing to repair from",

@@ -65,6 +65,7 @@ pub enum FaultOps {
 }
 
 impl FaultOps {
+    /// Whether calls of `op` are counted (and may fail) under these ops.
     pub fn includes(self, op: FsOp) -> bool {
         match self {
             FaultOps::Writes => op.is_write(),
