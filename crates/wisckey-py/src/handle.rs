@@ -104,7 +104,22 @@ impl Handle {
         self.check_process()?;
         let open = self.db.read();
         let db = open.as_ref().ok_or(engine::Error::Closed)?;
-        Ok(f(db)?)
+        // A panic in the engine (a bug) reaches Python as `InternalError`, a
+        // `wisckey.Error`, not as pyo3's `PanicException`, which `except Exception` misses.
+        // Unwind safety: the engine latches or refuses what a panic left half done on its
+        // write and background paths; a read holds nothing it could leave behind.
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(db))) {
+            Ok(result) => Ok(result?),
+            Err(payload) => {
+                let said = (payload.downcast_ref::<&str>().copied())
+                    .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+                    .unwrap_or("a panic without a message");
+                Err(
+                    engine::Error::Internal(format!("a call into the engine panicked: {said}"))
+                        .into(),
+                )
+            }
+        }
     }
 
     /// Closes the database (idempotent); without the GIL. In a process other than the one
