@@ -1,11 +1,15 @@
 //! `Db::check` reads everything and reports, by file and offset, what does not verify; a
 //! sound database reports nothing.
 
+mod common;
+
 use std::path::Path;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 
+use common::{HookFs, Hooks};
 use wisckey::fs::{FileSystem, MemFs};
-use wisckey::{Db, Options};
+use wisckey::{Db, Error, Options};
 
 fn options(fs: &MemFs) -> Options {
     Options {
@@ -279,4 +283,52 @@ fn a_read_only_check_after_a_crash_takes_no_torn_tail_for_damage() {
     }
     assert!(torn_images > 0, "no image had a torn tail");
     drop(db);
+}
+
+/// Fails every read of a table with the errno stored (0: none).
+#[derive(Debug, Default)]
+struct TableReadsFail {
+    errno: AtomicI32,
+}
+
+impl Hooks for TableReadsFail {
+    fn before_read(&self, path: &Path, _offset: u64, _len: usize) -> wisckey::Result<()> {
+        let errno = self.errno.load(Ordering::SeqCst);
+        if errno != 0 && path.extension().is_some_and(|e| e == "sst") {
+            let error = std::io::Error::from_raw_os_error(errno);
+            return Err(Error::io(format!("read {}", path.display()), error));
+        }
+        Ok(())
+    }
+}
+
+/// An error of the process's situation (no permission) stops the check with that error; it
+/// is not reported as damage, which made `wisckey check` exit 2 on a sound database. A
+/// failed read (EIO, a bad sector) is the data's: reported as a problem.
+#[test]
+fn a_permission_error_stops_the_check_and_is_not_damage() {
+    let fs = HookFs::new(TableReadsFail::default());
+    let dir = Path::new("/db");
+    populate(&fs.mem, dir);
+    let opts = Options {
+        gc_space_amp_target: f64::INFINITY,
+        ..Options::small_for_tests(Arc::new(fs.clone()))
+    };
+    let db = Db::open(dir, opts).expect("open");
+    fs.hooks.errno.store(libc::EACCES, Ordering::SeqCst);
+    match db.check() {
+        Err(Error::Io { source, .. }) => {
+            assert_eq!(source.kind(), std::io::ErrorKind::PermissionDenied)
+        }
+        other => panic!("expected the permission error, got {other:?}"),
+    }
+    fs.hooks.errno.store(libc::EIO, Ordering::SeqCst);
+    let report = db.check().expect("a failed read is reported, not returned");
+    assert!(
+        report.problems.iter().any(|p| p.file.ends_with(".sst")),
+        "{:?}",
+        report.problems
+    );
+    fs.hooks.errno.store(0, Ordering::SeqCst);
+    assert!(db.check().expect("check").is_ok());
 }

@@ -1,5 +1,7 @@
 //! `Db::check`: reads everything the database holds and reports what does not verify, by
-//! file and offset. Changes nothing.
+//! file and offset. Changes nothing. An error of the process's situation rather than of the
+//! stored bytes (no permission, no file handles or memory) stops the check with that error
+//! instead of being reported as damage; a missing file and a failed read (EIO) are damage.
 //!
 //! Three passes over one moment's state (a held `Version`, so no file it reads is deleted
 //! under it):
@@ -54,17 +56,47 @@ impl CheckReport {
         self.problems.is_empty()
     }
 
-    fn add(&mut self, fallback_file: &str, error: Error) {
+    /// Records a problem; an error that says nothing about the stored bytes (see
+    /// [`not_about_the_data`]) is returned instead: the check stops with it.
+    fn add(&mut self, fallback_file: &str, error: Error) -> Result<()> {
+        if not_about_the_data(&error) {
+            return Err(error);
+        }
         let (file, offset, what) = located(error, fallback_file);
         self.problems.push(CheckProblem { file, offset, what });
+        Ok(())
     }
 
     /// A key's value that did not read: named by the file (and offset) that failed where the
     /// error knows it, and always by the key, which is what a user acts on.
-    fn add_value(&mut self, key: &[u8], error: Error) {
+    fn add_value(&mut self, key: &[u8], error: Error) -> Result<()> {
+        if not_about_the_data(&error) {
+            return Err(error);
+        }
         let (file, offset, reason) = located(error, "the value log");
         let what = format!("value of key {}: {reason}", crate::key::printable_key(key));
         self.problems.push(CheckProblem { file, offset, what });
+        Ok(())
+    }
+}
+
+/// Errors of the process's situation, not of what is stored: no permission, no file
+/// handles or memory left, a closed database. Reported as damage, they made `wisckey
+/// check` exit 2 on a sound database (a `check || repair` script would repair it). A
+/// missing file and a failed read (EIO: a bad sector) stay problems: they are the data's.
+fn not_about_the_data(error: &Error) -> bool {
+    match error {
+        Error::Io { source, .. } => {
+            matches!(
+                source.kind(),
+                std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::OutOfMemory
+            ) || matches!(
+                source.raw_os_error(),
+                Some(libc::EMFILE | libc::ENFILE | libc::ENOMEM | libc::EACCES | libc::EPERM)
+            )
+        }
+        Error::Closed | Error::Locked(_) | Error::InvalidArgument(_) => true,
+        _ => false,
     }
 }
 
@@ -162,7 +194,7 @@ pub(crate) fn check(
         let mut it = match opened {
             Ok(table) => Arc::new(table).iter(),
             Err(e) => {
-                report.add(&name, e);
+                report.add(&name, e)?;
                 continue;
             }
         };
@@ -173,12 +205,12 @@ pub(crate) fn check(
                 report.add(
                     &name,
                     Error::corruption(&name, 0, "an entry's internal key does not parse"),
-                );
+                )?;
             }
             it.next();
         }
         if let Err(e) = it.status() {
-            report.add(&name, e);
+            report.add(&name, e)?;
         }
         tell(CheckPhase::Tables, tables_done, table_bytes);
     }
@@ -197,12 +229,12 @@ pub(crate) fn check(
             report.pointers += 1;
         }
         if let Err(e) = it.value() {
-            report.add_value(it.key(), e);
+            report.add_value(it.key(), e)?;
         }
         it.next();
     }
     if let Err(e) = it.status() {
-        report.add("the key index", e);
+        report.add("the key index", e)?;
     }
     drop(it);
     tell(CheckPhase::Values, report.keys, report.keys);
@@ -249,7 +281,7 @@ pub(crate) fn check(
         report.segment_records += records;
         if let Err(e) = scanned {
             let name = crate::filename::vlog_file_name(&inner.dir, segment);
-            report.add(&name.display().to_string(), e);
+            report.add(&name.display().to_string(), e)?;
         }
         segments_done += size;
         tell(CheckPhase::Segments, segments_done, segment_bytes);
@@ -275,7 +307,7 @@ pub(crate) fn check(
                 None => match inner.fs.file_size(&path) {
                     Ok(size) => size,
                     Err(e) => {
-                        report.add(&name, e);
+                        report.add(&name, e)?;
                         continue;
                     }
                 },
@@ -318,9 +350,9 @@ pub(crate) fn check(
                          {until} (what had been written when the check began)"
                     ),
                 ),
-            ),
+            )?,
             Ok(_) => {}
-            Err(e) => report.add(&name, e),
+            Err(e) => report.add(&name, e)?,
         }
     }
     Ok(report)
