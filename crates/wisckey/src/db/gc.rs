@@ -327,15 +327,20 @@ fn yields(inner: &DbInner, paced: bool) -> bool {
     paced && !inner.gc_pacer.pacing()
 }
 
-/// Sizes of the segment files present: the sealed size the manifest records, else the
-/// file's current size.
+/// Sizes of the segment files present: the sealed size the manifest records; for the
+/// segment being written, where its next record goes (its file runs ahead with zeros:
+/// mapped write-outs and `vlog_zero_fill_size` allocate up to megabytes that hold no
+/// record, and counted, they made a small database's live bytes many times its data);
+/// else the file's current size.
 fn segment_sizes(inner: &DbInner) -> Result<BTreeMap<u64, u64>> {
     let listed = inner.state.lock().versions.vlog_segments().clone();
+    let end = inner.vlog.end();
     let mut sizes = BTreeMap::new();
     for name in inner.fs.list(&inner.dir)? {
         if let Some(FileKind::ValueLog(n)) = parse_file_name(&name) {
             let size = match listed.get(&n).and_then(|m| m.sealed_size) {
                 Some(size) => size,
+                None if n == end.segment => end.offset,
                 None => match inner.fs.file_size(&inner.dir.join(&name)) {
                     Ok(size) => size,
                     // Deleted since the listing.
