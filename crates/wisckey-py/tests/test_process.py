@@ -13,15 +13,46 @@ import time
 import wisckey
 from gil_probe import GilProbe
 
+# Shared by the forking scripts: `try_in_child` prints whether each call was refused as
+# the parent's database; `wait_for_child` reaps the child, killing it after 20 s.
+CHILD_HELPERS = textwrap.dedent(
+    """
+    import os, time
+    import wisckey
+
+    def try_in_child(calls):
+        for name, call in calls:
+            try:
+                call()
+                print("child", name, "no error", flush=True)
+            except wisckey.Error as e:
+                ok = type(e) is wisckey.Error and "opened by process %d" % os.getppid() in str(e)
+                print("child", name, "refused" if ok else "wrong error: %r" % e, flush=True)
+
+    def wait_for_child(pid):
+        deadline = time.monotonic() + 20
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                print("child status", status, flush=True)
+                return
+            if time.monotonic() > deadline:
+                print("child hung", flush=True)
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                return
+            time.sleep(0.05)
+    """
+)
+
 # The parent opens a database, writes, scans it once with values (the engine's reader
 # threads start) and makes a snapshot, an iterator (one chunk fetched) and a batch, then
 # forks. The child tries each through the inherited handle, then leaves with sys.exit():
 # finalizers and atexit hooks run. The parent waits for it (killing it after 20 s) and
 # goes on using the database.
-FORK = textwrap.dedent(
+FORK = CHILD_HELPERS + textwrap.dedent(
     """
-    import os, sys, time
-    import wisckey
+    import sys
 
     db = wisckey.DB(sys.argv[1], memtable_size=64 << 20)
     for i in range(2000):
@@ -49,28 +80,11 @@ FORK = textwrap.dedent(
             "batch_len": lambda: len(batch),
             "write_batch": db.write_batch,
         }
-        for name, call in calls.items():
-            try:
-                call()
-                print("child", name, "no error", flush=True)
-            except wisckey.Error as e:
-                ok = type(e) is wisckey.Error and "opened by process %d" % os.getppid() in str(e)
-                print("child", name, "refused" if ok else "wrong error: %r" % e, flush=True)
+        try_in_child(calls.items())
         db.close()  # the parent's database: nothing to do here
         sys.exit(0)
 
-    deadline = time.monotonic() + 20
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            print("child status", status, flush=True)
-            break
-        if time.monotonic() > deadline:
-            print("child hung", flush=True)
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-            break
-        time.sleep(0.05)
+    wait_for_child(pid)
     assert db.get(b"k00001") == b"00001" * 100
     db.put(b"parent-after", b"y", sync=True)
     assert db.get(b"from-child") is None and db.get(b"k00003") is not None
@@ -102,10 +116,9 @@ def test_a_forked_child_is_refused_the_parents_handle_and_exits(tmp_path):
 # wait on them forever. A close takes well under a second here, so the fork comes 10 ms
 # after it starts, in several attempts; the test needs at least one that forked while
 # it was in progress.
-FORK_MID_CALL = textwrap.dedent(
+FORK_MID_CALL = CHILD_HELPERS + textwrap.dedent(
     """
-    import os, sys, threading, time
-    import wisckey
+    import sys, threading
 
     def quietly(call):
         try:
@@ -134,28 +147,11 @@ FORK_MID_CALL = textwrap.dedent(
               flush=True)
         pid = os.fork()
         if pid == 0:
-            for name, call in (("iterator", lambda: next(it)),
-                               ("batch_put", lambda: batch.put(b"x", b"y")),
-                               ("batch_write", batch.write)):
-                try:
-                    call()
-                    print("child", name, "no error", flush=True)
-                except wisckey.Error as e:
-                    print("child", name, "refused" if "opened by process" in str(e)
-                          else "wrong error: %r" % e, flush=True)
+            try_in_child([("iterator", lambda: next(it)),
+                          ("batch_put", lambda: batch.put(b"x", b"y")),
+                          ("batch_write", batch.write)])
             os._exit(0)
-        deadline = time.monotonic() + 20
-        while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                print("child status", status, flush=True)
-                break
-            if time.monotonic() > deadline:
-                print("child hung", flush=True)
-                os.kill(pid, 9)
-                os.waitpid(pid, 0)
-                break
-            time.sleep(0.05)
+        wait_for_child(pid)
         closer.join()
         for t in callers:
             t.join()

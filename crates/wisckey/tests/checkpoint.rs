@@ -27,7 +27,10 @@ fn value(i: u64) -> Vec<u8> {
     v
 }
 
-fn contents(db: &Db) -> Vec<(Vec<u8>, Vec<u8>)> {
+/// Every key and value, in key order.
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+fn contents(db: &Db) -> Entries {
     db.range::<&[u8], _>(..)
         .expect("range")
         .collect::<Result<_, _>>()
@@ -258,7 +261,7 @@ fn two_checkpoints_racing_to_one_target_make_one_copy() {
 fn a_checkpoint_cut_short_at_any_write_never_opens_as_another_database() {
     use wisckey::fs::{FaultFs, FaultKind, FaultOps, PowerLoss};
     for flushed in [false, true] {
-        let source = |fault: &FaultFs| -> (Db, Vec<(Vec<u8>, Vec<u8>)>) {
+        let source = |fault: &FaultFs| -> (Db, Entries) {
             let opts = Options {
                 gc_space_amp_target: f64::INFINITY,
                 ..Options::small_for_tests(Arc::new(fault.clone()))

@@ -444,14 +444,15 @@ fn a_power_cut_at_any_step_of_repair_is_undone_by_repairing_again() {
     assert!(repaired_again > 0 && repaired_again < total_calls * 2);
 }
 
-/// A closed database whose deletes compaction purged together with the values they shadow,
-/// and whose delete records GC collected, while the old values' records stay in segment 1:
-/// the log alone would bring the keys back. Returns it and its contents.
-fn purged_deletes_with_old_values_in_the_log() -> (MemFs, BTreeMap<Vec<u8>, Vec<u8>>) {
-    let fs = MemFs::new();
-    let dir = Path::new(DIR);
-    let db = Db::open(dir, options(Arc::new(fs.clone()))).expect("open");
-    let doomed = |i: u32| format!("doomed{i:03}").into_bytes();
+/// Key `i` of the deleted ones.
+fn doomed(i: u32) -> Vec<u8> {
+    format!("doomed{i:03}").into_bytes()
+}
+
+/// Writes 40 live keys and 40 doomed ones, overwrites a churn key, deletes the doomed
+/// keys (with a flush before the deletes when `flush_between`: the values and their deletes
+/// then sit in different tables), churns again and flushes.
+fn write_then_delete_doomed(db: &Db, flush_between: bool) {
     for i in 0..40u32 {
         db.put(format!("live{i:03}"), vec![b'l'; 3000])
             .expect("put");
@@ -462,13 +463,20 @@ fn purged_deletes_with_old_values_in_the_log() -> (MemFs, BTreeMap<Vec<u8>, Vec<
             db.put(b"churn", vec![j as u8; 3000]).expect("put");
         }
     };
-    churn(&db);
+    churn(db);
+    if flush_between {
+        db.flush().expect("flush");
+    }
     for i in 0..40u32 {
         db.delete(doomed(i)).expect("delete");
     }
-    churn(&db);
+    churn(db);
     db.flush().expect("flush");
-    db.compact_range(None, None).expect("compact");
+}
+
+/// A GC that collects the churn's segments (and the deletes' records with them) but keeps
+/// segment 1, which holds the doomed keys' old values.
+fn collect_all_but_the_old_values(db: &Db) {
     let gc = GcOptions {
         min_dead_fraction: 0.5,
         compact_first: false,
@@ -482,6 +490,28 @@ fn purged_deletes_with_old_values_in_the_log() -> (MemFs, BTreeMap<Vec<u8>, Vec<
         Some(1),
         "the old values' segment stays"
     );
+}
+
+/// Opens the repaired database with `options`: no deleted key is back, and it holds
+/// `expected`.
+fn assert_repaired_to(options: Options, expected: &BTreeMap<Vec<u8>, Vec<u8>>) {
+    let db = Db::open(Path::new(DIR), options).expect("open after repair");
+    let seen = contents(&db);
+    let back = keys_not_in(&seen, expected);
+    assert!(back.is_empty(), "deleted keys came back: {back:?}");
+    assert!(seen == *expected, "contents differ");
+}
+
+/// A closed database whose deletes compaction purged together with the values they shadow,
+/// and whose delete records GC collected, while the old values' records stay in segment 1:
+/// the log alone would bring the keys back. Returns it and its contents.
+fn purged_deletes_with_old_values_in_the_log() -> (MemFs, BTreeMap<Vec<u8>, Vec<u8>>) {
+    let fs = MemFs::new();
+    let dir = Path::new(DIR);
+    let db = Db::open(dir, options(Arc::new(fs.clone()))).expect("open");
+    write_then_delete_doomed(&db, false);
+    db.compact_range(None, None).expect("compact");
+    collect_all_but_the_old_values(&db);
     for i in 0..40u32 {
         assert_eq!(db.get(doomed(i)).expect("get"), None);
     }
@@ -670,11 +700,7 @@ fn an_unfinished_table_does_not_let_the_log_bring_purged_deletes_back() {
         "{:?}",
         report.problems
     );
-    let db = Db::open(dir, options(Arc::new(fs.clone()))).expect("open after repair");
-    let seen = contents(&db);
-    let back = keys_not_in(&seen, &expected);
-    assert!(back.is_empty(), "deleted keys came back: {back:?}");
-    assert!(seen == expected, "contents differ");
+    assert_repaired_to(options(Arc::new(fs.clone())), &expected);
 }
 
 /// The manifest's last edit, a compaction that purged deletes with the values they shadow,
@@ -686,40 +712,11 @@ fn an_unfinished_table_does_not_let_the_log_bring_purged_deletes_back() {
 fn a_manifest_that_lost_its_last_compaction_does_not_bring_purged_deletes_back() {
     let fs = MemFs::new();
     let dir = Path::new(DIR);
-    let db = Db::open(dir, options_without_l0_compactions(Arc::new(fs.clone()))).expect("open");
-    let doomed = |i: u32| format!("doomed{i:03}").into_bytes();
-    for i in 0..40u32 {
-        db.put(format!("live{i:03}"), vec![b'l'; 3000])
-            .expect("put");
-        db.put(doomed(i), vec![b'd'; 300]).expect("put");
-    }
-    let churn = |db: &Db| {
-        for j in 0..60u32 {
-            db.put(b"churn", vec![j as u8; 3000]).expect("put");
-        }
-    };
-    churn(&db);
-    // The values and their deletes in different tables, so only a compaction purges them.
-    db.flush().expect("flush");
-    for i in 0..40u32 {
-        db.delete(doomed(i)).expect("delete");
-    }
-    churn(&db);
-    db.flush().expect("flush");
+    let opts = || options_without_l0_compactions(Arc::new(fs.clone()));
+    let db = Db::open(dir, opts()).expect("open");
+    write_then_delete_doomed(&db, true);
     // GC first (the deletes' records go), then the compaction that purges them, last.
-    let gc = GcOptions {
-        min_dead_fraction: 0.5,
-        compact_first: false,
-        ..GcOptions::default()
-    };
-    let outcome = db.gc(&gc).expect("gc");
-    assert!(outcome.segments_collected > 0, "{outcome:?}");
-    let segments = db.stats().expect("stats").value_log.segments;
-    assert_eq!(
-        segments.first().map(|s| s.segment),
-        Some(1),
-        "the old values' segment stays"
-    );
+    collect_all_but_the_old_values(&db);
     let saved = save_manifests(&fs);
     db.compact_range(None, None).expect("compact");
     for i in 0..40u32 {
@@ -729,12 +726,11 @@ fn a_manifest_that_lost_its_last_compaction_does_not_bring_purged_deletes_back()
     db.close().expect("close");
     restore_manifests(&fs, &saved);
     assert!(
-        Db::open(dir, options_without_l0_compactions(Arc::new(fs.clone()))).is_err(),
+        Db::open(dir, opts()).is_err(),
         "the stale manifest's missing tables are refused"
     );
 
-    let report =
-        Db::repair(dir, options_without_l0_compactions(Arc::new(fs.clone()))).expect("repair");
+    let report = Db::repair(dir, opts()).expect("repair");
     assert!(
         report
             .problems
@@ -743,12 +739,7 @@ fn a_manifest_that_lost_its_last_compaction_does_not_bring_purged_deletes_back()
         "{:?}",
         report.problems
     );
-    let db = Db::open(dir, options_without_l0_compactions(Arc::new(fs.clone())))
-        .expect("open after repair");
-    let seen = contents(&db);
-    let back = keys_not_in(&seen, &expected);
-    assert!(back.is_empty(), "deleted keys came back: {back:?}");
-    assert!(seen == expected, "contents differ");
+    assert_repaired_to(opts(), &expected);
 }
 
 /// A manifest that lost its last edits but lists every table still there (the lost edits
