@@ -25,6 +25,8 @@
 //!   edit torn off), or one older than a finished table present (numbered at or past the
 //!   next file number its edits record). A missing table is a gap only where no finished
 //!   table written after it goes unlisted (those are the lost edit's outputs);
+//!   Even then, a table it does not list numbered below that next file number is a
+//!   leftover of one of its own edits (or an output never installed) and is not read;
 //! - a table never finished (no footer ending in the magic) and listed by no manifest was
 //!   never installed: no source, no gap. A damaged filter loses no entry: the table is
 //!   read without it;
@@ -433,6 +435,16 @@ pub(crate) fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
         let meta = listed.as_ref().and_then(|listed| listed.get(&number));
         if trusted.is_some() && meta.is_none() {
             continue; // An obsolete leftover: set aside unread.
+        }
+        // A stale manifest still tells leftovers apart: a table it does not list that was
+        // numbered before its last edit was deleted by one of its edits (a compaction's
+        // input the sweep had not removed yet, whose purged deletes it would bring back)
+        // or was a flush's output never installed (whose records the log still holds above
+        // the tables' sequence numbers). Either way not a source.
+        let before_its_last_edit =
+            |state: &LoadedState| number < state.recorded_next_file_number();
+        if meta.is_none() && old_state.as_ref().is_some_and(before_its_last_edit) {
+            continue;
         }
         if meta.is_none() && !finished.contains(&number) {
             // Never finished, so never installed: a flush or compaction (or a repair) cut
