@@ -98,11 +98,13 @@ fn op_log(seed: u64, n: u64) -> Vec<Op> {
 }
 
 /// Everything the reads of one run answered, in order.
-fn run(ops: &[Op], options: &dyn Fn(&MemFs) -> Options) -> Vec<String> {
+/// The answers of one run, and the segments its explicit GC steps collected.
+fn run(ops: &[Op], options: &dyn Fn(&MemFs) -> Options) -> (Vec<String>, u64) {
     let fs = MemFs::new();
     let dir = Path::new("/diff-db");
     let mut db = Db::open(dir, options(&fs)).expect("open");
     let mut answers = Vec::new();
+    let mut collected = 0;
     let mut snapshot: Option<Snapshot> = None;
     for op in ops {
         match op {
@@ -121,7 +123,7 @@ fn run(ops: &[Op], options: &dyn Fn(&MemFs) -> Options) -> Vec<String> {
             Op::Flush => db.flush().expect("flush"),
             Op::Compact => db.compact_range(None, None).expect("compact"),
             Op::Gc => {
-                db.gc(&GcOptions::default()).expect("gc");
+                collected += db.gc(&GcOptions::default()).expect("gc").segments_collected;
             }
             Op::Reopen => {
                 snapshot = None;
@@ -158,7 +160,7 @@ fn run(ops: &[Op], options: &dyn Fn(&MemFs) -> Options) -> Vec<String> {
     it.status().expect("status");
     drop(it);
     db.close().expect("close");
-    answers
+    (answers, collected)
 }
 
 /// Gets of 15 keys from `from` and a scan of up to 40 entries from it, at `opts`.
@@ -288,8 +290,13 @@ fn one_operation_log_gives_the_same_answers_under_very_different_options() {
             Box::new(|fs: &MemFs| Options::default().with_fs(Arc::new(fs.clone()))),
         ),
     ];
-    for (name, configure) in &configs {
-        let answers = run(&ops, configure.as_ref());
+    for (i, (name, configure)) in configs.iter().enumerate() {
+        let (answers, collected) = run(&ops, configure.as_ref());
+        // The tiny segments' run must collect, or its GC paths went untested.
+        assert!(
+            i != 0 || collected > 0,
+            "seed {seed}, options \"{name}\": the GC steps collected nothing"
+        );
         if let Some(i) =
             (0..answers.len().max(expected.len())).find(|&i| answers.get(i) != expected.get(i))
         {

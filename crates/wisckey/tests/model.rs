@@ -322,10 +322,18 @@ fn run_model(seed: u64, ops: u64, dir: &Path) {
         "the run must collect value-log segments ({counts:?})"
     );
     assert!(
-        ["compact", "reopen", "power-loss-reopen", "gc"]
-            .iter()
-            .all(|op| counts.get(op).copied().unwrap_or(0) > 0),
-        "the run must exercise compaction, reopen and replay after a power cut"
+        [
+            "compact",
+            "reopen",
+            "power-loss-reopen",
+            "gc",
+            "cluster",
+            "snapshot-get"
+        ]
+        .iter()
+        .all(|op| counts.get(op).copied().unwrap_or(0) > 0),
+        "the run must exercise compaction, reopen, replay after a power cut, GC, clustering \
+         and reads at a snapshot ({counts:?})"
     );
     db.close().expect("close");
 }
