@@ -497,6 +497,16 @@ fn collect_all_but_the_old_values(db: &Db) {
     );
 }
 
+/// Repairs the database with `options`; its report must name a problem saying `what`.
+fn repair_reporting(options: Options, what: &str) {
+    let report = Db::repair(Path::new(DIR), options).expect("repair");
+    assert!(
+        report.problems.iter().any(|p| p.what.contains(what)),
+        "no problem says {what:?}: {:?}",
+        report.problems
+    );
+}
+
 /// Opens the repaired database with `options`: no deleted key is back, and it holds
 /// `expected`.
 fn assert_repaired_to(options: Options, expected: &BTreeMap<Vec<u8>, Vec<u8>>) {
@@ -735,15 +745,7 @@ fn a_manifest_that_lost_its_last_compaction_does_not_bring_purged_deletes_back()
         "the stale manifest's missing tables are refused"
     );
 
-    let report = Db::repair(dir, opts()).expect("repair");
-    assert!(
-        report
-            .problems
-            .iter()
-            .any(|p| p.what.contains("a lost edit replaced it")),
-        "{:?}",
-        report.problems
-    );
+    repair_reporting(opts(), "a lost edit replaced it");
     assert_repaired_to(opts(), &expected);
 }
 
@@ -777,15 +779,9 @@ fn a_manifest_older_than_tables_present_does_not_set_them_aside_unread() {
     db.close().expect("close");
     restore_manifests(&fs, &saved);
 
-    let report =
-        Db::repair(dir, options_without_l0_compactions(Arc::new(fs.clone()))).expect("repair");
-    assert!(
-        report
-            .problems
-            .iter()
-            .any(|p| p.what.contains("older than tables present")),
-        "{:?}",
-        report.problems
+    repair_reporting(
+        options_without_l0_compactions(Arc::new(fs.clone())),
+        "older than tables present",
     );
     let db = Db::open(dir, options_without_l0_compactions(Arc::new(fs.clone())))
         .expect("open after repair");
@@ -826,14 +822,6 @@ fn a_stale_manifest_still_sets_its_own_leftovers_aside() {
     fs.set_contents(&dir.join("000900.sst"), &bytes)
         .expect("write");
 
-    let report = Db::repair(dir, opts()).expect("repair");
-    assert!(
-        report
-            .problems
-            .iter()
-            .any(|p| p.what.contains("older than tables present")),
-        "{:?}",
-        report.problems
-    );
+    repair_reporting(opts(), "older than tables present");
     assert_repaired_to(opts(), &expected);
 }
