@@ -113,9 +113,8 @@ impl Iterator {
     /// The next entry (None: the end, or closed), fetching a chunk if none is buffered.
     /// Runs without the GIL.
     fn next_entry(&self) -> Result<Option<Entry>, Failure> {
-        // Before `fetching`, which a parent's thread may have held at a fork (a child would
-        // wait forever), and before the buffered entries: every call raises in a child.
-        self.shared.check_process()?;
+        // `__next__`, the only caller, has checked the process: `fetching` may have been
+        // held by a parent's thread at a fork, and a child would wait for it forever.
         let _one_fetch_at_a_time = self.fetching.lock();
         // Another thread may have fetched (or closed) while this one waited.
         let (snapshot, lower, upper) = {
@@ -284,7 +283,7 @@ impl Iterator {
     /// in the key index itself ends the iteration.
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         // In a forked child every call raises, even one an entry already fetched could
-        // answer.
+        // answer, and before `next_entry` takes `fetching` (see there).
         self.shared.check_process().map_err(|e| e.into_py(py))?;
         let buffered = self.state.lock().buffered.pop_front();
         let entry = match buffered {
