@@ -472,6 +472,19 @@ fn damaged_log_record_before_synced_records_is_refused_then_salvaged_on_request(
         Err(Error::InvalidArgument(msg)) => assert!(msg.contains("SalvagePrefix"), "{msg}"),
         other => panic!("checkpoint of a read-only salvage: {other:?}"),
     }
+    // Nor does its check call the database sound: the damage is still on disk.
+    let report = reader.check().expect("check");
+    assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
+    assert!(
+        report.problems[0].file.ends_with(&segment),
+        "{:?}",
+        report.problems
+    );
+    assert!(
+        report.problems[0].what.contains("SalvagePrefix"),
+        "{:?}",
+        report.problems
+    );
     drop(reader);
     assert_eq!(dir_contents(dir), before);
     let db = Db::open(dir, salvage).expect("salvage");

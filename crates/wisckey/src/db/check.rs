@@ -10,12 +10,14 @@
 //!    was cached must not pass;
 //! 2. every key's newest value through an iterator: a pointer must resolve to a value-log
 //!    record whose checksum holds and that carries the same key;
-//! 3. every record of every sealed segment before the replay head, then of the log from
+//! 3. every record of every sealed segment before the replay head (and its file's length
+//!    against the size the manifest sealed it at), then of the log from
 //!    its segment on up to what had reached the OS when the check began (records written
 //!    since open are verified by nothing else: inline values and deletes are read from the
 //!    memtable). GC's punched ranges are stepped over: GC waits while a segment is read,
 //!    so none is punched under the scan; a segment GC collected since the check began is
-//!    skipped.
+//!    skipped. A read-only handle that salvaged reports the damage its open stepped over
+//!    (still on disk: it changes nothing).
 
 use serde::Serialize;
 
@@ -279,12 +281,32 @@ pub(crate) fn check(
         );
         drop(no_gc);
         report.segment_records += records;
-        if let Err(e) = scanned {
-            let name = crate::filename::vlog_file_name(&inner.dir, segment);
-            report.add(&name.display().to_string(), e)?;
+        let name = vlog_file_name(&inner.dir, segment).display().to_string();
+        match scanned {
+            Ok(len) if len != size => report.add(&name, not_its_sealed_size(&name, len, size))?,
+            Ok(_) => {}
+            Err(e) => report.add(&name, e)?,
         }
         segments_done += size;
         tell(CheckPhase::Segments, segments_done, segment_bytes);
+    }
+
+    if inner.read_only {
+        // A read-only open that salvaged stepped over damage in memory and left it on disk
+        // (it changes nothing): the scan below stops at the replay's end before it, so it
+        // is reported from what the open found.
+        for damage in &inner.recovery_report.salvaged {
+            let name = vlog_file_name(&inner.dir, damage.at.segment);
+            report.problems.push(CheckProblem {
+                file: name.display().to_string(),
+                offset: Some(damage.at.offset),
+                what: format!(
+                    "stepped over by this read-only open (RecoveryMode::SalvagePrefix), {} \
+                     bytes: {}",
+                    damage.bytes_dropped, damage.reason
+                ),
+            });
+        }
     }
 
     for segment in head_segment..=written_end.segment {
@@ -302,7 +324,18 @@ pub(crate) fn check(
             written_end.offset
         } else {
             match listed.and_then(|meta| meta.sealed_size) {
-                Some(size) => size,
+                Some(size) => {
+                    // Bytes past the sealed size are read by nothing; a different length
+                    // says the file is not the one the manifest sealed.
+                    match inner.fs.file_size(&path) {
+                        Ok(len) if len != size => {
+                            report.add(&name, not_its_sealed_size(&name, len, size))?
+                        }
+                        Ok(_) => {}
+                        Err(e) => report.add(&name, e)?,
+                    }
+                    size
+                }
                 // Finished before the manifest recorded it: cut to its records at the roll.
                 None => match inner.fs.file_size(&path) {
                     Ok(size) => size,
@@ -356,4 +389,14 @@ pub(crate) fn check(
         }
     }
     Ok(report)
+}
+
+/// A sealed segment whose file is not the length the manifest recorded when it sealed it:
+/// cut short, records (dead or not) are gone; grown, something wrote to a finished file.
+fn not_its_sealed_size(name: &str, len: u64, sealed: u64) -> Error {
+    Error::corruption(
+        name,
+        len.min(sealed),
+        format!("the segment is {len} bytes; the manifest sealed it at {sealed}"),
+    )
 }
