@@ -7,7 +7,9 @@
 //!   position the writer had written out and synced (a batch boundary); its manifest's replay
 //!   head is that version's, so opening the copy replays the log from there;
 //! - every file is copied, none shared: GC punches holes in sealed segments in place, which
-//!   would reach a copy through a hard link (tables are small next to the log);
+//!   would reach a copy through a hard link (tables are small next to the log); a
+//!   segment's punched ranges are not copied but left holes (zeros) in the copy, whose
+//!   manifest records them punched too;
 //! - GC neither collects nor punches while the copy is made (`gc_lock` is held), so every
 //!   segment read is complete and its punched ranges are the ones recorded;
 //! - never writes into the database: a target inside its directory is refused;
@@ -174,7 +176,10 @@ pub(crate) fn checkpoint(inner: &DbInner, target: &Path) -> Result<CheckpointRep
         } else {
             inner.fs.file_size(&from)?
         };
-        copy_file(&*inner.fs, fs, &from, &vlog_file_name(target, segment), len)?;
+        // Punched ranges are left holes in the copy too: copied as zeros, a checkpoint
+        // of a log GC punched would take the disk space GC gave back.
+        let to = vlog_file_name(target, segment);
+        copy_file_around(&*inner.fs, fs, &from, &to, len, &meta.punched)?;
         report.segments += 1;
         report.segment_bytes += len;
         let sealed_size = (segment < end.segment).then_some(len);
@@ -234,13 +239,36 @@ pub(crate) fn copy_file(
     to: &Path,
     len: u64,
 ) -> Result<()> {
+    copy_file_around(from_fs, to_fs, from, to, len, &BTreeMap::new())
+}
+
+/// [`copy_file`], but the ranges of `holes` (start to end) are neither read nor written:
+/// the copy is extended over them (`set_len`: a hole where the file system keeps sparse
+/// files, zeros to every reader).
+fn copy_file_around(
+    from_fs: &dyn FileSystem,
+    to_fs: &dyn FileSystem,
+    from: &Path,
+    to: &Path,
+    len: u64,
+    holes: &BTreeMap<u64, u64>,
+) -> Result<()> {
     let source = from_fs.open_read(from)?;
     let name = from.display().to_string();
     let mut target = to_fs.create(to)?;
     let mut buf = vec![0u8; COPY_CHUNK];
     let mut offset = 0;
     while offset < len {
-        let n = (len - offset).min(COPY_CHUNK as u64) as usize;
+        let in_hole = (holes.range(..=offset).next_back()).filter(|(_, &end)| end > offset);
+        if let Some((_, &end)) = in_hole {
+            let end = end.min(len);
+            target.set_len(end)?;
+            offset = end;
+            continue;
+        }
+        let next_hole = holes.range(offset..).find(|(&start, &end)| end > start);
+        let data_end = next_hole.map_or(len, |(&start, _)| start.min(len));
+        let n = (data_end - offset).min(COPY_CHUNK as u64) as usize;
         source.read_exact_at(offset, &mut buf[..n], &name)?;
         target.append(&buf[..n])?;
         offset += n as u64;
