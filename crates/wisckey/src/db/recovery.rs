@@ -60,8 +60,9 @@ pub struct RecoveryReport {
     /// cut short at it, as they were. `None` when nothing was dropped (and always in a
     /// read-only open, which changes nothing).
     pub salvage_kept_in: Option<String>,
-    /// Where a torn newest segment that still held valid records was moved, as it was,
-    /// instead of being deleted (`lost/torn-N/`). A crash while the segment was being
+    /// Where a torn newest segment that still held valid records (or one numbered past any
+    /// the log reached: a file put into the directory, no crash's leftover) was moved, as
+    /// it was, instead of being deleted (`lost/torn-N/`). A crash while the segment was being
     /// created leaves one (its records were never acknowledged), but so does damage to the
     /// header of a segment whose only sync covered its last record (acknowledged), and the
     /// open cannot tell the two apart. Its bytes count in `torn_tail_bytes`.
@@ -526,9 +527,13 @@ struct ReplayPlan {
     start: Option<LogPosition>,
     /// The newest segment's header never became durable: it holds nothing acknowledged.
     torn_last_segment: Option<u64>,
-    /// That segment still holds valid records after its header: it is set aside, not
-    /// deleted (see `RecoveryReport::torn_kept_in`).
-    torn_segment_has_records: bool,
+    /// That segment is set aside, not deleted (see `RecoveryReport::torn_kept_in`): it
+    /// still holds valid records after its header, or its number lies past any the writer
+    /// could have reached (no crash's leftover: a file put into the directory).
+    keep_torn_segment: bool,
+    /// Its number lies past any the writer could have reached: it proves nothing about the
+    /// segments before it (that they were synced whole before it was created).
+    torn_segment_out_of_reach: bool,
     /// The writer must start a new segment (the log's end lies where old pointers point).
     force_new_segment: bool,
     /// Salvage replays nothing past a gap after this segment: the present segments above it
@@ -548,7 +553,15 @@ fn plan_replay(
     let mut present = vlog::list_segments(fs, dir)?;
     let torn_segment = vlog::torn_last_segment(fs, dir, vlog_options)?;
     let torn_last_segment = torn_segment.as_ref().map(|t| t.segment);
-    let torn_segment_has_records = torn_segment.as_ref().is_some_and(|t| t.records > 0);
+    // The writer creates segment n + 1 only after n; an open after a torn segment may skip
+    // its number (and crash in turn), never by more than the segments it removed.
+    let newest_intact = (present.iter().copied())
+        .filter(|&s| Some(s) != torn_last_segment)
+        .max();
+    let reachable = (newest_intact.map_or(1, |s| s + 2)).max(loaded.next_vlog_segment() + 1);
+    let torn_segment_out_of_reach = torn_last_segment.is_some_and(|t| t > reachable);
+    let keep_torn_segment =
+        torn_segment_out_of_reach || torn_segment.as_ref().is_some_and(|t| t.records > 0);
     if let Some(torn) = &torn_segment {
         if loaded
             .vlog_segments()
@@ -585,7 +598,7 @@ fn plan_replay(
                 bytes_dropped: torn.len,
                 records_dropped: torn.records,
             });
-        } else {
+        } else if !torn_segment_out_of_reach {
             report.torn_tail_bytes += torn.len;
         }
         present.retain(|&s| s != torn.segment);
@@ -655,7 +668,8 @@ fn plan_replay(
                 present,
                 start: Some(LogPosition::new(1, 0)),
                 torn_last_segment,
-                torn_segment_has_records,
+                keep_torn_segment,
+                torn_segment_out_of_reach,
                 force_new_segment: false,
                 dropped_after: None,
             }),
@@ -671,7 +685,8 @@ fn plan_replay(
                 present,
                 start: None,
                 torn_last_segment,
-                torn_segment_has_records,
+                keep_torn_segment,
+                torn_segment_out_of_reach,
                 force_new_segment: true,
                 dropped_after: None,
             }),
@@ -698,7 +713,8 @@ fn plan_replay(
             present,
             start: Some(head),
             torn_last_segment,
-            torn_segment_has_records,
+            keep_torn_segment,
+            torn_segment_out_of_reach,
             force_new_segment: false,
             dropped_after: None,
         });
@@ -769,7 +785,8 @@ fn plan_replay(
         start: replay_next.then_some(LogPosition::new(next, 0)),
         present,
         torn_last_segment,
-        torn_segment_has_records,
+        keep_torn_segment,
+        torn_segment_out_of_reach,
         force_new_segment: true,
         dropped_after: (!replay_next).then_some(head.segment),
     })
@@ -820,7 +837,7 @@ fn replay_value_log(
         fs,
         dir,
         &present_from_start,
-        plan.torn_last_segment.is_some(),
+        plan.torn_last_segment.is_some() && !plan.torn_segment_out_of_reach,
         start,
         vlog_options,
         options.value_threshold,
@@ -921,7 +938,7 @@ fn finish_log(
     } else if !dropped.is_empty() {
         // A torn newest segment and segments after a torn tail hold nothing acknowledged,
         // unless damage (not a crash) tore a synced header: one with records is kept aside.
-        let keep = plan.torn_last_segment.filter(|_| plan.torn_segment_has_records);
+        let keep = plan.torn_last_segment.filter(|_| plan.keep_torn_segment);
         for &segment in dropped.iter().filter(|&&s| Some(s) != keep) {
             fs.remove(&vlog_file_name(dir, segment))?;
         }
@@ -940,6 +957,14 @@ fn finish_log(
                 other => other,
             };
             match kept {
+                Ok(kept_in) if plan.torn_segment_out_of_reach => {
+                    log::warn!(
+                        "wisckey: value-log segment {segment} (the newest) has no valid header \
+                         and a number the log never reached: not part of the log (a file put \
+                         into the directory?); kept, as it was, in {kept_in}"
+                    );
+                    report.torn_kept_in = Some(kept_in);
+                }
                 Ok(kept_in) => {
                     log::warn!(
                         "wisckey: the header of value-log segment {segment} (the newest) does \
@@ -949,7 +974,7 @@ fn finish_log(
                     );
                     report.torn_kept_in = Some(kept_in);
                 }
-                Err(e) if e.is_no_space() => {
+                Err(e) if e.is_no_space() && !plan.torn_segment_out_of_reach => {
                     log::warn!(
                         "wisckey: the header of value-log segment {segment} (the newest) does \
                          not verify, but valid records follow it; the disk is too full to keep \

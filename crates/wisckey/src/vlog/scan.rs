@@ -185,6 +185,16 @@ pub fn scan_segments(
             Some(n) if n == segment + 1 => Some(header_of_segment(fs, dir, n)?),
             _ => None,
         };
+        // The writer numbers segments one after another and writes in each new header where
+        // the one before it ended; only an open, starting a segment after one it cut, leaves
+        // that out. A next segment that says so, with the one before it gone, follows a hole.
+        let missing_before_next = match next {
+            Some(n) if n != segment + 1 => {
+                let says = header_of_segment(fs, dir, n)?;
+                matches!(says, SegmentHeaderSays::Declares(_)).then_some(n)
+            }
+            _ => None,
+        };
         let declared = match next_header {
             Some(SegmentHeaderSays::Declares(end)) => Some(end),
             _ => None,
@@ -219,6 +229,16 @@ pub fn scan_segments(
                     )
                 })
             });
+        if let Some(n) = missing_before_next {
+            reason.get_or_insert_with(|| {
+                format!(
+                    "segment {} is missing: segment {n}'s header says the log went on into it \
+                     from segment {}",
+                    n - 1,
+                    n - 1
+                )
+            });
+        }
         if gave_up {
             reason.get_or_insert_with(|| {
                 format!(
