@@ -1142,3 +1142,60 @@ fn the_active_segment_counts_its_records_not_the_zeros_ahead_of_them() {
     assert_eq!(stats.log_bytes, records, "{stats:?}");
     assert_eq!(stats.live_bytes, records - 32, "{stats:?}");
 }
+
+/// Defect: damage in a table that GC judged a victim's records against was blamed on the
+/// victim: `Db::gc` returned `Ok` with nothing collected and the sound segment was shown
+/// `Unreadable` until the next open. The caller now gets the table's error, and the
+/// segment is collected once the table reads again.
+#[test]
+fn damage_in_the_key_index_fails_gc_and_is_not_blamed_on_the_segment() {
+    let fs = MemFs::new();
+    let dir = Path::new("/db");
+    let db = Db::open(dir, mem_options(&fs)).expect("open");
+    for i in 0..60 {
+        db.put(key(i), value(i, 0, 1000)).expect("put");
+    }
+    db.flush().expect("flush");
+    for i in (0..60).step_by(2) {
+        db.put(key(i), value(i, 1, 1000)).expect("put");
+    }
+    db.flush().expect("flush");
+    db.close().expect("close");
+    let mut tables: Vec<String> = (fs.list(dir).expect("list").into_iter())
+        .filter(|n| n.ends_with(".sst"))
+        .collect();
+    tables.sort();
+    let oldest = dir.join(&tables[0]);
+    let sound = fs.contents(&oldest).expect("contents");
+    let mut damaged = sound.clone();
+    damaged[40] ^= 0x40;
+    fs.set_contents(&oldest, &damaged).expect("damage");
+
+    let db = Db::open(dir, mem_options(&fs)).expect("open");
+    let gc = GcOptions {
+        compact_first: false,
+        min_dead_fraction: 0.0,
+        ..GcOptions::default()
+    };
+    match db.gc(&gc) {
+        Err(e @ wisckey::Error::Corruption { .. }) => {
+            assert!(e.to_string().contains(&tables[0]), "{e}")
+        }
+        other => panic!("GC over a damaged table: {other:?}"),
+    }
+    let stats = db.stats().expect("stats");
+    assert!(
+        !(stats.value_log.segments.iter()).any(|s| s.state == SegmentState::Unreadable),
+        "{:?}",
+        stats.value_log.segments
+    );
+    drop(db);
+    fs.set_contents(&oldest, &sound).expect("restore");
+    let db = Db::open(dir, mem_options(&fs)).expect("open");
+    let done = db.gc(&gc).expect("gc");
+    assert!(done.segments_collected > 0, "{done:?}");
+    for i in 0..60 {
+        let version = u32::from(i % 2 == 0);
+        assert_eq!(db.get(key(i)).expect("get"), Some(value(i, version, 1000)));
+    }
+}

@@ -83,7 +83,9 @@ pub struct GcOptions {
     pub min_dead_fraction: f64,
     /// Compact the whole key index first, so that every overwritten or deleted value is
     /// known to be dead (compaction is what drops shadowed pointers). Default `true`; the
-    /// key index holds only keys and pointers, so this is cheap next to the log.
+    /// key index holds only keys and pointers, so this is cheap next to the log. A
+    /// compaction that finds no disk space is passed over (logged): GC goes on with what
+    /// it can free without it.
     pub compact_first: bool,
     /// Victim order. Default: [`Options::gc_victim_order`](crate::Options::gc_victim_order).
     pub order: Option<VictimOrder>,
@@ -738,10 +740,12 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
                         log::warn!("wisckey: value-log GC skips segment {victim}, unread: {e}");
                         inner.state.lock().gc_unreadable.insert(victim);
                     }
-                    Err(
-                        CollectError::Unreadable(e)
-                        | CollectError::Other(e @ Error::Corruption { .. }),
-                    ) => {
+                    // Damage in the key index, not in the victim: the caller of `Db::gc`
+                    // learns of it (and the segment's state stays true). A background
+                    // round, which has no caller, skips the victim as above (logged; tried
+                    // again at the next open) rather than meet the damage every round.
+                    Err(CollectError::IndexDamaged(e)) if !paced => return Err(e),
+                    Err(CollectError::Unreadable(e) | CollectError::IndexDamaged(e)) => {
                         log::error!("wisckey: value-log GC skips segment {victim}: {e}");
                         inner.state.lock().gc_unreadable.insert(victim);
                     }
@@ -965,7 +969,10 @@ enum CollectError {
     Unreadable(Error),
     /// A key-index lookup failed with an I/O error: nothing was changed.
     IndexRead(Error),
-    /// Anything else: a relocation, the sync, the manifest edit, damage in the key index.
+    /// A key-index lookup (or the write leader's liveness check) met damage in a table:
+    /// nothing was changed; the victim is sound.
+    IndexDamaged(Error),
+    /// Anything else: a relocation, the sync, the manifest edit.
     Other(Error),
 }
 
@@ -1205,12 +1212,15 @@ fn collect_victim(
             // The write leader's liveness check reads the key index too.
             if failed_read_only(inner, &e) {
                 CollectError::IndexRead(e)
+            } else if e.is_corruption() {
+                CollectError::IndexDamaged(e)
             } else {
                 CollectError::Other(e)
             }
         } else if index.lookup_failed.get() {
             match e {
                 Error::Io { .. } => CollectError::IndexRead(e),
+                e if e.is_corruption() => CollectError::IndexDamaged(e),
                 e => CollectError::Other(e),
             }
         } else {
@@ -1280,7 +1290,15 @@ pub(crate) fn gc_now(db: &crate::Db, inner: &DbInner, options: &GcOptions) -> Re
         ));
     }
     if options.compact_first {
-        db.compact_range(None, None)?;
+        // On a full disk the compaction's output may find no room, while victims with
+        // nothing live need none: like any GC step that meets a full disk, it is passed
+        // over (the round fails with `NoSpace` only if it collects nothing).
+        match db.compact_range(None, None) {
+            Err(e) if e.is_no_space() => {
+                log::warn!("wisckey: value-log GC goes on without its compaction: {e}")
+            }
+            compacted => compacted?,
+        }
     }
     let policy = VictimPolicy {
         space_amp_target: options.space_amp_target,

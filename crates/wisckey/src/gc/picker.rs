@@ -35,8 +35,9 @@ pub enum SegmentState {
     BelowThreshold,
     /// Nothing in it is dead.
     AllLive,
-    /// A collection found it does not read cleanly; it is kept (and reported) until the
-    /// next open.
+    /// A collection of it failed on damage, in it or (in a background round) in a table
+    /// its records were judged against; it is kept (the error logged) and not tried again
+    /// until the next open.
     Unreadable,
 }
 
