@@ -380,6 +380,9 @@ fn repair_refuses_an_open_database_and_a_directory_without_data() {
     fs.create_dir_all(Path::new("/empty")).expect("mkdir");
     let empty = Db::repair(Path::new("/empty"), options(Arc::new(fs.clone())));
     assert!(matches!(empty, Err(Error::NotADatabase(_))), "{empty:?}");
+    // Refused before anything was written: it left no LOCK file behind.
+    let left = fs.list(Path::new("/empty")).expect("list");
+    assert!(left.is_empty(), "{left:?}");
 
     // A sound database repairs to itself.
     Db::repair(dir, options(Arc::new(fs.clone()))).expect("repair");

@@ -363,12 +363,31 @@ pub(crate) fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
     // engine's database (LevelDB's `LOG`, RocksDB's `OPTIONS-*`, a WAL) is refused.
     // Dot-files and `lost+found` are passed over: an NFS mount leaves `.nfsXXXX` files
     // behind in a database directory as a matter of course.
-    if let Some(name) = super::first_foreign_name(&fs.list(dir)?, true) {
+    let names = fs.list(dir)?;
+    if let Some(name) = super::first_foreign_name(&names, true) {
         return Err(Error::NotADatabase(format!(
             "{} holds '{name}', which wisckey did not write: repair rebuilds only wisckey \
              databases and changed nothing (move the file away if it does not belong there)",
             dir.display()
         )));
+    }
+    let nothing_to_repair_from = || {
+        Error::NotADatabase(format!(
+            "{} holds no value-log segment and no table: nothing to repair from",
+            dir.display()
+        ))
+    };
+    let data_file_or_marker = |name: &String| {
+        use crate::filename::FileKind;
+        matches!(
+            crate::filename::parse_file_name(name),
+            Some(FileKind::Table(_) | FileKind::ValueLog(_) | FileKind::CheckpointIncomplete)
+        )
+    };
+    // Also before the LOCK file is created: a repair of an empty folder leaves it empty.
+    // (A checkpoint cut short is refused below, as such.)
+    if !names.iter().any(data_file_or_marker) {
+        return Err(nothing_to_repair_from());
     }
     let _lock = fs.lock(&dir.join(LOCK))?;
     let inventory = Inventory::take(&*fs, dir)?;
@@ -382,10 +401,7 @@ pub(crate) fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
         )));
     }
     if inventory.segments.is_empty() && inventory.tables.is_empty() {
-        return Err(Error::NotADatabase(format!(
-            "{} holds no value-log segment and no table: nothing to repair from",
-            dir.display()
-        )));
+        return Err(nothing_to_repair_from());
     }
     let vlog_options = options.vlog_options();
     let mut report = RepairReport::default();
