@@ -238,6 +238,9 @@ pub(crate) struct DbInner {
     pub scan_batches_read_cached: AtomicU64,
     /// The `RESERVE` file holds its space (see `space`).
     pub reserve_present: AtomicBool,
+    /// The reserve was released for work that must finish and is not made again yet:
+    /// groups with puts must not take the space it gave back (`space::puts_may_take_space`).
+    pub reserve_spent: AtomicBool,
     /// Held while the reserve file is created or released, so a release that races a
     /// creation waits for it and gives its space back instead of finding no reserve.
     pub reserve_lock: Mutex<()>,

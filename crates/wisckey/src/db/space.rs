@@ -12,7 +12,12 @@
 //! - the reserve is never needed for correctness: without it (size 0, or a file system
 //!   without `fallocate`) a full disk still only fails operations cleanly;
 //! - only space-freeing or must-finish work spends it; ordinary puts fail with
-//!   `Error::NoSpace` before they are acknowledged (the value log's preallocation).
+//!   `Error::NoSpace` before they are acknowledged (the value log's preallocation);
+//! - once spent, the space it gave back is that work's: groups with puts are refused
+//!   until the reserve is made again (by the work that spent it, or by a put group that
+//!   finds room for it first: [`puts_may_take_space`]). A preallocation does not know
+//!   whose space it takes, and puts that took it left the flush, the close and the next
+//!   open without any.
 
 use std::sync::atomic::Ordering;
 
@@ -23,13 +28,27 @@ use crate::filename::RESERVE;
 /// (the database works without it) and is retried after the next successful flush or
 /// compaction that followed one that met a full disk, and at open.
 pub(crate) fn ensure_reserve(inner: &DbInner) {
+    make_reserve(inner, true);
+}
+
+/// Whether a write group with puts may take log space. While the reserve is spent, they
+/// first make it again, and may only once it holds its space (nothing is said when it
+/// cannot: the caller's `NoSpace` says it). So puts go on as soon as there is room for the
+/// reserve again, whoever made it. Called with the log's writer locked, on a full disk only.
+pub(crate) fn puts_may_take_space(inner: &DbInner) -> bool {
+    !inner.reserve_spent.load(Ordering::Acquire) || make_reserve(inner, false)
+}
+
+/// Makes the reserve if it is missing; returns whether it is in place. A failure is
+/// logged when `warn`.
+fn make_reserve(inner: &DbInner, warn: bool) -> bool {
     let size = inner.options.disk_reserve_size;
     if size == 0 || inner.read_only || inner.reserve_present.load(Ordering::Acquire) {
-        return;
+        return true;
     }
     let _creating = inner.reserve_lock.lock();
     if inner.reserve_present.load(Ordering::Acquire) {
-        return;
+        return true;
     }
     let path = inner.dir.join(RESERVE);
     let created = (|| {
@@ -44,7 +63,15 @@ pub(crate) fn ensure_reserve(inner: &DbInner) {
         file.sync_data()
     })();
     match created {
-        Ok(()) => inner.reserve_present.store(true, Ordering::Release),
+        Ok(()) => {
+            inner.reserve_present.store(true, Ordering::Release);
+            inner.reserve_spent.store(false, Ordering::Release);
+            true
+        }
+        Err(_) if !warn => {
+            let _ = inner.fs.remove(&path);
+            false
+        }
         Err(e) => {
             let _ = inner.fs.remove(&path);
             // Said once per open or per try after a spent reserve, not per write: without
@@ -55,6 +82,7 @@ pub(crate) fn ensure_reserve(inner: &DbInner) {
                  space is freed",
                 inner.dir.display()
             );
+            false
         }
     }
 }
@@ -68,6 +96,7 @@ pub(crate) fn release_reserve(inner: &DbInner) -> bool {
     }
     match inner.fs.remove(&inner.dir.join(RESERVE)) {
         Ok(()) => {
+            inner.reserve_spent.store(true, Ordering::Release);
             log::warn!(
                 "wisckey: the disk is full; released the {}-byte reserve in {} so flushes and \
                  deletes can finish. Free space (delete data, remove other files)",

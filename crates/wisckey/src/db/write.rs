@@ -575,8 +575,19 @@ fn reserve_log_space(
     let group_len: u64 = ops()
         .map(|op| (RECORD_HEADER_LEN + op.key.len() + op.value.len()) as u64)
         .sum();
+    let puts = !batches.iter().all(WriteBatch::deletes_only);
+    if puts && !may_spend_reserve && !super::space::puts_may_take_space(inner) {
+        // Deletes, grouped apart from now on, may still go.
+        inner.log_space_short.store(true, Ordering::Relaxed);
+        let full = std::io::Error::from_raw_os_error(libc::ENOSPC);
+        return Err(GroupFailure::Clean(Error::io(
+            "append to the value log: the disk reserve was spent on work that must finish \
+             and there is no room to make it again",
+            full,
+        )));
+    }
     let mut result = vlog.reserve(group_len);
-    if result.is_ok() && !batches.iter().all(WriteBatch::deletes_only) && !may_spend_reserve {
+    if result.is_ok() && puts && !may_spend_reserve {
         // Puts found room without the reserve: the disk is no longer short.
         inner.log_space_short.store(false, Ordering::Relaxed);
     }
