@@ -458,7 +458,7 @@ fn next_native(input: &mut impl Read, count: u64) -> CliResult<Option<Entry>> {
                 Ok(0) => Ok(None),
                 Err(e) => Err(e.into()),
                 // Not "loaded": the batch being filled when this is found is not written
-                // (the caller reports how many keys the database holds).
+                // (`load` reports how many entries its written batches held).
                 Ok(_) => Err(format!(
                     "bytes follow the dump's end marker, after its {count} entries (was more \
                      than one dump joined?)"
@@ -484,10 +484,9 @@ fn next_native(input: &mut impl Read, count: u64) -> CliResult<Option<Entry>> {
             let value = read_exact_vec(input, value_len, &part("value"))?;
             record.extend_from_slice(&value);
             if unmask(u32::from_le_bytes(crc)) != crc32c(&record) {
-                return Err(format!(
-                    "entry {count} of the dump fails its checksum; nothing after it was loaded"
-                )
-                .into());
+                // What was written before it, `load` says: whole batches, which may end
+                // well before this entry.
+                return Err(format!("entry {count} of the dump fails its checksum").into());
             }
             Ok(Some((key, value)))
         }
@@ -572,7 +571,8 @@ pub fn load(args: &LoadArgs) -> CliResult {
         )
         .into());
     }
-    let result = load_into(&db, first, &mut entries);
+    let mut written = Written::default();
+    let result = load_into(&db, first, &mut entries, &mut written);
     match result {
         Ok(count) => {
             db.close()?;
@@ -580,26 +580,90 @@ pub fn load(args: &LoadArgs) -> CliResult {
             Ok(())
         }
         Err(e) => {
-            // What was written before the error stays (nothing is ever deleted); say so.
-            let written = db
-                .keys::<&[u8], _>(..)
-                .map(|keys| keys.count())
-                .unwrap_or(0);
-            let _ = db.close();
+            // What was written before the error stays (nothing is ever deleted); say how
+            // much of the dump that is. Counted by the load, not by scanning the database:
+            // with --merge it also holds keys the dump does not, and a scan can fail too.
+            let closed = db.close();
             let what = if existed {
                 "the database"
             } else {
                 "the database this load created"
             };
+            let mut text = format!(
+                "{e}; {}",
+                written.describe(&entries, &format!("{what} ({})", args.db.display()))
+            );
+            if let Err(why) = closed {
+                text += &format!("; closing the database failed too: {why}");
+            }
             // Kept as the source, so damage the writes met still exits 2.
-            Err(Box::new(crate::Context {
-                text: format!(
-                    "{e}; {what} ({}) now holds {written} keys: batches written before the \
-                     error were kept",
-                    args.db.display()
-                ),
-                source: e,
-            }))
+            Err(Box::new(crate::Context { text, source: e }))
+        }
+    }
+}
+
+/// How much of a dump a load wrote: the entries of the batches the database took.
+#[derive(Debug, Default)]
+struct Written {
+    /// Entries in written batches: the dump's first `entries` entries.
+    entries: u64,
+    /// The key of the last of them.
+    last_key: Option<Vec<u8>>,
+    /// Where the last of them is in the dump (`entry 65535`, `line 70001`).
+    last_at: String,
+    /// Every entry of the dump was written (the error came after the last batch).
+    all: bool,
+}
+
+impl Written {
+    /// What the database `target` got from the dump, said after a load's error.
+    fn describe<R>(&self, entries: &Entries<R>, target: &str) -> String {
+        let n = self.entries;
+        let Some(key) = &self.last_key else {
+            return format!("no entry of the dump was written to {target}");
+        };
+        let key = show_key(key);
+        if self.all {
+            return format!(
+                "all {n} entries of the dump (through key {key}) were written to {target} \
+                 before it"
+            );
+        }
+        // A native dump's entries are numbered from 0 in its errors; JSON lines are
+        // named by line.
+        let rest = match entries {
+            Entries::Native { .. } => format!("entry {n} and every entry after it were not"),
+            Entries::Jsonl { .. } => format!("the entries after {} were not", self.last_at),
+        };
+        format!(
+            "the first {n} entries of the dump (through key {key}, {}) were written to \
+             {target}; {rest}",
+            self.last_at
+        )
+    }
+}
+
+/// A key for an error line: escaped as `scan` prints it, quoted, and cut after 64 bytes
+/// (a key may be 64 KiB).
+fn show_key(key: &[u8]) -> String {
+    const SHOWN: usize = 64;
+    match key.get(..SHOWN) {
+        Some(start) if key.len() > SHOWN => format!(
+            "'{}…' (a key of {} bytes)",
+            crate::kv::escape(start),
+            key.len()
+        ),
+        _ => format!("'{}'", crate::kv::escape(key)),
+    }
+}
+
+impl<R> Entries<R> {
+    /// Where the entry handed out last is: `entry N` (0-based, as the native errors count)
+    /// or `line N`.
+    fn last_at(&self) -> String {
+        match self {
+            Entries::Native { count, .. } => format!("entry {}", count.saturating_sub(1)),
+            Entries::Jsonl { line, .. } => format!("line {line}"),
         }
     }
 }
@@ -609,27 +673,47 @@ fn batch_is_full(bytes: usize, entries: usize) -> bool {
     bytes >= LOAD_BATCH_BYTES || entries >= LOAD_BATCH_ENTRIES
 }
 
-/// Writes `first` and every entry after it into `db` in batches; returns how many.
-fn load_into(db: &Db, first: Option<Entry>, entries: &mut Entries<impl BufRead>) -> CliResult<u64> {
+/// Writes `first` and every entry after it into `db` in batches; returns how many. On an
+/// error, `written` says how many of the dump's entries (its first ones) the batches the
+/// database took held: the entries of the batch being filled are not among them.
+fn load_into(
+    db: &Db,
+    first: Option<Entry>,
+    entries: &mut Entries<impl BufRead>,
+    written: &mut Written,
+) -> CliResult<u64> {
     let progress = bar("load");
     let mut batch = WriteBatch::new();
     let mut batch_bytes = 0usize;
     let mut count = 0u64;
+    // The key of the batch's last entry, and where it is in the dump.
+    let mut batch_last: Option<(Vec<u8>, String)> = None;
+    let mut commit = |batch: WriteBatch, count: u64, last: Option<(Vec<u8>, String)>| {
+        db.write(batch)?;
+        written.entries = count;
+        if let Some((key, at)) = last {
+            written.last_key = Some(key);
+            written.last_at = at;
+        }
+        CliResult::Ok(())
+    };
     let mut next = first;
     while let Some((key, value)) = next {
         batch_bytes += key.len() + value.len();
-        batch.put(key, value);
+        batch.put(&key, value);
+        batch_last = Some((key, entries.last_at()));
         count += 1;
         progress.inc(1);
         if batch_is_full(batch_bytes, batch.len()) {
-            db.write(std::mem::take(&mut batch))?;
+            commit(std::mem::take(&mut batch), count, batch_last.take())?;
             batch_bytes = 0;
         }
         next = entries.next_entry()?;
     }
     if !batch.is_empty() {
-        db.write(batch)?;
+        commit(batch, count, batch_last)?;
     }
+    written.all = true;
     db.flush()?;
     progress.finish_and_clear();
     Ok(count)

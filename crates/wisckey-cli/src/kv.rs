@@ -8,7 +8,7 @@
 //! `put` and `delete` are durable once they exit 0 with or without `--sync`: they close the
 //! database, and closing syncs the value log.
 
-use std::io::Write as _;
+use std::io::{Read as _, Write as _};
 use std::ops::Bound;
 use std::path::PathBuf;
 
@@ -41,8 +41,14 @@ pub struct PutArgs {
     db: PathBuf,
     /// The key.
     key: String,
-    /// The value.
-    value: String,
+    /// The value (or --value-file, never both).
+    #[arg(required_unless_present = "value_file", conflicts_with = "value_file")]
+    value: Option<String>,
+    /// Read the value from this file (`-`: standard input): its bytes as they are, neither
+    /// escaped nor hex. For values too large for a command-line argument (about 128 KiB on
+    /// Linux); at most the engine's maximum value size, 256 MiB.
+    #[arg(long, value_name = "PATH")]
+    value_file: Option<PathBuf>,
     /// Sync the write (fdatasync) as it is made, before the database is closed. Without
     /// it the write is durable too once the command exits 0 (closing the database syncs
     /// the log); --sync only keeps it if the process dies during that close.
@@ -92,7 +98,7 @@ pub struct ScanArgs {
     /// At most this many entries.
     #[arg(long)]
     limit: Option<usize>,
-    /// From the last key down.
+    /// From the last key down (--from stays the lower bound, --to the upper).
     #[arg(long)]
     reverse: bool,
     /// Print keys only (no value is read).
@@ -251,12 +257,57 @@ pub fn get(args: &GetArgs) -> CliResult {
 
 pub fn put(args: &PutArgs) -> CliResult {
     let key = args.encoding.parse(&args.key, "key")?;
-    let value = args.encoding.parse(&args.value, "value")?;
+    // Read before the database is opened: a missing or oversized file changes nothing.
+    let value = match (&args.value, &args.value_file) {
+        (Some(text), _) => args.encoding.parse(text, "value")?,
+        (None, Some(path)) => read_value_file(path)?,
+        // clap requires one of the two (`required_unless_present`).
+        (None, None) => {
+            return Err(crate::Usage("a value or --value-file is required".into()).into())
+        }
+    };
     let db = open(&args.db)?;
     refuse_server_keyspace(&db, &args.db, args.raw_keyspace, "--raw-keyspace")?;
     db.put_opt(&key, &value, &WriteOptions { sync: args.sync })?;
     db.close()?;
     Ok(())
+}
+
+/// The bytes of `put --value-file` (`-`: standard input). Refused past the engine's
+/// maximum value size before they are all in memory: a file by its size, before a byte is
+/// read; standard input (or a file that grows) once one byte more than the maximum has come.
+fn read_value_file(path: &std::path::Path) -> Result<Vec<u8>, Box<dyn std::error::Error>> {
+    let max = wisckey::MAX_VALUE_SIZE;
+    let too_large = |what: String| -> Box<dyn std::error::Error> {
+        format!(
+            "--value-file {}: {what} the maximum value size of {max} bytes; nothing was \
+             written",
+            path.display()
+        )
+        .into()
+    };
+    let named = |e: std::io::Error| format!("--value-file {}: {e}", path.display());
+    let source: Box<dyn std::io::Read> = if path.as_os_str() == "-" {
+        Box::new(std::io::stdin().lock())
+    } else {
+        let file = std::fs::File::open(path).map_err(named)?;
+        let metadata = file.metadata().map_err(named)?;
+        // Only a regular file's size is what a read gives (a FIFO or device says 0).
+        if metadata.is_file() && metadata.len() > max as u64 {
+            return Err(too_large(format!("{} bytes, more than", metadata.len())));
+        }
+        Box::new(file)
+    };
+    let mut value = Vec::new();
+    // One byte past the maximum tells a value over it from one exactly at it.
+    source
+        .take(max as u64 + 1)
+        .read_to_end(&mut value)
+        .map_err(named)?;
+    if value.len() > max {
+        return Err(too_large("longer than".into()));
+    }
+    Ok(value)
 }
 
 pub fn delete(args: &DeleteArgs) -> CliResult {
@@ -315,14 +366,26 @@ pub fn scan(args: &ScanArgs) -> CliResult {
         parse(&args.to, "--to")?,
         parse(&args.prefix, "--prefix")?,
     );
+    // A backwards range is a usage error, as `cluster`'s is (main.rs's `Usage`): it used to
+    // print nothing and exit 0, which a script cannot tell from a range with no keys.
+    if let (Some(from), Some(to)) = (&from, &to) {
+        if from > to {
+            return Err(crate::Usage(
+                "the range starts after it ends (--from is past --to); --from is the lower \
+                 bound also with --reverse, which only reads the range from its end"
+                    .into(),
+            )
+            .into());
+        }
+    }
     // The range: from --from (or the prefix) up to --to (or past the prefix).
     let lower = [from, prefix.clone()].into_iter().flatten().max();
     let upper = [to, prefix.as_deref().and_then(prefix_successor)]
         .into_iter()
         .flatten()
         .min();
-    // Opened before the range is looked at, so a wrong path is reported even when the range
-    // is empty.
+    // Opened before the range is looked at, so a wrong path is reported even when --prefix
+    // leaves the range empty (a --from or --to outside the prefix is no error).
     let db = open_read_only(&args.db)?;
     if let (Some(l), Some(u)) = (&lower, &upper) {
         if l >= u {

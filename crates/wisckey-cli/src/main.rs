@@ -26,6 +26,11 @@ const EXIT_DATA_LOST: u8 = 3;
 /// The command line was wrong. clap's default for this is 2, which scripts would read as
 /// "`check` found damage"; sysexits.h's EX_USAGE keeps the two apart.
 const EXIT_USAGE: u8 = 64;
+/// `demo` stopped on SIGINT (Ctrl-C), having closed and removed its temporary database:
+/// 128 + the signal, the status a shell reports for a process SIGINT killed.
+pub(crate) const EXIT_SIGINT: u8 = 130;
+/// `demo` stopped on SIGTERM, as for SIGINT (128 + 15).
+pub(crate) const EXIT_SIGTERM: u8 = 143;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -37,7 +42,8 @@ const EXIT_USAGE: u8 = 64;
                   bytes do not verify (`check` found damage, or an open or a read of any \
                   command met damaged files); 3 `repair` \
                   rebuilt the database but keys' newest writes were lost; 64 a usage \
-                  error (nothing was opened)."
+                  error (nothing was opened); 130 or 143 `demo` stopped on SIGINT or \
+                  SIGTERM (its temporary database removed)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -47,6 +53,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Load, read, scan and reopen a temporary database; print throughput per phase.
+    /// SIGINT (Ctrl-C) or SIGTERM stops it and removes the database (exit 130 or 143).
     Demo(demo::DemoArgs),
     /// Print a key's value (exit status 1 if it has none).
     Get(kv::GetArgs),
@@ -123,6 +130,13 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         // The reader of our output stopped reading (`| head`): it has what it wanted.
         Err(e) if stdout_closed(e.as_ref()) => ExitCode::SUCCESS,
+        Err(e) if e.is::<demo::Interrupted>() => {
+            note(format_args!("wisckey: {e}"));
+            let status = e
+                .downcast_ref::<demo::Interrupted>()
+                .map_or(EXIT_FAILED, |stopped| stopped.status);
+            ExitCode::from(status)
+        }
         Err(e) if e.is::<Usage>() => {
             note(format_args!("wisckey: {e}"));
             ExitCode::from(EXIT_USAGE)
