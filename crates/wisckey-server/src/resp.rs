@@ -142,15 +142,21 @@ impl Decoder {
                 return Ok(None);
             };
             let n = parse_int(&line[1..]).ok_or(ProtocolError::InvalidMultibulkLength)?;
-            if n > self.limits.max_multibulk_len as i64 {
-                return Err(ProtocolError::InvalidMultibulkLength);
-            }
+            // Compared as usize, never as i64: a limit above i64::MAX would wrap negative
+            // and refuse every request. A count that does not fit a usize exceeds any limit.
+            // `*0` and negative counts (`*-1`) are an empty command, as in Redis.
+            let n = if n <= 0 {
+                0
+            } else {
+                usize::try_from(n)
+                    .ok()
+                    .filter(|&n| n <= self.limits.max_multibulk_len)
+                    .ok_or(ProtocolError::InvalidMultibulkLength)?
+            };
             *pos = next;
-            if n <= 0 {
+            if n == 0 {
                 return Ok(Some(Vec::new()));
             }
-            // n > 0 and bounded by max_multibulk_len above, so the cast is exact.
-            let n = n as usize;
             self.partial = Some(Partial {
                 remaining: n,
                 args: Vec::with_capacity(n.min(1024)),
@@ -172,11 +178,12 @@ impl Decoder {
                 return Ok(None);
             };
             let len = parse_int(&line[1..]).ok_or(ProtocolError::InvalidBulkLength)?;
-            if len < 0 || len > limits.max_bulk_len as i64 {
-                return Err(ProtocolError::InvalidBulkLength);
-            }
-            // 0 <= len <= max_bulk_len (a usize), so the cast is exact.
-            let len = len as usize;
+            // A negative length fails the conversion; the limit is compared as usize (see
+            // the multibulk count above).
+            let len = usize::try_from(len)
+                .ok()
+                .filter(|&len| len <= limits.max_bulk_len)
+                .ok_or(ProtocolError::InvalidBulkLength)?;
             if partial.bytes.saturating_add(len) > limits.max_query_len {
                 return Err(ProtocolError::QueryTooLong);
             }
@@ -617,6 +624,45 @@ mod tests {
         assert_eq!(
             d.next(b"*1\r\n$99999999999\r\n", &mut 0),
             Err(ProtocolError::InvalidBulkLength)
+        );
+    }
+
+    /// Limits are usizes: one above i64::MAX (`--max-bulk-len 18446744073709551615`) must
+    /// not wrap negative and refuse every request, and lengths are still checked against
+    /// it (and against a limit at exactly the largest count a request can spell).
+    #[test]
+    fn limits_above_i64_max_accept_requests() {
+        for limit in [usize::MAX, i64::MAX as usize + 1, i64::MAX as usize] {
+            let l = Limits {
+                max_bulk_len: limit,
+                max_multibulk_len: limit,
+                max_inline_len: 64 << 10,
+                max_query_len: limit,
+            };
+            assert_eq!(
+                all(b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n*0\r\n*-1\r\n", l),
+                Ok(vec![args(&["GET", "k"]), vec![], vec![]]),
+                "limit {limit}"
+            );
+            assert_eq!(
+                all(b"*1\r\n$-2\r\n", l),
+                Err(ProtocolError::InvalidBulkLength),
+                "limit {limit}"
+            );
+            // The largest lengths a request can spell are within the limit: the decoder
+            // waits for their bytes rather than refusing them.
+            let mut d = Decoder::new(l);
+            let header = b"*9223372036854775807\r\n$9223372036854775807\r\n";
+            assert_eq!(d.next(header, &mut 0), Ok(None), "limit {limit}");
+        }
+        // A limit just below the count still refuses it.
+        let l = Limits {
+            max_multibulk_len: i64::MAX as usize - 1,
+            ..Limits::default()
+        };
+        assert_eq!(
+            all(b"*9223372036854775807\r\n", l),
+            Err(ProtocolError::InvalidMultibulkLength)
         );
     }
 

@@ -587,8 +587,16 @@ async fn sweeper(shared: Arc<Shared>) {
         loop {
             let sh = Arc::clone(&shared);
             match tokio::task::spawn_blocking(move || sh.store.sweep(SWEEP_BATCH)).await {
-                Ok(Ok(n)) if n == SWEEP_BATCH && !*stop.borrow() => continue,
-                Ok(Ok(_)) => break,
+                Ok(Ok(report)) => {
+                    // Bounded by the entries a sweep examines: a value that does not
+                    // decode is reported once, one the engine cannot read once per retry.
+                    for line in &report.unreadable {
+                        say!("wisckey serve: expiry sweep: {line}");
+                    }
+                    if report.examined < SWEEP_BATCH || *stop.borrow() {
+                        break;
+                    }
+                }
                 Ok(Err(e)) => {
                     say!("wisckey serve: expiry sweep: {e}");
                     break;

@@ -71,6 +71,15 @@ use crate::watch::Watches;
 /// How many key locks there are.
 pub const STRIPES: usize = 1024;
 
+/// How long the sweeper waits before it reads again a due key whose value the engine could
+/// not return: an I/O error may pass, and a file put back or repaired reads again.
+const RETRY_UNREADABLE_MS: u64 = 60_000;
+
+/// Most due entries the sweeper keeps waiting for a retry ([`RETRY_UNREADABLE_MS`]). More
+/// unreadable values than this means the engine is failing broadly, not one value: the
+/// sweep then stops with the error, as for any engine failure, and keeps the entries.
+const MAX_RETRY_UNREADABLE: usize = 4096;
+
 thread_local! {
     /// Inside [`Store::last_in_batch`]: this thread's writes are synced.
     static SYNC_WRITES: Cell<bool> = const { Cell::new(false) };
@@ -232,6 +241,12 @@ pub struct Store {
     expiry_empty_at: AtomicU64,
     /// Sweeps that looked at the expiry index.
     sweep_scans: AtomicU64,
+    /// Due expiry-index entries whose key's value the engine could not return, and when
+    /// (Unix ms) the sweeper reads them again. Skipped until then, so an unreadable value
+    /// neither stops the sweep nor takes a place in every sweep's batch. Locked only while
+    /// no stripe is held or after one is taken (never the other way round), as
+    /// [`Store::flush_all`] clears it holding every stripe.
+    retry_unreadable: Mutex<BTreeMap<Vec<u8>, u64>>,
     /// The keys connections WATCH; every write of one raises its version.
     watches: Arc<Watches>,
 }
@@ -242,6 +257,18 @@ pub const SCAN_PAGE_BYTES: usize = 4 << 20;
 
 /// A page of user keys and the key after them, if any.
 pub type KeyPage = (Vec<Vec<u8>>, Option<Vec<u8>>);
+
+/// What one [`Store::sweep`] did.
+#[derive(Debug, Default)]
+pub struct SweepReport {
+    /// Index entries it examined (those waiting for a retry not counted); fewer than the
+    /// `max` asked for means no other entry is due now, or the sweep stopped early (the
+    /// engine failing broadly): either way the next sweep can wait for its interval.
+    pub examined: usize,
+    /// One line per due key whose value could not be read or decoded, saying what was done
+    /// with it (for the server's log).
+    pub unreadable: Vec<String>,
+}
 
 /// Held stripe locks; writes to the keys they cover are exclusive until dropped.
 #[derive(Debug)]
@@ -300,6 +327,7 @@ impl Store {
             expiry_writes: AtomicU64::new(1),
             expiry_empty_at: AtomicU64::new(0),
             sweep_scans: AtomicU64::new(0),
+            retry_unreadable: Mutex::new(BTreeMap::new()),
             watches: Arc::new(Watches::new(STRIPES)),
         })
     }
@@ -499,6 +527,29 @@ impl Store {
     /// asking about a large value many times costs its reads, never its size in memory per
     /// key (as reading them all at once would).
     pub fn live<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<bool>, Error> {
+        self.live_else(keys, |_, e| Err(e))
+    }
+
+    /// [`Store::live`], except that a key whose value cannot be read or decoded counts as
+    /// live if the engine holds it. For commands that never need the value (DEL, whose
+    /// count and WATCH raise then include it, as it existed; SCAN), so that one damaged
+    /// value does not fail them, as Redis's DEL never reads values: its expiry is unknown,
+    /// and existing is the answer that deletes it and never hides it. The engine's
+    /// keys-only lookup reads no value (it answers at the time of the call, not at the
+    /// snapshot: only for keys the snapshot could not read); if it fails too, so does this.
+    pub fn live_or_unreadable<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<bool>, Error> {
+        self.live_else(keys, |key, _| {
+            Ok(self.db.contains_key(format::data_key(key))?)
+        })
+    }
+
+    /// [`Store::live`], answering through `unreadable(key, error)` for a key whose value
+    /// could not be read or decoded.
+    fn live_else<K: AsRef<[u8]>>(
+        &self,
+        keys: &[K],
+        unreadable: impl Fn(&[u8], Error) -> Result<bool, Error>,
+    ) -> Result<Vec<bool>, Error> {
         self.prefetch(keys.iter().map(AsRef::as_ref));
         let opts = ReadOptions {
             snapshot: (keys.len() > 1).then(|| self.db.snapshot()),
@@ -507,9 +558,11 @@ impl Store {
         let (now, mut ekey, mut scratch) = (now_ms(), Vec::new(), Vec::new());
         keys.iter()
             .map(|k| {
-                let found =
-                    self.read_with_opt(k.as_ref(), now, &opts, &mut ekey, &mut scratch, |_, _| ())?;
-                Ok(found.is_some())
+                let k = k.as_ref();
+                match self.read_with_opt(k, now, &opts, &mut ekey, &mut scratch, |_, _| ()) {
+                    Ok(found) => Ok(found.is_some()),
+                    Err(e) => unreadable(k, e),
+                }
             })
             .collect()
     }
@@ -1028,6 +1081,9 @@ impl Store {
         };
         let live = self.live(&watched.iter().map(|(_, k)| k).collect::<Vec<_>>());
         let result = self.delete_everything(max_keys);
+        // The index entries waiting for a retry are gone (or, if the flush failed part way,
+        // are read again at once: harmless).
+        lock_ignoring_poison(&self.retry_unreadable).clear();
         // After the deletes, also if one failed (some keys are gone). Were the liveness
         // reads refused, every watched key is raised: a false conflict, never a missed one.
         let live = live.unwrap_or_else(|_| vec![true; watched.len()]);
@@ -1067,60 +1123,120 @@ impl Store {
     }
 
     /// Deletes up to `max` keys whose expiry has passed, and the index entries that pointed
-    /// at them (or at keys since overwritten: stale entries). Returns how many index entries
-    /// it examined; fewer than `max` means none are due now. Reads nothing while no write
+    /// at them (or at keys since overwritten: stale entries). Reads nothing while no write
     /// with an expiry came since a sweep found the index empty.
-    pub fn sweep(&self, max: usize) -> Result<usize, Error> {
+    ///
+    /// A due key whose value cannot be read or decoded is kept (its own header is the
+    /// truth about its expiry and cannot be checked: deleting it could destroy a live
+    /// value, or the evidence of damage; reads of it keep failing, DEL removes it), and the
+    /// sweep goes on with the other entries, saying what it did in the report:
+    /// - the value was read but does not decode (damage, or a newer format): the same bytes
+    ///   would come back every time, so the entry is dropped and the key never looked at
+    ///   again; one report line per key;
+    /// - the engine could not return it (an I/O error, a damaged log record): that may
+    ///   pass, so the entry stays and is read again after [`RETRY_UNREADABLE_MS`], skipped
+    ///   until then; one report line per key per try. Past [`MAX_RETRY_UNREADABLE`] such
+    ///   entries the engine is failing broadly: the sweep stops there (one report line),
+    ///   keeping the entry, as for any engine failure.
+    pub fn sweep(&self, max: usize) -> Result<SweepReport, Error> {
+        let mut report = SweepReport::default();
         let generation = self.expiry_writes.load(SeqCst);
         if self.expiry_empty_at.load(SeqCst) == generation {
-            return Ok(0);
+            return Ok(report);
         }
         self.sweep_scans.fetch_add(1, Relaxed);
         let now = now_ms();
         let due_before = format::expiry_key(now.saturating_add(1), b"");
         let mut due: Vec<Vec<u8>> = Vec::new();
         let mut index_empty = true;
-        for index_key in self
-            .db
-            .keys(vec![format::NS_EXPIRY]..vec![format::NS_EXPIRY + 1])?
         {
-            let index_key = index_key?;
-            index_empty = false;
-            if index_key >= due_before || due.len() == max {
-                break;
+            // No stripe is held here (see the field's docs).
+            let retry = lock_ignoring_poison(&self.retry_unreadable);
+            for index_key in self
+                .db
+                .keys(vec![format::NS_EXPIRY]..vec![format::NS_EXPIRY + 1])?
+            {
+                let index_key = index_key?;
+                index_empty = false;
+                if index_key >= due_before || due.len() == max {
+                    break;
+                }
+                if retry.get(&index_key).is_some_and(|&at| at > now) {
+                    continue;
+                }
+                due.push(index_key);
             }
-            due.push(index_key);
         }
         if index_empty {
             self.expiry_empty_at.fetch_max(generation, SeqCst);
-            return Ok(0);
+            return Ok(report);
         }
-        for index_key in &due {
+        report.examined = due.len();
+        for (i, index_key) in due.iter().enumerate() {
             let Some((at, user_key)) = format::parse_expiry_key(index_key) else {
                 continue;
             };
             let guard = self.lock(&[user_key]);
             let mut batch = WriteBatch::new();
             batch.delete(index_key);
-            if let Some(raw) = self.db.get(format::data_key(user_key))? {
-                let stored = decode(user_key, raw)?;
-                if stored.expires_at_ms == Some(at) && stored.is_expired(now) {
-                    batch.delete(format::data_key(user_key));
-                    self.expired_keys.fetch_add(1, Relaxed);
+            match self.db.get(format::data_key(user_key)) {
+                Ok(None) => {}
+                Ok(Some(raw)) => match decode(user_key, raw) {
+                    Ok(stored) => {
+                        if stored.expires_at_ms == Some(at) && stored.is_expired(now) {
+                            batch.delete(format::data_key(user_key));
+                            self.expired_keys.fetch_add(1, Relaxed);
+                        }
+                    }
+                    Err(e) => report.unreadable.push(format!(
+                        "{e}; its expiry cannot be checked, so the key is kept (reads of it \
+                         fail, DEL removes it) and no longer swept"
+                    )),
+                },
+                Err(e) => {
+                    // The stripe is held: taking this lock now is the allowed order.
+                    let mut retry = lock_ignoring_poison(&self.retry_unreadable);
+                    if retry.len() >= MAX_RETRY_UNREADABLE && !retry.contains_key(index_key) {
+                        // Not an error return: the lines already reported must reach the
+                        // log (a dropped entry's line is its only one). Fewer than `max`
+                        // examined, so the sweeper waits for its interval.
+                        report.examined = i;
+                        report.unreadable.push(format!(
+                            "stopped: {MAX_RETRY_UNREADABLE} values already wait for a \
+                             retry and the engine cannot read another ({e}); the engine is \
+                             failing broadly, entries are kept and swept later"
+                        ));
+                        return Ok(report);
+                    }
+                    retry.insert(index_key.clone(), now.saturating_add(RETRY_UNREADABLE_MS));
+                    let shown = String::from_utf8_lossy(&user_key[..user_key.len().min(64)]);
+                    report.unreadable.push(format!(
+                        "the value of key {shown:?} could not be read (engine: {e}); the key \
+                         and its expiry are kept, read again in {} s",
+                        RETRY_UNREADABLE_MS / 1000
+                    ));
+                    continue;
                 }
             }
             // The sweeper's deletes need not be synced: if they are lost, the keys are
             // still expired on read and the next sweep deletes them again.
             self.db.write(batch)?;
+            lock_ignoring_poison(&self.retry_unreadable).remove(index_key);
             drop(guard);
         }
-        Ok(due.len())
+        Ok(report)
     }
 
     /// Sweeps that read the expiry index (the others found nothing could be there).
     pub fn sweep_scans(&self) -> u64 {
         self.sweep_scans.load(Relaxed)
     }
+}
+
+/// `mutex`'s guard, also if a thread panicked holding it: the sweeper's retry times are
+/// hints, never inconsistent in a way that matters (a wrong one only moves a retry).
+fn lock_ignoring_poison<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn decode(key: &[u8], raw: Vec<u8>) -> Result<Stored, Error> {
@@ -1152,12 +1268,12 @@ mod tests {
     fn sweeps_read_the_index_only_while_an_expiry_may_exist() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = open_store(dir.path());
-        assert_eq!(store.sweep(100).expect("sweep"), 0);
+        assert_eq!(store.sweep(100).expect("sweep").examined, 0);
         assert_eq!(store.sweep_scans(), 1, "the first sweep looks");
         let plain = store.lock(&[b"plain"]);
         store.put(&plain, b"plain", b"v", None).expect("put");
         drop(plain);
-        assert_eq!(store.sweep(100).expect("sweep"), 0);
+        assert_eq!(store.sweep(100).expect("sweep").examined, 0);
         assert_eq!(
             store.sweep_scans(),
             1,
@@ -1168,27 +1284,174 @@ mod tests {
         let guard = store.lock(&[b"brief"]);
         store.put(&guard, b"brief", b"v", Some(soon)).expect("put");
         drop(guard);
-        assert_eq!(store.sweep(100).expect("sweep"), 0, "nothing due yet");
+        assert_eq!(
+            store.sweep(100).expect("sweep").examined,
+            0,
+            "nothing due yet"
+        );
         assert_eq!(store.sweep_scans(), 2);
-        assert_eq!(store.sweep(100).expect("sweep"), 0);
+        assert_eq!(store.sweep(100).expect("sweep").examined, 0);
         assert_eq!(store.sweep_scans(), 3, "an entry is pending: keep looking");
 
         std::thread::sleep(std::time::Duration::from_millis(1_100));
-        assert_eq!(store.sweep(100).expect("sweep"), 1);
+        assert_eq!(store.sweep(100).expect("sweep").examined, 1);
         assert_eq!(store.expired_keys.load(Relaxed), 1);
         assert_eq!(
             store.count_keys().expect("count"),
             1,
             "only `plain` is left"
         );
-        assert_eq!(store.sweep(100).expect("sweep"), 0);
+        assert_eq!(store.sweep(100).expect("sweep").examined, 0);
         assert_eq!(
             store.sweep_scans(),
             5,
             "the sweep that finds the index empty"
         );
-        assert_eq!(store.sweep(100).expect("sweep"), 0);
+        assert_eq!(store.sweep(100).expect("sweep").examined, 0);
         assert_eq!(store.sweep_scans(), 5, "then sweeps read nothing");
+    }
+
+    /// A database in `dir` where `bad` (a value that does not decode) and `torn` (a value
+    /// whose log record is damaged, so the engine cannot return it) are due for sweeping
+    /// before `later1` and `later2` (expired, readable). Returns when the first two are due.
+    fn with_damaged_values(dir: &std::path::Path) -> u64 {
+        let due = now_ms() - 10_000;
+        let torn = [b'T'; 100];
+        {
+            let store = open_store(dir);
+            let db = store.db();
+            db.put(format::data_key(b"bad"), [0x07, 1, 2, 3])
+                .expect("put");
+            db.put(format::expiry_key(due, b"bad"), "").expect("put");
+            db.put(
+                format::data_key(b"torn"),
+                format::encode_value(&torn, Some(due)),
+            )
+            .expect("put");
+            db.put(format::expiry_key(due, b"torn"), "").expect("put");
+            for key in [&b"later1"[..], b"later2"] {
+                db.put(
+                    format::data_key(key),
+                    format::encode_value(b"v", Some(due + 1)),
+                )
+                .expect("put");
+                db.put(format::expiry_key(due + 1, key), "").expect("put");
+            }
+            db.flush().expect("flush");
+            store.into_db().close().expect("close");
+        }
+        // Damage `torn`'s record in the value log: the engine's checksum refuses it.
+        let (log, mut bytes, at) = std::fs::read_dir(dir)
+            .expect("list")
+            .map(|e| e.expect("entry").path())
+            .filter(|p| p.extension().is_some_and(|e| e == "vlog"))
+            .find_map(|p| {
+                let bytes = std::fs::read(&p).expect("read");
+                let at = bytes.windows(torn.len()).position(|w| w == torn)?;
+                Some((p, bytes, at))
+            })
+            .expect("a value-log segment holds torn's record");
+        bytes[at + 50] ^= 0x20;
+        std::fs::write(&log, bytes).expect("write");
+        due
+    }
+
+    /// A due key whose value does not decode (`bad`), or whose log record the engine
+    /// cannot return (`torn`), is kept and reported, and the sweep goes on to the expired
+    /// keys behind it. `bad`'s entry is dropped (the same bytes would come back every
+    /// time); `torn`'s stays, skipped until its retry, and once the record reads again
+    /// (here: rewritten, as a repair or a restored file would) the key is swept.
+    #[test]
+    fn an_unreadable_value_is_kept_and_does_not_stop_the_sweep() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let due = with_damaged_values(dir.path());
+
+        let store = open_store(dir.path());
+        let report = store
+            .sweep(100)
+            .expect("an unreadable value does not fail the sweep");
+        assert_eq!(report.examined, 4);
+        assert_eq!(report.unreadable.len(), 2, "{:?}", report.unreadable);
+        assert!(
+            report.unreadable[0].contains("unknown value tag 0x07")
+                && report.unreadable[0].contains("no longer swept"),
+            "{:?}",
+            report.unreadable
+        );
+        assert!(
+            report.unreadable[1].contains("\"torn\" could not be read")
+                && report.unreadable[1].contains("read again in 60 s"),
+            "{:?}",
+            report.unreadable
+        );
+        assert_eq!(store.expired_keys.load(Relaxed), 2, "later1 and later2");
+        assert_eq!(store.count_keys().expect("count"), 2, "bad and torn kept");
+        assert_eq!(
+            store.count_expiry_entries().expect("count"),
+            1,
+            "torn's entry kept, bad's dropped"
+        );
+        assert!(store.get(b"bad").is_err() && store.get(b"torn").is_err());
+        assert!(store.live(&[b"bad"]).is_err());
+        assert_eq!(
+            store
+                .live_or_unreadable(&[&b"bad"[..], b"torn", b"later1"])
+                .expect("live"),
+            [true, true, false]
+        );
+
+        // Until its retry, torn's entry is skipped: not read, not reported, not counted.
+        let report = store.sweep(100).expect("sweep");
+        assert_eq!((report.examined, report.unreadable.len()), (0, 0));
+        // Its retry comes: still unreadable, reported again, kept again.
+        for at in lock_ignoring_poison(&store.retry_unreadable).values_mut() {
+            *at = 0;
+        }
+        let report = store.sweep(100).expect("sweep");
+        assert_eq!((report.examined, report.unreadable.len()), (1, 1));
+        assert_eq!(store.count_expiry_entries().expect("count"), 1);
+        // The record reads again: at its next retry torn is swept like any expired key.
+        store
+            .db()
+            .put(
+                format::data_key(b"torn"),
+                format::encode_value(b"repaired", Some(due)),
+            )
+            .expect("put");
+        for at in lock_ignoring_poison(&store.retry_unreadable).values_mut() {
+            *at = 0;
+        }
+        let report = store.sweep(100).expect("sweep");
+        assert_eq!((report.examined, report.unreadable.len()), (1, 0));
+        assert_eq!(store.expired_keys.load(Relaxed), 3);
+        assert_eq!(store.count_keys().expect("count"), 1, "only bad is left");
+        assert_eq!(store.count_expiry_entries().expect("count"), 0);
+        assert!(lock_ignoring_poison(&store.retry_unreadable).is_empty());
+    }
+
+    /// With [`MAX_RETRY_UNREADABLE`] entries already waiting, another value the engine
+    /// cannot read means it is failing broadly: the sweep stops there (keeping the entry,
+    /// reporting why, and the line of the entry it dropped before), examining fewer than
+    /// asked so that the sweeper waits for its interval.
+    #[test]
+    fn a_sweep_stops_once_too_many_values_are_unreadable() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        with_damaged_values(dir.path());
+        let store = open_store(dir.path());
+        lock_ignoring_poison(&store.retry_unreadable).extend(
+            (0..MAX_RETRY_UNREADABLE as u64).map(|i| (format::expiry_key(i, b"gone"), u64::MAX)),
+        );
+        let report = store.sweep(100).expect("sweep");
+        assert_eq!(report.examined, 1, "bad; stopped at torn");
+        assert_eq!(report.unreadable.len(), 2, "{:?}", report.unreadable);
+        assert!(report.unreadable[0].contains("unknown value tag 0x07"));
+        assert!(
+            report.unreadable[1].starts_with("stopped: 4096 values already wait"),
+            "{:?}",
+            report.unreadable
+        );
+        assert_eq!(store.expired_keys.load(Relaxed), 0, "later1, later2 wait");
+        assert_eq!(store.count_expiry_entries().expect("count"), 3);
     }
 
     /// An expiry entry left by an earlier run is swept after a reopen.
@@ -1206,7 +1469,7 @@ mod tests {
         }
         std::thread::sleep(std::time::Duration::from_millis(40));
         let store = open_store(dir.path());
-        assert_eq!(store.sweep(100).expect("sweep"), 1);
+        assert_eq!(store.sweep(100).expect("sweep").examined, 1);
         assert_eq!(store.count_keys().expect("count"), 0);
     }
 }

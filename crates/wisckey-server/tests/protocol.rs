@@ -146,6 +146,23 @@ fn oversize_requests_are_refused_before_they_are_buffered() {
     c.expect(b"+OK\r\n");
 }
 
+/// Limits as large as a usize holds (`--max-bulk-len 18446744073709551615`, "no limit")
+/// serve requests: compared as i64 they wrapped to -1 and every multibulk request got
+/// `ERR Protocol error: invalid bulk length`.
+#[test]
+fn limits_up_to_usize_max_serve_requests() {
+    let s = TestServer::start(|c| {
+        c.limits.max_bulk_len = usize::MAX;
+        c.limits.max_multibulk_len = usize::MAX;
+        c.limits.max_query_len = usize::MAX;
+    });
+    let mut c = s.raw();
+    c.send(&resp(&[b"SET", b"k", b"v"]));
+    c.expect(b"+OK\r\n");
+    c.send(&resp(&[b"GET", b"k"]));
+    c.expect(b"$1\r\nv\r\n");
+}
+
 #[test]
 fn clients_over_the_limit_are_refused() {
     let s = TestServer::start(|c| c.max_clients = 3);

@@ -23,7 +23,9 @@ pub(super) fn del(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Err
     keys.sort_unstable();
     keys.dedup();
     let guard = sh.store.lock(&keys);
-    let live = sh.store.live(&keys)?;
+    // A key whose value cannot be read or decoded is deleted and counted (it existed):
+    // Redis's DEL never reads values, and failing here would leave no way to remove it.
+    let live = sh.store.live_or_unreadable(&keys)?;
     // Expired keys are deleted too (they are garbage either way) but neither counted nor
     // seen by WATCH.
     sh.store.delete_where_live(&guard, &keys, &live)?;
@@ -214,7 +216,9 @@ pub(super) fn scan(sh: &Shared, _: &mut Client, a: Args<'_>) -> Result<Reply, Er
         .into_iter()
         .filter(|k| type_ok && pattern.is_none_or(|p| glob::matches(p, k)))
         .collect();
-    let live = sh.store.live(&candidates)?;
+    // A key whose value cannot be read or decoded is listed (it exists; a GET of it
+    // reports the damage) rather than failing the whole page and every scan past it.
+    let live = sh.store.live_or_unreadable(&candidates)?;
     let found = candidates
         .into_iter()
         .zip(live)
