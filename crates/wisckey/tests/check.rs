@@ -99,8 +99,6 @@ fn damage_in_a_table_or_a_segment_is_reported_by_file() {
     assert_eq!(report.keys, 300, "every key still reads");
 }
 
-/// `check_with_progress` reports each pass in order, never going backwards within one, and
-/// ends each pass at its total; its report is `check`'s.
 /// Defect: only the records a sealed segment still had were verified, so one cut short at
 /// a record boundary checked clean (its lost records were all dead, so no key's value
 /// failed to read).
@@ -127,6 +125,8 @@ fn a_sealed_segment_cut_short_is_reported() {
     assert!(problem.what.contains(&expected), "{problem:?}");
 }
 
+/// `check_with_progress` reports each pass in order, never going backwards within one, and
+/// ends each pass at its total; its report is `check`'s.
 #[test]
 fn check_reports_progress_through_its_three_passes() {
     let fs = MemFs::new();

@@ -878,6 +878,29 @@ fn gc_on_a_full_disk_still_collects_what_needs_no_space() {
     }
 }
 
+/// A GC whose compaction-first met the full disk and that then found nothing to collect
+/// says why (it returned `Ok` with nothing collected, hiding the full disk).
+#[test]
+fn gc_that_collects_nothing_on_a_full_disk_says_so() {
+    let mem = MemFs::new();
+    let fault = FaultFs::new(Arc::new(mem.clone()));
+    let options = Options {
+        gc_space_amp_target: f64::INFINITY,
+        ..Options::small_for_tests(Arc::new(fault.clone()))
+    };
+    let db = Db::open("/db", options).expect("open");
+    for round in 0..3u32 {
+        for i in 0..100u32 {
+            db.put(format!("key{round}-{i:05}"), value(i)).expect("put");
+        }
+        db.flush().expect("flush");
+    }
+    fault.fail_at(1, FaultKind::NoSpace, FaultOps::Only(&[FsOp::Create]), true);
+    let done = db.gc(&wisckey::GcOptions::default());
+    assert!(matches!(&done, Err(e) if e.is_no_space()), "{done:?}");
+    assert!(db.background_error().is_none());
+}
+
 fn gc_on_a_full_disk_collects(compact_first: bool) {
     let mem = MemFs::new();
     let fault = FaultFs::new(Arc::new(mem.clone()));

@@ -620,6 +620,17 @@ fn source(inner: &DbInner) -> SegmentSource<'_> {
 /// Collects victims until the policy's target is met or nothing is collectable. `paced`:
 /// yield to foreground work between batches (background GC).
 pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<GcOutcome> {
+    run_knowing(inner, policy, paced, None)
+}
+
+/// [`run`], for a round that already met a full disk (`full_disk`: its error, returned if
+/// the round collects nothing).
+fn run_knowing(
+    inner: &DbInner,
+    policy: VictimPolicy,
+    paced: bool,
+    full_disk: Option<Error>,
+) -> Result<GcOutcome> {
     let _one_gc = inner.gc_lock.lock();
     // Never leave writers paced when this collection ends (a snapshot may pin what GC
     // cannot collect).
@@ -630,7 +641,10 @@ pub(crate) fn run(inner: &DbInner, policy: VictimPolicy, paced: bool) -> Result<
         }
     }
     let _stop_pacing = StopPacing(inner);
-    let mut round = RoundState::default();
+    let mut round = RoundState {
+        full_disk,
+        ..RoundState::default()
+    };
     punch_first_if_short(inner, policy, paced, &mut round.full_disk);
     let mut leaving = Leaving::new();
     let mut taken = StepsTaken::default();
@@ -1289,13 +1303,15 @@ pub(crate) fn gc_now(db: &crate::Db, inner: &DbInner, options: &GcOptions) -> Re
             "GcOptions: space_amp_target must be at least 1 and min_dead_fraction in 0..=1".into(),
         ));
     }
+    let mut full_disk = None;
     if options.compact_first {
         // On a full disk the compaction's output may find no room, while victims with
         // nothing live need none: like any GC step that meets a full disk, it is passed
         // over (the round fails with `NoSpace` only if it collects nothing).
         match db.compact_range(None, None) {
             Err(e) if e.is_no_space() => {
-                log::warn!("wisckey: value-log GC goes on without its compaction: {e}")
+                log::warn!("wisckey: value-log GC goes on without its compaction: {e}");
+                full_disk = Some(e);
             }
             compacted => compacted?,
         }
@@ -1305,7 +1321,7 @@ pub(crate) fn gc_now(db: &crate::Db, inner: &DbInner, options: &GcOptions) -> Re
         min_dead_fraction: options.min_dead_fraction,
         order: options.order.unwrap_or(inner.options.gc_victim_order),
     };
-    run(inner, policy, false)
+    run_knowing(inner, policy, false, full_disk)
 }
 
 /// `Db::cluster_values` (and, with `dry_run`, `Db::cluster_values_estimate`): walks the

@@ -6,7 +6,8 @@
 //! when the device is full. The first ENOSPC such work meets deletes the reserve and the
 //! work is retried. One a flush or compaction spent is re-created after the next successful
 //! one; one deletes or GC spent, at the next open (while they go on the disk is still full,
-//! and taking the space back would leave them without it).
+//! and taking the space back would leave them without it) — or, either, by the first write
+//! group with puts that finds room for it (below).
 //!
 //! Invariants:
 //! - the reserve is never needed for correctness: without it (size 0, or a file system
