@@ -1689,3 +1689,50 @@ fn a_stray_segment_file_past_the_log_is_set_aside_not_deleted() {
     assert!(torn_images > 0, "no image had a torn tail");
     drop(db);
 }
+
+/// Defect: a torn tail whose torn value held a copy of one of the log's own records (a
+/// value that stores a chunk of a segment, say) was refused as damage: the probe after the
+/// torn record found the copy, flagged "synced before", and took it for a synced record
+/// after damage. Only a record newer than those replayed proves that.
+#[test]
+fn a_torn_value_holding_a_copy_of_a_synced_record_is_a_torn_tail() {
+    let fs = MemFs::new();
+    let dir = Path::new("/db");
+    let options = |fs: &MemFs| Options {
+        memtable_size: 4 << 20,
+        memtable_max_log_bytes: 4 << 20,
+        vlog_zero_fill_size: 0,
+        ..Options::small_for_tests(Arc::new(fs.clone()))
+    };
+    let db = Db::open(dir, options(&fs)).expect("open");
+    let segment = dir.join("000001.vlog");
+    db.put_opt("a", value(1), &SYNC).expect("put");
+    let before_b = fs.contents(&segment).expect("contents").len();
+    db.put_opt("b", value(2), &SYNC).expect("put");
+    let log = fs.contents(&segment).expect("contents");
+    let record_of_b = log[before_b..].to_vec();
+    assert!(!record_of_b.is_empty());
+    let mut blob = vec![7u8; 1000];
+    blob.extend_from_slice(&record_of_b);
+    blob.extend(std::iter::repeat_n(7u8, 8000));
+    // Larger than the log's buffer: written out at once, not synced.
+    db.put("blob", &blob).expect("put");
+    let log = fs.contents(&segment).expect("contents");
+    assert!(log.len() > before_b + record_of_b.len() + blob.len());
+    // A power cut tore the blob's record past the copy it holds.
+    let image = MemFs::new();
+    for name in fs.list(dir).expect("list") {
+        let path = dir.join(&name);
+        let mut bytes = fs.contents(&path).expect("contents");
+        if path == segment {
+            bytes.truncate(before_b + record_of_b.len() + 2000);
+        }
+        image.set_contents(&path, &bytes).expect("copy");
+    }
+    drop(db);
+    let reopened = Db::open(dir, options(&image)).expect("a torn tail, not damage");
+    assert!(reopened.recovery_report().torn_tail_bytes > 0);
+    assert_eq!(reopened.get("a").expect("get"), Some(value(1)));
+    assert_eq!(reopened.get("b").expect("get"), Some(value(2)));
+    assert_eq!(reopened.get("blob").expect("get"), None);
+}

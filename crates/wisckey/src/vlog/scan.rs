@@ -159,6 +159,8 @@ pub fn scan_segments(
         ));
     }
     let mut from = start.offset.max(SEGMENT_HEADER_LEN);
+    // The highest sequence number handed to `f` so far, over every segment.
+    let mut newest_sequence = 0u64;
     for (i, &segment) in segments.iter().enumerate() {
         let path = vlog_file_name(dir, segment);
         let name = path.display().to_string();
@@ -204,7 +206,11 @@ pub fn scan_segments(
         let mut segment_scan = SegmentScan::new(file, &name, segment, limit, opts);
         segment_scan.copy_values_below = copy_values_below;
         segment_scan.stop_at_sequence_gap = true;
-        let end = segment_scan.run(from, &mut |batch| f(batch).map(|()| true))?;
+        let end = segment_scan.run(from, &mut |batch| {
+            let newest_here = batch.iter().map(|record| record.sequence).max();
+            newest_sequence = newest_sequence.max(newest_here.unwrap_or(0));
+            f(batch).map(|()| true)
+        })?;
         let sequence_gap = segment_scan.sequence_gap.take();
         // A successor whose header does not say where this segment ended was made by an
         // open that cut this segment to its records and synced it first: the log goes on
@@ -215,6 +221,7 @@ pub fn scan_segments(
             continue;
         }
         let at = LogPosition::new(segment, end);
+        segment_scan.probe_newer_than = newest_sequence;
         let (records_here, synced_after, gave_up) = segment_scan.probe_after(end)?;
         let mut bytes_after = limit - end;
         let mut records_after = records_here;
@@ -616,6 +623,12 @@ struct SegmentScan<'a> {
     stop_at_sequence_gap: bool,
     /// The gap that ended the run, with its offset: `(offset, why)`.
     sequence_gap: Option<(u64, String)>,
+    /// [`SegmentScan::probe_after`] takes a record with `FLAG_SYNCED_BEFORE` for proof of
+    /// a sync only if its sequence number is above this (the highest replayed): a record
+    /// written after the replayed ones has a higher one, while a copy of an older record
+    /// (inside a torn value that embeds one, or in a stale block a file system handed the
+    /// unsynced end after a power cut) does not.
+    probe_newer_than: u64,
 }
 
 impl<'a> SegmentScan<'a> {
@@ -640,6 +653,7 @@ impl<'a> SegmentScan<'a> {
             window: Vec::new(),
             stop_at_sequence_gap: false,
             sequence_gap: None,
+            probe_newer_than: 0,
         }
     }
 
@@ -675,7 +689,7 @@ impl<'a> SegmentScan<'a> {
         let search_until = next_range.unwrap_or(until);
         let mut checksum_budget = SearchBudget::shared(16 * self.read_chunk as u64);
         match self.next_valid_record(from, search_until, &mut checksum_budget)? {
-            Some((at, _, _)) => Ok(Some(at)),
+            Some((at, ..)) => Ok(Some(at)),
             None => Ok(next_range),
         }
     }
@@ -743,9 +757,11 @@ impl<'a> SegmentScan<'a> {
     /// without `FLAG_SYNCED_BEFORE` cost [`PROBE_UNFLAGGED_BUDGET`] bytes, only flagged ones
     /// are still checked (the count of records found is then a lower bound); once flagged
     /// ones cost [`PROBE_CHECKSUM_BUDGET`], the search gives up, and the third value says so.
-    /// Only the flag decides between a torn tail and damage, so user data that merely looks
-    /// like unflagged headers — a torn record's own value, walked byte by byte, say, sparse
-    /// data with one non-zero byte in a header's key length — never makes a torn tail damage.
+    /// Only the flag, on a record newer than those replayed (`probe_newer_than`), decides
+    /// between a torn tail and damage, so user data that merely looks like unflagged
+    /// headers — a torn record's own value, walked byte by byte, say, sparse data with one
+    /// non-zero byte in a header's key length — never makes a torn tail damage, nor does a
+    /// torn value that holds a copy of one of this log's records.
     fn probe_after(&mut self, end: u64) -> Result<(u64, Option<u64>, bool)> {
         let mut found = 0u64;
         let mut synced = None;
@@ -754,10 +770,12 @@ impl<'a> SegmentScan<'a> {
             unflagged: PROBE_UNFLAGGED_BUDGET,
             flagged: Some(PROBE_CHECKSUM_BUDGET),
         };
-        while let Some((at, len, flags)) = self.next_valid_record(offset, self.limit, &mut budget)?
+        while let Some((at, len, flags, sequence)) =
+            self.next_valid_record(offset, self.limit, &mut budget)?
         {
             found += 1;
-            if flags & FLAG_SYNCED_BEFORE != 0 && synced.is_none() {
+            let newer = sequence > self.probe_newer_than;
+            if flags & FLAG_SYNCED_BEFORE != 0 && newer && synced.is_none() {
                 synced = Some(at);
             }
             offset = at + len as u64;
@@ -767,7 +785,7 @@ impl<'a> SegmentScan<'a> {
 
     /// The first byte offset in `[offset, search_until)` where a record that passes its
     /// checks starts (the record may end past `search_until`, not past `limit`), with its
-    /// length and flags. `None` also once candidates whose headers pass but whose checksums
+    /// length, flags and sequence number. `None` also once candidates whose headers pass but whose checksums
     /// fail have used up the budget they draw on ([`SearchBudget`]: a search through values
     /// full of header-like bytes stops there, after at most the budget and one record more).
     fn next_valid_record(
@@ -775,7 +793,7 @@ impl<'a> SegmentScan<'a> {
         mut offset: u64,
         search_until: u64,
         budget: &mut SearchBudget,
-    ) -> Result<Option<(u64, usize, u8)>> {
+    ) -> Result<Option<(u64, usize, u8, u64)>> {
         let opts = self.opts;
         let search_until = search_until.min(self.limit);
         while offset < search_until && self.limit.saturating_sub(offset) >= RECORD_HEADER_LEN as u64
@@ -817,14 +835,14 @@ impl<'a> SegmentScan<'a> {
             }
             self.searched_bytes += len as u64;
             let bytes = self.bytes(offset, len)?;
-            if decode_record(bytes, opts).is_err() {
+            let Ok((record, _)) = decode_record(bytes, opts) else {
                 // Only candidates that fail count: the record sought may be larger than
                 // the whole budget.
                 *checksum_budget = checksum_budget.saturating_sub(len as u64);
                 offset += 1;
                 continue;
-            }
-            return Ok(Some((offset, len, flags)));
+            };
+            return Ok(Some((offset, len, flags, record.sequence)));
         }
         Ok(None)
     }
