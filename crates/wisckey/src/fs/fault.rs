@@ -39,7 +39,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::{FileLock, FileSystem, ReadableFile, WritableFile};
+use super::{BatchRead, FileLock, FileSystem, ReadableFile, WritableFile};
 use crate::error::{Error, Result};
 
 /// The error an injected fault produces.
@@ -442,6 +442,56 @@ impl FileSystem for FaultFs {
         self.check(FsOp::Lock, path)?;
         self.inner.lock_shared(path)
     }
+
+    /// Each read is checked as a `ReadAt` of its file; the others go to the inner file
+    /// system's batch, with its own handles (so `PosixFs` keeps them in flight together).
+    /// Forwarded, not left to the default: readers batch only where the file system says it
+    /// does, and a fault test must meet the paths production takes.
+    fn read_batch(&self, reads: &mut [BatchRead<'_>]) -> Vec<Result<usize>> {
+        let mut results: Vec<Option<Result<usize>>> = Vec::with_capacity(reads.len());
+        let mut passed = Vec::new();
+        for read in reads.iter_mut() {
+            let fault_file =
+                (read.file.as_any()).and_then(|any| any.downcast_ref::<FaultReadable>());
+            let Some(fault_file) = fault_file else {
+                // Not one of ours (never happens: callers batch this file system's handles).
+                results.push(Some(read.file.read_at(read.offset, read.buf)));
+                continue;
+            };
+            match check(&fault_file.state, FsOp::ReadAt, &fault_file.path) {
+                Err(e) => results.push(Some(Err(e))),
+                Ok(()) => {
+                    results.push(None);
+                    passed.push(BatchRead {
+                        file: fault_file.inner.as_ref(),
+                        offset: read.offset,
+                        buf: &mut *read.buf,
+                    });
+                }
+            }
+        }
+        let mut inner_results = self.inner.read_batch(&mut passed).into_iter();
+        (results.into_iter())
+            .map(|result| match result {
+                Some(result) => result,
+                // One inner result per read passed on, in order.
+                None => inner_results.next().unwrap_or_else(|| {
+                    Err(Error::io(
+                        "read_batch",
+                        io::Error::other("a read went missing"),
+                    ))
+                }),
+            })
+            .collect()
+    }
+
+    fn batches_reads(&self) -> bool {
+        self.inner.batches_reads()
+    }
+
+    fn reads_if_cached(&self) -> bool {
+        self.inner.reads_if_cached()
+    }
 }
 
 #[derive(Debug)]
@@ -469,6 +519,24 @@ impl ReadableFile for FaultReadable {
     fn prefetch(&self, offset: u64, len: u64) -> Result<()> {
         check(&self.state, FsOp::Prefetch, &self.path)?;
         self.inner.prefetch(offset, len)
+    }
+
+    /// Forwarded while no fault that counts reads is armed; with one, a miss, so every
+    /// read goes through `read_at`, counted and failing as armed (a fault fired here could
+    /// only be taken for a miss, and the caller's plain read would succeed).
+    fn read_exact_if_cached(&self, offset: u64, buf: &mut [u8]) -> bool {
+        let reads_armed = (self.state.lock().plan).is_some_and(|p| p.ops.includes(FsOp::ReadAt));
+        !reads_armed && self.inner.read_exact_if_cached(offset, buf)
+    }
+
+    /// A hint that reads nothing: not a fault point.
+    fn is_cached(&self, offset: u64, len: u64) -> bool {
+        self.inner.is_cached(offset, len)
+    }
+
+    /// This handle, so [`FaultFs::read_batch`] can check and unwrap it.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
     }
 }
 
