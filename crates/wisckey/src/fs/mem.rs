@@ -59,22 +59,18 @@ enum DirOp {
     /// A new name for a file (a `create` of a new name, or the LOCK file).
     Link(PathBuf, InodeRef),
     Unlink(PathBuf),
-    /// Atomic: after a power cut the file has its old name or its new one, never both.
-    /// The flags say which of the two directories was synced since (a rename across
-    /// directories is durable once both were).
-    Rename(PathBuf, PathBuf, InodeRef, [bool; 2]),
+    /// Atomic: after a power cut the file has its old name or its new one, never both
+    /// and never neither. Syncing either directory makes a rename across two durable
+    /// whole, as a journalling file system (ext4, XFS) commits it in one transaction.
+    Rename(PathBuf, PathBuf, InodeRef),
 }
 
 impl DirOp {
-    /// Notes that `dir` was synced; returns whether the operation is durable now.
-    fn synced(&mut self, dir: &Path) -> bool {
+    /// Whether syncing `dir` makes the operation durable.
+    fn synced_by(&self, dir: &Path) -> bool {
         match self {
             DirOp::Link(path, _) | DirOp::Unlink(path) => parent_of(path) == dir,
-            DirOp::Rename(from, to, _, sides) => {
-                sides[0] |= parent_of(from) == dir;
-                sides[1] |= parent_of(to) == dir;
-                sides[0] && sides[1]
-            }
+            DirOp::Rename(from, to, _) => parent_of(from) == dir || parent_of(to) == dir,
         }
     }
 }
@@ -227,7 +223,7 @@ impl MemFs {
                     DirOp::Unlink(path) => {
                         image.live.remove(path);
                     }
-                    DirOp::Rename(from, to, inode, _) => {
+                    DirOp::Rename(from, to, inode) => {
                         image.live.remove(from);
                         let kept = survivor(inode, &mut rng);
                         image.live.insert(to.clone(), kept);
@@ -309,12 +305,7 @@ impl FileSystem for MemFs {
         }
         ns.live.remove(from);
         ns.live.insert(to.to_path_buf(), Arc::clone(&inode));
-        (ns.pending).push(DirOp::Rename(
-            from.to_path_buf(),
-            to.to_path_buf(),
-            inode,
-            [false; 2],
-        ));
+        (ns.pending).push(DirOp::Rename(from.to_path_buf(), to.to_path_buf(), inode));
         Ok(())
     }
 
@@ -364,6 +355,21 @@ impl FileSystem for MemFs {
         if !ns.dir_exists(dir) {
             return Err(os_err("sync_dir", dir, libc::ENOENT));
         }
+        // A rename between this directory and another is durable on both sides now: the
+        // other directory's durable entries change with it (copying only this directory's
+        // entries left the file under both names, or neither, after a power cut).
+        let crossing: Vec<(PathBuf, PathBuf, InodeRef)> = (ns.pending.iter())
+            .filter_map(|op| match op {
+                DirOp::Rename(from, to, inode) if op.synced_by(dir) => {
+                    Some((from.clone(), to.clone(), Arc::clone(inode)))
+                }
+                _ => None,
+            })
+            .collect();
+        for (from, to, inode) in crossing {
+            ns.durable.remove(&from);
+            ns.durable.insert(to, inode);
+        }
         ns.durable.retain(|path, _| parent_of(path) != dir);
         let entries: Vec<(PathBuf, InodeRef)> = ns
             .live
@@ -372,7 +378,26 @@ impl FileSystem for MemFs {
             .map(|(path, inode)| (path.clone(), Arc::clone(inode)))
             .collect();
         ns.durable.extend(entries);
-        ns.pending.retain_mut(|op| !op.synced(dir));
+        // Also durable now: what made the renamed file's old name (a pending link or
+        // unlink of it before the rename), or an image could bring that name back.
+        let renamed_at: Vec<(usize, PathBuf)> = (ns.pending.iter().enumerate())
+            .filter_map(|(at, op)| match op {
+                DirOp::Rename(from, ..) if op.synced_by(dir) => Some((at, from.clone())),
+                _ => None,
+            })
+            .collect();
+        let mut at = 0;
+        ns.pending.retain(|op| {
+            let this = at;
+            at += 1;
+            let superseded = match op {
+                DirOp::Link(path, _) | DirOp::Unlink(path) => {
+                    (renamed_at.iter()).any(|(rename_at, from)| this < *rename_at && path == from)
+                }
+                DirOp::Rename(..) => false,
+            };
+            !superseded && !op.synced_by(dir)
+        });
         Ok(())
     }
 

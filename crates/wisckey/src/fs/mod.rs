@@ -15,7 +15,9 @@
 //! - bytes appended to a file are durable only after a later `sync_data` on that file;
 //! - a created, renamed or removed directory entry is durable only after `sync_dir` on the
 //!   directory that holds it; before that a power cut may keep or lose each such operation
-//!   independently of the others (a rename is atomic: old name or new, never both);
+//!   independently of the others (a rename is atomic: old name or new, never both; one
+//!   across two directories is durable once either directory is synced, as a journalling
+//!   file system commits it in one transaction);
 //! - `rename` replaces the target atomically;
 //! - a punched range may survive a power cut or not; nothing else in the file changes
 //!   (`MemFs` keeps it at once, the case that catches a reader of a punched range).

@@ -292,3 +292,42 @@ fn a_rename_across_directories_is_durable_once_both_are_synced() {
         assert_eq!(read_all(&image, &moved), b"old segment", "seed {seed}");
     }
 }
+
+/// A rename across directories is atomic whichever of the two is synced: the file has its
+/// old name or its new one after a power cut, never both and never neither (syncing only
+/// one side used to copy only that side's entries into the durable view).
+#[test]
+fn a_rename_across_directories_never_leaves_both_names_or_neither() {
+    for synced_side in ["source", "target"] {
+        let fs = MemFs::new();
+        let old = file_with(&fs, "CURRENT", b"MANIFEST-000003\n", b"");
+        let lost = dir().join("lost");
+        fs.create_dir_all(&lost).expect("mkdir");
+        fs.sync_dir(&dir()).expect("sync_dir");
+        fs.sync_dir(&lost).expect("sync_dir");
+        let moved = lost.join("CURRENT");
+        fs.rename(&old, &moved).expect("rename");
+        let side = if synced_side == "source" {
+            dir()
+        } else {
+            lost.clone()
+        };
+        fs.sync_dir(&side).expect("sync_dir");
+        for seed in 0..64 {
+            let images = [
+                fs.power_loss_image(PowerLoss::DropUnsynced),
+                fs.power_loss_image(PowerLoss::TornTail { seed }),
+            ];
+            for image in images {
+                let (at_old, at_new) = (
+                    image.exists(&old).expect("exists"),
+                    image.exists(&moved).expect("exists"),
+                );
+                assert!(
+                    at_new && !at_old,
+                    "{synced_side} synced, seed {seed}: old {at_old}, new {at_new}"
+                );
+            }
+        }
+    }
+}
