@@ -16,7 +16,10 @@
 //!   be lost with the process. An `atexit` hook syncs every handle this process opened that
 //!   is still open (waiting a bounded time for a `close()` in progress), and leaves it open:
 //!   `atexit` runs hooks newest first, so an application's hook registered before wisckey
-//!   was imported runs after this one and may still use the database.
+//!   was imported runs after this one and may still use the database. It also waits (the
+//!   same bounded time) for closes a drop began on another thread: such a handle is gone
+//!   from the registry, and the process ending under its close lost what the close was
+//!   still writing out.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -47,6 +50,46 @@ pub(crate) struct Handle {
 static OPEN: Mutex<BTreeMap<u64, Weak<Handle>>> = Mutex::new(BTreeMap::new());
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+
+/// Engine closes begun by dropping a handle and not finished: the exit hook waits for them
+/// (`CLOSES_DONE` is notified as each ends).
+static CLOSES_IN_PROGRESS: Mutex<usize> = Mutex::new(0);
+static CLOSES_DONE: parking_lot::Condvar = parking_lot::Condvar::new();
+
+/// An engine `Db` being closed by a drop, counted in `CLOSES_IN_PROGRESS` from its
+/// creation until the close returned (or the `Db` was leaked), however it is dropped.
+struct Closing(Option<engine::Db>);
+
+impl Closing {
+    fn new(db: engine::Db) -> Closing {
+        *CLOSES_IN_PROGRESS.lock() += 1;
+        Closing(Some(db))
+    }
+}
+
+impl Drop for Closing {
+    fn drop(&mut self) {
+        drop(self.0.take());
+        *CLOSES_IN_PROGRESS.lock() -= 1;
+        CLOSES_DONE.notify_all();
+    }
+}
+
+/// Waits until no close begun by a drop is in progress, at most `limit`.
+fn wait_for_closes(limit: Duration) {
+    let deadline = std::time::Instant::now() + limit;
+    let Some(mut in_progress) = CLOSES_IN_PROGRESS.try_lock_for(limit) else {
+        return;
+    };
+    while *in_progress > 0 {
+        if CLOSES_DONE
+            .wait_until(&mut in_progress, deadline)
+            .timed_out()
+        {
+            return;
+        }
+    }
+}
 
 /// How long the exit hook waits for a `close()` in progress (which holds the write lock);
 /// also how long it waits for the registry (in a forked child, a thread of the parent may have held
@@ -173,13 +216,16 @@ impl Drop for Handle {
             std::mem::forget(db);
             return;
         }
+        // Counted before it leaves the registry: the exit hook, which no longer finds it
+        // there, waits for the count instead.
+        let closing = Closing::new(db);
         self.forget_at_exit();
         // The last reference goes in a Python object's deallocation, with the GIL held
         // (nothing of this crate holds a handle inside `detach`), so `try_attach` only
         // hands over the token; the engine's close then runs without the GIL. Where no
         // attaching is possible (the interpreter gone), the closure is dropped unrun and
-        // `db` with it, here.
-        let _ = Python::try_attach(move |py| py.detach(move || drop(db)));
+        // `closing` with it, here.
+        let _ = Python::try_attach(move |py| py.detach(move || drop(closing)));
     }
 }
 
@@ -204,5 +250,9 @@ pub(crate) fn close_open_databases_at_exit(py: Python<'_>) -> PyResult<()> {
     // `open` is dropped here, with the GIL held: it may hold the last reference to a
     // handle (see `Drop`).
     drop(open);
+    // Closes a drop began (here or on another thread, which may be a daemon thread the
+    // interpreter will not wait for) write out what the log still buffers: the process must
+    // not end under them.
+    py.detach(|| wait_for_closes(EXIT_WAIT));
     first_error.map_or(Ok(()), |e| Err(e.into_py(py)))
 }

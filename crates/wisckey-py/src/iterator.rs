@@ -16,7 +16,6 @@
 use std::collections::VecDeque;
 
 use parking_lot::Mutex;
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
@@ -81,7 +80,8 @@ struct Chunk {
 impl Iterator {
     pub(crate) fn new(shared: Shared, snapshot: engine::Snapshot, span: Span) -> PyResult<Self> {
         if !span.include_key && !span.include_value {
-            return Err(PyValueError::new_err(
+            // A refused argument, as every other one: `wisckey.Error` catches it.
+            return Err(crate::errors::InvalidArgumentError::new_err(
                 "include_key and include_value cannot both be False",
             ));
         }

@@ -232,6 +232,46 @@ def test_acknowledged_writes_survive_exit_with_the_database_still_open(tmp_path)
             assert db.get(b"last") == b"v" * 100, keeper
 
 
+# A daemon thread writes (acknowledged, not synced: the log's buffer holds them) and drops
+# its last reference to the database as the main thread returns: the drop's close, still
+# writing out the buffer, must finish before the process ends. The exit hook no longer
+# found the handle (gone from its registry) and did not wait: up to a whole buffer of
+# acknowledged writes was lost.
+DROP_AT_EXIT = textwrap.dedent(
+    """
+    import sys, threading
+    import wisckey
+
+    opts = dict(vlog_flush_interval=3600.0, vlog_buffer_size=256 << 20,
+                memtable_size=256 << 20, memtable_max_log_bytes=1 << 30)
+    about_to_drop = threading.Event()
+
+    def worker():
+        db = wisckey.DB(sys.argv[1], **opts)
+        for i in range(int(sys.argv[2])):
+            db.put(b"k%06d" % i, b"x" * 4000)
+        about_to_drop.set()
+        del db
+
+    threading.Thread(target=worker, daemon=True).start()
+    about_to_drop.wait()
+    print("exiting", flush=True)
+    """
+)
+
+
+def test_a_database_dropped_by_a_daemon_thread_at_exit_keeps_its_writes(tmp_path):
+    n = 8000
+    for attempt in range(3):
+        path = str(tmp_path / str(attempt))
+        done = subprocess.run([sys.executable, "-c", DROP_AT_EXIT, path, str(n)],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0 and done.stdout == "exiting\n", done
+        with wisckey.DB(path) as db:
+            kept = sum(1 for _ in db.iterator(include_value=False))
+        assert kept == n, (attempt, kept)
+
+
 # An application's atexit hook registered before wisckey was imported runs after
 # wisckey's (atexit runs hooks newest first): the database must still be usable there.
 LATE_HOOK = textwrap.dedent(

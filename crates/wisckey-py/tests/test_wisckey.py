@@ -68,7 +68,7 @@ def test_iterator_ranges_prefix_reverse_and_include_flags(db):
     assert list(db.iterator(prefix=b"k00", reverse=True, include_key=False))[:2] == [b"v9", b"v8"]
     assert list(db.iterator(start=b"z")) == []
     assert list(db.iterator(start=b"k2", stop=b"k1")) == []
-    with pytest.raises(ValueError):
+    with pytest.raises(wisckey.InvalidArgumentError):
         db.iterator(include_key=False, include_value=False)
     # More entries than one internal chunk, from both ends.
     for i in range(1000):

@@ -17,6 +17,7 @@ a daemon thread, a reference cycle, ...) is synced by an atexit hook, so acknowl
 reach the disk; it stays open for atexit hooks that run later.
 """
 
+import os
 from types import TracebackType
 from typing import Any, Iterable, Iterator as _PyIterator, Optional, Tuple, Type, Union
 
@@ -60,7 +61,8 @@ class AbortedError(Error):
     """Work was abandoned before it ran (the message says which)."""
 
 class ReadOnlyError(Error):
-    """The database is open read-only and the call would write to it."""
+    """The database is open read-only and the call would write to it. (Reserved: this
+    binding opens databases read-write only, so no call raises it yet.)"""
 
 class DB:
     """A wisckey database; a context manager (closed on exit).
@@ -89,7 +91,7 @@ class DB:
 
     def __init__(
         self,
-        path: str,
+        path: Union[str, os.PathLike[str]],
         create_if_missing: bool = True,
         error_if_exists: bool = False,
         **options: Any,
