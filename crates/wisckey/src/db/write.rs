@@ -547,7 +547,12 @@ fn append_group(
     // reservation could roll to a new segment, or spend the disk reserve on a full disk, for
     // no record.
     if batches.iter().any(|batch| !batch.is_empty()) {
-        reserve_log_space(inner, &mut vlog, batches, may_spend_reserve)?;
+        if let Err(failure) = reserve_log_space(inner, &mut vlog, batches, may_spend_reserve) {
+            // A reservation may have rolled to a new segment before it failed: readers of
+            // the published end must see where the log is (`lock_writer`'s rule).
+            inner.vlog.publish(&vlog);
+            return Err(failure);
+        }
     }
     let group_start = vlog.end();
     // A panic while appending poisons the writer and discards the group, as a failure
@@ -559,6 +564,7 @@ fn append_group(
         vlog.poison(e.clone());
         // The group failed: its records must not come back after a restart.
         vlog.discard_failed_group(group_start);
+        inner.vlog.publish(&vlog);
         GroupFailure::Poisoned(e)
     })
 }
