@@ -1199,3 +1199,45 @@ fn damage_in_the_key_index_fails_gc_and_is_not_blamed_on_the_segment() {
         assert_eq!(db.get(key(i)).expect("get"), Some(value(i, version, 1000)));
     }
 }
+
+/// Defect: `Db::gc` collected until nothing was collectable, and with writes going on a
+/// newly finished segment always was: the call returned only once the writes stopped,
+/// holding GC's lock all along (checkpoints and checks waited). It now collects the
+/// segments there were when it began.
+#[test]
+fn gc_returns_while_writes_go_on() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let fs = MemFs::new();
+    let options = Options {
+        vlog_segment_size: 16 << 10,
+        ..mem_options(&fs)
+    };
+    let db = Db::open("/db", options).expect("open");
+    let stop = AtomicBool::new(false);
+    let writes = AtomicU64::new(0);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            // Stops the writer if GC never returns, so the test fails instead of hanging.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+            while !stop.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+                let i = writes.fetch_add(1, Ordering::SeqCst);
+                db.put(
+                    key((i % 400) as u32),
+                    value((i % 400) as u32, i as u32, 200),
+                )
+                .expect("put");
+            }
+            stop.store(true, Ordering::SeqCst);
+        });
+        while writes.load(Ordering::SeqCst) < 20_000 {
+            std::thread::yield_now();
+        }
+        let done = db.gc(&GcOptions::default()).expect("gc");
+        let writer_was_running = !stop.swap(true, Ordering::SeqCst);
+        assert!(
+            writer_was_running,
+            "gc returned only once the writes stopped: {done:?}"
+        );
+        assert!(done.segments_collected > 0, "{done:?}");
+    });
+}

@@ -657,6 +657,11 @@ fn run_knowing(
     // Whether the round ended before it ran out of work (closing, a checkpoint or check
     // waiting, a failed read): then it does not punch on its way out either.
     let mut cut_short = true;
+    // A `Db::gc` collects the segments there were when it began (the one being written
+    // then included: its own seal may finish it), not those writers finish meanwhile:
+    // with writes going on there would always be another, and the call (holding
+    // `gc_lock`, so checkpoints and checks wait) never returned.
+    let mut newest_victim = None;
     loop {
         if inner.shutting_down.load(Ordering::Acquire) {
             break;
@@ -673,6 +678,10 @@ fn run_knowing(
             Err(e) if ends_background_round(paced, &e) => break,
             Err(e) => return Err(e),
         };
+        if !paced {
+            let newest = *newest_victim.get_or_insert(active);
+            choice.victims.retain(|&v| v <= newest);
+        }
         if round.full_disk.is_some() {
             // On a full disk only victims with nothing live can still be collected: the
             // others need log space for their relocations.

@@ -1145,7 +1145,8 @@ impl Db {
 
     /// Runs value-log garbage collection now, in the calling thread, as `options` says
     /// (by default: compact the key index, then collect every segment with dead records
-    /// until nothing is collectable). Returns what it did. Space comes back when a
+    /// until nothing is collectable, among the segments there were when the call began:
+    /// it returns while writes go on). Returns what it did. Space comes back when a
     /// collected segment's file is deleted, which waits for snapshots and iterators that
     /// may still read it. A segment leaves the log only after a flush has moved the replay
     /// head past its relocated values (on a full disk, where the flush cannot be written,
