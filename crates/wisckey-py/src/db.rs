@@ -41,18 +41,28 @@ pub(crate) struct Db {
 #[pymethods]
 impl Db {
     #[new]
-    #[pyo3(signature = (path, create_if_missing = true, error_if_exists = false, **options))]
+    #[pyo3(signature = (
+        path, create_if_missing = true, error_if_exists = false, read_only = false, **options
+    ))]
     fn new(
         py: Python<'_>,
         path: std::path::PathBuf,
         create_if_missing: bool,
         error_if_exists: bool,
+        read_only: bool,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Db> {
         let opts = options::from_kwargs(create_if_missing, error_if_exists, options)?;
         let shown = path.display().to_string();
+        // Read-only: the engine's shared open (any number of readers, no writer; every
+        // write raises ReadOnlyError; a missing database is refused, never created).
+        let open = if read_only {
+            engine::Db::open_read_only
+        } else {
+            engine::Db::open
+        };
         let db = py
-            .detach(|| engine::Db::open(&path, opts))
+            .detach(|| open(&path, opts))
             .map_err(|e| to_py_err(py, e))?;
         Ok(Db {
             shared: Handle::new(db),

@@ -194,7 +194,11 @@ impl Handle {
     /// only a `close()` in progress is waited for, at most `EXIT_WAIT`.
     fn sync_at_exit(&self) -> Result<(), Failure> {
         match self.db.try_read_for(EXIT_WAIT) {
-            Some(open) => Ok(open.as_ref().map_or(Ok(()), engine::Db::sync)?),
+            // A read-only handle wrote nothing (and its `sync` would refuse).
+            Some(open) => Ok(open
+                .as_ref()
+                .filter(|db| !db.is_read_only())
+                .map_or(Ok(()), engine::Db::sync)?),
             None => Ok(()),
         }
     }

@@ -272,6 +272,28 @@ def test_a_database_dropped_by_a_daemon_thread_at_exit_keeps_its_writes(tmp_path
         assert kept == n, (attempt, kept)
 
 
+# A read-only DB still open at exit: the exit hook leaves it alone (its sync would refuse).
+READ_ONLY_AT_EXIT = textwrap.dedent(
+    """
+    import sys
+    import wisckey
+
+    db = wisckey.DB(sys.argv[1], read_only=True)
+    assert db.get(b"k") == b"v"
+    print("exiting", flush=True)
+    """
+)
+
+
+def test_a_read_only_database_open_at_exit_exits_quietly(tmp_path):
+    path = str(tmp_path / "db")
+    with wisckey.DB(path) as db:
+        db.put(b"k", b"v")
+    done = subprocess.run([sys.executable, "-c", READ_ONLY_AT_EXIT, path],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout == "exiting\n" and done.stderr == "", done
+
+
 # An application's atexit hook registered before wisckey was imported runs after
 # wisckey's (atexit runs hooks newest first): the database must still be usable there.
 LATE_HOOK = textwrap.dedent(

@@ -548,3 +548,28 @@ def test_every_public_name_is_documented():
         for name in vars(runtime):
             if not name.startswith("_") or name in slots or name in ("__enter__", "__exit__"):
                 assert name in {m.name for m in methods}, f"stub lacks {cls.name}.{name}"
+
+
+def test_a_read_only_open_shares_the_database_and_refuses_writes(tmp_path):
+    path = str(tmp_path / "db")
+    with wisckey.DB(path) as db:
+        db.put(b"k", b"v")
+        db.put(b"big", b"x" * 10000)
+    with pytest.raises(wisckey.InvalidArgumentError):
+        wisckey.DB(str(tmp_path / "missing"), read_only=True)
+    assert not (tmp_path / "missing").exists()
+    first = wisckey.DB(path, read_only=True)
+    second = wisckey.DB(path, read_only=True)
+    assert first.get(b"k") == second.get(b"k") == b"v"
+    assert second.get(b"big") == b"x" * 10000
+    assert list(first.iterator(include_value=False)) == [b"big", b"k"]
+    for write in (lambda: first.put(b"k", b"w"), lambda: first.delete(b"k"),
+                  lambda: first.compact_range(), lambda: first.gc()):
+        with pytest.raises(wisckey.ReadOnlyError):
+            write()
+    with pytest.raises(wisckey.LockedError):
+        wisckey.DB(path)
+    first.close()
+    second.close()
+    with wisckey.DB(path) as db:
+        assert db.get(b"k") == b"v"

@@ -61,8 +61,8 @@ class AbortedError(Error):
     """Work was abandoned before it ran (the message says which)."""
 
 class ReadOnlyError(Error):
-    """The database is open read-only and the call would write to it. (Reserved: this
-    binding opens databases read-write only, so no call raises it yet.)"""
+    """The database is open read-only (`DB(path, read_only=True)`) and the call would
+    write to it."""
 
 class DB:
     """A wisckey database; a context manager (closed on exit).
@@ -94,10 +94,14 @@ class DB:
         path: Union[str, os.PathLike[str]],
         create_if_missing: bool = True,
         error_if_exists: bool = False,
+        read_only: bool = False,
         **options: Any,
     ) -> None:
         """Opens (or creates) the database in directory `path`. LockedError if it is open
-        elsewhere, NotADatabaseError if the directory holds foreign files."""
+        elsewhere, NotADatabaseError if the directory holds foreign files. `read_only=True`
+        opens it for reading only: any number of read-only DBs may share it (in this
+        process or others) but no read-write one; every write raises ReadOnlyError, and a
+        missing database is InvalidArgumentError (it is never created)."""
     def close(self) -> None:
         """Closes the database: waits for calls in flight, flushes and syncs. Later calls
         that read or write it raise ClosedError: the DB's own, a snapshot's reads, an
