@@ -71,11 +71,11 @@ fn check(db: &Db, model: &Model, opts: &ReadOptions) {
     assert!(seen == *model, "a scan shows exactly the model");
 }
 
-/// Opens a database on `mem` and writes every key, half of them again, then every key once
+/// Opens a database on `fs` and writes every key, half of them again, then every key once
 /// more: a contiguous run of dead records (ready to punch once its flush's readers are gone)
 /// at the start of the sealed first segment, whose other records are live.
-fn open_with_a_dead_run(mem: &MemFs, dir: &Path) -> (Db, Model) {
-    let db = Db::open(dir, options(Arc::new(mem.clone()))).expect("open");
+fn open_with_a_dead_run(fs: Arc<dyn FileSystem>, dir: &Path) -> (Db, Model) {
+    let db = Db::open(dir, options(fs)).expect("open");
     let mut model = Model::new();
     write_all(&db, 0..KEYS, 0, &mut model);
     write_all(&db, 0..KEYS / 2, 1, &mut model);
@@ -191,7 +191,7 @@ fn dead_records_are_punched_out_and_every_reader_steps_over_them() {
 fn a_round_collects_its_victims_before_it_punches() {
     let mem = MemFs::new();
     let dir = Path::new("/db");
-    let (db, model) = open_with_a_dead_run(&mem, dir);
+    let (db, model) = open_with_a_dead_run(Arc::new(mem.clone()), dir);
     let done = db
         .gc(&GcOptions {
             compact_first: false,
@@ -445,7 +445,7 @@ fn can_punch_holes(dir: &Path) -> bool {
 fn a_check_while_gc_punches_reports_no_damage() {
     let mem = MemFs::new();
     let dir = Path::new("/db");
-    let (db, model) = open_with_a_dead_run(&mem, dir);
+    let (db, model) = open_with_a_dead_run(Arc::new(mem.clone()), dir);
     let mut punched_during_check = 0;
     let report = db
         .check_with_progress(|p| {
@@ -654,11 +654,7 @@ fn a_recorded_range_whose_punch_failed_is_punched_by_a_later_round() {
     use std::sync::atomic::Ordering;
     let fs = common::HookFs::new(FailLogPunches::default());
     let dir = Path::new("/db");
-    let db = Db::open(dir, options(Arc::new(fs.clone()))).expect("open");
-    let mut model = Model::new();
-    write_all(&db, 0..KEYS, 0, &mut model);
-    write_all(&db, 0..KEYS / 2, 1, &mut model);
-    write_all(&db, 0..KEYS, 2, &mut model);
+    let (db, model) = open_with_a_dead_run(Arc::new(fs.clone()), dir);
     fs.hooks.n.store(usize::MAX, Ordering::SeqCst);
     db.gc(&punch_only())
         .expect("a failed punch fails no collection");
@@ -705,11 +701,7 @@ impl common::Hooks for CopiedLogBytes {
 fn a_checkpoint_leaves_punched_ranges_unwritten() {
     let fs = common::HookFs::new(CopiedLogBytes::default());
     let dir = Path::new("/db");
-    let db = Db::open(dir, options(Arc::new(fs.clone()))).expect("open");
-    let mut model = Model::new();
-    write_all(&db, 0..KEYS, 0, &mut model);
-    write_all(&db, 0..KEYS / 2, 1, &mut model);
-    write_all(&db, 0..KEYS, 2, &mut model);
+    let (db, model) = open_with_a_dead_run(Arc::new(fs.clone()), dir);
     db.gc(&punch_only()).expect("gc");
     let stats = db.stats().expect("stats");
     let punched_bytes = punched(&stats);
