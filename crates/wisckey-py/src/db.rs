@@ -11,7 +11,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::batch::WriteBatch;
 use crate::convert::{
@@ -33,7 +33,8 @@ use crate::snapshot::Snapshot;
 #[pyclass(module = "wisckey", name = "DB")]
 pub(crate) struct Db {
     shared: Shared,
-    path: String,
+    /// As given: a name that is not UTF-8 goes back to Python the way `os.fsdecode` makes it.
+    path: std::ffi::OsString,
     /// Serializes `del db[key]` (check, then delete) against itself.
     delete_lock: Mutex<()>,
 }
@@ -53,7 +54,6 @@ impl Db {
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Db> {
         let opts = options::from_kwargs(create_if_missing, error_if_exists, options)?;
-        let shown = path.display().to_string();
         // Read-only: the engine's shared open (any number of readers, no writer; every
         // write raises ReadOnlyError; a missing database is refused, never created).
         let open = if read_only {
@@ -66,7 +66,7 @@ impl Db {
             .map_err(|e| to_py_err(py, e))?;
         Ok(Db {
             shared: Handle::new(db),
-            path: shown,
+            path: path.into_os_string(),
             delete_lock: Mutex::new(()),
         })
     }
@@ -91,7 +91,7 @@ impl Db {
 
     /// The directory the database lives in, as given to `DB()`.
     #[getter]
-    fn name(&self) -> &str {
+    fn name(&self) -> &std::ffi::OsStr {
         &self.path
     }
 
@@ -110,7 +110,7 @@ impl Db {
     /// `<wisckey.DB '/path' (open)>` or `(closed)`.
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         let state = if self.closed(py) { "closed" } else { "open" };
-        let name = PyString::new(py, &self.path).repr()?;
+        let name = self.path.as_os_str().into_pyobject(py)?.repr()?;
         Ok(format!("<wisckey.DB {name} ({state})>"))
     }
 

@@ -344,6 +344,19 @@ def test_name_repr_and_closed(path):
     assert db.closed and repr(db) == "<wisckey.DB %r (closed)>" % path
 
 
+def test_name_keeps_a_path_that_is_not_utf8(tmp_path):
+    # The name as the OS has it: os.fsdecode's surrogate escapes, not U+FFFD replacements.
+    path = os.path.join(os.fsdecode(bytes(tmp_path)), os.fsdecode(b"db-\xff"))
+    db = wisckey.DB(path)
+    try:
+        assert db.name == path
+        assert os.fsencode(db.name).endswith(b"db-\xff")
+        assert repr(db) == "<wisckey.DB %r (open)>" % path
+    finally:
+        db.close()
+    assert os.path.isdir(os.fsencode(path))
+
+
 def test_write_batch_clear_and_len(db):
     batch = db.write_batch()
     batch.put(b"a", b"1")
