@@ -53,7 +53,8 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Load, read, scan and reopen a temporary database; print throughput per phase.
-    /// SIGINT (Ctrl-C) or SIGTERM stops it and removes the database (exit 130 or 143).
+    /// SIGINT (Ctrl-C) or SIGTERM stops it and removes its temporary database (one named
+    /// with --db is closed and kept) (exit 130 or 143).
     Demo(demo::DemoArgs),
     /// Print a key's value (exit status 1 if it has none).
     Get(kv::GetArgs),

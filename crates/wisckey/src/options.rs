@@ -217,6 +217,10 @@ pub struct Options {
     /// it is deleted so that memtable flushes, manifest rewrites, open and close (and the
     /// deletes that free space) can still complete; it is re-created once space is back.
     /// Default 32 MiB (a full default memtable flushes to a table of ~25 MB). 0 turns it off.
+    ///
+    /// While it is spent, a write with puts first tries to make it again and is refused
+    /// with `NoSpace` until there is room for it (deletes still go through): after a full
+    /// disk, puts need this much free space besides their own.
     pub disk_reserve_size: u64,
     /// Largest write batch accepted, in key and value bytes. A batch is held whole in the
     /// value-log buffer and in the memtable, so this bounds the memory one write can take,

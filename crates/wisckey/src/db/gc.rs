@@ -85,7 +85,8 @@ pub struct GcOptions {
     /// known to be dead (compaction is what drops shadowed pointers). Default `true`; the
     /// key index holds only keys and pointers, so this is cheap next to the log. A
     /// compaction that finds no disk space is passed over (logged): GC goes on with what
-    /// it can free without it.
+    /// it can free without it, and `Db::gc` returns that `NoSpace` only if it then
+    /// collected nothing.
     pub compact_first: bool,
     /// Victim order. Default: [`Options::gc_victim_order`](crate::Options::gc_victim_order).
     pub order: Option<VictimOrder>,

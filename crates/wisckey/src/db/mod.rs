@@ -363,7 +363,7 @@ impl Db {
     /// - No background work runs (no flush, compaction or GC; only the short-lived thread
     ///   that reads tables ahead, [`Options::table_preload_size`]), and every call that would
     ///   write — `put`, `delete`, `write`, `delete_range`, `flush`, `sync`, `compact_range`,
-    ///   `gc` — fails with [`Error::ReadOnly`]. [`Db::checkpoint`] copies without writing to
+    ///   `gc`, `cluster_values` — fails with [`Error::ReadOnly`]. [`Db::checkpoint`] copies without writing to
     ///   the database. `close` writes nothing.
     /// - `create_if_missing` is ignored: a missing database is `InvalidArgument`.
     ///
@@ -1152,6 +1152,10 @@ impl Db {
     /// head past its relocated values (on a full disk, where the flush cannot be written,
     /// once they are synced), so each collected segment may write a small table.
     /// Background GC ([`Options::gc_space_amp_target`]) does the same without being asked.
+    ///
+    /// Errors: `NoSpace` when the disk had no room for the first compaction and nothing
+    /// could be collected without it; a victim judged against a damaged table fails with
+    /// that table's error (`Corruption`), and the segment is left as it was.
     ///
     /// ```
     /// # fn main() -> wisckey::Result<()> {

@@ -7,8 +7,9 @@
 //!   and the log is replayed into memory before anything on disk changes; an open refused
 //!   by those checks changes nothing (except creating the LOCK file, which holds no data).
 //!   The writes come after them: cutting a torn tail and deleting a torn newest segment
-//!   (neither holds an acknowledged write), salvage's set-aside into `lost/salvage-N/`,
-//!   the new manifest. An I/O error among these fails the open after some of them; a
+//!   (neither holds an acknowledged write) or moving one into `lost/torn-N/` (one that
+//!   holds valid records, or is numbered past the log's reach), salvage's set-aside into
+//!   `lost/salvage-N/`, the new manifest. An I/O error among these fails the open after some of them; a
 //!   later open finds the same log, minus only what a torn tail or salvage dropped;
 //! - a directory is initialised only if it holds nothing of ours, or only what an
 //!   interrupted creation leaves (an empty manifest, its temp file, an empty first segment);
@@ -65,7 +66,8 @@ pub struct RecoveryReport {
     /// it was, instead of being deleted (`lost/torn-N/`). A crash while the segment was being
     /// created leaves one (its records were never acknowledged), but so does damage to the
     /// header of a segment whose only sync covered its last record (acknowledged), and the
-    /// open cannot tell the two apart. Its bytes count in `torn_tail_bytes`.
+    /// open cannot tell the two apart. A torn newest segment's bytes count in
+    /// `torn_tail_bytes`; one numbered out of the log's reach is no torn tail and does not.
     pub torn_kept_in: Option<String>,
 }
 
