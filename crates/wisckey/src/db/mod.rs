@@ -216,7 +216,8 @@ pub(crate) struct DbInner {
     pub shutting_down: AtomicBool,
     /// Set by `close` before its last flush: GC's and clustering's relocations are refused
     /// from then on (`Closed`), so none lands in a memtable after that flush and a reopen
-    /// after a clean close replays nothing.
+    /// after a clean close replays nothing. (A GC round ending meanwhile may still switch
+    /// to an empty memtable that is never flushed: it holds no record to replay.)
     pub closing: AtomicBool,
     /// Serializes compactions (background and manual).
     pub compaction_lock: Mutex<()>,
@@ -1290,7 +1291,8 @@ impl Db {
     }
 
     /// Writes a consistent copy of the database into the new directory `target` (which must
-    /// not exist, nor lie inside the database's directory: `InvalidArgument`), while it
+    /// not exist, nor lie inside the database's directory, also when named through a
+    /// symbolic link: `InvalidArgument`), while it
     /// stays open for reads and writes: every write acknowledged before
     /// the call is in the copy, and the copy opens as a database of its own. Every file is
     /// copied, none hard-linked (GC edits sealed value-log segments in place when it

@@ -733,7 +733,10 @@ fn make_room(inner: &DbInner, mut force: bool, even_if_empty: bool) -> Result<Ar
             inner.bg_cv.wait(&mut state);
             continue;
         }
-        // Only the leader (this thread) appends, so the published end is exact here.
+        // Only the leader (this thread) appends records, so every record of the full
+        // memtable lies before this end. GC's `seal_active` may roll the log meanwhile
+        // (the end is then the next segment's first record slot): still after them, and
+        // the roll syncs and cuts the sealed segment first.
         let log_end = inner.vlog.end();
         let full = std::mem::replace(&mut state.mem, Arc::new(MemTable::new()));
         state.imms.push_back(ImmutableMemtable {
