@@ -17,7 +17,7 @@
 
 use std::io::{IsTerminal, Write};
 use std::ops::Bound;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -508,46 +508,18 @@ pub fn checkpoint(args: &CheckpointArgs) -> Result<(), Box<dyn std::error::Error
 /// Refuses a target (a checkpoint's directory, a dump's file) inside the database directory
 /// (or the directory itself), before anything is opened or written: it would be a file the
 /// database does not own, which `repair` refuses to rebuild around (and the next checkpoint
-/// would copy a checkpoint too). `what` names the target and `why` the consequence. Compared as canonical paths, so `..` and symlinks cannot hide it. The target
-/// does not exist yet: its nearest existing ancestor is canonicalized, and each directory
-/// the copy would create below it is checked (`a/new/../b` creates `a/new` too). Where a
-/// path cannot be canonicalized, the open or the copy reports why; nothing is refused.
+/// would copy a checkpoint too). `what` names the target and `why` the consequence.
+/// Compared as canonical paths (`wisckey::fs::path_is_within`), so `..` and symlinks cannot
+/// hide it, and each directory the copy would create is checked (`a/new/../b` creates
+/// `a/new` too). Where a path cannot be canonicalized, the open or the copy reports why;
+/// nothing is refused.
 pub(crate) fn refuse_target_inside(
     db: &Path,
     target: &Path,
     what: &str,
     why: &str,
 ) -> Result<(), crate::Usage> {
-    let Ok(db_dir) = db.canonicalize() else {
-        return Ok(());
-    };
-    let existing = target.ancestors().find_map(|ancestor| {
-        // A relative path's last ancestor is "": the working directory.
-        let dir = if ancestor.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            ancestor
-        };
-        Some((ancestor, dir.canonicalize().ok()?))
-    });
-    let Some((ancestor, mut path)) = existing else {
-        return Ok(());
-    };
-    let rest = target.strip_prefix(ancestor).unwrap_or(Path::new(""));
-    let mut inside = path.starts_with(&db_dir);
-    for component in rest.components() {
-        match component {
-            // Below the existing ancestor nothing exists yet, so nothing is a symlink.
-            Component::ParentDir => {
-                path.pop();
-            }
-            Component::Normal(name) => {
-                path.push(name);
-                inside |= path.starts_with(&db_dir);
-            }
-            _ => {}
-        }
-    }
+    let inside = wisckey::fs::path_is_within(&wisckey::fs::PosixFs, target, db).unwrap_or(false);
     if inside {
         return Err(crate::Usage(format!(
             "{what} {} is the database directory {} or inside it: {why} (nothing was written)",

@@ -157,6 +157,53 @@ fn a_checkpoint_refuses_an_existing_target_and_matches_a_quiet_database_exactly(
     assert_eq!(at_snapshot, expected);
 }
 
+/// Defect: only the paths' text was compared, so a target named through a symbolic link
+/// into the database's directory (or the database opened through a link) made the copy a
+/// directory of the database, which `repair` then refused to rebuild around.
+#[cfg(unix)]
+#[test]
+fn a_checkpoint_named_through_a_link_into_the_database_is_refused() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let real = root.path().join("real");
+    let link = root.path().join("link");
+    std::fs::create_dir(&real).expect("mkdir");
+    std::os::unix::fs::symlink(&real, &link).expect("symlink");
+    let entries = || {
+        let mut names: Vec<String> = std::fs::read_dir(&real)
+            .expect("read_dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let cases = [(&link, real.join("backup")), (&real, link.join("x/y"))];
+    for (case, (opened_as, target)) in cases.into_iter().enumerate() {
+        let db = Db::open(opened_as, Options::default()).expect("open");
+        db.put("k", format!("v{case}")).expect("put");
+        let before = entries();
+        let refused = db.checkpoint(&target);
+        assert!(
+            matches!(&refused, Err(Error::InvalidArgument(why)) if why.contains("inside")),
+            "opened as {}, checkpoint to {}: {refused:?}",
+            opened_as.display(),
+            target.display()
+        );
+        assert_eq!(entries(), before, "nothing was made inside the database");
+        // Through the link, but outside the database: allowed.
+        db.checkpoint(link.join("..").join(format!("copy-{case}")))
+            .expect("a checkpoint beside the database");
+        db.close().expect("close");
+    }
+    let report = Db::repair(&real, Options::default()).expect("repair still works");
+    assert!(report.problems.is_empty(), "{report:?}");
+    for case in 0..2 {
+        let copy = Db::open(root.path().join(format!("copy-{case}")), Options::default())
+            .expect("open the copy");
+        let expected = format!("v{case}").into_bytes();
+        assert_eq!(copy.get("k").expect("get"), Some(expected));
+    }
+}
+
 /// Defect: the checkpoint synced its files and its own directory but never the directories
 /// holding the new directory's entry, so after `checkpoint` returned a power cut could lose
 /// the whole copy (on XFS or btrfs). The same held for a new database's directory.

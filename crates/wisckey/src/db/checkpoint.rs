@@ -12,7 +12,8 @@
 //!   manifest records them punched too;
 //! - GC neither collects nor punches while the copy is made (`gc_lock` is held), so every
 //!   segment read is complete and its punched ranges are the ones recorded;
-//! - never writes into the database: a target inside its directory is refused;
+//! - never writes into the database: a target inside its directory, also one named through
+//!   a link, is refused;
 //! - never overwrites: the target must not exist, and the checkpoint holds the new
 //!   directory's `LOCK` while it copies (two checkpoints racing to one target: one refuses);
 //!   every copied file is synced, then the directory, then the manifest and CURRENT (a crash
@@ -22,7 +23,7 @@
 //!   creation, which open completes into an empty database) is refused as incomplete.
 
 use std::collections::BTreeMap;
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
 
 use serde::Serialize;
 
@@ -36,33 +37,6 @@ use crate::vlog::SEGMENT_HEADER_LEN;
 
 /// Bytes copied per read.
 const COPY_CHUNK: usize = 1 << 20;
-
-/// Whether `path` is `dir` or below it, judged by the paths' text (`.` and `..` resolved,
-/// relative paths taken from the working directory): the file-system trait resolves no
-/// links, so a link that leads inside is not seen (the CLI also compares canonical paths).
-fn lexically_within(path: &Path, dir: &Path) -> bool {
-    let absolute = |p: &Path| -> Option<PathBuf> {
-        let mut out = if p.is_absolute() {
-            PathBuf::new()
-        } else {
-            std::env::current_dir().ok()?
-        };
-        for component in p.components() {
-            match component {
-                Component::ParentDir => {
-                    out.pop();
-                }
-                Component::CurDir => {}
-                other => out.push(other),
-            }
-        }
-        Some(out)
-    };
-    match (absolute(path), absolute(dir)) {
-        (Some(path), Some(dir)) => path.starts_with(dir),
-        _ => false,
-    }
-}
 
 /// What [`crate::Db::checkpoint`] copied.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -90,7 +64,7 @@ pub(crate) fn checkpoint(inner: &DbInner, target: &Path) -> Result<CheckpointRep
             target.display()
         )));
     }
-    if lexically_within(target, &inner.dir) {
+    if crate::fs::path_is_within(fs, target, &inner.dir)? {
         // The copy would become a directory of the database (one `repair` refuses to rebuild
         // around, and the next checkpoint would copy it again).
         return Err(Error::InvalidArgument(format!(

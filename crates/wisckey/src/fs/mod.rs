@@ -38,7 +38,7 @@ mod read_only;
 #[cfg(target_os = "linux")]
 mod uring;
 
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 pub use fault::{FaultFs, FaultKind, FaultOps, FsOp};
@@ -79,6 +79,64 @@ pub fn create_dir_all_durably(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `path` made absolute (from the working directory) with `.` and `..` resolved by the text.
+fn lexically_absolute(path: &Path) -> PathBuf {
+    let mut out = if path.is_absolute() {
+        PathBuf::new()
+    } else {
+        std::env::current_dir().unwrap_or_default()
+    };
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Whether `path` (which need not exist) is `dir` or would be created inside it, following
+/// links: the nearest existing ancestor of `path` is canonicalized, and the rest of `path`
+/// below it (which exists nowhere yet, so holds no link) is added by its text. A target
+/// named through a link to the database's directory, or to a directory inside it, is seen.
+pub fn path_is_within(fs: &dyn FileSystem, path: &Path, dir: &Path) -> Result<bool> {
+    let dir = fs.canonicalize(dir)?;
+    let mut existing = None;
+    for ancestor in path.ancestors() {
+        // A relative path's last ancestor is "": the working directory.
+        let named = if ancestor.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            ancestor
+        };
+        if fs.exists(named)? {
+            existing = Some((ancestor, fs.canonicalize(named)?));
+            break;
+        }
+    }
+    let Some((ancestor, mut at)) = existing else {
+        return Ok(false);
+    };
+    let mut within = at.starts_with(&dir);
+    let rest = path.strip_prefix(ancestor).unwrap_or(Path::new(""));
+    for component in rest.components() {
+        match component {
+            Component::ParentDir => {
+                at.pop();
+            }
+            Component::Normal(name) => {
+                at.push(name);
+                within |= at.starts_with(&dir);
+            }
+            _ => {}
+        }
+    }
+    Ok(within)
 }
 
 /// Abstract file system used by the engine.
@@ -124,6 +182,13 @@ pub trait FileSystem: Send + Sync + std::fmt::Debug {
     fn list(&self, dir: &Path) -> Result<Vec<String>>;
     /// Whether `path` exists.
     fn exists(&self, path: &Path) -> Result<bool>;
+    /// The absolute form of `path`, which exists, with `.`, `..` and links resolved: two
+    /// names of one directory canonicalize alike. The default resolves `.` and `..` by the
+    /// text alone (relative paths from the working directory), right for a file system
+    /// without links.
+    fn canonicalize(&self, path: &Path) -> Result<PathBuf> {
+        Ok(lexically_absolute(path))
+    }
     /// Current length of a file in bytes.
     fn file_size(&self, path: &Path) -> Result<u64>;
     /// Makes the directory's entries (creations, renames, removals) durable.

@@ -151,6 +151,10 @@ impl FileSystem for PosixFs {
         path.try_exists().map_err(|e| io_err("exists", path, e))
     }
 
+    fn canonicalize(&self, path: &Path) -> Result<PathBuf> {
+        std::fs::canonicalize(path).map_err(|e| io_err("canonicalize", path, e))
+    }
+
     fn file_size(&self, path: &Path) -> Result<u64> {
         Ok(std::fs::metadata(path)
             .map_err(|e| io_err("file_size", path, e))?

@@ -80,6 +80,10 @@ impl FileSystem for ReadOnlyFs {
         self.inner.exists(path)
     }
 
+    fn canonicalize(&self, path: &Path) -> Result<std::path::PathBuf> {
+        self.inner.canonicalize(path)
+    }
+
     fn file_size(&self, path: &Path) -> Result<u64> {
         self.inner.file_size(path)
     }
