@@ -173,7 +173,7 @@ pub struct Options {
     /// bytes, so a full disk fails a write before it is acknowledged instead of losing
     /// acknowledged buffered writes later. Default 4 MiB (at most this much is allocated
     /// past the end of the active segment; a chunk past the segment's size reserves to its
-    /// end). 0 turns it off.
+    /// end; at most 1 GiB is reserved at a time, whatever this says). 0 turns it off.
     pub vlog_preallocate_size: u64,
     /// Every this many bytes written to the active value-log segment, the OS is asked to
     /// start writing them to the device (`sync_file_range(SYNC_FILE_RANGE_WRITE)` on Linux;
@@ -211,7 +211,7 @@ pub struct Options {
     /// filled, so loads do not pay it. After a crash the zeros are part of the torn tail
     /// that open cuts off; a finished segment and a cleanly closed log end at their last
     /// record. Default 1 MiB (`docs/BENCHMARKS.md`); more than a segment fills to the
-    /// segment's end; 0 turns it off.
+    /// segment's end, and at most 1 GiB is filled ahead, whatever this says; 0 turns it off.
     pub vlog_zero_fill_size: u64,
     /// Size of the `RESERVE` file kept in the database directory. When the disk fills up,
     /// it is deleted so that memtable flushes, manifest rewrites, open and close (and the

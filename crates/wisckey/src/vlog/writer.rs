@@ -61,6 +61,12 @@ use crate::position::LogPosition;
 /// Most buffer room kept between write-outs beyond `buffer_size` (see `write_out`).
 const RETAINED_BUFFER_MAX: usize = 32 << 20;
 
+/// Most bytes reserved (`vlog_preallocate_size`) or written with zeros
+/// (`vlog_zero_fill_size`) ahead of the records at a time, whatever the options say: with a
+/// segment of no practical size limit, "up to the segment's end" would ask the file system
+/// for more than a file can hold, or write zeros until the disk is full.
+pub(crate) const MAX_AHEAD: u64 = 1 << 30;
+
 /// One operation of a write batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchEntry<'a> {
@@ -283,8 +289,10 @@ impl VlogWriter {
             self.poison(e.clone());
             return Err(e);
         }
-        // Options do not bound the chunk: any size means "up to the segment's end".
-        let chunk_end = self.reserved_to.saturating_add(self.opts.preallocate_size);
+        // Options do not bound the chunk: any size means "up to the segment's end", and
+        // `MAX_AHEAD` keeps a segment of no practical limit within what a file can hold.
+        let chunk = self.opts.preallocate_size.min(MAX_AHEAD);
+        let chunk_end = self.reserved_to.saturating_add(chunk);
         let target = needed.max(chunk_end.min(self.opts.segment_size));
         match self.file.preallocate(target) {
             Ok(()) => self.reserved_to = target,
@@ -405,9 +413,10 @@ impl VlogWriter {
     }
 
     /// Writes zeros past the records once less than half of `zero_fill_size` is left, up
-    /// to `zero_fill_size` past them (never past the segment's target size).
+    /// to `zero_fill_size` past them (never past the segment's target size, nor more than
+    /// `MAX_AHEAD`).
     fn zero_fill_ahead(&mut self) {
-        let size = self.opts.zero_fill_size;
+        let size = self.opts.zero_fill_size.min(MAX_AHEAD);
         if size == 0 || self.must_roll {
             return;
         }

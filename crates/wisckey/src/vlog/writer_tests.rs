@@ -720,6 +720,36 @@ fn the_largest_zero_fill_and_preallocation_reach_the_segments_end() {
     assert_eq!(batches, vec![(1, vec![b"k".to_vec()])]);
 }
 
+/// With a segment of no practical size limit, "to the segment's end" asked the file
+/// system to reserve up to `u64::MAX` (refused: every put failed) and wrote zeros until
+/// the disk was full, inside a sync write. Both now stop `MAX_AHEAD` past the records.
+#[test]
+fn a_segment_without_a_size_limit_reserves_and_zero_fills_at_most_max_ahead() {
+    let (_mem, fs) = new_fs();
+    let o = VlogOptions {
+        preallocate_size: u64::MAX,
+        ..zero_filled(u64::MAX, u64::MAX)
+    };
+    let mut w = new_writer(&fs, o);
+    // The zeros are never written here (1 GiB in memory): the fill fails, which the
+    // writer tolerates, and what it asked for is what it records as zeroed.
+    fs.fail_at(1, FaultKind::Io, FaultOps::Only(&[FsOp::ZeroFill]), true);
+    w.reserve(record_len(1, 100) as u64).expect("reserve");
+    w.append_batch(1, &[put(b"k", &[1u8; 100])]).expect("append");
+    w.sync_write().expect("sync write");
+    let end = w.end().offset;
+    assert!(
+        w.reserved_to > end && w.reserved_to <= end + MAX_AHEAD,
+        "reserved to {} for records ending at {end}",
+        w.reserved_to
+    );
+    assert!(
+        w.zeroed_to > end && w.zeroed_to <= end + MAX_AHEAD,
+        "zeros asked for up to {} for records ending at {end}",
+        w.zeroed_to
+    );
+}
+
 #[test]
 fn plain_syncs_and_loads_write_no_zeros() {
     let (mem, fs) = new_fs();
