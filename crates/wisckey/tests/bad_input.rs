@@ -158,6 +158,24 @@ fn second_open_of_the_same_directory_fails_until_closed() {
     Db::open(&path, options()).expect("open after close");
 }
 
+/// An empty path is refused as empty by every entry point (repair said " does not
+/// exist", naming nothing).
+#[test]
+fn an_empty_database_path_is_refused_as_empty() {
+    let fs = MemFs::new();
+    let refused = |what: &str, result: wisckey::Result<()>| match result {
+        Err(Error::InvalidArgument(why)) => assert!(why.contains("empty"), "{what}: {why}"),
+        other => panic!("{what}: {other:?}"),
+    };
+    refused("open", Db::open("", mem_options(&fs)).map(drop));
+    refused(
+        "open_read_only",
+        Db::open_read_only("", mem_options(&fs)).map(drop),
+    );
+    refused("repair", Db::repair("", mem_options(&fs)).map(drop));
+    assert!(fs.file_names().is_empty(), "nothing created");
+}
+
 #[test]
 fn missing_database_with_create_if_missing_off_is_an_error() {
     let fs = MemFs::new();

@@ -85,13 +85,19 @@ pub struct SalvagedDamage {
     pub records_dropped: u64,
 }
 
-pub(crate) fn open(dir: &Path, mut options: Options, read_only: bool) -> Result<Recovered> {
-    options.validate()?;
+/// An empty path names no directory (and would mean the working directory to some calls).
+pub(crate) fn refuse_an_empty_path(dir: &Path) -> Result<()> {
     if dir.as_os_str().is_empty() {
         return Err(Error::InvalidArgument(
             "the database path is empty; name a directory".into(),
         ));
     }
+    Ok(())
+}
+
+pub(crate) fn open(dir: &Path, mut options: Options, read_only: bool) -> Result<Recovered> {
+    options.validate()?;
+    refuse_an_empty_path(dir)?;
     let copy_fs = Arc::clone(&options.fs);
     if read_only {
         // Every call through this file system that would change anything is refused, so

@@ -351,8 +351,9 @@ impl Inventory {
 
 pub(crate) fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
     options.validate()?;
+    super::recovery::refuse_an_empty_path(dir)?;
     let fs = Arc::clone(&options.fs);
-    if dir.as_os_str().is_empty() || !fs.exists(dir)? {
+    if !fs.exists(dir)? {
         return Err(Error::InvalidArgument(format!(
             "{} does not exist: there is nothing to repair",
             dir.display()
