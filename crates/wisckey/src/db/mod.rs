@@ -1425,7 +1425,9 @@ impl Db {
 
     /// Flushes the memtable (so the next open replays nothing), stops background work,
     /// writes out and syncs the value-log buffer, and reports the first error met while
-    /// doing so. The database is closed even if this fails. Dropping a `Db` does the same
+    /// doing so. A flush the disk has no room for is no error once the log is synced (the
+    /// next open replays the memtable from the log; a warning is logged). The database is
+    /// closed even if this fails. Dropping a `Db` does the same
     /// and ignores errors.
     ///
     /// ```
@@ -1477,7 +1479,20 @@ impl Db {
         let panicked = joined.contains(&true);
         // Acknowledged buffered writes reach the disk even if a background thread failed.
         let sync_result = self.inner.vlog.with_writer(VlogWriter::finish);
-        // The first error met, in the order met: the flush, a thread's panic, the sync.
+        // The first error met, in the order met: the flush, a thread's panic, the sync. A
+        // flush with no disk space left for its table is not one once the log is synced:
+        // every acknowledged write is then in the log, which the next open replays (the
+        // flush only spares it that), so a close on a full disk loses nothing and says so.
+        let flushed = match flushed {
+            Err(e) if e.is_no_space() && sync_result.is_ok() => {
+                log::warn!(
+                    "wisckey: close left the memtable unflushed ({e}); the next open replays \
+                     it from the value log"
+                );
+                Ok(())
+            }
+            other => other,
+        };
         flushed?;
         if panicked {
             // A panicking background thread is a bug; report it instead of propagating.
