@@ -1200,6 +1200,61 @@ fn damage_in_the_key_index_fails_gc_and_is_not_blamed_on_the_segment() {
     }
 }
 
+/// Defect: `Db::gc` waited for GC's lock behind a background round, and with a reader
+/// open (pinning segments) and writes going on that round did not end: the call returned
+/// only once the writes stopped. A `Db::gc` now asks a background round to end at its next
+/// step, as a checkpoint does.
+#[test]
+fn gc_returns_while_a_background_round_runs_beside_readers_and_writes() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let fs = MemFs::new();
+    let options = Options {
+        vlog_segment_size: 16 << 10,
+        gc_space_amp_target: 1.2,
+        ..Options::small_for_tests(Arc::new(fs.clone()))
+    };
+    let db = Db::open("/db", options).expect("open");
+    for i in 0..300 {
+        db.put(key(i), value(i, 0, 200)).expect("put");
+    }
+    let _snapshot = db.snapshot();
+    let mut reader = db.range::<&[u8], _>(..).expect("range");
+    assert!(reader.next().is_some(), "a reader, half read");
+    let stop = AtomicBool::new(false);
+    let writes = AtomicU64::new(0);
+    std::thread::scope(|s| {
+        for writer in 0..2u32 {
+            let (db, stop, writes) = (&db, &stop, &writes);
+            s.spawn(move || {
+                // Stops the writers if GC never returns, so the test fails instead of
+                // hanging.
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+                while !stop.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+                    let i = writes.fetch_add(1, Ordering::SeqCst) as u32;
+                    let len = 100 + (i as usize * 37) % 2000;
+                    db.put(key(1000 + writer * 100 + i % 100), value(i % 100, i, len))
+                        .expect("put");
+                }
+                stop.store(true, Ordering::SeqCst);
+            });
+        }
+        // Long enough for background GC to be in a round beside the reader (the defect
+        // kept the call waiting for the writers' 60 s deadline in both runs tried at 3 s).
+        std::thread::sleep(std::time::Duration::from_secs(3));
+        let done = db
+            .gc(&GcOptions {
+                compact_first: false,
+                ..GcOptions::default()
+            })
+            .expect("gc");
+        let writer_was_running = !stop.swap(true, Ordering::SeqCst);
+        assert!(
+            writer_was_running,
+            "gc returned only once the writes stopped: {done:?}"
+        );
+    });
+}
+
 /// Defect: `Db::gc` collected until nothing was collectable, and with writes going on a
 /// newly finished segment always was: the call returned only once the writes stopped,
 /// holding GC's lock all along (checkpoints and checks waited). It now collects the

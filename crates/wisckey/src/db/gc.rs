@@ -632,7 +632,15 @@ fn run_knowing(
     paced: bool,
     full_disk: Option<Error>,
 ) -> Result<GcOutcome> {
-    let _one_gc = inner.gc_lock.lock();
+    // A `Db::gc` asks a background round holding the lock to end at its next step, as a
+    // checkpoint does: with a reader pinning segments and writes going on, that round
+    // finds a new victim at every step and would keep the caller waiting while they last.
+    // (Nothing asks a `Db::gc` to step aside: it is bounded by the segments at its start.)
+    let _one_gc = if paced {
+        inner.gc_lock.lock()
+    } else {
+        inner.lock_out_gc()
+    };
     // Never leave writers paced when this collection ends (a snapshot may pin what GC
     // cannot collect).
     struct StopPacing<'a>(&'a DbInner);
