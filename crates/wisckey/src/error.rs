@@ -98,6 +98,18 @@ impl Error {
         matches!(self, Error::NoSpace { .. })
     }
 
+    /// True when the process (EMFILE) or the system (ENFILE) had no file handle left: a
+    /// call that failed so opened nothing and wrote nothing, and the same call may work
+    /// once handles are closed.
+    pub fn is_out_of_handles(&self) -> bool {
+        match self {
+            Error::Io { source, .. } => {
+                matches!(source.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+            }
+            _ => false,
+        }
+    }
+
     /// True for [`Error::ReadOnly`]: a write refused by a read-only database.
     pub fn is_read_only(&self) -> bool {
         matches!(self, Error::ReadOnly(_))

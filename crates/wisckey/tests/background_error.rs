@@ -2,8 +2,8 @@
 //! it, later writes return it even after the fault is gone, reads keep working, and a reopen
 //! recovers every acknowledged write from the value log. A latched error that is not the
 //! log's own still lets buffered writes reach the OS (and `Db::sync` the disk); a failure to
-//! remove an obsolete file is not latched at all, and a flush that fails after writing its
-//! table removes it.
+//! remove an obsolete file is not latched at all, nor is a moment without file handles
+//! (EMFILE), and a flush that fails after writing its table removes it.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -295,4 +295,53 @@ fn a_flush_that_fails_after_writing_its_table_removes_it() {
     let flush = db.flush();
     assert!(matches!(flush, Err(Error::Io { .. })), "{flush:?}");
     assert_eq!(tables(), before, "the failed flush's table is gone");
+}
+
+/// Fails the creation of table files with EMFILE while armed: the process out of file
+/// handles for a moment (a server with many clients).
+#[derive(Debug, Default)]
+struct NoHandlesForTables {
+    armed: std::sync::atomic::AtomicBool,
+}
+
+impl Hooks for NoHandlesForTables {
+    fn before_create(&self, path: &Path) -> wisckey::Result<()> {
+        let armed = self.armed.load(std::sync::atomic::Ordering::SeqCst);
+        if armed && path.extension().is_some_and(|e| e == "sst") {
+            return Err(Error::io(
+                format!("create {} (injected)", path.display()),
+                std::io::Error::from_raw_os_error(libc::EMFILE),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Defect: a flush that could not create its table for want of a file handle latched the
+/// error, and every later write failed with it until a reopen, though nothing had been
+/// written and the handles came back. It is retried now, as a full disk is.
+#[test]
+fn a_flush_without_a_file_handle_is_retried_not_latched() {
+    use std::sync::atomic::Ordering;
+    let fs = HookFs::new(NoHandlesForTables::default());
+    let db = Db::open("/db", Options::small_for_tests(Arc::new(fs.clone()))).expect("open");
+    db.put("before", "x").expect("put");
+    fs.hooks.armed.store(true, Ordering::SeqCst);
+    let flush = db.flush();
+    assert!(
+        flush.as_ref().is_err_and(Error::is_out_of_handles),
+        "the flush reports the missing handle: {flush:?}"
+    );
+    assert!(db.background_error().is_none(), "not latched");
+    fs.hooks.armed.store(false, Ordering::SeqCst);
+    db.put("after", "y").expect("a write once handles are back");
+    db.flush().expect("the flush, retried");
+    assert!(
+        db.level_file_counts().iter().sum::<usize>() > 0,
+        "a table was written"
+    );
+    db.close().expect("close");
+    let db = Db::open("/db", Options::small_for_tests(Arc::new(fs.clone()))).expect("reopen");
+    assert_eq!(db.get("before").expect("get"), Some(b"x".to_vec()));
+    assert_eq!(db.get("after").expect("get"), Some(b"y".to_vec()));
 }

@@ -781,6 +781,71 @@ impl common::Hooks for FailSegmentReads {
     }
 }
 
+/// Fails reads of segment 1 with EMFILE while armed: the process out of file handles.
+#[derive(Debug, Default)]
+struct NoHandlesForSegmentOne {
+    armed: std::sync::atomic::AtomicBool,
+}
+
+impl common::Hooks for NoHandlesForSegmentOne {
+    fn before_read(&self, path: &Path, _offset: u64, _len: usize) -> wisckey::Result<()> {
+        let armed = self.armed.load(std::sync::atomic::Ordering::SeqCst);
+        if armed && path.ends_with("000001.vlog") {
+            return Err(wisckey::Error::io(
+                format!("read_at {} (injected)", path.display()),
+                std::io::Error::from_raw_os_error(libc::EMFILE),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Defect: a victim GC could not read for want of a file handle was marked unreadable
+/// until the next open, so a long-running process never took its space back (and `stats`
+/// called a sound segment unreadable). Such a failure says nothing of the segment now:
+/// `Db::gc` returns it and the segment is collected once handles are back.
+#[test]
+fn a_victim_read_without_a_file_handle_is_not_marked_unreadable() {
+    use std::sync::atomic::Ordering;
+    let fs = common::HookFs::new(NoHandlesForSegmentOne::default());
+    let options = Options {
+        gc_space_amp_target: f64::INFINITY,
+        ..Options::small_for_tests(Arc::new(fs.clone()))
+    };
+    let db = Db::open("/db", options).expect("open");
+    for version in 0..2 {
+        for i in 0..80 {
+            db.put(key(i), value(i, version, 1000)).expect("put");
+        }
+    }
+    db.flush().expect("flush");
+    let segment_one = |db: &Db| {
+        (db.stats().expect("stats").value_log.segments.iter())
+            .find(|s| s.segment == 1)
+            .map(|s| s.state)
+    };
+    let gc = GcOptions {
+        compact_first: false,
+        ..GcOptions::default()
+    };
+    fs.hooks.armed.store(true, Ordering::SeqCst);
+    let failed = db.gc(&gc);
+    assert!(
+        failed
+            .as_ref()
+            .is_err_and(wisckey::Error::is_out_of_handles),
+        "{failed:?}"
+    );
+    fs.hooks.armed.store(false, Ordering::SeqCst);
+    assert_ne!(segment_one(&db), Some(SegmentState::Unreadable));
+    let done = db.gc(&gc).expect("gc once handles are back");
+    assert!(done.segments_collected > 0, "{done:?}");
+    assert_eq!(segment_one(&db), None, "segment 1 collected: {done:?}");
+    for i in 0..80 {
+        assert_eq!(db.get(key(i)).expect("get"), Some(value(i, 1, 1000)));
+    }
+}
+
 /// Defect: an I/O error reading a victim (EIO from the disk) failed background GC's round
 /// and was latched as the background error: every write was refused until a reopen, while
 /// a victim that read as damaged was only skipped. Now a victim that cannot be read is

@@ -4,9 +4,9 @@
 //! Three threads: `wisckey-bg` flushes immutable memtables (always first: writers may be
 //! stalled on them) and runs compactions; `wisckey-log` writes the value-log buffer out every
 //! `vlog_flush_interval` so a non-sync write reaches the OS within that bound even while a
-//! long compaction runs; `wisckey-gc` runs background value-log GC (`db::gc`). A full disk
-//! is not latched: it is kept in `State::no_space` and the work is retried every 100 ms
-//! (nothing was lost). Any other error of a flush or compaction is latched in
+//! long compaction runs; `wisckey-gc` runs background value-log GC (`db::gc`). A full disk,
+//! or a moment without file handles (EMFILE, ENFILE), is not latched: it is kept in
+//! `State::no_space` and the work is retried every 100 ms (nothing was lost). Any other error of a flush or compaction is latched in
 //! `State::bg_error`; `wisckey-bg` then stops doing work (reads still work, writes return
 //! the error); a failure to remove an obsolete file is only logged. `wisckey-log` goes on
 //! writing the buffer out unless the log's writer failed itself (it is poisoned then): the
@@ -137,10 +137,15 @@ fn run_background(inner: &DbInner) {
             }
             // A full disk is not latched: nothing was lost (the memtable stays queued, the
             // log holds its records), so the work is retried and resumes once space is back.
-            // Unless the log's writer failed (its sync before the flush, say): its buffered
-            // records are gone, which no retry brings back.
-            Err(e) if e.is_no_space() && !inner.vlog.lock_writer().is_poisoned() => {
-                let released = super::space::release_reserve(inner);
+            // Nor is a moment without file handles (a server with many clients): the call
+            // that failed opened nothing, and latching it refused every write until a
+            // reopen. Unless the log's writer failed (its sync before the flush, say): its
+            // buffered records are gone, which no retry brings back.
+            Err(e)
+                if (e.is_no_space() || e.is_out_of_handles())
+                    && !inner.vlog.lock_writer().is_poisoned() =>
+            {
+                let released = e.is_no_space() && super::space::release_reserve(inner);
                 released_reserve |= released;
                 let mut state = inner.state.lock();
                 state.no_space = Some(e);

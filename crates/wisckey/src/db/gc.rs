@@ -766,6 +766,16 @@ fn run_knowing(
             GcStep::Collect(victim) => {
                 match collect_victim(inner, victim, paced) {
                     Ok(collected) => leaving.unasked.push(collected),
+                    // No file handle left to read the victim with says nothing of the
+                    // segment: not marked, the round ends (the next tries again) or the
+                    // caller of `Db::gc` learns of it.
+                    Err(CollectError::Unreadable(e)) if e.is_out_of_handles() => {
+                        if paced {
+                            log::warn!("wisckey: value-log GC ends its round: {e}");
+                            break;
+                        }
+                        return Err(e);
+                    }
                     // Kept, reported, and not tried again until the next open. A read error
                     // of the victim (EIO) is no reason to stop the database's writes either.
                     Err(CollectError::Unreadable(e)) if !e.is_corruption() => {

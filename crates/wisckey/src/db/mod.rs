@@ -83,9 +83,9 @@ pub(crate) struct State {
     pub imms_flushed: u64,
     pub versions: VersionSet,
     pub bg_error: Option<Error>,
-    /// Set while background work fails for lack of disk space (not latched: it is retried,
-    /// and writes resume once space is back). Writers that would have to wait for that work
-    /// fail with it instead of waiting.
+    /// Set while background work fails for lack of disk space or of file handles (not
+    /// latched: it is retried, and writes resume once space or handles are back). Writers
+    /// that would have to wait for that work fail with it instead of waiting.
     pub no_space: Option<Error>,
     /// Table numbers being written by a flush or compaction: not yet in any version, and
     /// not to be deleted as obsolete.
