@@ -721,10 +721,8 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner) -> Result<()> {
             _ => false,
         };
         if obsolete {
-            match parse_file_name(&name) {
-                Some(FileKind::Table(n)) => inner.table_cache.evict(n),
-                Some(FileKind::ValueLog(n)) => inner.vlog.reader().forget_segment(n),
-                _ => {}
+            if let Some(FileKind::Table(n)) = parse_file_name(&name) {
+                inner.table_cache.evict(n);
             }
             // The version set removes old manifests itself (best effort) and renames its
             // temporary file into CURRENT, so a listed file may already be gone.
@@ -735,6 +733,11 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner) -> Result<()> {
                     first_error.get_or_insert(e);
                     continue;
                 }
+            }
+            // After the deletion: a read that opened the segment just before it then has
+            // either cached its handle already (dropped here) or caches none.
+            if let Some(FileKind::ValueLog(n)) = parse_file_name(&name) {
+                inner.vlog.reader().forget_segment(n);
             }
             if let Some(FileKind::ValueLog(n)) = parse_file_name(&name) {
                 let mut state = inner.state.lock();
