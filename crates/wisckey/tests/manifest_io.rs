@@ -135,34 +135,13 @@ fn writes_proceed_while_a_sweep_runs_during_a_manifest_sync() {
     assert_eq!(db.get(b"k2").expect("get"), Some(b"v2".to_vec()));
 }
 
-/// Fails the next manifest append (when armed) with ENOSPC.
-#[derive(Debug, Default)]
-struct FailManifestAppendOnce {
-    armed: AtomicBool,
-}
-
-impl Hooks for FailManifestAppendOnce {
-    fn before_append(&self, path: &Path, _data: &[u8]) -> Result<()> {
-        let is_manifest = path
-            .file_name()
-            .is_some_and(|n| n.to_string_lossy().starts_with("MANIFEST-"));
-        if is_manifest && self.armed.swap(false, Ordering::SeqCst) {
-            return Err(wisckey::Error::io(
-                format!("append {}", path.display()),
-                std::io::Error::from_raw_os_error(libc::ENOSPC),
-            ));
-        }
-        Ok(())
-    }
-}
-
 /// Defect: a flush whose manifest append failed on a full disk left its table pending
 /// (the edit might be on disk) and never released it, though the retry's install rewrote
 /// the manifest from memory without it: every failed attempt kept a table file on the
 /// full disk until the next open.
 #[test]
 fn a_table_of_a_failed_install_is_removed_once_a_later_install_succeeds() {
-    let fs = HookFs::new(FailManifestAppendOnce::default());
+    let fs = HookFs::new(common::ManifestAppendNoSpace::default());
     let db = Db::open("/db", Options::small_for_tests(Arc::new(fs.clone()))).expect("open");
     for i in 0..100u32 {
         db.put(format!("key{i:03}"), b"value").expect("put");

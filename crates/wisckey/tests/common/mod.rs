@@ -7,7 +7,7 @@
 //! `Send + Sync` because the engine calls them from its own threads.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use wisckey::fs::{FileLock, FileSystem, MemFs, ReadableFile, WritableFile};
@@ -75,6 +75,31 @@ impl Hooks for LogReads {
     fn before_read(&self, path: &Path, _offset: u64, _len: usize) -> Result<()> {
         if path.extension().is_some_and(|e| e == "vlog") {
             self.reads.fetch_add(1, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+}
+
+/// Hooks that fail the next append to a manifest with ENOSPC, once `armed` is set (a disk
+/// that fills up under one manifest edit); `fired` counts the appends failed.
+// Each test crate compiles this module; not all of them fill the disk.
+#[allow(dead_code)]
+#[derive(Debug, Default)]
+pub struct ManifestAppendNoSpace {
+    pub armed: AtomicBool,
+    pub fired: AtomicUsize,
+}
+
+impl Hooks for ManifestAppendNoSpace {
+    fn before_append(&self, path: &Path, _data: &[u8]) -> Result<()> {
+        let is_manifest =
+            (path.file_name()).is_some_and(|n| n.to_string_lossy().starts_with("MANIFEST-"));
+        if is_manifest && self.armed.swap(false, Ordering::SeqCst) {
+            self.fired.fetch_add(1, Ordering::SeqCst);
+            return Err(wisckey::Error::io(
+                format!("append {} (injected)", path.display()),
+                std::io::Error::from_raw_os_error(libc::ENOSPC),
+            ));
         }
         Ok(())
     }
