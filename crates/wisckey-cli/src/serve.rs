@@ -42,7 +42,8 @@ pub struct ServeArgs {
     /// Most argument bytes in one request (client-query-buffer-limit).
     #[arg(long, default_value_t = 1 << 30)]
     max_query_len: usize,
-    /// Most simultaneous clients.
+    /// Most simultaneous clients (lowered at start, with the table cache, where the
+    /// open-file limit cannot hold them beside the database's handles).
     #[arg(long, default_value_t = 10_000)]
     maxclients: usize,
     /// Close a client idle (not sending, not reading) for this many seconds; 0 never.

@@ -67,7 +67,10 @@ pub struct Config {
     /// Request size limits (bulk, multibulk, inline, query buffer).
     pub limits: Limits,
     /// Most simultaneous clients; the next gets `ERR max number of clients reached` and is
-    /// closed. Default 10,000 (Redis's default).
+    /// closed. Default 10,000 (Redis's default). [`crate::Server::bind`] raises the soft
+    /// open-file limit to the hard one and, where it cannot hold these clients and the
+    /// database's handles, lowers this and `engine.max_open_tables`, as Redis lowers
+    /// `maxclients`.
     pub max_clients: usize,
     /// Close a client that sends nothing, and reads nothing we send, for this long. `None`
     /// (default, as Redis's `timeout 0`) never closes an idle client.

@@ -106,6 +106,19 @@ impl Server {
     /// Opens (or creates) the database and binds the listening socket.
     pub async fn bind(mut config: Config) -> Result<Server, Error> {
         config.validate().map_err(Error::Config)?;
+        let (clients, tables) =
+            share_file_handles(raise_file_limit(), config.max_clients, &config.engine);
+        if (clients, tables) != (config.max_clients, config.engine.max_open_tables) {
+            say!(
+                "wisckey serve: the open-file limit (ulimit -n) cannot hold {} clients and {} \
+                 open tables beside the database's other handles: maxclients {clients}, open \
+                 tables {tables}",
+                config.max_clients,
+                config.engine.max_open_tables
+            );
+            config.max_clients = clients;
+            config.engine.max_open_tables = tables;
+        }
         let (dir, engine) = (config.db_dir.clone(), config.engine.clone());
         let max_batch_size = engine.max_batch_size;
         let durability = if config.appendfsync == AppendFsync::Always {
@@ -679,9 +692,133 @@ pub fn serve(config: Config) -> Result<(), Error> {
     })
 }
 
+/// File handles the database holds besides its tables and the clients' sockets: its
+/// cached value-log segments (at most 256), one io_uring per reader thread, and a margin for
+/// the manifest, the log writer, directories, the listener and the runtime.
+fn engine_handles_besides_tables(engine: &wisckey::Options) -> u64 {
+    const CACHED_SEGMENTS: u64 = 256;
+    const MARGIN: u64 = 64;
+    CACHED_SEGMENTS
+        .saturating_add(engine.scan_readahead_threads as u64)
+        .saturating_add(MARGIN)
+}
+
+/// How an open-file limit of `limit` is shared between clients and the database's open
+/// tables: `(max_clients, max_open_tables)` as asked where both fit beside the database's
+/// other handles, else lowered — the clients to at most half of what is left (at least
+/// one), the tables to the rest (at least one). A client past the limit took the handle a
+/// flush or a GC read needed (EMFILE); Redis lowers `maxclients` for the same reason. A
+/// smaller table cache only reopens tables more often.
+fn share_file_handles(limit: u64, max_clients: usize, engine: &wisckey::Options) -> (usize, usize) {
+    let to_usize = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+    let room = limit.saturating_sub(engine_handles_besides_tables(engine));
+    let asked = (max_clients as u64).saturating_add(engine.max_open_tables as u64);
+    if asked <= room {
+        return (max_clients, engine.max_open_tables);
+    }
+    let clients = max_clients.min(to_usize(room / 2)).max(1);
+    let tables = (engine.max_open_tables)
+        .min(to_usize(room.saturating_sub(clients as u64)))
+        .max(1);
+    (clients, tables)
+}
+
+/// Raises this process's soft open-file limit to its hard limit, as Redis does, and
+/// returns the soft limit in force (`u64::MAX` where there is none to read).
+#[cfg(unix)]
+fn raise_file_limit() -> u64 {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one `rlimit` into the struct it is given, which lives here.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return u64::MAX;
+    }
+    if limit.rlim_cur < limit.rlim_max {
+        let raised = libc::rlimit {
+            rlim_cur: limit.rlim_max,
+            rlim_max: limit.rlim_max,
+        };
+        // SAFETY: setrlimit reads the struct it is given, which lives here.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            limit = raised;
+        }
+    }
+    if limit.rlim_cur == libc::RLIM_INFINITY {
+        u64::MAX
+    } else {
+        // `rlim_t` is u64 on Linux, i64 on FreeBSD; a limit is never negative.
+        #[allow(clippy::unnecessary_cast)]
+        let soft = limit.rlim_cur as u64;
+        soft
+    }
+}
+
+#[cfg(not(unix))]
+fn raise_file_limit() -> u64 {
+    u64::MAX
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The default maxclients (10,000) and table cache (1,000) under the common limit of
+    /// 1,024 open files left the database no file handle once enough idle clients were
+    /// connected: a flush then failed with EMFILE. The limit is now shared out.
+    #[test]
+    fn clients_and_tables_share_the_file_limit_beside_the_databases_other_handles() {
+        let engine = wisckey::Options::default();
+        let other = engine_handles_besides_tables(&engine);
+        let fits = |clients: usize, tables: usize, limit: u64| {
+            clients as u64 + tables as u64 + other <= limit
+        };
+        // Room for everything asked: nothing changes.
+        let plenty = 10_000 + 1_000 + other;
+        assert_eq!(share_file_handles(plenty, 10_000, &engine), (10_000, 1_000));
+        assert_eq!(
+            share_file_handles(u64::MAX, 10_000, &engine),
+            (10_000, 1_000)
+        );
+        // 1,024: clients get half of what is left, tables the rest.
+        let (clients, tables) = share_file_handles(1024, 10_000, &engine);
+        assert!(
+            fits(clients, tables, 1024),
+            "{clients} + {tables} + {other}"
+        );
+        assert_eq!(clients, ((1024 - other) / 2) as usize);
+        assert!(tables >= clients, "{tables}");
+        // Few clients asked for: they keep their number, the tables take what is left.
+        let (clients, tables) = share_file_handles(1024, 100, &engine);
+        assert_eq!(clients, 100);
+        assert_eq!(tables as u64, 1024 - other - 100);
+        // A limit below the database's other handles still leaves one of each.
+        assert_eq!(share_file_handles(64, 10_000, &engine), (1, 1));
+    }
+
+    /// The soft limit in force after raising it is at least what it was before.
+    #[cfg(unix)]
+    #[test]
+    fn raising_the_file_limit_never_lowers_it() {
+        let mut before = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes one `rlimit` into the struct it is given.
+        assert_eq!(
+            unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut before) },
+            0
+        );
+        let after = raise_file_limit();
+        #[allow(clippy::unnecessary_cast)] // `rlim_t` is not u64 everywhere
+        let before = if before.rlim_cur == libc::RLIM_INFINITY {
+            u64::MAX
+        } else {
+            before.rlim_cur as u64
+        };
+        assert!(after >= before, "{after} < {before}");
+    }
 
     /// The input buffer gives back what a large request left behind, keeping the unread
     /// bytes; a buffer that holds (or is receiving) a large request keeps its room.
