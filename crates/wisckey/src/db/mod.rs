@@ -1300,6 +1300,10 @@ impl Db {
     /// ([`Db::open_read_only`]) copies too, without writing to the database: the copy is
     /// written through the file system the database was opened with.
     ///
+    /// A checkpoint that fails (a full disk, say) leaves what it copied in `target`, marked
+    /// `CHECKPOINT-INCOMPLETE` so that open and repair refuse it; nothing is deleted for
+    /// you: remove the directory before trying again to the same target.
+    ///
     /// ```
     /// # fn main() -> wisckey::Result<()> {
     /// # let dir = tempfile::tempdir().unwrap();
