@@ -705,21 +705,23 @@ fn engine_handles_besides_tables(engine: &wisckey::Options) -> u64 {
 
 /// How an open-file limit of `limit` is shared between clients and the database's open
 /// tables: `(max_clients, max_open_tables)` as asked where both fit beside the database's
-/// other handles, else lowered — the clients to at most half of what is left (at least
-/// one), the tables to the rest (at least one). A client past the limit took the handle a
-/// flush or a GC read needed (EMFILE); Redis lowers `maxclients` for the same reason. A
-/// smaller table cache only reopens tables more often.
+/// other handles, else lowered — the clients to at most half of what is left, the tables
+/// to the rest — but neither below `FLOOR` (or what was asked, if less): a server that
+/// takes one client is of no use, and a handle the database then lacks for a moment is
+/// retried, not latched. A client past the limit took the handle a flush or a GC read
+/// needed (EMFILE); Redis lowers `maxclients` for the same reason. A smaller table cache
+/// only reopens tables more often.
 fn share_file_handles(limit: u64, max_clients: usize, engine: &wisckey::Options) -> (usize, usize) {
+    const FLOOR: usize = 64;
     let to_usize = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
     let room = limit.saturating_sub(engine_handles_besides_tables(engine));
     let asked = (max_clients as u64).saturating_add(engine.max_open_tables as u64);
     if asked <= room {
         return (max_clients, engine.max_open_tables);
     }
-    let clients = max_clients.min(to_usize(room / 2)).max(1);
-    let tables = (engine.max_open_tables)
-        .min(to_usize(room.saturating_sub(clients as u64)))
-        .max(1);
+    let clients = max_clients.min(to_usize(room / 2).max(FLOOR));
+    let tables =
+        (engine.max_open_tables).min(to_usize(room.saturating_sub(clients as u64)).max(FLOOR));
     (clients, tables)
 }
 
@@ -735,14 +737,21 @@ fn raise_file_limit() -> u64 {
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
         return u64::MAX;
     }
-    if limit.rlim_cur < limit.rlim_max {
+    // macOS refuses a soft limit above OPEN_MAX (10,240) even under an unlimited hard
+    // one: that is tried next.
+    const OPEN_MAX: libc::rlim_t = 10_240;
+    for soft in [limit.rlim_max, limit.rlim_max.min(OPEN_MAX)] {
+        if limit.rlim_cur >= soft {
+            break;
+        }
         let raised = libc::rlimit {
-            rlim_cur: limit.rlim_max,
+            rlim_cur: soft,
             rlim_max: limit.rlim_max,
         };
         // SAFETY: setrlimit reads the struct it is given, which lives here.
         if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
             limit = raised;
+            break;
         }
     }
     if limit.rlim_cur == libc::RLIM_INFINITY {
@@ -793,8 +802,10 @@ mod tests {
         let (clients, tables) = share_file_handles(1024, 100, &engine);
         assert_eq!(clients, 100);
         assert_eq!(tables as u64, 1024 - other - 100);
-        // A limit below the database's other handles still leaves one of each.
-        assert_eq!(share_file_handles(64, 10_000, &engine), (1, 1));
+        // A limit below the database's other handles (macOS's soft 256) still leaves a
+        // usable server: 64 of each, or what was asked if less.
+        assert_eq!(share_file_handles(256, 10_000, &engine), (64, 64));
+        assert_eq!(share_file_handles(256, 10, &engine), (10, 64));
     }
 
     /// The soft limit in force after raising it is at least what it was before.

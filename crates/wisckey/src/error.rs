@@ -110,6 +110,12 @@ impl Error {
         }
     }
 
+    /// A shortage the same work may not meet again (no disk space, no file handle): the
+    /// engine retries work that met one instead of latching it.
+    pub(crate) fn is_shortage(&self) -> bool {
+        self.is_no_space() || self.is_out_of_handles()
+    }
+
     /// True for [`Error::ReadOnly`]: a write refused by a read-only database.
     pub fn is_read_only(&self) -> bool {
         matches!(self, Error::ReadOnly(_))

@@ -297,33 +297,19 @@ fn a_flush_that_fails_after_writing_its_table_removes_it() {
     assert_eq!(tables(), before, "the failed flush's table is gone");
 }
 
-/// Fails the creation of table files with EMFILE while armed: the process out of file
-/// handles for a moment (a server with many clients).
-#[derive(Debug, Default)]
-struct NoHandlesForTables {
-    armed: std::sync::atomic::AtomicBool,
-}
-
-impl Hooks for NoHandlesForTables {
-    fn before_create(&self, path: &Path) -> wisckey::Result<()> {
-        let armed = self.armed.load(std::sync::atomic::Ordering::SeqCst);
-        if armed && path.extension().is_some_and(|e| e == "sst") {
-            return Err(Error::io(
-                format!("create {} (injected)", path.display()),
-                std::io::Error::from_raw_os_error(libc::EMFILE),
-            ));
-        }
-        Ok(())
-    }
-}
-
 /// Defect: a flush that could not create its table for want of a file handle latched the
 /// error, and every later write failed with it until a reopen, though nothing had been
 /// written and the handles came back. It is retried now, as a full disk is.
 #[test]
 fn a_flush_without_a_file_handle_is_retried_not_latched() {
     use std::sync::atomic::Ordering;
-    let fs = HookFs::new(NoHandlesForTables::default());
+    // Table creations fail while armed: the process out of file handles for a moment (a
+    // server with many clients).
+    let fs = HookFs::new(common::FailWhileArmed::new(
+        common::Call::Create,
+        ".sst",
+        libc::EMFILE,
+    ));
     let db = Db::open("/db", Options::small_for_tests(Arc::new(fs.clone()))).expect("open");
     db.put("before", "x").expect("put");
     fs.hooks.armed.store(true, Ordering::SeqCst);
@@ -344,4 +330,37 @@ fn a_flush_without_a_file_handle_is_retried_not_latched() {
     let db = Db::open("/db", Options::small_for_tests(Arc::new(fs.clone()))).expect("reopen");
     assert_eq!(db.get("before").expect("get"), Some(b"x".to_vec()));
     assert_eq!(db.get("after").expect("get"), Some(b"y".to_vec()));
+}
+
+/// Defect: `compact_range` (which `Db::gc` runs first by default) latched a compaction
+/// output it could not create for want of a file handle, refusing every later write until
+/// a reopen. It is returned and not latched now, as a full disk is.
+#[test]
+fn a_compaction_without_a_file_handle_is_retried_not_latched() {
+    use std::sync::atomic::Ordering;
+    let fs = HookFs::new(common::FailWhileArmed::new(
+        common::Call::Create,
+        ".sst",
+        libc::EMFILE,
+    ));
+    let db = Db::open("/db", Options::small_for_tests(Arc::new(fs.clone()))).expect("open");
+    for round in 0..3u32 {
+        for i in 0..50u32 {
+            db.put(format!("k{i:03}"), format!("v{round}"))
+                .expect("put");
+        }
+        db.flush().expect("flush");
+    }
+    fs.hooks.armed.store(true, Ordering::SeqCst);
+    let compacted = db.compact_range(None, None);
+    assert!(
+        compacted.as_ref().is_err_and(Error::is_out_of_handles),
+        "the compaction reports the missing handle: {compacted:?}"
+    );
+    assert!(db.background_error().is_none(), "not latched");
+    fs.hooks.armed.store(false, Ordering::SeqCst);
+    db.put("after", "y").expect("a write once handles are back");
+    db.compact_range(None, None).expect("the compaction, again");
+    assert_eq!(db.get("k007").expect("get"), Some(b"v2".to_vec()));
+    db.close().expect("close");
 }

@@ -781,25 +781,6 @@ impl common::Hooks for FailSegmentReads {
     }
 }
 
-/// Fails reads of segment 1 with EMFILE while armed: the process out of file handles.
-#[derive(Debug, Default)]
-struct NoHandlesForSegmentOne {
-    armed: std::sync::atomic::AtomicBool,
-}
-
-impl common::Hooks for NoHandlesForSegmentOne {
-    fn before_read(&self, path: &Path, _offset: u64, _len: usize) -> wisckey::Result<()> {
-        let armed = self.armed.load(std::sync::atomic::Ordering::SeqCst);
-        if armed && path.ends_with("000001.vlog") {
-            return Err(wisckey::Error::io(
-                format!("read_at {} (injected)", path.display()),
-                std::io::Error::from_raw_os_error(libc::EMFILE),
-            ));
-        }
-        Ok(())
-    }
-}
-
 /// Defect: a victim GC could not read for want of a file handle was marked unreadable
 /// until the next open, so a long-running process never took its space back (and `stats`
 /// called a sound segment unreadable). Such a failure says nothing of the segment now:
@@ -807,7 +788,12 @@ impl common::Hooks for NoHandlesForSegmentOne {
 #[test]
 fn a_victim_read_without_a_file_handle_is_not_marked_unreadable() {
     use std::sync::atomic::Ordering;
-    let fs = common::HookFs::new(NoHandlesForSegmentOne::default());
+    // Reads of segment 1 fail while armed: the process out of file handles.
+    let fs = common::HookFs::new(common::FailWhileArmed::new(
+        common::Call::Read,
+        "000001.vlog",
+        libc::EMFILE,
+    ));
     let options = Options {
         gc_space_amp_target: f64::INFINITY,
         ..Options::small_for_tests(Arc::new(fs.clone()))

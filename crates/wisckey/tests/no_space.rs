@@ -14,7 +14,7 @@ mod common;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use wisckey::fs::{FaultFs, FaultKind, FaultOps, FileSystem, FsOp, MemFs, PowerLoss};
@@ -392,31 +392,18 @@ fn sync_makes_acknowledged_writes_durable_while_flushes_meet_a_full_disk() {
     db.close().expect("close");
 }
 
-/// Fails every append to a table file with ENOSPC while armed: a disk with room left for
-/// the value log's preallocated space but none for a flush's table.
-#[derive(Debug, Default)]
-struct NoRoomForTables {
-    armed: AtomicBool,
-}
-
-impl common::Hooks for NoRoomForTables {
-    fn before_append(&self, path: &Path, _data: &[u8]) -> wisckey::Result<()> {
-        if self.armed.load(Ordering::SeqCst) && path.extension().is_some_and(|e| e == "sst") {
-            return Err(wisckey::Error::io(
-                format!("append {} (injected)", path.display()),
-                std::io::Error::from_raw_os_error(libc::ENOSPC),
-            ));
-        }
-        Ok(())
-    }
-}
-
 /// Defect: a close whose memtable flush found no room for its table failed with
 /// `NoSpace`, though it had synced the log and lost nothing (the next open replays the
 /// memtable): a user could only read it as a failed close. It now succeeds.
 #[test]
 fn a_close_whose_flush_finds_no_room_succeeds_once_the_log_is_synced() {
-    let fs = common::HookFs::new(NoRoomForTables::default());
+    // Appends to tables fail while armed: a disk with room left for the value log's
+    // preallocated space but none for a flush's table.
+    let fs = common::HookFs::new(common::FailWhileArmed::new(
+        common::Call::Append,
+        ".sst",
+        libc::ENOSPC,
+    ));
     let options = || Options {
         gc_space_amp_target: f64::INFINITY,
         ..Options::small_for_tests(Arc::new(fs.clone()))

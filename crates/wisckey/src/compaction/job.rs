@@ -81,12 +81,13 @@ pub(crate) fn run(inner: &DbInner, task: &CompactionTask) -> Result<()> {
     });
     if let Err(e) = installed {
         // The edit may have reached the manifest anyway: the outputs stay pending until the
-        // next install succeeds (`outputs_of_failed_installs`). A full disk is retried by
-        // the caller (the manifest is rewritten from memory next time, so the edit is either
-        // durable with its outputs kept or superseded); anything else is latched so nothing
-        // builds on an unknown state.
+        // next install succeeds (`outputs_of_failed_installs`). A full disk, or a moment
+        // without file handles (a manifest roll creates a file), is retried by the caller
+        // (the manifest is rewritten from memory next time, so the edit is either durable
+        // with its outputs kept or superseded); anything else is latched so nothing builds
+        // on an unknown state.
         (inner.state.lock().outputs_of_failed_installs).extend_from_slice(&outputs);
-        if e.is_no_space() {
+        if e.is_shortage() {
             return Err(e);
         }
         return Err(latch_error(inner, e));

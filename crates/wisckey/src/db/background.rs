@@ -141,10 +141,7 @@ fn run_background(inner: &DbInner) {
             // that failed opened nothing, and latching it refused every write until a
             // reopen. Unless the log's writer failed (its sync before the flush, say): its
             // buffered records are gone, which no retry brings back.
-            Err(e)
-                if (e.is_no_space() || e.is_out_of_handles())
-                    && !inner.vlog.lock_writer().is_poisoned() =>
-            {
+            Err(e) if e.is_shortage() && !inner.vlog.lock_writer().is_poisoned() => {
                 let released = e.is_no_space() && super::space::release_reserve(inner);
                 released_reserve |= released;
                 let mut state = inner.state.lock();
@@ -670,9 +667,9 @@ pub(crate) fn compact_range(
         if let Some(task) = task {
             if let Err(e) = compaction::run(inner, &task) {
                 // As for a background compaction: a failed write or fsync is never retried
-                // and trusted, so the database takes no more writes; a full disk is retried
-                // (space may come back).
-                return Err(if e.is_no_space() {
+                // and trusted, so the database takes no more writes; a full disk or a
+                // moment without file handles is retried (space or handles may come back).
+                return Err(if e.is_shortage() {
                     e
                 } else {
                     latch_error(inner, e)

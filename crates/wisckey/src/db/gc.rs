@@ -952,8 +952,9 @@ fn punch_first_if_short(
     }
 }
 
-/// Whether the disk is short of space: a write or background job met ENOSPC, or the disk
-/// reserve is spent or could not be made.
+/// Whether the disk is short of space: a write or background job met ENOSPC (or had no
+/// file handle: `State::no_space` holds either, and GC then frees space first too), or the
+/// disk reserve is spent or could not be made.
 fn disk_short(inner: &DbInner) -> bool {
     inner.state.lock().no_space.is_some()
         || (inner.options.disk_reserve_size > 0 && !inner.reserve_present.load(Ordering::Acquire))
@@ -1462,15 +1463,17 @@ pub(crate) fn run_background(inner: &Arc<DbInner>) {
     }
 }
 
-/// Errors of background GC and clustering: a full disk or a closing database is met again
-/// on the next round (GC is how space comes back); damage is logged (the data it concerns
-/// stays unreadable, the rest is served); anything else stops background work. (GC's failed
+/// Errors of background GC and clustering: a full disk, a moment without file handles or a
+/// closing database is met again on the next round (GC is how space comes back); damage is
+/// logged (the data it concerns stays unreadable, the rest is served); anything else stops
+/// background work. (GC's failed
 /// reads do not get here: [`run`] skips a victim that does not read, and a background round
 /// ends on a failed read of the key index or the directory.)
 fn background_failure(inner: &DbInner, what: &str, e: Error) {
     match e {
         Error::Closed => {}
         e if e.is_no_space() => {}
+        e if e.is_out_of_handles() => log::warn!("wisckey: {what} is retried: {e}"),
         e => {
             log::error!("wisckey: {what} failed: {e}");
             if !matches!(e, Error::Corruption { .. }) {

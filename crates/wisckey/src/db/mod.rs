@@ -265,7 +265,8 @@ pub(crate) struct DbInner {
 
 impl DbInner {
     /// Takes `gc_lock` for work that GC must not run beside (a checkpoint, a segment's
-    /// check), asking a background GC round that holds it to end at its next step.
+    /// check) or for a `Db::gc`, asking a background GC round that holds it to end at its
+    /// next step.
     pub fn lock_out_gc(&self) -> parking_lot::MutexGuard<'_, ()> {
         self.gc_lock_wanted.fetch_add(1, Ordering::AcqRel);
         let guard = self.gc_lock.lock();

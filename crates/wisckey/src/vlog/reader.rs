@@ -76,12 +76,14 @@ pub struct VlogReader {
     opts: VlogOptions,
     /// Open segments with their file names (named in errors; formatted once per open).
     handles: ArcSwap<HashMap<u64, Arc<OpenSegment>>>,
-    /// Held while a segment missing from `handles` is opened and cached, and while
-    /// `forget_segment` drops one, which is called only after the file was deleted: a
-    /// handle opened before the deletion is then either cached before the forget (and
-    /// dropped by it) or not at all (the open fails). So no handle of a deleted file stays
-    /// cached, holding its space, and nothing is kept per segment ever deleted.
-    open_lock: parking_lot::Mutex<()>,
+    /// How many segments were forgotten (`forget_segment`, called only once the file is
+    /// deleted), changed under `cache_lock`. An open caches its handle, under that lock,
+    /// only if no segment was forgotten since it began: a handle opened just before a
+    /// deletion is used for its read but never cached, so no handle of a deleted file stays
+    /// cached holding its space, and nothing is kept per segment ever deleted. Opens run
+    /// in parallel; only the caching is serialized.
+    forgets: AtomicU64,
+    cache_lock: parking_lot::Mutex<()>,
     /// Verified values of recent point reads (`Options::value_cache_size`; none at 0).
     value_cache: Option<ValueCache>,
 }
@@ -93,7 +95,8 @@ impl VlogReader {
             dir,
             opts,
             handles: ArcSwap::default(),
-            open_lock: parking_lot::Mutex::new(()),
+            forgets: AtomicU64::new(0),
+            cache_lock: parking_lot::Mutex::new(()),
             value_cache: None,
         }
     }
@@ -577,7 +580,8 @@ impl VlogReader {
     /// Drops the cached handle of segment `n`. Call once its file is deleted (GC's): no open
     /// can cache it again after that.
     pub fn forget_segment(&self, n: u64) {
-        let _no_open = self.open_lock.lock();
+        let _caching = self.cache_lock.lock();
+        self.forgets.fetch_add(1, Ordering::AcqRel);
         self.remove_handle(n);
     }
 
@@ -593,13 +597,9 @@ impl VlogReader {
         if let Some(open) = self.handles.load().get(&n) {
             return Ok(Arc::clone(open));
         }
-        let _no_forget = self.open_lock.lock();
-        // Another thread may have opened it while this one waited.
-        if let Some(open) = self.handles.load().get(&n) {
-            return Ok(Arc::clone(open));
-        }
+        let forgets_before = self.forgets.load(Ordering::Acquire);
         let opened = self.open_segment(n)?;
-        Ok(self.cache_handle(n, opened))
+        Ok(self.cache_handle(n, opened, forgets_before))
     }
 
     fn open_segment(&self, n: u64) -> Result<Arc<OpenSegment>> {
@@ -623,8 +623,18 @@ impl VlogReader {
     }
 
     /// Caches `opened` as segment `n`'s handle and returns the handle to use: one another
-    /// thread cached meanwhile wins. Called holding `open_lock`.
-    fn cache_handle(&self, n: u64, opened: Arc<OpenSegment>) -> Arc<OpenSegment> {
+    /// thread cached meanwhile wins. Not cached if a segment was forgotten since the open
+    /// began (`forgets_before`): it may be this one, deleted after the open.
+    fn cache_handle(
+        &self,
+        n: u64,
+        opened: Arc<OpenSegment>,
+        forgets_before: u64,
+    ) -> Arc<OpenSegment> {
+        let _caching = self.cache_lock.lock();
+        if self.forgets.load(Ordering::Acquire) != forgets_before {
+            return opened;
+        }
         let mut kept = Arc::clone(&opened);
         self.handles.rcu(|handles| {
             let mut handles = HashMap::clone(handles);
@@ -929,7 +939,7 @@ mod tests {
     /// A segment GC deleted and forgot leaves no handle cached (it would hold the deleted
     /// file's space until evicted), and an open after the deletion caches none either; a
     /// handle cached before the forget is dropped by it. (The race this guards, a read
-    /// that opened the segment before the deletion, is closed by `open_lock`.)
+    /// that opened the segment before the deletion, is the next test's.)
     #[test]
     fn a_deleted_and_forgotten_segment_keeps_no_handle_cached() {
         let (fs, reader, ptrs, live) = setup();
@@ -948,30 +958,28 @@ mod tests {
         );
     }
 
-    /// The race itself: a read that opened segment 1 before its deletion and caches the
-    /// handle after it, while GC forgets the segment. The forget waits for the open to be
-    /// cached and drops it; without `open_lock` it ran first and the handle stayed cached.
+    /// The race itself: a read that opened segment 1 before its deletion caches the handle
+    /// after GC forgot it. The handle serves that read but is not cached; without the
+    /// check it stayed cached, holding the deleted file's space.
     #[test]
-    fn a_forget_racing_an_open_of_the_deleted_segment_leaves_nothing_cached() {
+    fn a_handle_opened_before_its_segment_was_deleted_and_forgotten_is_not_cached() {
         let (fs, reader, _ptrs, _live) = setup();
-        let reader = Arc::new(reader);
-        let opening = reader.open_lock.lock();
+        let forgets_before = reader.forgets.load(Ordering::Acquire);
         let opened = reader.open_segment(1).expect("open");
         fs.remove(&vlog_file_name(Path::new("/db"), 1)).expect("remove");
-        let forgetting = std::thread::spawn({
-            let reader = Arc::clone(&reader);
-            move || reader.forget_segment(1)
-        });
-        // Gives the forget time to run first if nothing holds it back (the test passes
-        // either way with the lock; without it, this is what lets it fail).
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        reader.cache_handle(1, opened);
-        drop(opening);
-        forgetting.join().expect("forget");
+        reader.forget_segment(1);
+        let used = reader.cache_handle(1, opened, forgets_before);
+        assert!(used.reaches(1).expect("len"), "the racing read keeps its handle");
         assert!(
             reader.cached_segments().is_empty(),
             "the deleted segment's handle stayed cached"
         );
+        // An open that began after the forget caches as before.
+        let fresh = VlogReader::new(Arc::clone(&reader.fs), reader.dir.clone(), opts());
+        fs.set_contents(&vlog_file_name(Path::new("/db"), 2), b"x").expect("write");
+        let forgets_before = fresh.forgets.load(Ordering::Acquire);
+        fresh.cache_handle(2, fresh.open_segment(2).expect("open"), forgets_before);
+        assert_eq!(fresh.cached_segments(), vec![2]);
     }
 
     /// The values of a `read_runs` answer, each error as its kind's name (errors hold

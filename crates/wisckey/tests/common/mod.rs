@@ -105,6 +105,62 @@ impl Hooks for ManifestAppendNoSpace {
     }
 }
 
+/// The call a [`FailWhileArmed`] fails.
+#[allow(dead_code)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Call {
+    Create,
+    Append,
+    Read,
+}
+
+/// Hooks that fail one kind of call on the files whose name ends with `suffix` with the OS
+/// error `errno` while `armed` is set: a full disk (ENOSPC) or a process out of file handles
+/// (EMFILE) for a moment.
+#[allow(dead_code)]
+#[derive(Debug)]
+pub struct FailWhileArmed {
+    pub armed: AtomicBool,
+    call: Call,
+    suffix: &'static str,
+    errno: i32,
+}
+
+#[allow(dead_code)]
+impl FailWhileArmed {
+    pub fn new(call: Call, suffix: &'static str, errno: i32) -> FailWhileArmed {
+        FailWhileArmed {
+            armed: AtomicBool::new(false),
+            call,
+            suffix,
+            errno,
+        }
+    }
+
+    fn fail(&self, call: Call, path: &Path) -> Result<()> {
+        let named = path.to_string_lossy().ends_with(self.suffix);
+        if call == self.call && named && self.armed.load(Ordering::SeqCst) {
+            return Err(wisckey::Error::io(
+                format!("{call:?} {} (injected)", path.display()),
+                std::io::Error::from_raw_os_error(self.errno),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Hooks for FailWhileArmed {
+    fn before_create(&self, path: &Path) -> Result<()> {
+        self.fail(Call::Create, path)
+    }
+    fn before_append(&self, path: &Path, _data: &[u8]) -> Result<()> {
+        self.fail(Call::Append, path)
+    }
+    fn before_read(&self, path: &Path, _offset: u64, _len: usize) -> Result<()> {
+        self.fail(Call::Read, path)
+    }
+}
+
 /// A `MemFs` whose writable files run `hooks` first.
 #[derive(Debug)]
 pub struct HookFs<H> {
