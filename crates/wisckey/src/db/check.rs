@@ -92,10 +92,11 @@ fn not_about_the_data(error: &Error) -> bool {
             matches!(
                 source.kind(),
                 std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::OutOfMemory
-            ) || matches!(
-                source.raw_os_error(),
-                Some(libc::EMFILE | libc::ENFILE | libc::ENOMEM | libc::EACCES | libc::EPERM)
-            )
+            ) || error.is_out_of_handles()
+                || matches!(
+                    source.raw_os_error(),
+                    Some(libc::ENOMEM | libc::EACCES | libc::EPERM)
+                )
         }
         Error::Closed | Error::Locked(_) | Error::InvalidArgument(_) => true,
         _ => false,
