@@ -38,7 +38,7 @@ use crate::gc::{VictimOrder, VictimPolicy};
 use crate::key::ValueKind;
 use crate::position::LogPosition;
 use crate::safety::SafetyStep;
-use crate::version::{AscendingGets, VersionEdit, NUM_LEVELS};
+use crate::version::{AscendingGets, SegmentMeta, VersionEdit, NUM_LEVELS};
 use crate::vlog::{ValuePointer, PUNCH_ALIGN};
 
 /// Value bytes handed to the write leader per relocation batch of GC.
@@ -334,9 +334,12 @@ fn yields(inner: &DbInner, paced: bool) -> bool {
 /// segment being written, where its next record goes (its file runs ahead with zeros:
 /// mapped write-outs and `vlog_zero_fill_size` allocate up to megabytes that hold no
 /// record, and counted, they made a small database's live bytes many times its data);
-/// else the file's current size.
-fn segment_sizes(inner: &DbInner) -> Result<BTreeMap<u64, u64>> {
-    let listed = inner.state.lock().versions.vlog_segments().clone();
+/// else the file's current size. `listed`: the segments of a version taken before the call
+/// (see [`choose`]).
+fn segment_sizes(
+    inner: &DbInner,
+    listed: &BTreeMap<u64, SegmentMeta>,
+) -> Result<BTreeMap<u64, u64>> {
     let end = inner.vlog.end();
     let mut sizes = BTreeMap::new();
     for name in inner.fs.list(&inner.dir)? {
@@ -369,18 +372,33 @@ fn choose(
     policy: VictimPolicy,
     leaving: impl Iterator<Item = u64>,
 ) -> Result<(VictimChoice, u64, u64)> {
-    let sizes = segment_sizes(inner)?;
-    let active = inner.vlog.end().segment;
-    let state = inner.state.lock();
-    let head_segment = state.versions.vlog_head().map_or(active, |h| h.segment);
-    let removed: BTreeSet<u64> = (state.gc_removed.keys().copied())
-        .chain(leaving)
-        .collect();
+    // The manifest's counts first, the log's sizes after. A record is counted dead by the
+    // flush of the write that replaced it, once that write's record is in the log: sizes
+    // read later hold every record the counts imply. Read the other way round, a thread
+    // held up between the two (as under a loaded test machine) set the counts of writes
+    // flushed meanwhile against a log without their records: the log looked up to twice
+    // its true space amplification, and background GC collected and punched under its
+    // target (docs/RELIABILITY.md, "Defects these tests found", stop 70).
+    let (listed, head, removed, unreadable) = {
+        let state = inner.state.lock();
+        let removed: BTreeSet<u64> = (state.gc_removed.keys().copied())
+            .chain(leaving)
+            .collect();
+        (
+            state.versions.vlog_segments().clone(),
+            state.versions.vlog_head(),
+            removed,
+            state.gc_unreadable.clone(),
+        )
+    };
     let estimates: BTreeMap<u64, u64> = (inner.gc_samples.lock().iter())
         .map(|(&s, sample)| (s, sample.dead_bytes))
         .collect();
+    let sizes = segment_sizes(inner, &listed)?;
+    let active = inner.vlog.end().segment;
+    let head_segment = head.map_or(active, |h| h.segment);
     let mut choice = pick_victims(
-        state.versions.vlog_segments(),
+        &listed,
         &sizes,
         head_segment,
         active,
@@ -388,9 +406,9 @@ fn choose(
         &estimates,
         policy,
     );
-    choice.victims.retain(|v| !state.gc_unreadable.contains(v));
+    choice.victims.retain(|v| !unreadable.contains(v));
     for segment in &mut choice.segments {
-        if state.gc_unreadable.contains(&segment.segment) {
+        if unreadable.contains(&segment.segment) {
             segment.state = SegmentState::Unreadable;
         }
     }

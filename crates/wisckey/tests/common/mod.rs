@@ -53,6 +53,8 @@ pub trait Hooks: Send + Sync + std::fmt::Debug + 'static {
     fn before_file_size(&self, _path: &Path) -> Result<()> {
         Ok(())
     }
+    /// Before `FileSystem::list`.
+    fn before_list(&self, _dir: &Path) {}
     /// Before `FileSystem::punch_hole`.
     fn before_punch_hole(&self, _path: &Path) -> Result<()> {
         Ok(())
@@ -273,6 +275,7 @@ impl<H: Hooks> FileSystem for HookFs<H> {
         self.mem.remove(path)
     }
     fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        self.hooks.before_list(dir);
         self.mem.list(dir)
     }
     fn exists(&self, path: &Path) -> Result<bool> {
