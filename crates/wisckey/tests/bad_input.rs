@@ -190,6 +190,24 @@ fn missing_database_with_create_if_missing_off_is_an_error() {
     assert!(fs.file_names().is_empty(), "nothing created");
 }
 
+/// Opening through a symbolic link whose target is missing says so: the OS's own answer,
+/// `create_dir_all ...: File exists`, named no reason. Nothing is created behind the link.
+#[test]
+fn a_symlink_to_nothing_is_refused_with_a_reason() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let link = temp.path().join("db");
+    let target = temp.path().join("gone");
+    std::os::unix::fs::symlink(&target, &link).expect("symlink");
+    let options = Options::small_for_tests(Arc::new(PosixFs::new()));
+    match Db::open(&link, options) {
+        Err(Error::InvalidArgument(why)) => {
+            assert!(why.contains("symbolic link"), "{why}")
+        }
+        other => panic!("{:?}", other.map(drop)),
+    }
+    assert!(!target.exists(), "nothing created behind the link");
+}
+
 #[test]
 fn error_if_exists_refuses_an_existing_database() {
     let fs = MemFs::new();

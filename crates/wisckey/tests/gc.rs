@@ -1424,3 +1424,69 @@ fn gc_returns_while_writes_go_on() {
         assert!(done.segments_collected > 0, "{done:?}");
     });
 }
+
+/// A collected segment's file handle goes with its file. A deleted file's blocks stay
+/// allocated until its last descriptor closes, so a handle the value-log reader kept
+/// cached for a segment GC deleted would hold its space for as long as the process ran:
+/// the sweep that deletes a segment drops its cached handle.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_deleted_segment_keeps_no_open_handle() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path().join("db");
+    let options = Options {
+        gc_space_amp_target: f64::INFINITY,
+        ..Options::small_for_tests(Arc::new(wisckey::fs::PosixFs::new()))
+    };
+    let db = Db::open(&dir, options).expect("open");
+    const VALUE_LEN: usize = 900;
+    for i in 0..300 {
+        db.put(key(i), value(i, 0, VALUE_LEN)).expect("put");
+    }
+    db.flush().expect("flush");
+    // Read back: the reader caches a handle of every segment read.
+    for i in 0..300 {
+        assert_eq!(db.get(key(i)).expect("get"), Some(value(i, 0, VALUE_LEN)));
+    }
+    // This process's descriptors of the database's segment files, and how many of them
+    // name a file that was deleted.
+    let segment_handles = || {
+        let mut open = 0;
+        let mut deleted = Vec::new();
+        for entry in std::fs::read_dir("/proc/self/fd").expect("fds").flatten() {
+            let Ok(target) = std::fs::read_link(entry.path()) else {
+                continue;
+            };
+            let target = target.to_string_lossy().into_owned();
+            if target.starts_with(&*dir.to_string_lossy()) && target.contains(".vlog") {
+                open += 1;
+                if target.ends_with("(deleted)") {
+                    deleted.push(target);
+                }
+            }
+        }
+        (open, deleted)
+    };
+    let (open_before, _) = segment_handles();
+    let first_segments = db.stats().expect("stats").value_log.segments.len();
+    assert!(
+        open_before > 2 && first_segments > 2,
+        "the reads left handles of the segments open: {open_before} handles, {first_segments} segments"
+    );
+    for i in 0..300 {
+        db.put(key(i), value(i, 1, VALUE_LEN)).expect("overwrite");
+    }
+    let done = db
+        .gc(&GcOptions {
+            space_amp_target: 1.0,
+            ..GcOptions::default()
+        })
+        .expect("gc");
+    assert!(done.segments_collected >= 2, "{done:?}");
+    let (_, deleted) = segment_handles();
+    assert!(
+        deleted.is_empty(),
+        "handles of deleted segments are still open: {deleted:?}"
+    );
+    db.close().expect("close");
+}

@@ -142,7 +142,17 @@ pub(crate) fn open(dir: &Path, mut options: Options, read_only: bool) -> Result<
         Some(fs.lock(&dir.join(LOCK))?)
     } else {
         let leftovers = check_new_directory(&*fs, dir, &options)?;
-        crate::fs::create_dir_all_durably(&*fs, dir)?;
+        crate::fs::create_dir_all_durably(&*fs, dir).map_err(|e| match &e {
+            // Not there, yet its name is taken: a symbolic link to nothing (or a component
+            // that is one). The OS's "File exists" alone left the caller guessing.
+            Error::Io { source, .. } if source.kind() == std::io::ErrorKind::AlreadyExists => {
+                Error::InvalidArgument(format!(
+                    "database {} cannot be created: the path leads nowhere, yet its name is                      taken (a symbolic link whose target is missing?): {e}",
+                    dir.display()
+                ))
+            }
+            _ => e,
+        })?;
         let lock = fs.lock(&dir.join(LOCK))?;
         // Another process may have created the database between the check and the lock.
         if !fs.exists(&dir.join(CURRENT))? {
