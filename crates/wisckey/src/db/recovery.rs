@@ -147,7 +147,8 @@ pub(crate) fn open(dir: &Path, mut options: Options, read_only: bool) -> Result<
             // that is one). The OS's "File exists" alone left the caller guessing.
             Error::Io { source, .. } if source.kind() == std::io::ErrorKind::AlreadyExists => {
                 Error::InvalidArgument(format!(
-                    "database {} cannot be created: the path leads nowhere, yet its name is                      taken (a symbolic link whose target is missing?): {e}",
+                    "database {} cannot be created: the path leads nowhere, yet its name is \
+                     taken (a symbolic link whose target is missing?): {e}",
                     dir.display()
                 ))
             }
