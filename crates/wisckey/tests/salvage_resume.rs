@@ -13,12 +13,14 @@ mod util;
 
 const SYNC: WriteOptions = WriteOptions { sync: true };
 
-/// Small segments; no flush happens on its own (the memtable holds everything written).
+/// Small segments; no flush happens on its own (the memtable holds everything written, and
+/// background GC, whose rounds flush once the unflushed log exceeds two segments, is off).
 fn options() -> Options {
     Options {
         disk_reserve_size: 0,
         memtable_size: 64 << 20,
         memtable_max_log_bytes: 64 << 20,
+        gc_space_amp_target: f64::INFINITY,
         ..Options::small_for_tests(Arc::new(PosixFs::new()))
     }
 }
