@@ -95,9 +95,12 @@ pub(crate) fn release_reserve(inner: &DbInner) -> bool {
     if !inner.reserve_present.swap(false, Ordering::AcqRel) {
         return false;
     }
+    // Spent before its space is freed: a put group's leader reads the flag without this
+    // lock ([`puts_may_take_space`]), and one that looked between the deletion and the
+    // flag took the space the reserve was released for.
+    inner.reserve_spent.store(true, Ordering::Release);
     match inner.fs.remove(&inner.dir.join(RESERVE)) {
         Ok(()) => {
-            inner.reserve_spent.store(true, Ordering::Release);
             log::warn!(
                 "wisckey: the disk is full; released the {}-byte reserve in {} so flushes and \
                  deletes can finish. Free space (delete data, remove other files)",
@@ -106,6 +109,10 @@ pub(crate) fn release_reserve(inner: &DbInner) -> bool {
             );
             true
         }
-        Err(_) => false,
+        Err(_) => {
+            // Nothing was freed; the next put group makes the reserve again if it can.
+            inner.reserve_spent.store(false, Ordering::Release);
+            false
+        }
     }
 }

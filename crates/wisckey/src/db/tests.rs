@@ -389,3 +389,100 @@ fn a_finished_range_lets_its_snapshot_go() {
     assert!(range.next().is_none());
     drop(range);
 }
+
+/// Defect: the disk reserve was marked spent only after its file was deleted. The flush
+/// thread releases it without the log writer's lock, and a put group's leader reads the
+/// flag without the reserve's (`space::puts_may_take_space`): one that looked in between
+/// took the space just freed, and the flush it was freed for met a full disk again.
+#[test]
+fn the_reserve_is_marked_spent_before_its_space_is_freed() {
+    use std::path::{Path, PathBuf};
+    use std::sync::mpsc::{channel, Receiver, Sender};
+    use std::sync::Mutex;
+
+    use crate::error::Result;
+    use crate::fs::{FileLock, FileSystem, ReadableFile, WritableFile};
+
+    /// A `MemFs` whose deletion of the reserve, once armed, says so and waits to be let go.
+    #[derive(Debug)]
+    struct PausingReserveRemoval {
+        mem: MemFs,
+        armed: Mutex<Option<(Sender<()>, Receiver<()>)>>,
+    }
+    impl FileSystem for PausingReserveRemoval {
+        fn create_dir_all(&self, dir: &Path) -> Result<()> {
+            self.mem.create_dir_all(dir)
+        }
+        fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+            self.mem.create(path)
+        }
+        fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+            self.mem.open_append(path)
+        }
+        fn open_read(&self, path: &Path) -> Result<Arc<dyn ReadableFile>> {
+            self.mem.open_read(path)
+        }
+        fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+            self.mem.rename(from, to)
+        }
+        fn remove(&self, path: &Path) -> Result<()> {
+            self.mem.remove(path)?;
+            if path.ends_with(crate::filename::RESERVE) {
+                if let Some((removed, go)) = self.armed.lock().expect("lock").take() {
+                    removed.send(()).expect("the test waits");
+                    go.recv().expect("the test lets it go");
+                }
+            }
+            Ok(())
+        }
+        fn list(&self, dir: &Path) -> Result<Vec<String>> {
+            self.mem.list(dir)
+        }
+        fn exists(&self, path: &Path) -> Result<bool> {
+            self.mem.exists(path)
+        }
+        fn file_size(&self, path: &Path) -> Result<u64> {
+            self.mem.file_size(path)
+        }
+        fn sync_dir(&self, dir: &Path) -> Result<()> {
+            self.mem.sync_dir(dir)
+        }
+        fn punch_hole(&self, path: &Path, offset: u64, len: u64) -> Result<()> {
+            self.mem.punch_hole(path, offset, len)
+        }
+        fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+            self.mem.lock(path)
+        }
+    }
+
+    let (removed_tx, removed) = channel();
+    let (go, go_rx) = channel();
+    let fs = Arc::new(PausingReserveRemoval {
+        mem: MemFs::new(),
+        armed: Mutex::new(None),
+    });
+    let options = Options {
+        gc_space_amp_target: f64::INFINITY,
+        ..Options::small_for_tests(Arc::clone(&fs) as Arc<dyn FileSystem>)
+    };
+    let db = Db::open("/db", options).expect("open");
+    assert!(db.inner.reserve_present.load(Ordering::Acquire));
+    *fs.armed.lock().expect("lock") = Some((removed_tx, go_rx));
+    std::thread::scope(|scope| {
+        // As the flush thread does on a full disk.
+        let releaser = scope.spawn(|| super::space::release_reserve(&db.inner));
+        removed.recv().expect("the reserve is deleted");
+        let reserve = PathBuf::from("/db").join(crate::filename::RESERVE);
+        let deleted = !fs.mem.exists(&reserve).expect("exists");
+        let spent = db.inner.reserve_spent.load(Ordering::Acquire);
+        // Let go before asserting: a failed assertion would wait for the releaser forever.
+        go.send(()).expect("the releaser waits");
+        assert!(releaser.join().expect("release"), "released");
+        assert!(deleted, "deleted");
+        assert!(
+            spent,
+            "the reserve's space was free while a put group could take it"
+        );
+    });
+    assert!(db.inner.reserve_spent.load(Ordering::Acquire));
+}
