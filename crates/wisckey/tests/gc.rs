@@ -1194,6 +1194,55 @@ fn the_active_segment_counts_its_records_not_the_zeros_ahead_of_them() {
     assert_eq!(stats.live_bytes, records - 32, "{stats:?}");
 }
 
+/// Holds the armed thread in its next directory listing (victim choice lists the log's
+/// segments) until the test lets it go.
+#[derive(Debug, Default)]
+struct HoldListing {
+    #[allow(clippy::type_complexity)]
+    armed: std::sync::Mutex<
+        Option<(
+            std::thread::ThreadId,
+            std::sync::mpsc::Sender<()>,
+            std::sync::mpsc::Receiver<()>,
+        )>,
+    >,
+}
+
+impl common::Hooks for HoldListing {
+    fn before_list(&self, _dir: &Path) {
+        let mut armed = self.armed.lock().expect("lock");
+        let me = std::thread::current().id();
+        if armed.as_ref().is_some_and(|(thread, _, _)| *thread == me) {
+            let (_, entered, go) = armed.take().expect("checked just above");
+            drop(armed);
+            entered.send(()).expect("the test waits");
+            go.recv().expect("the test lets it go");
+        }
+    }
+}
+
+/// The value log's stats as `Db::stats` read them with `meanwhile` run while it was held in
+/// its directory listing.
+fn stats_across(
+    db: &Db,
+    fs: &common::HookFs<HoldListing>,
+    meanwhile: impl FnOnce(),
+) -> wisckey::ValueLogStats {
+    let (entered_tx, entered) = std::sync::mpsc::channel();
+    let (go, go_rx) = std::sync::mpsc::channel();
+    std::thread::scope(|scope| {
+        let reader = scope.spawn(|| {
+            *fs.hooks.armed.lock().expect("lock") =
+                Some((std::thread::current().id(), entered_tx, go_rx));
+            db.stats().expect("stats").value_log
+        });
+        entered.recv().expect("stats lists the log");
+        meanwhile();
+        go.send(()).expect("stats waits");
+        reader.join().expect("stats")
+    })
+}
+
 /// Defect: victim choice read the log's sizes before the manifest's dead counts, so a
 /// thread held up between the two (a loaded machine) set the counts of writes flushed
 /// meanwhile against a log that did not hold their records yet: the log looked over its
@@ -1202,28 +1251,6 @@ fn the_active_segment_counts_its_records_not_the_zeros_ahead_of_them() {
 /// binary four at a time). The counts are now read first: what they imply is in the sizes.
 #[test]
 fn space_amplification_is_never_overstated_by_writes_flushed_while_it_is_read() {
-    use std::sync::mpsc::{channel, Receiver, Sender};
-    use std::sync::Mutex;
-    use std::thread::ThreadId;
-
-    /// Holds the armed thread in its next directory listing (victim choice lists the log's
-    /// segments) until the test lets it go.
-    #[derive(Debug, Default)]
-    struct HoldListing {
-        armed: Mutex<Option<(ThreadId, Sender<()>, Receiver<()>)>>,
-    }
-    impl common::Hooks for HoldListing {
-        fn before_list(&self, _dir: &Path) {
-            let mut armed = self.armed.lock().expect("lock");
-            let me = std::thread::current().id();
-            if armed.as_ref().is_some_and(|(thread, _, _)| *thread == me) {
-                let (_, entered, go) = armed.take().expect("checked just above");
-                drop(armed);
-                entered.send(()).expect("the test waits");
-                go.recv().expect("the test lets it go");
-            }
-        }
-    }
     const VALUE_LEN: usize = 12 << 10;
     let fs = common::HookFs::new(HoldListing::default());
     let options = Options {
@@ -1239,20 +1266,8 @@ fn space_amplification_is_never_overstated_by_writes_flushed_while_it_is_read() 
         db.flush().expect("flush");
     };
     write(0..120, 0);
-    let (entered_tx, entered) = channel();
-    let (go, go_rx) = channel();
-    let during = std::thread::scope(|scope| {
-        let reader = scope.spawn(|| {
-            *fs.hooks.armed.lock().expect("lock") =
-                Some((std::thread::current().id(), entered_tx, go_rx));
-            db.stats().expect("stats").value_log
-        });
-        entered.recv().expect("stats lists the log");
-        // Meanwhile: 50 keys again, flushed (their old records counted dead).
-        write(0..50, 1);
-        go.send(()).expect("stats waits");
-        reader.join().expect("stats")
-    });
+    // Meanwhile: 50 keys again, flushed (their old records counted dead).
+    let during = stats_across(&db, &fs, || write(0..50, 1));
     let after = db.stats().expect("stats").value_log;
     // 170 records for 120 live.
     let expected = 170.0 / 120.0;
@@ -1267,6 +1282,52 @@ fn space_amplification_is_never_overstated_by_writes_flushed_while_it_is_read() 
          during: {during:?}\nafter: {after:?}",
         during.space_amp,
         after.space_amp
+    );
+    db.close().expect("close");
+}
+
+/// Defect: the writer's end was read before the directory was listed, so a segment the log
+/// rolled into in between was sized by its file, zeros written ahead of its records
+/// (`vlog_zero_fill_size`) included, and counted as live for that call (the very count
+/// `the_active_segment_counts_its_records_not_the_zeros_ahead_of_them` pins).
+#[test]
+fn a_segment_rolled_into_while_the_log_is_listed_counts_its_records_not_its_zeros() {
+    let fs = common::HookFs::new(HoldListing::default());
+    let options = Options {
+        gc_space_amp_target: f64::INFINITY,
+        vlog_zero_fill_size: 32 << 10,
+        ..Options::small_for_tests(Arc::new(fs.clone()))
+    };
+    let db = Db::open("/db", options).expect("open");
+    let sync = wisckey::WriteOptions { sync: true };
+    let segments = || {
+        (fs.mem.file_names().iter())
+            .filter(|n| n.extension().is_some_and(|e| e == "vlog"))
+            .count()
+    };
+    let mut i = 0;
+    let mut put = || {
+        db.put_opt(key(i), value(i, 0, 1000), &sync).expect("put");
+        i += 1;
+    };
+    put();
+    let before = segments();
+    let during = stats_across(&db, &fs, || {
+        // Sync puts until the log rolls, then one more: zeros are written ahead of it.
+        while segments() == before {
+            put();
+        }
+        put();
+    });
+    let after = db.stats().expect("stats").value_log;
+    let newest = |stats: &wisckey::ValueLogStats| {
+        let last = stats.segments.last().expect("a segment");
+        (last.segment, last.size)
+    };
+    assert_eq!(
+        newest(&during),
+        newest(&after),
+        "the segment rolled into, as read during the roll and after it\nduring: {during:?}\nafter: {after:?}"
     );
     db.close().expect("close");
 }

@@ -336,17 +336,24 @@ fn yields(inner: &DbInner, paced: bool) -> bool {
 /// record, and counted, they made a small database's live bytes many times its data);
 /// else the file's current size. `listed`: the segments of a version taken before the call
 /// (see [`choose`]).
+///
+/// The writer's end is read after the listing: read before, a segment the log rolled into
+/// meanwhile was sized by its file, zeros ahead included, and the one it left by the stale
+/// end. A segment listed but past the end read after (the writer is creating it, nothing
+/// in it published) holds its header only. Returns the sizes and the writer's segment.
 fn segment_sizes(
     inner: &DbInner,
     listed: &BTreeMap<u64, SegmentMeta>,
-) -> Result<BTreeMap<u64, u64>> {
+) -> Result<(BTreeMap<u64, u64>, u64)> {
+    let names = inner.fs.list(&inner.dir)?;
     let end = inner.vlog.end();
     let mut sizes = BTreeMap::new();
-    for name in inner.fs.list(&inner.dir)? {
+    for name in names {
         if let Some(FileKind::ValueLog(n)) = parse_file_name(&name) {
             let size = match listed.get(&n).and_then(|m| m.sealed_size) {
                 Some(size) => size,
                 None if n == end.segment => end.offset,
+                None if n > end.segment => crate::vlog::SEGMENT_HEADER_LEN,
                 None => match inner.fs.file_size(&inner.dir.join(&name)) {
                     Ok(size) => size,
                     // Deleted since the listing.
@@ -361,7 +368,7 @@ fn segment_sizes(
             sizes.insert(n, size);
         }
     }
-    Ok(sizes)
+    Ok((sizes, end.segment))
 }
 
 /// Victim choice over the database's current state. `leaving`: victims collected and
@@ -394,8 +401,7 @@ fn choose(
     let estimates: BTreeMap<u64, u64> = (inner.gc_samples.lock().iter())
         .map(|(&s, sample)| (s, sample.dead_bytes))
         .collect();
-    let sizes = segment_sizes(inner, &listed)?;
-    let active = inner.vlog.end().segment;
+    let (sizes, active) = segment_sizes(inner, &listed)?;
     let head_segment = head.map_or(active, |h| h.segment);
     let mut choice = pick_victims(
         &listed,
