@@ -695,12 +695,20 @@ fn run_knowing(
     // with writes going on there would always be another, and the call (holding
     // `gc_lock`, so checkpoints and checks wait) never returned.
     let mut newest_victim = None;
+    let mut victims_tried = 0u64;
     loop {
         if inner.shutting_down.load(Ordering::Acquire) {
             break;
         }
         if paced && inner.gc_lock_wanted.load(Ordering::Acquire) > 0 {
             // A checkpoint or check waits for `gc_lock`: the next round goes on from here.
+            break;
+        }
+        if paced && victims_tried > 0 && clustering_due(inner) {
+            // The thread clusters a range scans made due between rounds, and under
+            // sustained overwrites a round finds a segment newly dead at every step: it
+            // never ended, and no pass ran while the writes lasted. Once it has collected,
+            // it steps aside; the next round goes on from here.
             break;
         }
         if let Some(e) = inner.state.lock().bg_error.clone() {
@@ -788,6 +796,7 @@ fn run_knowing(
                 sample_stale(inner, &choice, active)?;
             }
             GcStep::Collect(victim) => {
+                victims_tried += 1;
                 match collect_victim(inner, victim, paced) {
                     Ok(collected) => leaving.unasked.push(collected),
                     // No file handle left to read the victim with says nothing of the
@@ -856,6 +865,11 @@ fn run_knowing(
         Err(e) if !ends_background_round(paced, &e) => Err(e),
         _ => Ok(round.total),
     }
+}
+
+/// Whether background clustering has a range due (`Options::auto_cluster_ratio`).
+fn clustering_due(inner: &DbInner) -> bool {
+    inner.options.auto_cluster_ratio > 0.0 && inner.scan_heat.lock().has_due()
 }
 
 /// The log bytes writers may append before background GC is far behind (0: it is):

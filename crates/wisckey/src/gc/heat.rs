@@ -110,6 +110,11 @@ impl ScanHeat {
         became_due
     }
 
+    /// Whether a range is due for an estimate.
+    pub(crate) fn has_due(&self) -> bool {
+        !self.due.is_empty()
+    }
+
     /// The next range due for an estimate, oldest first.
     pub(crate) fn next_due(&mut self) -> Option<DueRange> {
         self.due.pop_front()
@@ -129,9 +134,18 @@ impl ScanHeat {
         unit.scattered >= unit.needed
     }
 
-    /// The pass over `unit` ran: its values are in key order, its count starts over.
+    /// The pass over `unit` ran: its values are in key order, its count starts over. Still
+    /// queued if scans made it due again during the pass: that entry answers for it (reset
+    /// too, the next scans queued it a second time).
     pub(crate) fn passed(&mut self, unit: u64) {
-        self.units.insert(unit, Unit::default());
+        let queued = self.units.get(&unit).is_some_and(|u| u.queued);
+        self.units.insert(
+            unit,
+            Unit {
+                queued,
+                ..Unit::default()
+            },
+        );
     }
 
     /// The look at `unit` failed (a full disk, an error): it waits for more reads.
@@ -204,6 +218,27 @@ mod tests {
             edit.add_file(level, t.clone());
         }
         Version::default().apply(&edit).expect("tables fit")
+    }
+
+    /// Defect: a pass reset its unit's `queued` flag while scans during the pass had queued
+    /// it again, so the next scans queued it a second time: two estimates, sometimes two
+    /// passes back to back.
+    #[test]
+    fn a_unit_made_due_during_its_pass_is_queued_once() {
+        let v = version_with(2, &[table(7, "a", "f"), table(8, "g", "m"), table(9, "n", "z")]);
+        let mut heat = ScanHeat::default();
+        assert!(heat.record(&v, b"h", b"k", MIN_SCATTERED_READS, 1.0));
+        let due = heat.next_due().expect("due");
+        assert!(heat.estimated(due.unit, 10, 1.0), "the scans paid for a pass");
+        // Scans while the pass runs make the unit due again.
+        assert!(heat.record(&v, b"h", b"k", MIN_SCATTERED_READS, 1.0));
+        heat.passed(due.unit);
+        assert!(
+            !heat.record(&v, b"h", b"k", MIN_SCATTERED_READS, 1.0),
+            "already queued"
+        );
+        assert_eq!(heat.next_due().map(|d| d.unit), Some(8));
+        assert_eq!(heat.next_due(), None, "queued once");
     }
 
     #[test]
