@@ -1228,6 +1228,14 @@ fn stats_across(
     fs: &common::HookFs<HoldListing>,
     meanwhile: impl FnOnce(),
 ) -> wisckey::ValueLogStats {
+    /// Lets the held thread go when dropped: also when `meanwhile` panics, which would
+    /// otherwise leave the scope waiting for the thread forever.
+    struct LetGo(std::sync::mpsc::Sender<()>);
+    impl Drop for LetGo {
+        fn drop(&mut self) {
+            let _ = self.0.send(());
+        }
+    }
     let (entered_tx, entered) = std::sync::mpsc::channel();
     let (go, go_rx) = std::sync::mpsc::channel();
     std::thread::scope(|scope| {
@@ -1236,9 +1244,12 @@ fn stats_across(
                 Some((std::thread::current().id(), entered_tx, go_rx));
             db.stats().expect("stats").value_log
         });
-        entered.recv().expect("stats lists the log");
+        let let_go = LetGo(go);
+        entered
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("stats lists the log");
         meanwhile();
-        go.send(()).expect("stats waits");
+        drop(let_go);
         reader.join().expect("stats")
     })
 }

@@ -258,3 +258,37 @@ fn read_only_open_without_a_lock_file_creates_none() {
     reader.close().expect("close");
     assert!(!dir.path().join("LOCK").exists());
 }
+
+/// A segment file after the replayed log (a torn newest segment, which a read-only open
+/// leaves as it is) is shown in `stats` at its file's length, not as a bare header (as a
+/// read-write handle's segment being created is).
+#[test]
+fn read_only_stats_show_a_file_after_the_log_at_its_length() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path();
+    let options = Options {
+        gc_space_amp_target: f64::INFINITY,
+        ..Options::small_for_tests(std::sync::Arc::new(wisckey::fs::PosixFs::new()))
+    };
+    let db = Db::open(dir, options.clone()).expect("open");
+    for i in 0..200u32 {
+        db.put(format!("key{i:05}"), vec![b'v'; 300]).expect("put");
+    }
+    db.close().expect("close");
+    let newest = (std::fs::read_dir(dir).expect("ls").flatten())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.strip_suffix(".vlog")
+                .and_then(|n| n.parse::<u64>().ok())
+        })
+        .max()
+        .expect("a segment");
+    let stray = newest + 1;
+    std::fs::write(dir.join(format!("{stray:06}.vlog")), vec![0u8; 200 << 10]).expect("write");
+    let db = Db::open_read_only(dir, options).expect("read-only open");
+    let stats = db.stats().expect("stats").value_log;
+    let view = (stats.segments.iter())
+        .find(|s| s.segment == stray)
+        .expect("the file after the log is shown");
+    assert_eq!(view.size, 200 << 10, "{view:?}");
+}

@@ -353,7 +353,9 @@ fn segment_sizes(
             let size = match listed.get(&n).and_then(|m| m.sealed_size) {
                 Some(size) => size,
                 None if n == end.segment => end.offset,
-                None if n > end.segment => crate::vlog::SEGMENT_HEADER_LEN,
+                // (A read-only handle's writer stays on the newest replayed segment: files
+                // after it, such as a torn newest segment, are left on disk as they are.)
+                None if n > end.segment && !inner.read_only => crate::vlog::SEGMENT_HEADER_LEN,
                 None => match inner.fs.file_size(&inner.dir.join(&name)) {
                     Ok(size) => size,
                     // Deleted since the listing.
