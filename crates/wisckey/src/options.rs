@@ -220,7 +220,10 @@ pub struct Options {
     ///
     /// While it is spent, a write with puts first tries to make it again and is refused
     /// with `NoSpace` until there is room for it (deletes still go through): after a full
-    /// disk, puts need this much free space besides their own.
+    /// disk, puts need this much free space besides their own. While a flush or compaction
+    /// it was released for has not succeeded (it is retried every 100 ms), writes with puts
+    /// are refused without trying: the space is that work's. One that could not be made at
+    /// open is tried again after each successful flush or compaction.
     pub disk_reserve_size: u64,
     /// Largest write batch accepted, in key and value bytes. A batch is held whole in the
     /// value-log buffer and in the memtable, so this bounds the memory one write can take,

@@ -1386,8 +1386,19 @@ fn enospc_at_every_call_loses_no_acknowledged_write() {
         }
         let calls = fault.calls_of(ops) - start;
         fault.clear();
-        db.put(b"after", b"x")
-            .expect("writes go on without a reopen");
+        // A compaction that met the fault may still be retrying with the space of the
+        // reserve released for it; puts are refused (NoSpace) until it succeeds
+        // (`no_space::a_put_does_not_take_back_the_reserve_released_for_a_flush`).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            match db.put(b"after", b"x") {
+                Ok(()) => break,
+                Err(e) if e.is_no_space() && std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                Err(e) => panic!("fail_at {fail_at:?}: writes go on without a reopen: {e:?}"),
+            }
+        }
         model.insert(b"after".to_vec(), b"x".to_vec());
         db.close().expect("close");
         let db = Db::open("/db", options).expect("reopen");

@@ -129,8 +129,13 @@ fn run_background(inner: &DbInner) {
                 // (`hardening::gc_gives_space_back_on_a_full_disk`). A compaction that found
                 // nothing to do proves no space.
                 let had_no_space = wrote && inner.state.lock().no_space.take().is_some();
-                if had_no_space && std::mem::take(&mut released_reserve) {
-                    super::space::ensure_reserve(inner);
+                if had_no_space {
+                    let released = std::mem::take(&mut released_reserve);
+                    super::space::background_work_succeeded(inner, released);
+                }
+                if wrote {
+                    // One that could not be made (at open, say) comes back with the space.
+                    super::space::retry_missing_reserve(inner);
                 }
                 // Dead bytes may have been counted: GC decides whether that is enough.
                 inner.gc_cv.notify_all();
@@ -142,7 +147,7 @@ fn run_background(inner: &DbInner) {
             // reopen. Unless the log's writer failed (its sync before the flush, say): its
             // buffered records are gone, which no retry brings back.
             Err(e) if e.is_shortage() && !inner.vlog.lock_writer().is_poisoned() => {
-                let released = e.is_no_space() && super::space::release_reserve(inner);
+                let released = e.is_no_space() && super::space::release_reserve(inner, true);
                 released_reserve |= released;
                 let mut state = inner.state.lock();
                 state.no_space = Some(e);
@@ -343,6 +348,9 @@ fn flush_memtable(inner: &DbInner, imm: ImmutableMemtable) -> Result<()> {
         }
         let front = state.imms.pop_front();
         state.imms_flushed += 1;
+        // Durable: the space a released reserve gave back is no longer this flush's, and a
+        // writer woken by it may make the reserve again at once (this thread does too, after).
+        (inner.reserve_held_for_background).store(false, Ordering::Release);
         debug_assert!(front.is_some_and(|f| Arc::ptr_eq(&f.table, &imm.table)));
         // A reader that captured its view before this install may still follow a pointer
         // to a record found dead here; one that captures after it sees the shadowing entry

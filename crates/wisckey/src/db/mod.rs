@@ -242,6 +242,10 @@ pub(crate) struct DbInner {
     /// The reserve was released for work that must finish and is not made again yet:
     /// groups with puts must not take the space it gave back (`space::puts_may_take_space`).
     pub reserve_spent: AtomicBool,
+    /// The reserve was released for background work (a flush or compaction that met a full
+    /// disk) that has not succeeded since: its space is that work's, and no put group may
+    /// make the reserve again out of it (`space::puts_may_take_space`).
+    pub reserve_held_for_background: AtomicBool,
     /// Held while the reserve file is created or released, so a release that races a
     /// creation waits for it and gives its space back instead of finding no reserve.
     pub reserve_lock: Mutex<()>,

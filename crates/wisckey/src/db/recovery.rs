@@ -307,6 +307,7 @@ pub(crate) fn open(dir: &Path, mut options: Options, read_only: bool) -> Result<
         scan_batches_read_cached: AtomicU64::new(0),
         reserve_present: AtomicBool::new(false),
         reserve_spent: AtomicBool::new(false),
+        reserve_held_for_background: AtomicBool::new(false),
         reserve_lock: Mutex::new(()),
         log_space_short: AtomicBool::new(false),
         recovery_report: RecoveryReport::default(),

@@ -470,7 +470,7 @@ fn the_reserve_is_marked_spent_before_its_space_is_freed() {
     *fs.armed.lock().expect("lock") = Some((removed_tx, go_rx));
     std::thread::scope(|scope| {
         // As the flush thread does on a full disk.
-        let releaser = scope.spawn(|| super::space::release_reserve(&db.inner));
+        let releaser = scope.spawn(|| super::space::release_reserve(&db.inner, true));
         (removed.recv_timeout(std::time::Duration::from_secs(60))).expect("the reserve is deleted");
         let reserve = PathBuf::from("/db").join(crate::filename::RESERVE);
         let deleted = !fs.mem.exists(&reserve).expect("exists");

@@ -582,15 +582,22 @@ fn reserve_log_space(
         .map(|op| (RECORD_HEADER_LEN + op.key.len() + op.value.len()) as u64)
         .sum();
     let puts = !batches.iter().all(WriteBatch::deletes_only);
-    if puts && !may_spend_reserve && !super::space::puts_may_take_space(inner) {
-        // Deletes, grouped apart from now on, may still go.
-        inner.log_space_short.store(true, Ordering::Relaxed);
-        let full = std::io::Error::from_raw_os_error(libc::ENOSPC);
-        return Err(GroupFailure::Clean(Error::io(
-            "append to the value log: the disk reserve was spent on work that must finish \
-             and there is no room to make it again",
-            full,
-        )));
+    if puts && !may_spend_reserve {
+        match super::space::puts_may_take_space(inner) {
+            Ok(true) => {}
+            Ok(false) => {
+                // Deletes, grouped apart from now on, may still go.
+                inner.log_space_short.store(true, Ordering::Relaxed);
+                let full = std::io::Error::from_raw_os_error(libc::ENOSPC);
+                return Err(GroupFailure::Clean(Error::io(
+                    "append to the value log: the disk reserve was spent on work that must \
+                     finish and there is no room to make it again",
+                    full,
+                )));
+            }
+            // Not a full disk (no file handle, EIO): said as it is.
+            Err(e) => return Err(GroupFailure::Clean(e)),
+        }
     }
     let mut result = vlog.reserve(group_len);
     if result.is_ok() && puts && !may_spend_reserve {
@@ -601,7 +608,7 @@ fn reserve_log_space(
         if e.is_no_space()
             && !vlog.is_poisoned()
             && may_spend_reserve
-            && super::space::release_reserve(inner)
+            && super::space::release_reserve(inner, false)
         {
             result = vlog.reserve(group_len);
         }
