@@ -62,7 +62,7 @@ pub(crate) fn retry_missing_reserve(inner: &DbInner) {
 /// that made the reserve again out of it left the flush to meet a full disk again.
 /// `Ok(false)`: refused for space; an error other than a full disk while making the
 /// reserve (no file handle, EIO) is returned as it is. Called with the log's writer
-/// locked, on a full disk only.
+/// locked, for every group with puts: one load unless the reserve is spent.
 pub(crate) fn puts_may_take_space(inner: &DbInner) -> crate::error::Result<bool> {
     if !inner.reserve_spent.load(Ordering::Acquire) {
         return Ok(true);

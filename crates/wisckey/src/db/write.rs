@@ -591,7 +591,8 @@ fn reserve_log_space(
                 let full = std::io::Error::from_raw_os_error(libc::ENOSPC);
                 return Err(GroupFailure::Clean(Error::io(
                     "append to the value log: the disk reserve was spent on work that must \
-                     finish and there is no room to make it again",
+                     finish, and that work is still retrying or there is no room to make the \
+                     reserve again",
                     full,
                 )));
             }
