@@ -683,6 +683,24 @@ fn run_knowing(
     punch_first_if_short(inner, policy, paced, &mut round.full_disk);
     let mut leaving = Leaving::new();
     let mut taken = StepsTaken::default();
+    if paced && inner.log_space_short.load(Ordering::Relaxed) {
+        // Writes are refused for space, and the deletes that would give it back wait in the
+        // memtable: what they make dead is counted (and queued to be punched) only when it
+        // is flushed, and a memtable of deletes alone fills late or never. No other step
+        // flushes while the replay head is in the active segment: with 64 MiB segments a
+        // full disk stayed full after two thirds of its keys were deleted
+        // (`hardening::deletes_give_space_back_on_a_full_disk_without_a_call_to_gc`).
+        taken.flushed = true;
+        let flushed = super::write::force_memtable_switch(inner)
+            .and_then(|()| super::background::wait_for_flushes(inner));
+        match flushed {
+            Err(e) if e.is_no_space() => round.full_disk = Some(e),
+            other => {
+                other?;
+                punch_first_if_short(inner, policy, paced, &mut round.full_disk);
+            }
+        }
+    }
     let min_seal_size = if paced {
         // Background GC seals the active segment only once it is a good part of a segment.
         inner.options.vlog_segment_size / 4
