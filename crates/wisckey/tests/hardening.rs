@@ -1157,6 +1157,25 @@ fn real_full_tmpfs_loses_no_acknowledged_write() {
 }
 
 /// GC must write before it can free: it needs headroom for one victim's live records.
+/// `value(i)` repeated to 4 KiB.
+fn four_kib_value(i: u32) -> Vec<u8> {
+    value(i).into_iter().cycle().take(4096).collect()
+}
+
+/// Puts `key{i:06}` → [`four_kib_value`] until the disk is full; returns how many went in.
+fn fill_with_four_kib_values(db: &Db) -> u32 {
+    let mut puts = 0u32;
+    let err = loop {
+        match db.put(format!("key{puts:06}"), four_kib_value(puts)) {
+            Ok(()) => puts += 1,
+            Err(e) => break e,
+        }
+        assert!(puts < 100_000, "the disk never filled");
+    };
+    assert!(err.is_no_space(), "{err:?}");
+    puts
+}
+
 /// Fill a real tmpfs with 4 KiB values, delete half the keys, free 1 MiB (an operator
 /// removing a file; the disk reserve was spent by the first flush that met the full disk),
 /// run GC: it gives back many times that (the log shrinks and new writes fit again), and
@@ -1177,16 +1196,8 @@ fn gc_gives_space_back_on_a_full_disk() {
         ..Options::default()
     };
     let db = Db::open(&dir, options.clone()).expect("open");
-    let big = |i: u32| -> Vec<u8> { value(i).into_iter().cycle().take(4096).collect() };
-    let mut puts = 0u32;
-    let err = loop {
-        match db.put(format!("key{puts:06}"), big(puts)) {
-            Ok(()) => puts += 1,
-            Err(e) => break e,
-        }
-        assert!(puts < 100_000, "the disk never filled");
-    };
-    assert!(err.is_no_space(), "{err:?}");
+    let big = four_kib_value;
+    let puts = fill_with_four_kib_values(&db);
     let log_size = |dir: &Path| -> u64 {
         (std::fs::read_dir(dir).expect("ls").flatten())
             .filter(|e| e.file_name().to_string_lossy().ends_with(".vlog"))
@@ -1244,16 +1255,8 @@ fn deletes_give_space_back_on_a_full_disk_without_a_call_to_gc() {
         ..Options::default()
     };
     let db = Db::open(&dir, options).expect("open");
-    let big = |i: u32| -> Vec<u8> { value(i).into_iter().cycle().take(4096).collect() };
-    let mut puts = 0u32;
-    let err = loop {
-        match db.put(format!("key{puts:06}"), big(puts)) {
-            Ok(()) => puts += 1,
-            Err(e) => break e,
-        }
-        assert!(puts < 100_000, "the disk never filled");
-    };
-    assert!(err.is_no_space(), "{err:?}");
+    let big = four_kib_value;
+    let puts = fill_with_four_kib_values(&db);
     // The replay head moves to the log's end: what the deletes make dead is counted only
     // when a later flush shadows it.
     db.flush().expect("flush");

@@ -691,15 +691,7 @@ fn run_knowing(
         // full disk stayed full after two thirds of its keys were deleted
         // (`hardening::deletes_give_space_back_on_a_full_disk_without_a_call_to_gc`).
         taken.flushed = true;
-        let flushed = super::write::force_memtable_switch(inner)
-            .and_then(|()| super::background::wait_for_flushes(inner));
-        match flushed {
-            Err(e) if e.is_no_space() => round.full_disk = Some(e),
-            other => {
-                other?;
-                punch_first_if_short(inner, policy, paced, &mut round.full_disk);
-            }
-        }
+        flush_step(inner, policy, paced, &mut round.full_disk)?;
     }
     let min_seal_size = if paced {
         // Background GC seals the active segment only once it is a good part of a segment.
@@ -778,17 +770,7 @@ fn run_knowing(
         match step {
             GcStep::Flush => {
                 taken.flushed = true;
-                let flushed = super::write::force_memtable_switch(inner)
-                    .and_then(|()| super::background::wait_for_flushes(inner));
-                match flushed {
-                    // A step that meets a full disk is passed over: what needs no space
-                    // may still be collected (it is `taken`, so it is not tried again).
-                    Err(e) if e.is_no_space() => round.full_disk = Some(e),
-                    other => {
-                        other?;
-                        punch_first_if_short(inner, policy, paced, &mut round.full_disk);
-                    }
-                }
+                flush_step(inner, policy, paced, &mut round.full_disk)?;
             }
             GcStep::SealAndFlush => {
                 taken.sealed = true;
@@ -885,6 +867,28 @@ fn run_knowing(
         Err(e) if !ends_background_round(paced, &e) => Err(e),
         _ => Ok(round.total),
     }
+}
+
+/// A round's flush: switches the memtable and waits for the flushes, then punches first
+/// if the disk is short. One that meets a full disk is passed over (`full_disk` says so):
+/// what needs no space may still be collected, and the caller marks the step taken so it
+/// is not tried again.
+fn flush_step(
+    inner: &DbInner,
+    policy: VictimPolicy,
+    paced: bool,
+    full_disk: &mut Option<Error>,
+) -> Result<()> {
+    let flushed = super::write::force_memtable_switch(inner)
+        .and_then(|()| super::background::wait_for_flushes(inner));
+    match flushed {
+        Err(e) if e.is_no_space() => *full_disk = Some(e),
+        other => {
+            other?;
+            punch_first_if_short(inner, policy, paced, full_disk);
+        }
+    }
+    Ok(())
 }
 
 /// Whether background clustering has a range due (`Options::auto_cluster_ratio`).
