@@ -483,7 +483,12 @@ fn a_put_does_not_take_back_the_reserve_released_for_a_flush() {
         let db = Arc::clone(&db);
         std::thread::spawn(move || db.flush())
     };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !fs.hooks.held.load(Ordering::SeqCst) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the flush was not retried within 60 s of meeting the full disk"
+        );
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
     let reserve = Path::new("/db/RESERVE");
