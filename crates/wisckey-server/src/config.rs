@@ -14,13 +14,17 @@ pub enum AppendFsync {
     /// No reply leaves before the writes it acknowledges or shows are synced: one sync per
     /// batch of pipelined requests, shared across connections by the engine's group commit.
     Always,
-    /// Writes are acknowledged at once; a background task syncs the log every second, so a
-    /// crash of the machine loses at most about a second of acknowledged writes. A crash of
-    /// the process alone loses only what the engine had not yet handed to the OS.
+    /// Writes are acknowledged once they are handed to the OS; a background task syncs the
+    /// log every second, so a crash of the machine loses at most about a second of
+    /// acknowledged writes, and a crash of the process alone loses none (as Redis's AOF,
+    /// which writes its buffer before it replies). That last holds with the engine's
+    /// [`write_through_to_os`](wisckey::Options::write_through_to_os), which
+    /// [`Config::new`] sets.
     #[default]
     Everysec,
-    /// Never sync explicitly: the engine hands writes to the OS on its own schedule and the
-    /// OS writes them back when it chooses.
+    /// Never sync explicitly: writes are handed to the OS before their replies (so a crash
+    /// of the process loses none, as with `everysec`) and the OS writes them back when it
+    /// chooses.
     No,
 }
 
@@ -102,7 +106,13 @@ pub struct Config {
     /// connect (ioredis's ready check): one scan at a time, its result shared for this long.
     /// DBSIZE stays exact. Default 5 s.
     pub info_keyspace_refresh: Duration,
-    /// The engine's options (the defaults unless a caller embeds the server).
+    /// The engine's options: its defaults, except
+    /// [`write_through_to_os`](wisckey::Options::write_through_to_os), which is on, so that
+    /// under `everysec` and `no` a reply leaves only once its write is in the OS's hands, as
+    /// with Redis's AOF. With the engine's default a killed server lost up to the last
+    /// ~10 ms of acknowledged writes (the log buffer's flush interval). Turning it off (or
+    /// turning on `vlog_direct_writes`, whose write-through waits for the device, as
+    /// `wisckey serve --vlog-direct-writes` does) brings that window back.
     pub engine: wisckey::Options,
 }
 
@@ -123,7 +133,10 @@ impl Config {
             scan_cursor_table: 100_000,
             threads: 0,
             info_keyspace_refresh: Duration::from_secs(5),
-            engine: wisckey::Options::default(),
+            engine: wisckey::Options {
+                write_through_to_os: true,
+                ..wisckey::Options::default()
+            },
         }
     }
 
