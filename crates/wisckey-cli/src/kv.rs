@@ -30,6 +30,10 @@ pub struct GetArgs {
     db: PathBuf,
     /// The key.
     key: String,
+    /// Write the value's bytes as they are (neither escaped nor hex, no newline added) to
+    /// this file, `-` for standard output: the counterpart of `put --value-file`.
+    #[arg(long, value_name = "PATH")]
+    out: Option<PathBuf>,
     #[command(flatten)]
     encoding: Encoding,
 }
@@ -54,6 +58,10 @@ pub struct PutArgs {
     /// the log); --sync only keeps it if the process dies during that close.
     #[arg(long)]
     sync: bool,
+    /// Create the database if it does not exist (without it, a mistyped path fails
+    /// instead of starting a new, empty database).
+    #[arg(long)]
+    create: bool,
     /// Write even into a database `wisckey serve` created (whose values carry the server's
     /// header: a raw put there reads as damaged through the server).
     #[arg(long)]
@@ -112,17 +120,18 @@ type CliResult = Result<(), Box<dyn std::error::Error>>;
 /// A key and its value (empty when only keys are read).
 type Entry = (Vec<u8>, Vec<u8>);
 
-fn open(path: &PathBuf) -> Result<Db, Box<dyn std::error::Error>> {
+/// Opens for a write; creates the database only if `create` (`put --create`).
+fn open(path: &PathBuf, create: bool) -> Result<Db, Box<dyn std::error::Error>> {
     let options = Options {
-        create_if_missing: false,
+        create_if_missing: create,
         ..Options::default()
     };
     Db::open(path, options).map_err(|e| {
         missing_database(
             path,
             e,
-            "put and delete never create one: check the path, or create it with \
-             `wisckey load --create`",
+            "check the path, or create it with `wisckey put --create` (or `wisckey load \
+             --create`)",
         )
     })
 }
@@ -245,13 +254,46 @@ pub fn get(args: &GetArgs) -> CliResult {
     let key = args.encoding.parse(&args.key, "key")?;
     let db = open_read_only(&args.db)?;
     let value = db.get(&key)?;
+    // A database `wisckey serve` made holds its keys behind a namespace byte: "not found"
+    // alone would send its user looking for lost data.
+    let served = value.is_none() && db.get(wisckey_server::format::META_VERSION_KEY)?.is_some();
     db.close()?;
-    match value {
-        Some(value) => {
+    match (value, &args.out) {
+        (Some(value), None) => {
             writeln!(std::io::stdout().lock(), "{}", args.encoding.show(&value))?;
             Ok(())
         }
-        None => Err(format!("key '{}' not found", args.encoding.show(&key)).into()),
+        (Some(value), Some(path)) if path.as_os_str() == "-" => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(&value)?;
+            out.flush()?;
+            Ok(())
+        }
+        (Some(value), Some(path)) => std::fs::write(path, &value)
+            .map_err(|e| format!("--out {}: {e}", path.display()).into()),
+        (None, _) => {
+            let mut message = format!("key '{}' not found", shortened(&args.encoding.show(&key)));
+            if served {
+                message.push_str(
+                    " (this database was created by `wisckey serve`, which stores each key \
+                     behind a namespace byte: read it through the server, e.g. `redis-cli GET`)",
+                );
+            }
+            Err(message.into())
+        }
+    }
+}
+
+/// A key as an error message shows it: at most 200 characters, then how many more.
+fn shortened(shown: &str) -> String {
+    const MAX: usize = 200;
+    match shown.char_indices().nth(MAX) {
+        Some((cut, _)) => format!(
+            "{}... ({} more characters)",
+            &shown[..cut],
+            shown[cut..].chars().count()
+        ),
+        None => shown.to_string(),
     }
 }
 
@@ -266,7 +308,7 @@ pub fn put(args: &PutArgs) -> CliResult {
             return Err(crate::Usage("a value or --value-file is required".into()).into())
         }
     };
-    let db = open(&args.db)?;
+    let db = open(&args.db, args.create)?;
     refuse_server_keyspace(&db, &args.db, args.raw_keyspace, "--raw-keyspace")?;
     db.put_opt(&key, &value, &WriteOptions { sync: args.sync })?;
     db.close()?;
@@ -312,7 +354,7 @@ fn read_value_file(path: &std::path::Path) -> Result<Vec<u8>, Box<dyn std::error
 
 pub fn delete(args: &DeleteArgs) -> CliResult {
     let key = args.encoding.parse(&args.key, "key")?;
-    let db = open(&args.db)?;
+    let db = open(&args.db, false)?;
     refuse_server_keyspace(&db, &args.db, args.raw_keyspace, "--raw-keyspace")?;
     db.delete_opt(&key, &WriteOptions { sync: args.sync })?;
     db.close()?;
@@ -387,6 +429,14 @@ pub fn scan(args: &ScanArgs) -> CliResult {
     // Opened before the range is looked at, so a wrong path is reported even when --prefix
     // leaves the range empty (a --from or --to outside the prefix is no error).
     let db = open_read_only(&args.db)?;
+    if db.get(wisckey_server::format::META_VERSION_KEY)?.is_some() {
+        crate::note(format_args!(
+            "wisckey scan: {} was created by `wisckey serve`: entries are shown as stored, \
+             each key behind the server's namespace byte and each value behind its header \
+             (docs/FORMAT.md, \"Redis-protocol server keyspace\"); `redis-cli --scan` lists the keys",
+            args.db.display()
+        ));
+    }
     if let (Some(l), Some(u)) = (&lower, &upper) {
         if l >= u {
             db.close()?;

@@ -434,8 +434,8 @@ fn put_and_load_on_a_missing_database_say_how_to_create_one() {
     std::fs::write(&empty, "").expect("write");
     let input = empty.to_str().expect("utf-8");
     for (args, hint) in [
-        (vec!["put", "--db", path, "k", "v"], "wisckey load --create"),
-        (vec!["delete", "--db", path, "k"], "wisckey load --create"),
+        (vec!["put", "--db", path, "k", "v"], "wisckey put --create"),
+        (vec!["delete", "--db", path, "k"], "wisckey put --create"),
         (
             vec!["load", "--db", path, "--format", "jsonl", "--in", input],
             "pass --create",
@@ -592,6 +592,40 @@ fn put_takes_a_large_value_from_a_file_or_stdin() {
         ok(&["get", "--db", path, "--hex", "66726f6d2d66696c65"]),
         hex + "\n"
     );
+    // ...or as it is: `get --out` to a file, and to standard output with `-`.
+    let back = temp.path().join("back.bin");
+    let back_arg = back.to_str().expect("utf-8");
+    assert_eq!(
+        ok(&["get", "--db", path, "from-stdin", "--out", back_arg]),
+        ""
+    );
+    assert!(
+        std::fs::read(&back).expect("read --out") == value,
+        "--out differs"
+    );
+    let raw = wisckey(&["get", "--db", path, "from-file", "--out", "-"]);
+    assert!(
+        raw.status.success(),
+        "{}",
+        String::from_utf8_lossy(&raw.stderr)
+    );
+    assert!(
+        raw.stdout == value,
+        "--out - gave {} bytes, not the value",
+        raw.stdout.len()
+    );
+    // A missing key writes no file.
+    let none = temp.path().join("none.bin");
+    let out = wisckey(&[
+        "get",
+        "--db",
+        path,
+        "absent",
+        "--out",
+        none.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!none.exists(), "--out was written for a missing key");
 
     // A value and --value-file, or neither: usage errors. A missing file and one over the
     // engine's maximum: one line, nothing written.
@@ -626,4 +660,33 @@ fn put_takes_a_large_value_from_a_file_or_stdin() {
         assert_eq!(err.lines().count(), 1, "{err}");
     }
     assert_eq!(wisckey(&["get", "--db", path, "k"]).status.code(), Some(1));
+}
+
+/// `put --create` makes a new database (and only with the flag); `get` of a key that is
+/// not there says so, and a long key is shortened in that line.
+#[test]
+fn put_creates_a_database_only_when_asked() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path().join("new-db");
+    let path = dir.to_str().expect("utf-8");
+    let refused = wisckey(&["put", "--db", path, "k", "v"]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(!dir.exists(), "put without --create made a database");
+    ok(&["put", "--db", path, "k", "v", "--create"]);
+    assert_eq!(ok(&["get", "--db", path, "k"]), "v\n");
+    // On an existing database the flag changes nothing.
+    ok(&["put", "--db", path, "k2", "v2", "--create"]);
+    assert_eq!(ok(&["scan", "--db", path, "--keys-only"]), "k\nk2\n");
+
+    let long = "x".repeat(70_000);
+    let out = wisckey(&["get", "--db", path, &long]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("not found"), "{err}");
+    assert!(err.contains("(69800 more characters)"), "{err}");
+    assert!(
+        err.len() < 1000,
+        "the whole key was echoed: {} bytes",
+        err.len()
+    );
 }

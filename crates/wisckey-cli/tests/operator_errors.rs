@@ -586,6 +586,39 @@ fn raw_writes_into_a_server_database_are_refused_unless_asked_for() {
     assert_eq!(db.get(b"dfoo").expect("get"), Some(b"bar".to_vec()));
 }
 
+/// Defect (walkthrough review): `get` of a key set through `wisckey serve` said only "not
+/// found" (the server stores it behind a namespace byte), and `scan` showed the stored form
+/// without a word, so the key looked lost.
+#[test]
+fn get_and_scan_on_a_server_database_say_how_its_keys_are_stored() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path = dir.path().join("served");
+    let db = Db::open(&path, Options::default()).expect("create");
+    let version = wisckey_server::format::FORMAT_VERSION.to_string();
+    db.put(wisckey_server::format::META_VERSION_KEY, version)
+        .expect("the server's format key");
+    db.close().expect("close");
+    let db_arg = path.to_str().expect("utf-8 path");
+    let line = failure_line(&["get", "--db", db_arg, "user:1"]);
+    assert!(line.contains("key 'user:1' not found"), "{line}");
+    assert!(line.contains("created by `wisckey serve`"), "{line}");
+    let out = wisckey(&["scan", "--db", db_arg]);
+    assert!(out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("created by `wisckey serve`"), "{err}");
+    // A plain database gets neither note.
+    let plain = dir.path().join("plain");
+    Db::open(&plain, Options::default())
+        .expect("create")
+        .close()
+        .expect("close");
+    let plain_arg = plain.to_str().expect("utf-8 path");
+    let line = failure_line(&["get", "--db", plain_arg, "user:1"]);
+    assert!(!line.contains("wisckey serve"), "{line}");
+    let out = wisckey(&["scan", "--db", plain_arg]);
+    assert!(out.stderr.is_empty(), "{out:?}");
+}
+
 /// Defect (review): only `check` exited 2 on damage; `get` on a database whose CURRENT is
 /// gone exited 1, as for a key with no value, so `get … || default` took a damaged
 /// database for a missing key.
