@@ -348,6 +348,15 @@ impl Db {
         let report = with_db(py, &self.shared, |db| db.check())?;
         crate::convert::report_to_py(py, &report)
     }
+
+    /// Copies the database, as it is now, into the new directory `path` (outside this
+    /// one), while it stays open for reads and writes: a backup that opens on its own.
+    /// Returns what was copied (a dict: tables, table_bytes, segments, segment_bytes,
+    /// last_sequence). InvalidArgumentError if `path` exists or lies inside the database.
+    fn checkpoint(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<Py<PyAny>> {
+        let report = with_db(py, &self.shared, |db| db.checkpoint(&path))?;
+        crate::convert::report_to_py(py, &report)
+    }
 }
 
 /// A key range as the engine's range methods take it: (start, end) bounds.

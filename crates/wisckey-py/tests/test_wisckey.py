@@ -186,6 +186,28 @@ def test_stats_gc_compact_and_check(path):
         assert report["problems"] == [] and report["keys"] == 300
 
 
+def test_checkpoint_copies_an_open_database(path, tmp_path):
+    # A backup while the database stays open and written: the copy opens on its own with
+    # what was there at the call, and later writes stay in the original only.
+    backup = tmp_path / "backup"
+    with wisckey.DB(path) as db:
+        for i in range(500):
+            db.put(b"k%04d" % i, b"v%d" % i * 300)
+        report = db.checkpoint(backup)
+        assert report["segments"] >= 1 and report["segment_bytes"] > 0, report
+        db.put(b"after", b"not in the copy")
+        with pytest.raises(wisckey.InvalidArgumentError, match="already exists"):
+            db.checkpoint(str(backup))
+        with pytest.raises(wisckey.InvalidArgumentError, match="inside the database"):
+            db.checkpoint(os.path.join(path, "copy"))
+        assert db.get(b"after") == b"not in the copy"
+    with wisckey.DB(str(backup), create_if_missing=False) as copy:
+        assert [k for k, _ in copy] == [b"k%04d" % i for i in range(500)]
+        assert copy.get(b"k0123") == b"v123" * 300
+        assert copy.get(b"after") is None
+        assert copy.check()["problems"] == []
+
+
 def test_stats_keep_infinite_floats(path):
     # gc_space_amp_target=inf turns background GC off; stats() reports it as it is.
     with wisckey.DB(path, gc_space_amp_target=float("inf")) as db:

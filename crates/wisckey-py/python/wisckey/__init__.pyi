@@ -186,6 +186,11 @@ class DB:
     def check(self) -> dict[str, Any]:
         """Reads and verifies everything; returns the report (`problems` empty when
         sound)."""
+    def checkpoint(self, path: Union[str, os.PathLike[str]]) -> dict[str, Any]:
+        """Copies the database, as it is now, into the new directory `path` (outside this
+        one) while it stays open: a backup that opens on its own. Returns tables,
+        table_bytes, segments, segment_bytes, last_sequence. InvalidArgumentError if `path`
+        exists or lies inside the database."""
 
 class WriteBatch:
     """Puts and deletes written at once, all or nothing; made by DB.write_batch(). As a
