@@ -556,11 +556,7 @@ fn bytes_after_a_dumps_end_marker_fail_the_load() {
 fn raw_writes_into_a_server_database_are_refused_unless_asked_for() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let path = dir.path().join("served");
-    let db = Db::open(&path, Options::default()).expect("create");
-    let version = wisckey_server::format::FORMAT_VERSION.to_string();
-    db.put(wisckey_server::format::META_VERSION_KEY, version)
-        .expect("the server's format key");
-    db.close().expect("close");
+    server_database(&path);
     let db_arg = path.to_str().expect("utf-8 path");
     let dump = dir.path().join("one.jsonl");
     std::fs::write(&dump, "{\"key\":\"dfoo\",\"value\":\"bar\"}\n").expect("dump file");
@@ -586,6 +582,15 @@ fn raw_writes_into_a_server_database_are_refused_unless_asked_for() {
     assert_eq!(db.get(b"dfoo").expect("get"), Some(b"bar".to_vec()));
 }
 
+/// A database at `path` as `wisckey serve` marks one it created (its keyspace format key).
+fn server_database(path: &Path) {
+    let db = Db::open(path, Options::default()).expect("create");
+    let version = wisckey_server::format::FORMAT_VERSION.to_string();
+    db.put(wisckey_server::format::META_VERSION_KEY, version)
+        .expect("the server's format key");
+    db.close().expect("close");
+}
+
 /// Defect (walkthrough review): `get` of a key set through `wisckey serve` said only "not
 /// found" (the server stores it behind a namespace byte), and `scan` showed the stored form
 /// without a word, so the key looked lost.
@@ -593,11 +598,7 @@ fn raw_writes_into_a_server_database_are_refused_unless_asked_for() {
 fn get_and_scan_on_a_server_database_say_how_its_keys_are_stored() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let path = dir.path().join("served");
-    let db = Db::open(&path, Options::default()).expect("create");
-    let version = wisckey_server::format::FORMAT_VERSION.to_string();
-    db.put(wisckey_server::format::META_VERSION_KEY, version)
-        .expect("the server's format key");
-    db.close().expect("close");
+    server_database(&path);
     let db_arg = path.to_str().expect("utf-8 path");
     let line = failure_line(&["get", "--db", db_arg, "user:1"]);
     assert!(line.contains("key 'user:1' not found"), "{line}");
