@@ -56,6 +56,12 @@ pub struct DumpArgs {
     /// Only keys that start with this (escaped text, as in `scan`).
     #[arg(long)]
     prefix: Option<String>,
+    /// Go on past values that do not verify (salvage): each such key is named on stderr
+    /// and left out, the dump of everything else is kept, and the command exits 2 once it
+    /// has finished. Without it the first such value stops the dump (exit 2, the partial
+    /// file removed). Damage in the key index itself still stops it.
+    #[arg(long)]
+    skip_damaged: bool,
 }
 
 #[derive(Debug, Args)]
@@ -167,6 +173,10 @@ fn from_json(
     name: &str,
     line: u64,
 ) -> CliResult<Vec<u8>> {
+    if object.contains_key(name) && object.contains_key(&format!("{name}_hex")) {
+        // Which one was meant cannot be told; taking either could load the wrong bytes.
+        return Err(format!("line {line}: both \"{name}\" and \"{name}_hex\"; give one").into());
+    }
     if let Some(text) = object.get(name).and_then(|v| v.as_str()) {
         return Ok(text.as_bytes().to_vec());
     }
@@ -196,16 +206,24 @@ pub fn dump(args: &DumpArgs) -> CliResult {
     }
     // Read-only: a dump never changes the database, and runs beside other readers.
     let db = Db::open_read_only(&args.db, Options::default())?;
-    let count = match &args.out {
+    let (count, left_out) = match &args.out {
         Some(path) => dump_to_file(&db, args, &prefix, path)?,
         None => {
             let mut out = BufWriter::new(std::io::stdout().lock());
-            let count = write_dump(&db, args, &prefix, &mut out)?;
+            let written = write_dump(&db, args, &prefix, &mut out)?;
             out.flush()?;
-            count
+            written
         }
     };
     db.close()?;
+    if left_out > 0 {
+        crate::note(format_args!(
+            "dumped {count} entries; left out {left_out} whose values do not verify (named \
+             above)"
+        ));
+        // Exit 2: the dump is whole but for them, which the operator must know.
+        return Err(Box::new(crate::maint::Damaged::Reported));
+    }
     crate::note(format_args!("dumped {count} entries"));
     Ok(())
 }
@@ -214,13 +232,13 @@ pub fn dump(args: &DumpArgs) -> CliResult {
 /// (the file, then its directory entry) before success is reported: an operator may remove
 /// the source once a dump succeeded. A dump that fails removes its partial file, which is
 /// its own, so it can be run again.
-fn dump_to_file(db: &Db, args: &DumpArgs, prefix: &[u8], path: &Path) -> CliResult<u64> {
+fn dump_to_file(db: &Db, args: &DumpArgs, prefix: &[u8], path: &Path) -> CliResult<(u64, u64)> {
     let file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(path)
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    let written = (|| -> CliResult<u64> {
+    let written = (|| -> CliResult<(u64, u64)> {
         let mut out = BufWriter::new(file);
         let count = write_dump(db, args, prefix, &mut out)?;
         let file = out.into_inner().map_err(|e| e.into_error())?;
@@ -242,16 +260,46 @@ fn dump_to_file(db: &Db, args: &DumpArgs, prefix: &[u8], path: &Path) -> CliResu
     })
 }
 
-/// Writes every entry under `prefix` to `out` in the chosen format; returns how many.
-fn write_dump(db: &Db, args: &DumpArgs, prefix: &[u8], out: &mut impl Write) -> CliResult<u64> {
+/// Writes every entry under `prefix` to `out` in the chosen format; returns how many, and
+/// how many were left out for values that do not verify (`--skip-damaged`; else the first
+/// such value is the error).
+fn write_dump(
+    db: &Db,
+    args: &DumpArgs,
+    prefix: &[u8],
+    out: &mut impl Write,
+) -> CliResult<(u64, u64)> {
     let progress = bar("dump");
-    let mut count = 0u64;
+    let (mut count, mut left_out) = (0u64, 0u64);
     if args.format == Format::Native {
         out.write_all(MAGIC)?;
     }
     let mut record = Vec::new();
-    for entry in db.prefix(prefix)? {
-        let (key, value) = entry?;
+    // A cursor rather than `Db::prefix`: a value that does not verify is told apart from
+    // a failure of the cursor itself (which ends it), and its key is known.
+    let options = wisckey::ReadOptions {
+        lower_bound: Some(prefix.to_vec()),
+        upper_bound: crate::kv::prefix_successor(prefix),
+        ..wisckey::ReadOptions::default()
+    };
+    let mut cursor = db.iter(&options)?;
+    cursor.seek_to_first();
+    while cursor.valid() {
+        let key = cursor.key().to_vec();
+        let value = match cursor.value() {
+            Ok(value) => value,
+            Err(e) if args.skip_damaged && e.is_corruption() => {
+                crate::note(format_args!(
+                    "wisckey dump: left out key '{}': {e}",
+                    crate::kv::escape(&key)
+                ));
+                left_out += 1;
+                cursor.next();
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        cursor.next();
         match args.format {
             Format::Native => {
                 record.clear();
@@ -275,12 +323,13 @@ fn write_dump(db: &Db, args: &DumpArgs, prefix: &[u8], out: &mut impl Write) -> 
         count += 1;
         progress.inc(1);
     }
+    cursor.status()?;
     if args.format == Format::Native {
         out.write_all(&[0])?;
         out.write_all(&count.to_le_bytes())?;
     }
     progress.finish_and_clear();
-    Ok(count)
+    Ok((count, left_out))
 }
 
 /// A key and its value.

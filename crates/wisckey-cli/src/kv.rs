@@ -386,7 +386,7 @@ pub fn refuse_server_keyspace(
 }
 
 /// The first key after every key that starts with `prefix` (`None`: there is none).
-fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
     let mut end = prefix.to_vec();
     while let Some(last) = end.pop() {
         if last < u8::MAX {

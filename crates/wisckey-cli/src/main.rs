@@ -72,7 +72,9 @@ enum Command {
     Load(dump::LoadArgs),
     /// Copy the database into a new directory outside it (a backup that opens on its own).
     Checkpoint(maint::CheckpointArgs),
-    /// Compact the whole key index (keys and pointers; values stay where they are).
+    /// Compact the whole key index (keys and pointers; values stay where they are): every
+    /// level's tables into the deepest level that holds any. As LevelDB's, tables already
+    /// there are merged only with what comes down onto them, not with each other
     Compact(maint::CompactArgs),
     /// Value-log garbage collection on an existing database (offline: open, collect, close).
     Gc(maint::GcArgs),

@@ -83,6 +83,67 @@ fn a_database_another_process_holds_is_one_line_naming_the_lock() {
     );
 }
 
+/// Walkthrough review: one damaged value stopped every dump, so nothing could be exported
+/// from a database with one bad record (repair names such a key but cannot bring it back).
+/// `--skip-damaged` dumps the rest, names what it left out, keeps the file and exits 2.
+#[test]
+fn dump_skip_damaged_keeps_everything_that_reads() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path().join("db");
+    create(&dir, 50, 2000);
+    damage_value(&dir, b"value-00007-");
+    let path = dir.to_str().expect("utf-8 path");
+    for format in ["native", "jsonl"] {
+        let dump = temp.path().join(format!("salvage.{format}"));
+        let dump_arg = dump.to_str().expect("utf-8 path");
+        let out = wisckey(&[
+            "dump",
+            "--db",
+            path,
+            "--out",
+            dump_arg,
+            "--format",
+            format,
+            "--skip-damaged",
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("left out key 'k00007'"), "{err}");
+        assert!(
+            err.contains("dumped 49 entries; left out 1 whose values do not verify"),
+            "{err}"
+        );
+        // The kept dump loads, with every key but the damaged one.
+        let copy = temp.path().join(format!("copy-{format}"));
+        let out = wisckey(&load_create(&copy, format, &dump));
+        assert!(out.status.success(), "{out:?}");
+        let db = Db::open(&copy, Options::default()).expect("open the copy");
+        for i in 0..50 {
+            let got = db.get(format!("k{i:05}")).expect("get");
+            let want = (i != 7).then(|| value_of(i, 2000));
+            assert_eq!(got, want, "k{i:05}");
+        }
+        db.close().expect("close");
+    }
+    // To standard output as well: every entry but the damaged one, exit 2.
+    let out = wisckey(&["dump", "--db", path, "--format", "jsonl", "--skip-damaged"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 49);
+    // A sound database dumps as before: exit 0, nothing left out.
+    let sound = temp.path().join("sound");
+    create(&sound, 10, 100);
+    let out = wisckey(&[
+        "dump",
+        "--db",
+        sound.to_str().expect("utf-8 path"),
+        "--format",
+        "jsonl",
+        "--skip-damaged",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 10);
+}
+
 #[test]
 fn a_damaged_value_is_reported_with_its_file_and_offset() {
     let temp = tempfile::tempdir().expect("tempdir");
@@ -477,7 +538,7 @@ fn json_lines_load_errors_name_the_line() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let long_key = "k".repeat(wisckey::MAX_KEY_SIZE + 1);
     let good = "{\"key\":\"a\",\"value\":\"1\"}\n\n{\"key\":\"b\",\"value\":\"2\"}\n";
-    let cases: [(&str, Vec<u8>, &str); 4] = [
+    let cases: [(&str, Vec<u8>, &str); 5] = [
         (
             "utf8",
             [good.as_bytes(), b"{\"key\":\"\xff\",\"value\":\"1\"}\n"].concat(),
@@ -497,6 +558,12 @@ fn json_lines_load_errors_name_the_line() {
             "array",
             format!("{good}\n\n[1, 2]\n").into_bytes(),
             "line 6: not a JSON object",
+        ),
+        // Walkthrough review: the text field silently won over the hex one.
+        (
+            "both",
+            format!("{good}{{\"key\":\"a\",\"value\":\"1\",\"value_hex\":\"32\"}}\n").into_bytes(),
+            "line 4: both \"value\" and \"value_hex\"",
         ),
     ];
     for (name, bytes, says) in cases {

@@ -648,6 +648,11 @@ fn a_start_that_fails_on_a_busy_port_creates_no_database() {
     assert!(!out.status.success(), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.to_lowercase().contains("in use"), "{stderr}");
+    // Which address could not be had (walkthrough review: the line named none).
+    assert!(
+        stderr.contains(&format!("cannot listen on 127.0.0.1:{port}")),
+        "{stderr}"
+    );
     assert!(
         !fresh.exists(),
         "the failed start left {} behind",

@@ -128,7 +128,12 @@ impl Server {
         };
         // The socket first: a port in use must not leave behind a new, empty database that
         // the failed start created.
-        let listener = TcpListener::bind(config.bind).await?;
+        let listener = TcpListener::bind(config.bind).await.map_err(|e| {
+            Error::Io(std::io::Error::new(
+                e.kind(),
+                format!("cannot listen on {}: {e}", config.bind),
+            ))
+        })?;
         let store = tokio::task::spawn_blocking(move || -> Result<Store, Error> {
             Store::new(wisckey::Db::open(dir, engine)?, durability, max_batch_size)
         })

@@ -123,7 +123,16 @@ fn a_checkpoint_refuses_an_existing_target_and_matches_a_quiet_database_exactly(
     let expected = contents(&db);
     db.checkpoint(Path::new("/copy")).expect("checkpoint");
     let again = db.checkpoint(Path::new("/copy"));
-    assert!(matches!(again, Err(Error::InvalidArgument(_))), "{again:?}");
+    assert!(
+        matches!(&again, Err(Error::InvalidArgument(m)) if m.contains("/copy already exists")),
+        "{again:?}"
+    );
+    // An empty path is named as such (it once shared "already exists (or is empty)").
+    let empty = db.checkpoint(Path::new(""));
+    assert!(
+        matches!(&empty, Err(Error::InvalidArgument(m)) if m.contains("an empty path")),
+        "{empty:?}"
+    );
     let refused = db.checkpoint(Path::new("/db"));
     assert!(
         matches!(refused, Err(Error::InvalidArgument(_))),

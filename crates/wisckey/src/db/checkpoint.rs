@@ -58,9 +58,17 @@ pub(crate) fn checkpoint(inner: &DbInner, target: &Path) -> Result<CheckpointRep
     // The database's files are read through its own file system (read-only for a read-only
     // handle); the copy is written through the one the database was opened with.
     let fs = &*inner.copy_fs;
-    if target.as_os_str().is_empty() || fs.exists(target)? {
+    if target.as_os_str().is_empty() {
+        return Err(Error::InvalidArgument(
+            "checkpoint target is an empty path; name a new directory".into(),
+        ));
+    }
+    if fs.exists(target)? {
+        // Even an empty one, as RocksDB's checkpoint: the copy creates its directory, so no
+        // file another process put there (or puts there while it is empty) mixes with it.
         return Err(Error::InvalidArgument(format!(
-            "checkpoint target {} already exists (or is empty); name a new directory",
+            "checkpoint target {} already exists; name a new directory (one that does not \
+             exist yet, not even empty)",
             target.display()
         )));
     }

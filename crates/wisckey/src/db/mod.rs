@@ -1088,7 +1088,8 @@ impl Db {
     }
 
     /// Flushes, then compacts every level overlapping `[begin, end]` (None = unbounded)
-    /// down to the last level that holds data.
+    /// down to the last level that holds data. As LevelDB's `CompactRange`, that level's
+    /// own tables are merged only with what comes down onto them, not with each other.
     ///
     /// ```
     /// # fn main() -> wisckey::Result<()> {
