@@ -56,10 +56,11 @@ pub struct DumpArgs {
     /// Only keys that start with this (escaped text, as in `scan`).
     #[arg(long)]
     prefix: Option<String>,
-    /// Go on past values that do not verify (salvage): each such key is named on stderr
-    /// and left out, the dump of everything else is kept, and the command exits 2 once it
-    /// has finished. Without it the first such value stops the dump (exit 2, the partial
-    /// file removed). Damage in the key index itself still stops it.
+    /// Go on past values that do not verify or whose read fails with EIO (salvage): each
+    /// such key is named on stderr and left out, the dump of everything else is kept, and
+    /// the command exits 2 once it has finished (0 if nothing was left out). Without it
+    /// the first such value stops the dump (exit 2, the partial file removed). Damage in
+    /// the key index itself still stops it, as without the flag.
     #[arg(long)]
     skip_damaged: bool,
 }
@@ -87,6 +88,9 @@ pub struct LoadArgs {
 }
 
 type CliResult<T = ()> = Result<T, Box<dyn std::error::Error>>;
+
+/// EIO: the same number on Linux, macOS and the BSDs (libc is only a test dependency here).
+const EIO: i32 = 5;
 
 fn bar(what: &str) -> ProgressBar {
     if !std::io::stderr().is_terminal() {
@@ -288,10 +292,18 @@ fn write_dump(
         let key = cursor.key().to_vec();
         let value = match cursor.value() {
             Ok(value) => value,
-            Err(e) if args.skip_damaged && e.is_corruption() => {
+            // A value that does not verify, or whose read the device failed (EIO on a bad
+            // sector): what salvage is for. Other errors (no file handles, a closed
+            // database) say nothing about this value and stop the dump.
+            Err(e)
+                if args.skip_damaged
+                    && (e.is_corruption()
+                        || matches!(&e, wisckey::Error::Io { source, .. }
+                            if source.raw_os_error() == Some(EIO))) =>
+            {
                 crate::note(format_args!(
                     "wisckey dump: left out key '{}': {e}",
-                    crate::kv::escape(&key)
+                    crate::kv::shortened(&crate::kv::escape(&key))
                 ));
                 left_out += 1;
                 cursor.next();

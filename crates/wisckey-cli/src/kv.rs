@@ -31,7 +31,8 @@ pub struct GetArgs {
     /// The key.
     key: String,
     /// Write the value's bytes as they are (neither escaped nor hex, no newline added) to
-    /// this file, `-` for standard output: the counterpart of `put --value-file`.
+    /// this new file (refused if it exists or lies inside the database), `-` for standard
+    /// output: the counterpart of `put --value-file`.
     #[arg(long, value_name = "PATH")]
     out: Option<PathBuf>,
     #[command(flatten)]
@@ -127,6 +128,10 @@ fn open(path: &PathBuf, create: bool) -> Result<Db, Box<dyn std::error::Error>> 
         ..Options::default()
     };
     Db::open(path, options).map_err(|e| {
+        if create {
+            // Whatever stopped the open, "does not exist" would not be it.
+            return Box::new(e) as Box<dyn std::error::Error>;
+        }
         missing_database(
             path,
             e,
@@ -252,6 +257,15 @@ pub fn escape(bytes: &[u8]) -> String {
 
 pub fn get(args: &GetArgs) -> CliResult {
     let key = args.encoding.parse(&args.key, "key")?;
+    if let Some(out) = args.out.as_ref().filter(|p| p.as_os_str() != "-") {
+        crate::maint::refuse_target_inside(
+            &args.db,
+            out,
+            "--out",
+            "a file the database does not own would be replaced or left among its files; \
+             write the value outside it",
+        )?;
+    }
     let db = open_read_only(&args.db)?;
     let value = db.get(&key)?;
     // A database `wisckey serve` made holds its keys behind a namespace byte: "not found"
@@ -269,8 +283,7 @@ pub fn get(args: &GetArgs) -> CliResult {
             out.flush()?;
             Ok(())
         }
-        (Some(value), Some(path)) => std::fs::write(path, &value)
-            .map_err(|e| format!("--out {}: {e}", path.display()).into()),
+        (Some(value), Some(path)) => write_new_file(path, &value),
         (None, _) => {
             let mut message = format!("key '{}' not found", shortened(&args.encoding.show(&key)));
             if served {
@@ -284,8 +297,28 @@ pub fn get(args: &GetArgs) -> CliResult {
     }
 }
 
+/// Writes `bytes` into the new file `path` (never over an existing one) and syncs it; a
+/// write that fails removes the partial file, which is its own.
+fn write_new_file(path: &std::path::Path, bytes: &[u8]) -> CliResult {
+    let named = |e: std::io::Error| format!("--out {}: {e}", path.display());
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(named)?;
+    if let Err(e) = file.write_all(bytes).and_then(|()| file.sync_all()) {
+        drop(file);
+        let removed = match std::fs::remove_file(path) {
+            Ok(()) => "the partial file was removed".to_string(),
+            Err(why) => format!("the partial file could not be removed: {why}"),
+        };
+        return Err(format!("{} ({removed})", named(e)).into());
+    }
+    Ok(())
+}
+
 /// A key as an error message shows it: at most 200 characters, then how many more.
-fn shortened(shown: &str) -> String {
+pub(crate) fn shortened(shown: &str) -> String {
     const MAX: usize = 200;
     match shown.char_indices().nth(MAX) {
         Some((cut, _)) => format!(
@@ -308,6 +341,16 @@ pub fn put(args: &PutArgs) -> CliResult {
             return Err(crate::Usage("a value or --value-file is required".into()).into())
         }
     };
+    if key.len() > wisckey::MAX_KEY_SIZE {
+        // Before the open: with --create a refused put must not leave a new database.
+        return Err(format!(
+            "invalid argument: key of {} bytes exceeds the maximum key size of {} bytes; \
+             nothing was written",
+            key.len(),
+            wisckey::MAX_KEY_SIZE
+        )
+        .into());
+    }
     let db = open(&args.db, args.create)?;
     refuse_server_keyspace(&db, &args.db, args.raw_keyspace, "--raw-keyspace")?;
     db.put_opt(&key, &value, &WriteOptions { sync: args.sync })?;

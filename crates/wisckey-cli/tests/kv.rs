@@ -614,6 +614,44 @@ fn put_takes_a_large_value_from_a_file_or_stdin() {
         "--out - gave {} bytes, not the value",
         raw.stdout.len()
     );
+    // Never over an existing file, nor into the database directory: refused, untouched.
+    let out = wisckey(&["get", "--db", path, "from-file", "--out", back_arg]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("exists"),
+        "{out:?}"
+    );
+    assert!(
+        std::fs::read(&back).expect("read") == value,
+        "--out replaced a file"
+    );
+    let current = dir.join("CURRENT");
+    let before = std::fs::read(&current).expect("CURRENT");
+    let out = wisckey(&[
+        "get",
+        "--db",
+        path,
+        "from-file",
+        "--out",
+        current.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(out.status.code(), Some(64), "{out:?}");
+    assert_eq!(
+        std::fs::read(&current).expect("CURRENT"),
+        before,
+        "CURRENT replaced"
+    );
+    let inside = dir.join("value.bin");
+    let out = wisckey(&[
+        "get",
+        "--db",
+        path,
+        "from-file",
+        "--out",
+        inside.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(out.status.code(), Some(64), "{out:?}");
+    assert!(!inside.exists(), "a file was written into the database");
     // A missing key writes no file.
     let none = temp.path().join("none.bin");
     let out = wisckey(&[
@@ -672,6 +710,12 @@ fn put_creates_a_database_only_when_asked() {
     let refused = wisckey(&["put", "--db", path, "k", "v"]);
     assert_eq!(refused.status.code(), Some(1));
     assert!(!dir.exists(), "put without --create made a database");
+    // A put refused for its size leaves no new database behind (review).
+    let too_long = "k".repeat(wisckey::MAX_KEY_SIZE + 1);
+    let refused = wisckey(&["put", "--db", path, &too_long, "v", "--create"]);
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("maximum key size"));
+    assert!(!dir.exists(), "a refused put --create made a database");
     ok(&["put", "--db", path, "k", "v", "--create"]);
     assert_eq!(ok(&["get", "--db", path, "k"]), "v\n");
     // On an existing database the flag changes nothing.

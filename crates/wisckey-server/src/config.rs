@@ -110,9 +110,10 @@ pub struct Config {
     /// [`write_through_to_os`](wisckey::Options::write_through_to_os), which is on, so that
     /// under `everysec` and `no` a reply leaves only once its write is in the OS's hands, as
     /// with Redis's AOF. With the engine's default a killed server lost up to the last
-    /// ~10 ms of acknowledged writes (the log buffer's flush interval). Turning it off (or
-    /// turning on `vlog_direct_writes`, whose write-through waits for the device, as
-    /// `wisckey serve --vlog-direct-writes` does) brings that window back.
+    /// ~10 ms of acknowledged writes (the log buffer's flush interval). Turning it off
+    /// brings that window back. With `vlog_direct_writes` also on, every commit group
+    /// waits for the device instead (as under `always`, without the sync); `wisckey serve
+    /// --vlog-direct-writes` therefore turns write-through off.
     pub engine: wisckey::Options,
 }
 
